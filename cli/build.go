@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/runner/tools"
+)
+
+// buildProvider maps the spec's model section to a provider. Unknown names
+// are rejected by spec validation before this point; the default case is a
+// guard for specs recorded by a newer agentctl.
+func buildProvider(sp *spec.Spec) (provider.Provider, error) {
+	m := sp.Model
+	key := func(def string) string {
+		name := m.APIKeyEnv
+		if name == "" {
+			name = def
+		}
+		return os.Getenv(name)
+	}
+	switch m.Provider {
+	case "scripted":
+		script, err := spec.LoadScript(m.Script)
+		if err != nil {
+			return nil, err
+		}
+		return provider.NewScripted(script, m.ID), nil
+	case "openai":
+		k := key("OPENAI_API_KEY")
+		if k == "" && m.BaseURL == "" {
+			return nil, fmt.Errorf("model %s: no API key; set OPENAI_API_KEY (or the variable named by model.api_key_env), or use provider: scripted to run without a key", m.ID)
+		}
+		return provider.NewOpenAI(provider.OpenAIConfig{BaseURL: m.BaseURL, APIKey: k, MaxRetries: 3})
+	case "anthropic":
+		k := key("ANTHROPIC_API_KEY")
+		if k == "" && m.BaseURL == "" {
+			return nil, fmt.Errorf("model %s: no API key; set ANTHROPIC_API_KEY (or the variable named by model.api_key_env), or use provider: scripted to run without a key", m.ID)
+		}
+		return provider.NewAnthropic(provider.AnthropicConfig{BaseURL: m.BaseURL, APIKey: k, MaxRetries: 3})
+	}
+	return nil, fmt.Errorf("model.provider %q is not one this agentctl knows (scripted, openai, anthropic)", m.Provider)
+}
+
+// buildTools makes the mode's registry plus the spec's custom tools.
+func buildTools(sp *spec.Spec) (*tools.Registry, error) {
+	names := sp.Tools
+	reg, err := tools.Builtins(sp.Mode, names)
+	if err != nil {
+		return nil, err
+	}
+	var all []tools.Tool
+	for _, n := range reg.Names() {
+		t, _ := reg.Get(n)
+		all = append(all, t)
+	}
+	for _, c := range sp.CustomTools {
+		all = append(all, tools.NewCommand(tools.CommandDef{
+			Name: c.Name, Description: c.Description, Parameters: c.Parameters,
+			Command: c.Command, SideEffects: c.SideEffects, Idempotent: c.Idempotent,
+			Lookup: c.Lookup, Dir: sp.Dir,
+		}))
+	}
+	return tools.NewRegistry(all...), nil
+}
+
+// specFromArg loads a spec file, with a hint when the path is wrong.
+func specFromArg(path string) (*spec.Spec, error) {
+	if _, err := os.Stat(path); err != nil {
+		matches, _ := filepath.Glob("fixtures/agents/*.yaml")
+		hint := ""
+		if len(matches) > 0 {
+			hint = fmt.Sprintf("; try one of the fixtures, e.g. agentctl run %s", matches[0])
+		}
+		return nil, fmt.Errorf("spec %s: %w%s", path, err, hint)
+	}
+	return spec.Load(path)
+}

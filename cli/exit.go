@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentctl/agentctl/session"
+)
+
+// Exit codes. Scripts should treat any code not listed as a failure. 2 is
+// left to Go's runtime (an unrecovered panic exits with 2).
+const (
+	ExitOK               = 0
+	ExitError            = 1
+	ExitAwaitingApproval = 3
+	ExitBudgetExceeded   = 4
+	ExitNeedsHuman       = 5
+	ExitChecksFailed     = 6
+	ExitInterrupted      = 130
+)
+
+// exitCodesHelp is appended to the root help so the table is in one place.
+const exitCodesHelp = `Exit status:
+  0    done / ok
+  1    error (bad input, corrupt log, provider error, ...)
+  3    awaiting approval (run 'agentctl approve' or 'deny', then 'resume')
+  4    budget exceeded
+  5    needs human (a pending side effect could not be reconciled)
+  6    checks failed (evaluation, eval suite, replay divergence, crashtest)
+  130  interrupted (SIGINT/SIGTERM); the session is resumable
+Any other code is a failure.`
+
+// ExitCodeFor maps a session's final status to the process exit code.
+func ExitCodeFor(s session.Status) int {
+	switch s {
+	case session.StatusDone:
+		return ExitOK
+	case session.StatusAwaitingApproval:
+		return ExitAwaitingApproval
+	case session.StatusBudgetExceeded:
+		return ExitBudgetExceeded
+	case session.StatusNeedsHuman:
+		return ExitNeedsHuman
+	case session.StatusFailed:
+		return ExitChecksFailed // a failed evaluation; see exitCodeForRun for errors
+	case session.StatusInterrupted:
+		return ExitInterrupted
+	}
+	return ExitError
+}
+
+// exitError carries a specific exit code up to Main. A nil Err means the
+// command already reported everything and only the code matters.
+type exitError struct {
+	Code int
+	Err  error
+}
+
+func (e *exitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.Err }
+
+// withCode wraps err so Main exits with code.
+func withCode(code int, err error) error { return &exitError{Code: code, Err: err} }
+
+// usageError marks errors in how the command was called; Main prints the
+// usage line after them.
+type usageError struct{ error }
+
+func codeOf(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return ExitError
+}

@@ -1,0 +1,109 @@
+// Package cli builds agentctl's command tree. Each command has an options
+// struct, a constructor and a plain run function, so flag parsing and
+// behaviour are tested separately; main only wires signals and exits.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/recorder"
+)
+
+// Streams are the process's standard streams, injected for tests.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// Factory carries what commands depend on. Costly pieces are functions so a
+// command that does not need them never builds them.
+type Factory struct {
+	Streams
+	// Home is the agentctl home (--home, $AGENTCTL_HOME, ./.agentctl).
+	Home string
+	// JSON is true when the invoked command was given --json; Main then
+	// reports a fatal error as a JSON line on stderr.
+	JSON bool
+}
+
+// Store opens the session store under the home.
+func (f *Factory) Store() recorder.Store { return recorder.Store{Root: f.Home} }
+
+// DefaultHome is where sessions live when neither --home nor
+// $AGENTCTL_HOME says otherwise.
+const DefaultHome = ".agentctl"
+
+// NewRootCommand builds the command tree.
+func NewRootCommand(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentctl",
+		Short: "Run LLM agents in CI, record every event, replay and query them",
+		Long: `agentctl runs agents while recording every event to an append-only
+session log, replays recorded sessions offline and answers SQL questions
+over run history. Sessions live under --home (default ./.agentctl).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if fl := cmd.Flags().Lookup("json"); fl != nil && fl.Value.String() == "true" {
+				f.JSON = true
+			}
+			return nil
+		},
+	}
+	home := os.Getenv("AGENTCTL_HOME")
+	if home == "" {
+		home = DefaultHome
+	}
+	root.PersistentFlags().StringVar(&f.Home, "home", home, "agentctl home holding sessions and history (env AGENTCTL_HOME)")
+	root.SetUsageTemplate(root.UsageTemplate() + "\n" + exitCodesHelp + "\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		newVersionCmd(f, nil),
+		newSessionsCmd(f, nil),
+		newShowCmd(f, nil),
+		newProjectCmd(f, nil),
+		newRunCmd(f, nil),
+		newResumeCmd(f, nil),
+		newApproveCmd(f, nil),
+		newDenyCmd(f, nil),
+	)
+	return root
+}
+
+// Main runs agentctl with args and returns the process exit code. Errors are
+// printed here and only here.
+func Main(ctx context.Context, args []string, s Streams) int {
+	f := &Factory{Streams: s}
+	root := NewRootCommand(f)
+	root.SetArgs(args)
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) && ee.Err == nil {
+		return ee.Code
+	}
+	if f.JSON {
+		b, _ := json.Marshal(map[string]any{"error": err.Error(), "exit_code": codeOf(err)})
+		fmt.Fprintln(s.Err, string(b))
+	} else {
+		fmt.Fprintf(s.Err, "agentctl: %v\n", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(s.Err, "Run 'agentctl --help' for usage.")
+		}
+	}
+	return codeOf(err)
+}

@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/fixtures"
+	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/session"
+)
+
+type runOptions struct {
+	Spec      string
+	Prompt    string
+	JSON      bool
+	Quiet     bool
+	SessionID string
+}
+
+func newRunCmd(f *Factory, runF func(context.Context, *runOptions) error) *cobra.Command {
+	opts := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [SPEC.yaml]",
+		Short: "Run an agent from a spec, recording every event",
+		Long: `Run one agent through the harness loop: project the session log, call the
+model, check permissions and approvals, run tools in the session's own
+workspace, record, compact, and stop on done, budget or interruption.
+
+Every event is durable in the session log before it is shown. The run
+needs no API key with the scripted provider (see fixtures/agents/). With
+no SPEC, the embedded default agent (fixtures/agents/fix-typo.yaml, a
+scripted model) runs, so a fresh machine can try agentctl at once.
+SIGINT or SIGTERM stops the run cleanly; 'agentctl resume' continues it.`,
+		Example: `  agentctl run
+  agentctl run fixtures/agents/fix-typo.yaml
+  agentctl run fixtures/agents/fix-typo.yaml --json | jq .status
+  agentctl run spec.yaml --prompt "Fix the failing test in pkg/db"`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Spec = args[0]
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Prompt, "prompt", "", "first user message (overrides the spec's prompt)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object with the outcome at the end")
+	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
+	cmd.Flags().StringVar(&opts.SessionID, "session-id", "", "use this id for the new session (default: random)")
+	_ = cmd.Flags().MarkHidden("session-id")
+	return cmd
+}
+
+func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
+	path := opts.Spec
+	if path == "" {
+		dir, err := fixtures.Extract(filepath.Join(f.Home, "default-agent"))
+		if err != nil {
+			return fmt.Errorf("extract the embedded default agent: %w", err)
+		}
+		path = filepath.Join(dir, fixtures.DefaultAgent)
+	}
+	sp, err := specFromArg(path)
+	if err != nil {
+		return err
+	}
+	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
+	if err != nil {
+		return err
+	}
+	cfg.Prompt, cfg.SessionID = opts.Prompt, opts.SessionID
+	res, err := runner.Start(ctx, cfg)
+	return reportRun(f, res, err, opts.JSON)
+}
+
+func runConfig(f *Factory, sp *spec.Spec, quiet bool) (runner.Config, error) {
+	prov, err := buildProvider(sp)
+	if err != nil {
+		return runner.Config{}, err
+	}
+	reg, err := buildTools(sp)
+	if err != nil {
+		return runner.Config{}, err
+	}
+	cfg := runner.Config{Spec: sp, Store: f.Store(), Provider: prov, Tools: reg}
+	if !quiet {
+		cfg.Observer = newLiveView(f.Err)
+	}
+	return cfg, nil
+}
+
+// runOutput is the --json object of run and resume. Its fields only grow.
+type runOutput struct {
+	SessionID    string  `json:"session_id"`
+	Status       string  `json:"status"`
+	Reason       string  `json:"reason,omitempty"`
+	Events       int64   `json:"events"`
+	Turns        int     `json:"turns"`
+	ToolCalls    int64   `json:"tool_calls"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	Error        string  `json:"error,omitempty"`
+	ExitCode     int     `json:"exit_code"`
+}
+
+// reportRun prints the outcome and turns it into the exit code.
+func reportRun(f *Factory, res runner.Result, err error, asJSON bool) error {
+	if err != nil && res.SessionID == "" {
+		return err
+	}
+	code := exitCodeForRun(res.Status, res.Reason)
+	if err != nil || res.Err != nil {
+		code = ExitError
+	}
+	out := runOutput{SessionID: res.SessionID, Status: string(res.Status), Reason: res.Reason, Events: res.Events,
+		Turns: res.Turns, ToolCalls: res.ToolCalls, InputTokens: res.InputTokens, OutputTokens: res.OutputTokens,
+		CostUSD: res.CostUSD, ExitCode: code}
+	if err != nil {
+		out.Error = err.Error()
+	} else if res.Err != nil {
+		out.Error = res.Err.Error()
+	}
+	if asJSON {
+		if e := json.NewEncoder(f.Out).Encode(out); e != nil {
+			return e
+		}
+		return withCode(code, nil)
+	}
+	writeRunSummary(f.Out, out)
+	if out.Error != "" {
+		return withCode(code, fmt.Errorf("session %s: %s", res.SessionID, out.Error))
+	}
+	return withCode(code, nil)
+}
+
+func writeRunSummary(w io.Writer, o runOutput) {
+	fmt.Fprintf(w, "session %s %s: %d turns, %d tool calls, %d tokens, $%.4f\n",
+		o.SessionID, o.Status, o.Turns, o.ToolCalls, o.InputTokens+o.OutputTokens, o.CostUSD)
+	if o.Reason != "" {
+		fmt.Fprintf(w, "  %s\n", o.Reason)
+	}
+	switch session.Status(o.Status) {
+	case session.StatusAwaitingApproval:
+		fmt.Fprintf(w, "  next: agentctl approve %s (or deny), then agentctl resume %s\n", o.SessionID, o.SessionID)
+	case session.StatusInterrupted, session.StatusBudgetExceeded:
+		fmt.Fprintf(w, "  next: agentctl resume %s\n", o.SessionID)
+	}
+	fmt.Fprintf(w, "  timeline: agentctl show %s\n", o.SessionID)
+}
+
+// exitCodeForRun separates a failed evaluation (checks failed) from other
+// failures (errors).
+func exitCodeForRun(s session.Status, reason string) int {
+	if s == session.StatusFailed && !strings.HasPrefix(reason, runner.ReasonEvaluationFailed) {
+		return ExitError
+	}
+	return ExitCodeFor(s)
+}
+
+type resumeOptions struct {
+	Session string
+	JSON    bool
+	Quiet   bool
+}
+
+func newResumeCmd(f *Factory, runF func(context.Context, *resumeOptions) error) *cobra.Command {
+	opts := &resumeOptions{}
+	cmd := &cobra.Command{
+		Use:   "resume SESSION",
+		Short: "Continue a stopped session (approval decided, interrupted, crashed)",
+		Long: `Continue a session that stopped before it was done: after 'approve' or
+'deny', after an interruption, after a budget stop or a provider error, or
+after a crash. Resume takes the session's lease (a live writer is refused),
+cuts a torn log tail, folds the log, settles tool calls that were in flight,
+then goes on with the spec and the pinned model recorded in the header.`,
+		Example: "  agentctl resume 3f2a",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Session = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return resumeRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object with the outcome at the end")
+	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
+	return cmd
+}
+
+func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
+	st := f.Store()
+	id, err := st.Resolve(opts.Session)
+	if err != nil {
+		return err
+	}
+	evs, _, err := st.Load(id)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
+		return fmt.Errorf("resume %s: the log has no session header", id)
+	}
+	sp, err := spec.FromHeader(evs[0].Spec)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", id, err)
+	}
+	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", id, err)
+	}
+	res, err := runner.Resume(ctx, cfg, id)
+	return reportRun(f, res, err, opts.JSON)
+}

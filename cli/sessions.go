@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+type sessionsOptions struct {
+	JSON bool
+}
+
+func newSessionsCmd(f *Factory, runF func(*sessionsOptions) error) *cobra.Command {
+	opts := &sessionsOptions{}
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List recorded sessions, newest first",
+		Long: `List every session under the home, newest first. A session whose log is
+damaged is listed too, with the problem in the STATUS column.`,
+		Example: "  agentctl sessions\n  agentctl sessions --json | jq '.[] | select(.status != \"done\")'",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return sessionsRun(f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array of sessions")
+	return cmd
+}
+
+func sessionsRun(f *Factory, opts *sessionsOptions) error {
+	list, err := f.Store().List()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(f.Out)
+		if list == nil {
+			_, err := fmt.Fprintln(f.Out, "[]")
+			return err
+		}
+		return enc.Encode(list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(f.Err, "no sessions under %s; run 'agentctl run SPEC.yaml' to record one\n", f.Home)
+		return nil
+	}
+	tw := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tNAME\tSTARTED\tSTATUS\tMODEL\tEVENTS")
+	for _, s := range list {
+		status := string(s.Status)
+		if s.Err != "" {
+			status = "corrupt: " + s.Err
+		} else if s.Torn {
+			status += " (torn tail)"
+		}
+		model := s.Model
+		if s.Provider != "" {
+			model = s.Provider + "/" + s.Model
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.SessionID, s.Name, formatTime(s.Started), status, model, s.Events)
+	}
+	return tw.Flush()
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}

@@ -1,0 +1,124 @@
+// Package recorder keeps the durable, append-only event log of a session:
+// the source of truth that Parquet, OTLP and replay are projections of.
+//
+// A session lives in a directory of the agentctl home (see [Store]):
+//
+//	<root>/sessions/<id>/events.log   the log described below
+//	<root>/sessions/<id>/lease        who is writing it (see [AcquireLease])
+//
+// # Example
+//
+//	st := recorder.Store{Root: ".agentctl"}
+//	s, err := st.Create(session.Event{Kind: session.KindSessionStarted, Model: "m"}, recorder.Options{})
+//	if err != nil { ... }
+//	defer s.Close()
+//	evs, err := s.Append(session.Event{Kind: session.KindUserMessage, Text: "hi"})
+//	// evs[0].Seq == 2, and the event is on disk.
+//
+//	evs, tail, err := st.Load(s.ID) // read-only; tail.Torn reports a torn tail
+//
+// # Concurrency
+//
+// A [Writer] is safe for concurrent use. Append returns only after the
+// records are fsync'd; concurrent callers share one write and one fsync
+// (group commit): the first caller to find no flush in progress becomes the
+// leader and writes everything queued so far, the others wait for it. After
+// a failed write or sync the Writer is failed for good and every later
+// Append returns that error, because the file's tail is then unknown.
+//
+// Only one process may write a session: [Store.Create] and [Store.Open] take
+// the session's [Lease] (an exclusive flock) first. Readers ([ReadFile],
+// [Reader]) take no lock and never modify the file; reading a log that is
+// being written may report a torn tail, which is the record in flight.
+//
+// # Format
+//
+// All integers are little-endian. A log starts with a 12-byte file header:
+//
+//	+---------------------------+-------------------+
+//	| magic "AGCTLOG\x00" (8 B) | version uint32 (1)|
+//	+---------------------------+-------------------+
+//
+// followed by zero or more frames, back to back, with no padding:
+//
+//	+----------------+---------------+-----------+--------------------+
+//	| length uint32  | crc uint32    | type uint8| payload (length B) |
+//	+----------------+---------------+-----------+--------------------+
+//	|<------------- frame header: 9 bytes ------>|
+//
+// where:
+//
+//   - length is the payload length in bytes, at most [MaxRecordSize] (16 MiB).
+//   - crc is CRC-32C (Castagnoli) over the type byte followed by the payload.
+//     The length is not covered directly; a damaged length shows up as a
+//     checksum mismatch or a frame that runs past the end of the file.
+//   - type 0 is reserved as invalid, so that zeroed (preallocated or never
+//     written) space never reads as a record. Type 1 ([RecordEvent]) is an
+//     event; the payload is its JSON from session.Encode. Other types are
+//     unknown to version 1 and are corruption.
+//   - Events carry dense sequence numbers: the first record has seq 1 and
+//     each next one the previous plus one. The first record of a log made by
+//     [Create] is the session_started header.
+//
+// # Reading
+//
+// Reading ends in exactly one of three ways:
+//
+//  1. Clean end ([io.EOF]): the last frame ends exactly at the end of the
+//     file.
+//  2. Torn tail ([ErrTornTail]; [ReadFile] reports it as Tail.Torn with a nil
+//     error): the file ends inside the file header (an empty file
+//     included) or a frame header, or
+//     a frame is bad (payload past the end of the file, length over the
+//     maximum, type 0, zero frame, checksum mismatch) and no valid frame
+//     starts anywhere in the bytes after the bad frame's first byte. That is
+//     what a crash during an append leaves: a partial write, or zeros and
+//     garbage after the last good record. The good end is the end of the
+//     last valid frame.
+//  3. Corruption (an error matching [ErrCorrupt], a [*CorruptError] with the
+//     path, offset and reason): a bad frame with a valid frame somewhere
+//     after it; a checksum-valid frame whose type is unknown or whose JSON
+//     does not decode; a sequence number that is not the previous plus one;
+//     or a file header with the wrong magic. A crash cannot produce these,
+//     so they are never repaired automatically and records are never
+//     skipped. (A header with another version fails with
+//     [ErrUnsupportedVersion] instead.)
+//
+// "Valid frame" in rule 2 means: type 1, length within the maximum, the
+// whole payload present and the checksum matching. Searching for one is
+// what tells damage at the end (a torn write) from damage in the middle (the
+// idea of etcd's isTornEntry): whatever a crash destroys, it can only be
+// the last write, so nothing intact can follow it. To search, the reader
+// holds the rest of the file from the bad frame on in memory.
+//
+// # Recovery
+//
+// [OpenWriter] (used to resume a session) recovers a log as follows:
+//
+//  1. Read the whole file as in "Reading". On corruption return the
+//     [*CorruptError] and leave the file untouched.
+//  2. On a clean end, append after the last record.
+//  3. On a torn tail, first copy the whole original file to path+".broken"
+//     (or ".broken.2", ".broken.3", ... if that exists) through a temp
+//     file, fsync and rename, and fsync the directory.
+//  4. Truncate the log to the end of the last good record and fsync it. If
+//     even the file header was torn, rewrite the file header.
+//  5. Report what was done in [Recovery]; the next Append continues at the
+//     last good seq plus one.
+//
+// # Disk assumptions
+//
+//  1. fsync on the file makes its written bytes and size durable; fsync on a
+//     directory makes a created or renamed entry durable.
+//  2. After a crash, the file holds every byte written before the last
+//     successful fsync, possibly followed by part of later writes, zeros or
+//     garbage. Bytes before the last fsync are never changed by a crash.
+//  3. A crash that persists a later page of an unsynced write but not an
+//     earlier one can leave a valid frame after a bad one; that is reported
+//     as corruption (a false alarm that needs a person), never as a silent
+//     truncation of records.
+//  4. Create writes the file header and the first record to a temp file,
+//     fsyncs it, links it to the final name (which fails if a log exists),
+//     and fsyncs the directory, so a log never exists without its header
+//     record.
+package recorder

@@ -1,0 +1,286 @@
+package recorder
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/agentctl/agentctl/session"
+)
+
+// Wire-format constants; see the package doc.
+const (
+	// Magic starts every log file.
+	Magic = "AGCTLOG\x00"
+	// Version is the format version this package writes and reads.
+	Version = 1
+	// FileHeaderSize is the size of magic plus version.
+	FileHeaderSize = len(Magic) + 4
+	// FrameHeaderSize is the size of length, crc and type.
+	FrameHeaderSize = 4 + 4 + 1
+	// MaxRecordSize is the largest payload a frame may carry.
+	MaxRecordSize = 16 << 20
+
+	// RecordInvalid is reserved: zeroed space never reads as a record.
+	RecordInvalid byte = 0
+	// RecordEvent is a frame whose payload is one session.Event as JSON.
+	RecordEvent byte = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// fileHeader returns the 12 bytes every log starts with.
+func fileHeader() []byte {
+	b := make([]byte, 0, FileHeaderSize)
+	b = append(b, Magic...)
+	return binary.LittleEndian.AppendUint32(b, Version)
+}
+
+func frameCRC(typ byte, payload []byte) uint32 {
+	c := crc32.Update(0, castagnoli, []byte{typ})
+	return crc32.Update(c, castagnoli, payload)
+}
+
+// appendFrame appends one frame holding payload to dst.
+func appendFrame(dst []byte, typ byte, payload []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, frameCRC(typ, payload))
+	dst = append(dst, typ)
+	return append(dst, payload...)
+}
+
+// findFrame returns the index of the first valid event frame that starts in
+// b, or -1. Valid means: type 1, length within MaxRecordSize, the whole
+// payload inside b, and a matching checksum.
+func findFrame(b []byte) int {
+	for i := 0; i+FrameHeaderSize <= len(b); i++ {
+		if b[i+8] != RecordEvent {
+			continue
+		}
+		n := int(binary.LittleEndian.Uint32(b[i:]))
+		if n > MaxRecordSize || n > len(b)-i-FrameHeaderSize {
+			continue
+		}
+		if frameCRC(RecordEvent, b[i+FrameHeaderSize:i+FrameHeaderSize+n]) == binary.LittleEndian.Uint32(b[i+4:]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Reader reads the events of a log in order. It is not safe for concurrent
+// use.
+//
+// Next returns each event in turn and then exactly one terminal error, which
+// it keeps returning: io.EOF at a clean end, an error matching ErrTornTail
+// at a torn tail, an error matching ErrCorrupt (a *CorruptError) for mid-log
+// corruption, or an error matching ErrUnsupportedVersion or an I/O error.
+type Reader struct {
+	r       *bufio.Reader
+	path    string // for errors only
+	off     int64  // end of the last good record
+	started bool   // file header read
+	lastSeq int64
+	buf     []byte
+	err     error
+}
+
+// NewReader returns a Reader of the log whose bytes r yields from the start
+// (file header included).
+func NewReader(r io.Reader) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Offset returns the end of the last good record (or of the file header):
+// after a torn tail, the size to truncate the log to.
+func (r *Reader) Offset() int64 { return r.off }
+
+// Next returns the next event. See Reader for the errors.
+func (r *Reader) Next() (session.Event, error) {
+	if r.err != nil {
+		return session.Event{}, r.err
+	}
+	ev, err := r.next()
+	if err != nil {
+		r.err = err
+	}
+	return ev, err
+}
+
+func (r *Reader) corrupt(off int64, format string, args ...any) error {
+	return &CorruptError{Path: r.path, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (r *Reader) torn(reason string) error {
+	return fmt.Errorf("%w at offset %d: %s", ErrTornTail, r.off, reason)
+}
+
+func (r *Reader) ioErr(err error) error {
+	return fmt.Errorf("recorder: read %s: %w", r.name(), err)
+}
+
+// readFull is io.ReadFull that reports how much it read, with io.EOF and
+// io.ErrUnexpectedEOF turned into a nil error.
+func readFull(r io.Reader, b []byte) (int, error) {
+	n, err := io.ReadFull(r, b)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = nil
+	}
+	return n, err
+}
+
+func (r *Reader) next() (session.Event, error) {
+	if !r.started {
+		h := make([]byte, FileHeaderSize)
+		n, err := readFull(r.r, h)
+		if err != nil {
+			return session.Event{}, r.ioErr(err)
+		}
+		want := fileHeader()
+		switch {
+		case n < FileHeaderSize && bytes.Equal(h[:n], want[:n]):
+			return session.Event{}, r.torn("file header incomplete")
+		case !bytes.Equal(h[:len(Magic)], want[:len(Magic)]):
+			return session.Event{}, r.corrupt(0, "not an agentctl log (bad magic %q)", h[:min(n, len(Magic))])
+		case n < FileHeaderSize:
+			return session.Event{}, r.torn("file header incomplete")
+		}
+		if v := binary.LittleEndian.Uint32(h[len(Magic):]); v != Version {
+			return session.Event{}, fmt.Errorf("recorder: read %s: version %d: %w", r.name(), v, ErrUnsupportedVersion)
+		}
+		r.started = true
+		r.off = int64(FileHeaderSize)
+	}
+
+	start := r.off
+	var fh [FrameHeaderSize]byte
+	n, err := readFull(r.r, fh[:])
+	switch {
+	case err != nil:
+		return session.Event{}, r.ioErr(err)
+	case n == 0:
+		return session.Event{}, io.EOF
+	case n < FrameHeaderSize:
+		return session.Event{}, r.torn("frame header incomplete")
+	}
+	length := binary.LittleEndian.Uint32(fh[0:])
+	sum := binary.LittleEndian.Uint32(fh[4:])
+	typ := fh[8]
+	if length > MaxRecordSize {
+		return session.Event{}, r.bad(start, fh[:], nil, fmt.Sprintf("record length %d exceeds maximum %d", length, MaxRecordSize))
+	}
+	if cap(r.buf) < int(length) {
+		r.buf = make([]byte, length)
+	}
+	payload := r.buf[:length]
+	n, err = readFull(r.r, payload)
+	switch {
+	case err != nil:
+		return session.Event{}, r.ioErr(err)
+	case n < len(payload):
+		return session.Event{}, r.bad(start, fh[:], payload[:n], fmt.Sprintf("record of %d bytes runs past the end of the file (%d present)", length, n))
+	case typ == RecordInvalid && length == 0 && sum == 0:
+		return session.Event{}, r.bad(start, fh[:], payload, "zero frame")
+	case typ == RecordInvalid:
+		return session.Event{}, r.bad(start, fh[:], payload, "invalid record type 0")
+	case frameCRC(typ, payload) != sum:
+		return session.Event{}, r.bad(start, fh[:], payload, "checksum mismatch")
+	case typ != RecordEvent:
+		return session.Event{}, r.corrupt(start, "unknown record type %d", typ)
+	}
+	ev, err := session.Decode(payload)
+	if err != nil {
+		return session.Event{}, r.corrupt(start, "checksum-valid record does not decode: %v", err)
+	}
+	if ev.Seq != r.lastSeq+1 {
+		return session.Event{}, r.corrupt(start, "record has seq %d, want %d", ev.Seq, r.lastSeq+1)
+	}
+	r.lastSeq = ev.Seq
+	r.off = start + FrameHeaderSize + int64(length)
+	return ev, nil
+}
+
+func (r *Reader) name() string {
+	if r.path == "" {
+		return "log"
+	}
+	return r.path
+}
+
+// bad decides whether the bad frame at start (whose bytes read so far are
+// head and body) is a torn tail or corruption: it is corruption if a valid
+// frame starts anywhere after the bad frame's first byte.
+func (r *Reader) bad(start int64, head, body []byte, reason string) error {
+	rest := make([]byte, 0, len(head)+len(body))
+	rest = append(rest, head...)
+	rest = append(rest, body...)
+	more, err := io.ReadAll(r.r)
+	if err != nil {
+		return r.ioErr(err)
+	}
+	rest = append(rest, more...)
+	if i := findFrame(rest[1:]); i >= 0 {
+		return r.corrupt(start, "%s (a valid record follows at offset %d)", reason, start+1+int64(i))
+	}
+	return r.torn(reason)
+}
+
+// Tail describes how a log read by ReadFile ends.
+type Tail struct {
+	// Torn is set when the log ends with a torn record (see the package
+	// doc); the events returned are those before it.
+	Torn bool
+	// GoodSize is the end of the last good record: the file size after
+	// recovery. On corruption it is the offset of the damage.
+	GoodSize int64
+	// FileSize is the size of the file as read.
+	FileSize int64
+}
+
+// ReadFile reads a whole log without modifying it. At a torn tail it returns
+// the good events and a Tail with Torn set, and a nil error. On mid-log
+// corruption it returns the events before the damage and a *CorruptError.
+func ReadFile(path string) ([]session.Event, Tail, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, Tail{}, fmt.Errorf("recorder: read log: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, Tail{}, fmt.Errorf("recorder: read log: %w", err)
+	}
+	// Read at most the size seen now: a writer may be appending.
+	return readAll(io.LimitReader(f, fi.Size()), path, fi.Size())
+}
+
+// readAll reads every event from r, which yields size bytes.
+func readAll(r io.Reader, path string, size int64) ([]session.Event, Tail, error) {
+	rd := NewReader(r)
+	rd.path = path
+	var evs []session.Event
+	for {
+		ev, err := rd.Next()
+		if err == nil {
+			evs = append(evs, ev)
+			continue
+		}
+		tail := Tail{GoodSize: rd.Offset(), FileSize: size}
+		var ce *CorruptError
+		switch {
+		case errors.Is(err, io.EOF):
+			return evs, tail, nil
+		case errors.Is(err, ErrTornTail):
+			tail.Torn = true
+			return evs, tail, nil
+		case errors.As(err, &ce):
+			tail.GoodSize = ce.Offset
+		}
+		return evs, tail, err
+	}
+}

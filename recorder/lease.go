@@ -1,0 +1,119 @@
+package recorder
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// LeaseFile is the name of the lease file in a session directory.
+const LeaseFile = "lease"
+
+// Lease is the right to write one session: an exclusive flock on the
+// session's lease file, which also names the holder. It is held until
+// Release or the end of the process (a crash releases it too).
+type Lease struct {
+	Path string
+	// Info is what this lease wrote into the lease file.
+	Info LeaseInfo
+	// Previous names an earlier holder that died without releasing the
+	// lease (its flock was gone, its name still in the file); nil if the
+	// lease was released cleanly or never taken.
+	Previous *LeaseInfo
+
+	f *os.File
+}
+
+// AcquireLease takes the lease of the session directory dir without
+// blocking. If another process, or another AcquireLease in this process,
+// holds it, the error is a *LeaseHeldError naming the holder (errors.Is
+// ErrLeaseHeld). Otherwise it writes pid, host and time into the lease file
+// and fsyncs it.
+func AcquireLease(dir string) (*Lease, error) {
+	path := filepath.Join(dir, LeaseFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: acquire lease %s: %w", path, err)
+	}
+	if err := lockFile(f); err != nil {
+		prev, _ := readLeaseInfo(f)
+		f.Close()
+		if errors.Is(err, errLocked) {
+			held := &LeaseHeldError{Dir: dir}
+			if prev != nil {
+				held.Holder = *prev
+			}
+			return nil, held
+		}
+		return nil, fmt.Errorf("recorder: acquire lease %s: %w", path, err)
+	}
+	l := &Lease{Path: path, f: f}
+	fail := func(err error) (*Lease, error) {
+		f.Close() // drops the flock
+		return nil, fmt.Errorf("recorder: acquire lease %s: %w", path, err)
+	}
+	// Under the flock the file names a previous holder only if it died
+	// holding the lease: Release empties the file.
+	if l.Previous, err = readLeaseInfo(f); err != nil {
+		return fail(err)
+	}
+	host, _ := os.Hostname()
+	l.Info = LeaseInfo{PID: os.Getpid(), Host: host, AcquiredAt: time.Now().UTC()}
+	b, err := json.Marshal(l.Info)
+	if err != nil {
+		return fail(err)
+	}
+	if err := f.Truncate(0); err != nil {
+		return fail(err)
+	}
+	if _, err := f.WriteAt(append(b, '\n'), 0); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	return l, nil
+}
+
+// readLeaseInfo reads the holder named in a lease file; nil if it is empty.
+// A lease file that does not parse (a holder that died while writing it)
+// reads as an unnamed holder.
+func readLeaseInfo(f *os.File) (*LeaseInfo, error) {
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var info LeaseInfo
+	if json.Unmarshal(b, &info) != nil {
+		return &LeaseInfo{}, nil
+	}
+	return &info, nil
+}
+
+// Release empties the lease file and gives up the lease. Release of a
+// released lease returns nil.
+func (l *Lease) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	f := l.f
+	l.f = nil
+	err := f.Truncate(0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil { // closing drops the flock
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("recorder: release lease %s: %w", l.Path, err)
+	}
+	return nil
+}

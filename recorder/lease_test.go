@@ -1,0 +1,105 @@
+package recorder
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// leaseChild takes the lease of dir, says so, and holds it until killed.
+func leaseChild(dir string) {
+	if _, err := AcquireLease(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Hour)
+}
+
+func TestLeaseHeldByOtherProcess(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), leaseChildEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	pid := cmd.Process.Pid
+
+	_, err = AcquireLease(dir)
+	var held *LeaseHeldError
+	if !errors.As(err, &held) || !errors.Is(err, ErrLeaseHeld) {
+		t.Fatalf("AcquireLease while a child holds it = %v, want *LeaseHeldError", err)
+	}
+	if held.Holder.PID != pid || held.Holder.AcquiredAt.IsZero() {
+		t.Errorf("LeaseHeldError.Holder = %+v, want pid %d", held.Holder, pid)
+	}
+	if want := fmt.Sprintf("recorder: session is being written by pid %d on host ", pid); !strings.HasPrefix(err.Error(), want) ||
+		!strings.Contains(err.Error(), "wait for it to finish or stop it") {
+		t.Errorf("error = %q, want it to start %q and give a hint", err, want)
+	}
+
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	l, err := AcquireLease(dir)
+	if err != nil {
+		t.Fatalf("AcquireLease after the holder died = %v", err)
+	}
+	if l.Previous == nil || l.Previous.PID != pid {
+		t.Errorf("Lease.Previous = %+v, want the dead child (pid %d)", l.Previous, pid)
+	}
+	if l.Info.PID != os.Getpid() {
+		t.Errorf("Lease.Info.PID = %d, want %d", l.Info.PID, os.Getpid())
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = AcquireLease(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if l.Previous != nil {
+		t.Errorf("Lease.Previous after a clean release = %+v, want nil", l.Previous)
+	}
+}
+
+func TestLeaseSameProcess(t *testing.T) {
+	dir := t.TempDir()
+	l, err := AcquireLease(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = AcquireLease(dir)
+	var held *LeaseHeldError
+	if !errors.As(err, &held) || held.Holder.PID != os.Getpid() {
+		t.Fatalf("second AcquireLease in one process = %v, want *LeaseHeldError naming pid %d", err, os.Getpid())
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Errorf("second Release = %v, want nil", err)
+	}
+	l2, err := AcquireLease(dir)
+	if err != nil {
+		t.Fatalf("AcquireLease after Release = %v", err)
+	}
+	l2.Release()
+}

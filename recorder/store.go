@@ -1,0 +1,246 @@
+package recorder
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/session"
+)
+
+// LogFile is the name of the event log in a session directory.
+const LogFile = "events.log"
+
+// Store is the session layout of an agentctl home: each session lives in
+// Root/sessions/<id>/, with its log in events.log and its lease in lease.
+// A Store holds no state; its methods may be called concurrently.
+type Store struct {
+	Root string // the agentctl home, e.g. ./.agentctl
+}
+
+// NewSessionID returns a new random session id: 16 lowercase hex digits.
+func NewSessionID() string {
+	b := make([]byte, 8)
+	rand.Read(b) // never fails (crypto/rand crashes the program instead)
+	return hex.EncodeToString(b)
+}
+
+func (s Store) sessionsDir() string { return filepath.Join(s.Root, "sessions") }
+
+// SessionDir returns the directory of session id.
+func (s Store) SessionDir(id string) string { return filepath.Join(s.sessionsDir(), id) }
+
+// LogPath returns the log path of session id.
+func (s Store) LogPath(id string) string { return filepath.Join(s.SessionDir(id), LogFile) }
+
+// Session is a session open for writing: its Writer and the lease that
+// makes it the only one.
+type Session struct {
+	ID  string
+	Dir string
+	*Writer
+	Lease *Lease
+}
+
+// Close closes the writer, then releases the lease.
+func (s *Session) Close() error {
+	err := s.Writer.Close()
+	if lerr := s.Lease.Release(); err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// Create starts a new session whose first event is header (a
+// session_started event; an empty SessionID gets a new id). It makes the
+// session directory, takes the lease, and creates the log.
+func (s Store) Create(header session.Event, opts Options) (*Session, error) {
+	if header.SessionID == "" {
+		header.SessionID = NewSessionID()
+	}
+	id := header.SessionID
+	if !validID(id) {
+		return nil, fmt.Errorf("recorder: create session %q: invalid id", id)
+	}
+	dir := s.SessionDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
+	}
+	if err := syncDir(s.sessionsDir(), opts); err != nil {
+		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
+	}
+	lease, err := AcquireLease(dir)
+	if err != nil {
+		return nil, err
+	}
+	w, err := Create(filepath.Join(dir, LogFile), header, opts)
+	if err != nil {
+		lease.Release()
+		return nil, err
+	}
+	return &Session{ID: id, Dir: dir, Writer: w, Lease: lease}, nil
+}
+
+// Open opens session id for appending (resume, approve): it takes the lease
+// and then opens the log with OpenWriter, which recovers a torn tail.
+func (s Store) Open(id string, opts Options) (*Session, Recovery, error) {
+	if !validID(id) {
+		return nil, Recovery{}, fmt.Errorf("recorder: open session %q: invalid id", id)
+	}
+	dir := s.SessionDir(id)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, Recovery{}, fmt.Errorf("recorder: open session %s: %w", id, err)
+	}
+	lease, err := AcquireLease(dir)
+	if err != nil {
+		return nil, Recovery{}, err
+	}
+	w, rec, err := OpenWriter(filepath.Join(dir, LogFile), opts)
+	if err != nil {
+		lease.Release()
+		return nil, Recovery{}, err
+	}
+	return &Session{ID: id, Dir: dir, Writer: w, Lease: lease}, rec, nil
+}
+
+// validID reports whether id can name a session directory.
+func validID(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\`)
+}
+
+// IDs returns the ids of all sessions, sorted. A home without sessions
+// yields none and no error.
+func (s Store) IDs() ([]string, error) {
+	ents, err := os.ReadDir(s.sessionsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recorder: list sessions: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+// Resolve returns the id of the one session whose id is ref or starts with
+// ref. It fails with ErrNoSession or ErrAmbiguous.
+func (s Store) Resolve(ref string) (string, error) {
+	ids, err := s.IDs()
+	if err != nil {
+		return "", err
+	}
+	var matches []string
+	for _, id := range ids {
+		if id == ref {
+			return id, nil
+		}
+		if ref != "" && strings.HasPrefix(id, ref) {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", fmt.Errorf("%w matches %q; run 'agentctl sessions' to list them", ErrNoSession, ref)
+	case 1:
+		return matches[0], nil
+	default:
+		return "", fmt.Errorf("%w %q matches %d sessions: %s; give more of the id", ErrAmbiguous, ref, len(matches), strings.Join(matches, ", "))
+	}
+}
+
+// Load reads the log of session id; see ReadFile.
+func (s Store) Load(id string) ([]session.Event, Tail, error) {
+	return ReadFile(s.LogPath(id))
+}
+
+// Summary is one line of `agentctl sessions`: the session's header, status
+// and totals. Its JSON form is part of the --json output and only grows.
+type Summary struct {
+	SessionID    string         `json:"session_id"`
+	Name         string         `json:"name"`
+	Provider     string         `json:"provider"`
+	Model        string         `json:"model"`
+	Status       session.Status `json:"status"`
+	Started      time.Time      `json:"started"`
+	Ended        time.Time      `json:"ended"`
+	Events       int64          `json:"events"`
+	InputTokens  int64          `json:"input_tokens"`
+	OutputTokens int64          `json:"output_tokens"`
+	CostUSD      float64        `json:"cost_usd"`
+	ToolCalls    int64          `json:"tool_calls"`
+	Errors       int64          `json:"errors"`
+	Torn         bool           `json:"torn"`
+	Err          string         `json:"err,omitempty"`
+}
+
+// Summarize totals the events of session id. Status is that of the last
+// session_finished event if nothing follows it, else running; tokens and cost are summed over
+// model_call events; ToolCalls counts tool_result events; Errors counts
+// error events and tool results with status error.
+func Summarize(id string, evs []session.Event, tail Tail) Summary {
+	sum := Summary{SessionID: id, Status: session.StatusRunning, Events: int64(len(evs)), Torn: tail.Torn}
+	for _, ev := range evs {
+		if ev.Kind != session.KindSessionFinished && sum.Status != session.StatusRunning {
+			// A resumed session is running again until its next finish.
+			sum.Status, sum.Ended = session.StatusRunning, time.Time{}
+		}
+		switch ev.Kind {
+		case session.KindSessionStarted:
+			if sum.Started.IsZero() {
+				sum.Name, sum.Provider, sum.Model, sum.Started = ev.Name, ev.Provider, ev.Model, ev.TS
+			}
+		case session.KindModelCall:
+			sum.InputTokens += ev.InputTokens
+			sum.OutputTokens += ev.OutputTokens
+			sum.CostUSD += ev.CostUSD
+		case session.KindToolResult:
+			sum.ToolCalls++
+			if ev.Status == session.ResultError {
+				sum.Errors++
+			}
+		case session.KindError:
+			sum.Errors++
+		case session.KindSessionFinished:
+			sum.Status = session.Status(ev.Status)
+			sum.Ended = ev.TS
+		}
+	}
+	return sum
+}
+
+// List summarizes every session, most recently started first. A session
+// whose log cannot be read is listed too, with Err set and what could be
+// read summarized.
+func (s Store) List() ([]Summary, error) {
+	ids, err := s.IDs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Summary, 0, len(ids))
+	for _, id := range ids {
+		evs, tail, err := s.Load(id)
+		sum := Summarize(id, evs, tail)
+		if err != nil {
+			sum.Err = err.Error()
+		}
+		out = append(out, sum)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.After(out[j].Started)
+		}
+		return out[i].SessionID < out[j].SessionID
+	})
+	return out, nil
+}

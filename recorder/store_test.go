@@ -1,0 +1,178 @@
+package recorder
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/session"
+)
+
+func TestNewSessionID(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{16}$`)
+	a, b := NewSessionID(), NewSessionID()
+	if !re.MatchString(a) || a == b {
+		t.Errorf("NewSessionID = %q, %q; want two different 16-hex-digit ids", a, b)
+	}
+}
+
+func TestStoreCreateOpen(t *testing.T) {
+	st := Store{Root: filepath.Join(t.TempDir(), ".agentctl")}
+	if ids, err := st.IDs(); err != nil || len(ids) != 0 {
+		t.Fatalf("IDs of an empty home = %v, %v", ids, err)
+	}
+	s, err := st.Create(session.Event{Kind: session.KindSessionStarted, Name: "n"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Dir != st.SessionDir(s.ID) || s.Path() != st.LogPath(s.ID) || st.LogPath(s.ID) != filepath.Join(st.Root, "sessions", s.ID, "events.log") {
+		t.Errorf("session %s at %s, log %s", s.ID, s.Dir, s.Path())
+	}
+	if _, _, err := st.Open(s.ID, Options{}); !errors.Is(err, ErrLeaseHeld) {
+		t.Errorf("Open of a session being written = %v, want ErrLeaseHeld", err)
+	}
+	if _, err := s.Append(session.Event{Kind: session.KindUserMessage, Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2, rec, err := st.Open(s.ID, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Truncated || s2.LastSeq() != 2 || s2.Lease.Previous != nil {
+		t.Errorf("Open = LastSeq %d, %+v, previous lease %+v", s2.LastSeq(), rec, s2.Lease.Previous)
+	}
+	s2.Close()
+
+	evs, _, err := st.Load(s.ID)
+	if err != nil || len(evs) != 2 || evs[0].SessionID != s.ID {
+		t.Errorf("Load = %d events, %v; header %+v", len(evs), err, evs[0])
+	}
+	if _, _, err := st.Open("nope", Options{}); err == nil {
+		t.Error("Open of a missing session succeeded")
+	}
+	if _, err := st.Create(session.Event{SessionID: "../x"}, Options{}); err == nil {
+		t.Error("Create with id ../x succeeded")
+	}
+}
+
+func TestResolve(t *testing.T) {
+	st := Store{Root: t.TempDir()}
+	for _, id := range []string{"ab12000000000000", "ab34000000000000", "cd00000000000000", "ab"} {
+		os.MkdirAll(st.SessionDir(id), 0o755)
+	}
+	tests := []struct {
+		ref     string
+		want    string
+		wantErr error
+	}{
+		{"cd00000000000000", "cd00000000000000", nil},
+		{"c", "cd00000000000000", nil},
+		{"ab1", "ab12000000000000", nil},
+		{"ab", "ab", nil}, // exact match wins over prefix
+		{"a", "", ErrAmbiguous},
+		{"zz", "", ErrNoSession},
+		{"", "", ErrNoSession},
+	}
+	for _, tt := range tests {
+		got, err := st.Resolve(tt.ref)
+		if got != tt.want || !errors.Is(err, tt.wantErr) {
+			t.Errorf("Resolve(%q) = %q, %v; want %q, %v", tt.ref, got, err, tt.want, tt.wantErr)
+		}
+	}
+	_, err := st.Resolve("zz")
+	if want := `recorder: no session matches "zz"; run 'agentctl sessions' to list them`; err.Error() != want {
+		t.Errorf("Resolve error = %q, want %q", err, want)
+	}
+	_, err = st.Resolve("a")
+	if !strings.Contains(err.Error(), "ab12000000000000") || !strings.Contains(err.Error(), "ab34000000000000") {
+		t.Errorf("ambiguous error %q does not list the matches", err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	ts := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	evs := []session.Event{
+		{Seq: 1, TS: ts(0), Kind: session.KindSessionStarted, Name: "n", Provider: "p", Model: "m"},
+		{Seq: 2, TS: ts(1), Kind: session.KindModelCall, InputTokens: 10, OutputTokens: 2, CostUSD: 0.25},
+		{Seq: 3, TS: ts(2), Kind: session.KindToolResult, Status: session.ResultOK},
+		{Seq: 4, TS: ts(3), Kind: session.KindToolResult, Status: session.ResultError},
+		{Seq: 5, TS: ts(4), Kind: session.KindModelCall, InputTokens: 5, OutputTokens: 1, CostUSD: 0.5},
+		{Seq: 6, TS: ts(5), Kind: session.KindError, Error: "boom"},
+		{Seq: 7, TS: ts(6), Kind: session.KindSessionFinished, Status: string(session.StatusDone)},
+	}
+	tests := []struct {
+		name string
+		evs  []session.Event
+		tail Tail
+		want Summary
+	}{
+		{"finished", evs, Tail{}, Summary{SessionID: "id", Name: "n", Provider: "p", Model: "m", Status: session.StatusDone,
+			Started: ts(0), Ended: ts(6), Events: 7, InputTokens: 15, OutputTokens: 3, CostUSD: 0.75, ToolCalls: 2, Errors: 2}},
+		{"running, torn", evs[:3], Tail{Torn: true}, Summary{SessionID: "id", Name: "n", Provider: "p", Model: "m", Status: session.StatusRunning,
+			Started: ts(0), Events: 3, InputTokens: 10, OutputTokens: 2, CostUSD: 0.25, ToolCalls: 1, Torn: true}},
+		{"empty", nil, Tail{}, Summary{SessionID: "id", Status: session.StatusRunning}},
+	}
+	for _, tt := range tests {
+		if got := Summarize("id", tt.evs, tt.tail); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: Summarize = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+	b, _ := json.Marshal(Summary{})
+	for _, key := range []string{"session_id", "name", "provider", "model", "status", "started", "ended", "events",
+		"input_tokens", "output_tokens", "cost_usd", "tool_calls", "errors", "torn"} {
+		if !strings.Contains(string(b), `"`+key+`":`) {
+			t.Errorf("Summary JSON %s lacks %q", b, key)
+		}
+	}
+	if strings.Contains(string(b), `"err"`) {
+		t.Errorf("Summary JSON %s has err though it is empty", b)
+	}
+}
+
+func TestList(t *testing.T) {
+	st := Store{Root: t.TempDir()}
+	var ids []string
+	for i := range 3 {
+		s, err := st.Create(session.Event{Kind: session.KindSessionStarted, TS: t0.Add(time.Duration(i) * time.Minute)}, Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Append(session.Event{Kind: session.KindUserMessage})
+		s.Close()
+		ids = append(ids, s.ID)
+	}
+	// Corrupt the oldest session's first record.
+	path := st.LogPath(ids[0])
+	b, _ := os.ReadFile(path)
+	b[FileHeaderSize+FrameHeaderSize+2] ^= 0xff
+	os.WriteFile(path, b, 0o644)
+	readOnly(t, path)
+
+	list, err := st.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range list {
+		got = append(got, s.SessionID)
+	}
+	if want := []string{ids[2], ids[1], ids[0]}; !reflect.DeepEqual(got, want) {
+		t.Errorf("List order = %v, want %v (newest first, unreadable last)", got, want)
+	}
+	if list[2].Err == "" || !strings.Contains(list[2].Err, "corrupt") {
+		t.Errorf("corrupt session listed with Err %q", list[2].Err)
+	}
+	if list[0].Err != "" || list[0].Events != 2 {
+		t.Errorf("good session listed as %+v", list[0])
+	}
+}

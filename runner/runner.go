@@ -1,0 +1,500 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/buildinfo"
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/runner/tools"
+	"github.com/agentctl/agentctl/session"
+)
+
+// Approval scopes.
+const (
+	ScopeOnce    = "once"
+	ScopeSession = "session"
+)
+
+// CancelFile is the name of a file in the session folder whose appearance
+// interrupts the run like SIGINT, for callers that cannot send signals.
+const CancelFile = "cancel"
+
+// Observer sees the run as it happens, for the live view. Event is called
+// after the event is durable. Calls come from the runner's goroutine only.
+type Observer interface {
+	Event(e session.Event)
+	Text(delta string)
+}
+
+// Config is what one run needs. The caller builds the provider and the tool
+// registry from the spec (cmd maps config to implementations).
+type Config struct {
+	Spec     *spec.Spec
+	Store    recorder.Store
+	Provider provider.Provider
+	Tools    *tools.Registry
+	// Prompt overrides Spec.Prompt for a new session.
+	Prompt   string
+	Observer Observer
+	Clock    func() time.Time
+	// SessionID, if set, is used for a new session instead of a random id.
+	SessionID string
+}
+
+// Result is the outcome of Start or Resume. Err is set when the run ended
+// on an error (provider failure, broken workspace) rather than a status.
+type Result struct {
+	SessionID    string         `json:"session_id"`
+	Status       session.Status `json:"status"`
+	Reason       string         `json:"reason,omitempty"`
+	Events       int64          `json:"events"`
+	Turns        int            `json:"turns"`
+	ToolCalls    int64          `json:"tool_calls"`
+	InputTokens  int64          `json:"input_tokens"`
+	OutputTokens int64          `json:"output_tokens"`
+	CostUSD      float64        `json:"cost_usd"`
+	Err          error          `json:"-"`
+}
+
+// Reasons recorded on session_finished, so exit codes and queries can tell
+// why a run failed.
+const (
+	ReasonEvaluationFailed = "evaluation_failed"
+	ReasonProviderError    = "provider_error"
+	ReasonMaxTurns         = "max_turns"
+	ReasonSetupError       = "setup_error"
+)
+
+// run is one invocation of the loop over one session.
+type run struct {
+	cfg      Config
+	sess     *recorder.Session
+	st       *state
+	id       string
+	ws       string
+	started  time.Time
+	cancelMu sync.Mutex
+	cause    string
+}
+
+func (r *run) now() time.Time {
+	if r.cfg.Clock != nil {
+		return r.cfg.Clock()
+	}
+	return time.Now()
+}
+
+// Start creates a new session from cfg.Spec and runs it until it stops.
+func Start(ctx context.Context, cfg Config) (Result, error) {
+	sp := cfg.Spec
+	id := cfg.SessionID
+	if id == "" {
+		id = recorder.NewSessionID()
+	}
+	ws := sp.Workspace.Path
+	if ws == "" {
+		ws = filepath.Join(cfg.Store.SessionDir(id), "workspace")
+	}
+	header := session.Event{
+		Kind:            session.KindSessionStarted,
+		SessionID:       id,
+		Name:            sp.Name,
+		Provider:        sp.Model.Provider,
+		Model:           sp.Model.ID,
+		System:          sp.System,
+		Spec:            sp.JSON(),
+		SpecPath:        sp.Path,
+		SpecHash:        specHash(sp),
+		AgentctlVersion: buildinfo.Version,
+		HarnessCommit:   buildinfo.Commit(),
+		Workspace:       ws,
+	}
+	if cfg.Clock != nil {
+		header.TS = cfg.Clock()
+	}
+	sess, err := cfg.Store.Create(header, recorder.Options{Clock: cfg.Clock})
+	if err != nil {
+		return Result{}, fmt.Errorf("create session: %w", err)
+	}
+	defer sess.Close()
+	r := &run{cfg: cfg, sess: sess, st: newState(sp.System), id: id, ws: ws, started: time.Now()}
+	hdr := header
+	hdr.Seq = 1
+	if hdr.TS.IsZero() {
+		hdr.TS = time.Now()
+	}
+	r.st.add(hdr)
+	r.observe(hdr)
+
+	if err := prepareWorkspace(sp, ws); err != nil {
+		return r.fail(ReasonSetupError, err)
+	}
+	prompt := sp.Prompt
+	if cfg.Prompt != "" {
+		prompt = cfg.Prompt
+	}
+	if err := r.append(session.Event{Kind: session.KindUserMessage, Text: prompt}); err != nil {
+		return r.result(), err
+	}
+	return r.loop(ctx)
+}
+
+// Resume continues a stopped session: awaiting approval, interrupted, over
+// budget, failed on a provider error, or crashed.
+func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
+	sess, _, err := cfg.Store.Open(id, recorder.Options{Clock: cfg.Clock})
+	if err != nil {
+		return Result{}, fmt.Errorf("resume %s: %w", id, err)
+	}
+	defer sess.Close()
+	evs, _, err := cfg.Store.Load(id)
+	if err != nil {
+		return Result{}, fmt.Errorf("resume %s: %w", id, err)
+	}
+	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
+		return Result{}, fmt.Errorf("resume %s: the log does not start with session_started", id)
+	}
+	r := &run{cfg: cfg, sess: sess, st: newState(evs[0].System), id: id, ws: evs[0].Workspace, started: time.Now()}
+	for _, e := range evs {
+		r.st.add(e)
+	}
+	if f := r.st.finished; f != nil && session.Status(f.Status) == session.StatusDone {
+		return r.result(), fmt.Errorf("resume %s: the session already finished with status done; fork it to continue (agentctl replay fork)", id)
+	}
+	if setter, ok := cfg.Provider.(interface{ SetTurn(int) }); ok {
+		setter.SetTurn(r.st.turns)
+	}
+	return r.loop(ctx)
+}
+
+// append makes events durable, folds them and shows them, in that order.
+func (r *run) append(evs ...session.Event) error {
+	for i := range evs {
+		if evs[i].SessionID == "" && evs[i].Kind == session.KindSessionStarted {
+			evs[i].SessionID = r.id
+		}
+	}
+	out, err := r.sess.Append(evs...)
+	if err != nil {
+		return fmt.Errorf("record %s: %w", evs[0].Kind, err)
+	}
+	for _, e := range out {
+		r.st.add(e)
+		r.observe(e)
+	}
+	return nil
+}
+
+func (r *run) observe(e session.Event) {
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.Event(e)
+	}
+}
+
+func (r *run) result() Result {
+	res := Result{
+		SessionID: r.id, Events: r.st.lastSeq, Turns: r.st.turns, ToolCalls: r.st.toolCalls,
+		InputTokens: r.st.inputTokens, OutputTokens: r.st.outputTokens, CostUSD: r.st.costUSD,
+		Status: session.StatusRunning,
+	}
+	if f := r.st.finished; f != nil && f.Seq == r.st.lastSeq {
+		res.Status, res.Reason = session.Status(f.Status), f.Reason
+	}
+	return res
+}
+
+// finish records the end of this invocation.
+func (r *run) finish(status session.Status, reason string) (Result, error) {
+	err := r.append(session.Event{Kind: session.KindSessionFinished, Status: string(status), Reason: reason})
+	return r.result(), err
+}
+
+// fail records an error and a failed finish; the returned Result carries
+// the cause so the CLI can exit 1 and say it.
+func (r *run) fail(reason string, cause error) (Result, error) {
+	_ = r.append(session.Event{Kind: session.KindError, Reason: reason, Error: cause.Error()})
+	res, err := r.finish(session.StatusFailed, reason+": "+cause.Error())
+	res.Err = cause
+	return res, err
+}
+
+// watchCancel turns the appearance of the cancel file into a context
+// cancellation, so tools and model calls stop the same way as on SIGINT.
+func (r *run) watchCancel(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	path := filepath.Join(r.cfg.Store.SessionDir(r.id), CancelFile)
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := os.Stat(path); err == nil {
+					r.cancelMu.Lock()
+					r.cause = "cancel file " + path
+					r.cancelMu.Unlock()
+					_ = os.Remove(path)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() { close(done); cancel() }
+}
+
+func (r *run) interruptReason(ctx context.Context) string {
+	r.cancelMu.Lock()
+	defer r.cancelMu.Unlock()
+	if r.cause != "" {
+		return r.cause
+	}
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c.Error()
+	}
+	return "signal"
+}
+
+// loop runs turns until the session stops.
+func (r *run) loop(parent context.Context) (Result, error) {
+	ctx, stop := r.watchCancel(parent)
+	defer stop()
+
+	if res, done, err := r.reconcile(ctx); done || err != nil {
+		return res, err
+	}
+	if open := r.st.openCalls(); len(open) > 0 {
+		if res, stopped, err := r.runCalls(ctx, open); stopped || err != nil {
+			return res, err
+		}
+	}
+	sp := r.cfg.Spec
+	for {
+		if ctx.Err() != nil {
+			return r.interrupt(ctx, "", nil)
+		}
+		if r.st.turns >= sp.MaxTurns {
+			return r.finish(session.StatusFailed, fmt.Sprintf("%s: the run used all %d turns (raise max_turns in the spec)", ReasonMaxTurns, sp.MaxTurns))
+		}
+		if err := r.maybeCompact(ctx); err != nil {
+			if ctx.Err() != nil {
+				return r.interrupt(ctx, "", nil)
+			}
+			return r.fail(ReasonProviderError, err)
+		}
+		msgs := r.st.projector.Messages()
+		maxOut, over := r.modelBudget(msgs)
+		if over != "" {
+			return r.overBudget(over)
+		}
+		req := provider.Request{Model: r.st.model, Messages: msgs, Tools: r.toolDefs(), MaxTokens: maxOut}
+		began := time.Now()
+		resp, err := r.cfg.Provider.Complete(ctx, req, r.onText)
+		latency := time.Since(began).Milliseconds()
+		if err != nil {
+			if ctx.Err() != nil {
+				// The call was cut: keep what the model had said, and what it
+				// cost if the provider reported it.
+				if resp.InputTokens+resp.OutputTokens > 0 {
+					_ = r.append(r.modelCallEvent(req, resp, latency, "interrupted"))
+				}
+				return r.interrupt(ctx, resp.Text, nil)
+			}
+			_ = r.append(r.modelCallEvent(req, resp, latency, err.Error()))
+			return r.fail(ReasonProviderError, err)
+		}
+		am := session.Event{Kind: session.KindAssistantMessage, Text: resp.Text, ToolCalls: resp.ToolCalls,
+			InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens}
+		if err := r.append(am, r.modelCallEvent(req, resp, latency, "")); err != nil {
+			return r.result(), err
+		}
+		if len(resp.ToolCalls) == 0 {
+			res, stopped, err := r.evaluate(ctx)
+			if stopped || err != nil {
+				return res, err
+			}
+			continue
+		}
+		if res, stopped, err := r.runCalls(ctx, r.st.openCalls()); stopped || err != nil {
+			return res, err
+		}
+	}
+}
+
+func (r *run) onText(delta string) {
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.Text(delta)
+	}
+}
+
+func (r *run) modelCallEvent(req provider.Request, resp provider.Response, latency int64, errText string) session.Event {
+	model := resp.Model
+	if model == "" {
+		model = req.Model
+	}
+	e := session.Event{
+		Kind:          session.KindModelCall,
+		RequestDigest: session.Digest(req.Messages, toolNames(req.Tools)),
+		Provider:      r.cfg.Provider.Name(),
+		Model:         model,
+		LatencyMS:     latency,
+		InputTokens:   resp.InputTokens,
+		OutputTokens:  resp.OutputTokens,
+		CostUSD:       resp.CostUSD,
+		FinishReason:  resp.FinishReason,
+		Error:         errText,
+	}
+	if req.Purpose != "" {
+		e.Attrs = json.RawMessage(fmt.Sprintf(`{"purpose":%q}`, req.Purpose))
+	}
+	return e
+}
+
+func toolNames(defs []provider.ToolDef) []string {
+	out := make([]string, len(defs))
+	for i, d := range defs {
+		out[i] = d.Name
+	}
+	return out
+}
+
+func (r *run) toolDefs() []provider.ToolDef {
+	var out []provider.ToolDef
+	for _, d := range r.cfg.Tools.Defs() {
+		out = append(out, provider.ToolDef{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+	}
+	return out
+}
+
+// interrupt closes the invocation after a cancel: calls not yet run are
+// closed as cancelled, partial assistant text is kept.
+func (r *run) interrupt(ctx context.Context, partial string, unrun []*callState) (Result, error) {
+	var evs []session.Event
+	for _, cs := range unrun {
+		evs = append(evs, session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name,
+			Status: session.ResultCancelled, Error: "cancelled before it ran: the run was interrupted"})
+	}
+	reason := r.interruptReason(ctx)
+	evs = append(evs,
+		session.Event{Kind: session.KindInterrupted, Text: partial, Reason: reason},
+		session.Event{Kind: session.KindSessionFinished, Status: string(session.StatusInterrupted), Reason: reason})
+	err := r.append(evs...)
+	return r.result(), err
+}
+
+// IdempotencyKey derives the operation id of a call from the event that
+// requested it, never from the attempt: the same on the first run and on
+// every resume or replay.
+func IdempotencyKey(sessionID string, assistantSeq int64, index int, tool string) string {
+	return fmt.Sprintf("%s-%d-%d-%s", sessionID, assistantSeq, index, tool)
+}
+
+// runCalls dispatches the open calls of the latest assistant message in
+// order. stopped is true when the invocation ended (approval, budget,
+// interruption, needs_human).
+func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, error) {
+	sp := r.cfg.Spec
+	for i, cs := range calls {
+		if ctx.Err() != nil {
+			res, err := r.interrupt(ctx, "", calls[i:])
+			return res, true, err
+		}
+		name := cs.Call.Name
+		t, ok := r.cfg.Tools.Get(name)
+		if !ok {
+			if err := r.toolError(cs, fmt.Sprintf("tool %q is not available in %s mode; available: %s", name, sp.Mode, strings.Join(r.cfg.Tools.Names(), ", "))); err != nil {
+				return r.result(), true, err
+			}
+			continue
+		}
+		if err := tools.Validate(t, cs.Call.Args); err != nil {
+			if err := r.toolError(cs, err.Error()); err != nil {
+				return r.result(), true, err
+			}
+			continue
+		}
+		if rule, gated := matchApproval(sp.Approvals, name, cs.Call.Args); gated && cs.Granted == "" {
+			if r.st.sessionGrants[name] {
+				if err := r.append(session.Event{Kind: session.KindApprovalGranted, CallID: cs.Call.ID, Tool: name,
+					Scope: ScopeSession, Reason: "covered by an earlier grant for the session"}); err != nil {
+					return r.result(), true, err
+				}
+			} else {
+				if !cs.Requested {
+					if err := r.append(session.Event{Kind: session.KindApprovalRequest, CallID: cs.Call.ID, Tool: name,
+						Args: cs.Call.Args, Reason: "rule " + rule}); err != nil {
+						return r.result(), true, err
+					}
+				}
+				res, err := r.finish(session.StatusAwaitingApproval,
+					fmt.Sprintf("call %s (%s) waits for approval: agentctl approve %s %s, or deny", cs.Call.ID, name, r.id, cs.Call.ID))
+				return res, true, err
+			}
+		}
+		if over := r.toolBudget(); over != "" {
+			res, err := r.overBudget(over)
+			return res, true, err
+		}
+		key := ""
+		if t.SideEffects() {
+			key = IdempotencyKey(r.id, cs.AssistantSeq, cs.Index, name)
+		}
+		if err := r.append(session.Event{Kind: session.KindToolIntent, CallID: cs.Call.ID, Tool: name,
+			Args: cs.Call.Args, IdempotencyKey: key}); err != nil {
+			return r.result(), true, err
+		}
+		res := r.execute(ctx, t, cs, key)
+		if res.Status == session.ResultCancelled || ctx.Err() != nil {
+			out, err := r.interrupt(ctx, "", calls[i+1:])
+			return out, true, err
+		}
+	}
+	return r.result(), false, nil
+}
+
+// execute runs one tool call and records its result.
+func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, key string) tools.Result {
+	began := time.Now()
+	res := t.Run(ctx, tools.Call{Args: cs.Call.Args, Workspace: r.ws, IdempotencyKey: key,
+		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env)})
+	ev := session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name, Status: res.Status,
+		Output: res.Output, Error: res.Error, LatencyMS: time.Since(began).Milliseconds()}
+	if err := r.append(ev); err != nil {
+		// The writer is failed; the result is lost and the intent stays
+		// pending, which resume reconciles.
+		return tools.Result{Status: session.ResultCancelled, Error: err.Error()}
+	}
+	return res
+}
+
+func (r *run) toolError(cs *callState, msg string) error {
+	return r.append(session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name,
+		Status: session.ResultError, Error: msg})
+}
+
+// passEnv copies the named variables of agentctl's own environment into a
+// tool's otherwise scrubbed environment.
+func passEnv(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok {
+			out = append(out, n+"="+v)
+		}
+	}
+	return out
+}

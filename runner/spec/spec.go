@@ -1,0 +1,493 @@
+// Package spec reads agent specs: the YAML file that says which model runs,
+// with which tools, in which workspace, under which budget, and when the run
+// is done. Decoding is strict (an unknown key or a wrong type is an error
+// with file:line) because a misspelt `approvals:` that silently decodes to
+// nothing would let an agent run unguarded.
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Spec is one agent spec. Paths in it are relative to the spec file; Load
+// resolves them to absolute paths.
+type Spec struct {
+	Name        string       `yaml:"name" json:"name"`
+	Model       Model        `yaml:"model" json:"model"`
+	System      string       `yaml:"system" json:"system,omitempty"`
+	Prompt      string       `yaml:"prompt" json:"prompt"`
+	Workspace   Workspace    `yaml:"workspace" json:"workspace"`
+	Mode        string       `yaml:"mode" json:"mode"`
+	Tools       []string     `yaml:"tools" json:"tools,omitempty"`
+	CustomTools []CustomTool `yaml:"custom_tools" json:"custom_tools,omitempty"`
+	Approvals   []Approval   `yaml:"approvals" json:"approvals,omitempty"`
+	Budget      Budget       `yaml:"budget" json:"budget"`
+	Compaction  Compaction   `yaml:"compaction" json:"compaction"`
+	Done        []DoneCheck  `yaml:"done" json:"done,omitempty"`
+	Retries     int          `yaml:"retries" json:"retries,omitempty"`
+	MaxTurns    int          `yaml:"max_turns" json:"max_turns,omitempty"`
+	ToolTimeout Duration     `yaml:"tool_timeout" json:"tool_timeout,omitempty"`
+	Sandbox     Sandbox      `yaml:"sandbox" json:"sandbox"`
+
+	// Path is the absolute path of the spec file; Dir its directory.
+	Path string `yaml:"-" json:"-"`
+	Dir  string `yaml:"-" json:"-"`
+}
+
+// Model names the provider and model id the session pins.
+type Model struct {
+	Provider  string `yaml:"provider" json:"provider"`
+	ID        string `yaml:"id" json:"id"`
+	Script    string `yaml:"script" json:"script,omitempty"`
+	BaseURL   string `yaml:"base_url" json:"base_url,omitempty"`
+	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	MaxTokens int64  `yaml:"max_tokens" json:"max_tokens,omitempty"`
+}
+
+// Workspace is copied from From into the session, or used in place at Path.
+type Workspace struct {
+	From string `yaml:"from" json:"from,omitempty"`
+	Path string `yaml:"path" json:"path,omitempty"`
+}
+
+// CustomTool is a tool implemented by a command: args JSON on stdin, the
+// idempotency key in AGENTCTL_IDEMPOTENCY_KEY.
+type CustomTool struct {
+	Name        string          `yaml:"name" json:"name"`
+	Description string          `yaml:"description" json:"description"`
+	Parameters  json.RawMessage `yaml:"-" json:"parameters"`
+	Command     []string        `yaml:"command" json:"command"`
+	SideEffects bool            `yaml:"side_effects" json:"side_effects"`
+	Idempotent  bool            `yaml:"idempotent" json:"idempotent"`
+	Lookup      []string        `yaml:"lookup" json:"lookup,omitempty"`
+}
+
+// UnmarshalYAML decodes a custom tool strictly and turns its parameters
+// mapping into JSON Schema bytes.
+func (c *CustomTool) UnmarshalYAML(n *yaml.Node) error {
+	type plain struct {
+		Name        string    `yaml:"name"`
+		Description string    `yaml:"description"`
+		Parameters  yaml.Node `yaml:"parameters"`
+		Command     []string  `yaml:"command"`
+		SideEffects bool      `yaml:"side_effects"`
+		Idempotent  bool      `yaml:"idempotent"`
+		Lookup      []string  `yaml:"lookup"`
+	}
+	if err := checkKeys(n, "name", "description", "parameters", "command", "side_effects", "idempotent", "lookup"); err != nil {
+		return err
+	}
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*c = CustomTool{Name: p.Name, Description: p.Description, Command: p.Command, SideEffects: p.SideEffects,
+		Idempotent: p.Idempotent, Lookup: p.Lookup}
+	if p.Parameters.Kind != 0 {
+		js, err := NodeToJSON(&p.Parameters)
+		if err != nil {
+			return err
+		}
+		c.Parameters = js
+	}
+	return nil
+}
+
+// Approval says which calls wait for a human: every call of Tool, or only
+// those whose path argument matches the Path glob (** crosses folders).
+type Approval struct {
+	Tool string `yaml:"tool" json:"tool"`
+	Path string `yaml:"path" json:"path,omitempty"`
+}
+
+// Budget limits a run. Zero means no limit for that dimension.
+type Budget struct {
+	MaxTokens    int64    `yaml:"max_tokens" json:"max_tokens,omitempty"`
+	MaxToolCalls int64    `yaml:"max_tool_calls" json:"max_tool_calls,omitempty"`
+	MaxCostUSD   float64  `yaml:"max_cost_usd" json:"max_cost_usd,omitempty"`
+	MaxWall      Duration `yaml:"max_wall" json:"max_wall,omitempty"`
+}
+
+// Compaction: when the projection passes Threshold of Window (estimated
+// tokens), older events are summarised.
+type Compaction struct {
+	Window    int64   `yaml:"window" json:"window,omitempty"`
+	Threshold float64 `yaml:"threshold" json:"threshold,omitempty"`
+}
+
+// DoneCheck is one evaluation run when the agent says it is done.
+type DoneCheck struct {
+	Command string `yaml:"command" json:"command"`
+}
+
+// Sandbox settings for tool subprocesses.
+type Sandbox struct {
+	Network string   `yaml:"network" json:"network,omitempty"` // deny (default) | allow
+	Allow   []string `yaml:"allow" json:"allow,omitempty"`     // host:port allowed when denied
+	Env     []string `yaml:"env" json:"env,omitempty"`         // variable names passed through
+}
+
+// Duration is a time.Duration written as "10m" in YAML and JSON.
+type Duration time.Duration
+
+// UnmarshalYAML accepts Go duration strings.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (use forms like 90s, 10m, 1h)", n.Line, n.Value)}}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Defaults applied by Load.
+const (
+	DefaultThreshold = 0.75
+	DefaultWindow    = 128000
+	DefaultMaxTurns  = 200
+	DefaultMaxTokens = 4096
+)
+
+// Error is a spec problem at a place in a file. The message is lowercase
+// and says what to change.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// Load reads, strictly decodes, validates and resolves a spec file.
+func Load(path string) (*Spec, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	var s Spec
+	root, err := DecodeStrict(path, data, &s)
+	if err != nil {
+		return nil, err
+	}
+	s.Path, s.Dir = abs, filepath.Dir(abs)
+	if err := s.validate(path, root); err != nil {
+		return nil, err
+	}
+	s.resolve()
+	return &s, nil
+}
+
+var lineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// DecodeStrict decodes YAML into v rejecting unknown keys, and returns the
+// document node so callers can point at lines. Errors are *Error.
+func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, yamlError(file, err)
+	}
+	if len(doc.Content) == 0 {
+		return nil, &Error{File: file, Msg: "the file is empty"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		return nil, yamlError(file, err)
+	}
+	return doc.Content[0], nil
+}
+
+// yamlError turns yaml.v3's messages ("yaml: unmarshal errors:\n  line 3:
+// field x not found in type spec.Spec") into file:line errors, the first
+// one leading.
+func yamlError(file string, err error) error {
+	var te *yaml.TypeError
+	var msgs []string
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	} else {
+		msgs = []string{strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	var errs []error
+	for _, m := range msgs {
+		m = strings.TrimSpace(m)
+		line := 0
+		if sub := lineRE.FindStringSubmatch(m); sub != nil {
+			line, _ = strconv.Atoi(sub[1])
+			m = sub[2]
+		}
+		m = friendlier(m)
+		errs = append(errs, &Error{File: file, Line: line, Msg: m})
+	}
+	return errors.Join(errs...)
+}
+
+var fieldRE = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
+var typeRE = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
+
+func friendlier(m string) string {
+	if sub := fieldRE.FindStringSubmatch(m); sub != nil {
+		return fmt.Sprintf("unknown key %q (check its spelling and indentation)", sub[1])
+	}
+	if sub := typeRE.FindStringSubmatch(m); sub != nil {
+		return fmt.Sprintf("%q is a %s, but a %s is expected here", sub[2], sub[1], goTypeName(sub[3]))
+	}
+	return m
+}
+
+func goTypeName(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "list"
+	case strings.Contains(t, "int"):
+		return "whole number"
+	case strings.Contains(t, "float"):
+		return "number"
+	case t == "bool":
+		return "boolean (true/false)"
+	case t == "string":
+		return "string"
+	}
+	return "mapping"
+}
+
+// checkKeys rejects mapping keys outside allowed; custom UnmarshalYAML
+// methods need it because Node.Decode is not strict.
+func checkKeys(n *yaml.Node, allowed ...string) error {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i < len(n.Content); i += 2 {
+		k := n.Content[i]
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k.Value == a
+		}
+		if !ok {
+			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: field %s not found in type object", k.Line, k.Value)}}
+		}
+	}
+	return nil
+}
+
+// NodeToJSON converts a YAML node (a mapping such as a JSON Schema or tool
+// args) to JSON bytes.
+func NodeToJSON(n *yaml.Node) (json.RawMessage, error) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("line %d: cannot express as JSON: %v", n.Line, err)
+	}
+	return b, nil
+}
+
+// lineOf finds the line of the value at a key path ("model", "provider").
+func lineOf(n *yaml.Node, path ...any) int {
+	cur := n
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			if cur.Kind != yaml.MappingNode {
+				return cur.Line
+			}
+			found := false
+			for i := 0; i+1 < len(cur.Content); i += 2 {
+				if cur.Content[i].Value == k {
+					cur, found = cur.Content[i+1], true
+					break
+				}
+			}
+			if !found {
+				return cur.Line
+			}
+		case int:
+			if cur.Kind != yaml.SequenceNode || k >= len(cur.Content) {
+				return cur.Line
+			}
+			cur = cur.Content[k]
+		}
+	}
+	return cur.Line
+}
+
+var knownTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true, "list_files": true, "grep": true, "bash": true}
+
+func (s *Spec) validate(file string, root *yaml.Node) error {
+	var errs []error
+	bad := func(msg string, path ...any) {
+		errs = append(errs, &Error{File: file, Line: lineOf(root, path...), Msg: msg})
+	}
+	if s.Name == "" {
+		bad("name is required")
+	}
+	switch s.Model.Provider {
+	case "scripted":
+		if s.Model.Script == "" {
+			bad("model.script is required for the scripted provider (a YAML file of turns)", "model")
+		}
+	case "openai", "anthropic":
+	case "":
+		bad("model.provider is required: scripted, openai or anthropic", "model")
+	default:
+		bad(fmt.Sprintf("model.provider %q is not one of scripted, openai, anthropic", s.Model.Provider), "model", "provider")
+	}
+	if s.Model.ID == "" {
+		bad("model.id is required (the model the session pins)", "model")
+	}
+	if s.Prompt == "" {
+		bad("prompt is required (the first user message; --prompt can override it)")
+	}
+	switch s.Mode {
+	case "":
+		s.Mode = "write"
+	case "read-only", "write":
+	default:
+		bad(fmt.Sprintf("mode %q is not read-only or write", s.Mode), "mode")
+	}
+	if s.Workspace.From != "" && s.Workspace.Path != "" {
+		bad("workspace takes from (copied) or path (used in place), not both", "workspace")
+	}
+	for i, t := range s.Tools {
+		if !knownTools[t] {
+			bad(fmt.Sprintf("unknown tool %q (built-ins: bash, edit_file, grep, list_files, read_file, write_file; others go under custom_tools)", t), "tools", i)
+		}
+		if s.Mode == "read-only" && (t == "write_file" || t == "edit_file" || t == "bash") {
+			bad(fmt.Sprintf("tool %q is not available in read-only mode", t), "tools", i)
+		}
+	}
+	seen := map[string]bool{}
+	for i, c := range s.CustomTools {
+		switch {
+		case c.Name == "":
+			bad("custom tool needs a name", "custom_tools", i)
+		case knownTools[c.Name] || seen[c.Name]:
+			bad(fmt.Sprintf("tool name %q is already taken", c.Name), "custom_tools", i, "name")
+		}
+		seen[c.Name] = true
+		if len(c.Command) == 0 {
+			bad(fmt.Sprintf("custom tool %q needs a command", c.Name), "custom_tools", i)
+		}
+		if c.Idempotent && !c.SideEffects {
+			bad(fmt.Sprintf("custom tool %q is idempotent but has no side_effects; idempotency only matters for side effects", c.Name), "custom_tools", i, "idempotent")
+		}
+		if len(c.Parameters) == 0 {
+			s.CustomTools[i].Parameters = json.RawMessage(`{"type":"object"}`)
+		}
+	}
+	for i, a := range s.Approvals {
+		if a.Tool == "" {
+			bad("approval rule needs a tool", "approvals", i)
+		}
+	}
+	if s.Budget.MaxTokens < 0 || s.Budget.MaxToolCalls < 0 || s.Budget.MaxCostUSD < 0 || s.Budget.MaxWall < 0 {
+		bad("budget limits must not be negative", "budget")
+	}
+	if s.Compaction.Threshold < 0 || s.Compaction.Threshold > 1 {
+		bad(fmt.Sprintf("compaction.threshold %v must be between 0 and 1", s.Compaction.Threshold), "compaction", "threshold")
+	}
+	if s.Compaction.Threshold == 0 {
+		s.Compaction.Threshold = DefaultThreshold
+	}
+	if s.Compaction.Window == 0 {
+		s.Compaction.Window = DefaultWindow
+	}
+	if s.Retries < 0 {
+		bad("retries must not be negative", "retries")
+	}
+	if s.MaxTurns == 0 {
+		s.MaxTurns = DefaultMaxTurns
+	}
+	if s.Model.MaxTokens == 0 {
+		s.Model.MaxTokens = DefaultMaxTokens
+	}
+	switch s.Sandbox.Network {
+	case "", "deny", "allow":
+	default:
+		bad(fmt.Sprintf("sandbox.network %q is not deny or allow", s.Sandbox.Network), "sandbox", "network")
+	}
+	for i, d := range s.Done {
+		if strings.TrimSpace(d.Command) == "" {
+			bad("done check needs a command", "done", i)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// resolve makes every path in the spec absolute, relative to the spec file.
+func (s *Spec) resolve() {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(s.Dir, p)
+	}
+	s.Model.Script = abs(s.Model.Script)
+	s.Workspace.From = abs(s.Workspace.From)
+	s.Workspace.Path = abs(s.Workspace.Path)
+	for i := range s.CustomTools {
+		c := &s.CustomTools[i]
+		if len(c.Command) > 0 && strings.Contains(c.Command[0], "/") {
+			c.Command[0] = abs(c.Command[0])
+		}
+		if len(c.Lookup) > 0 && strings.Contains(c.Lookup[0], "/") {
+			c.Lookup[0] = abs(c.Lookup[0])
+		}
+	}
+}
+
+// JSON is the spec as recorded in the session header.
+func (s *Spec) JSON() json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// UnmarshalJSON reads the string form written by MarshalJSON.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// FromHeader rebuilds the resolved spec recorded in a session header, so a
+// session resumes with the spec it started with even if the file changed or
+// moved since.
+func FromHeader(raw json.RawMessage) (*Spec, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("the session header records no spec")
+	}
+	var s Spec
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("decode the spec recorded in the session header: %w", err)
+	}
+	return &s, nil
+}

@@ -1,0 +1,206 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// termGrace is how long a process group has between SIGTERM and SIGKILL.
+const termGrace = 200 * time.Millisecond
+
+// pipeGrace is how long output is still read after the process group was
+// killed, for a process that left the group but holds the output pipe.
+const pipeGrace = time.Second
+
+// errTimedOut is the cancel cause of a call that ran past its timeout.
+var errTimedOut = errors.New("timed out")
+
+// proc is one subprocess run.
+type proc struct {
+	argv      []string
+	dir       string
+	env       []string
+	stdin     []byte // nil: /dev/null
+	timeout   time.Duration
+	maxOutput int
+	split     bool // keep stderr apart from stdout
+}
+
+// procResult is what a subprocess run produced.
+type procResult struct {
+	stdout, stderr *capBuffer // stderr is nil unless split
+	state          *os.ProcessState
+	err            error // start or wait failure, nil on a clean exit 0
+	cancelled      bool  // the caller's ctx ended the run
+	timedOut       bool  // the timeout ended the run
+}
+
+// scrubbedEnv is the environment of every subprocess: PATH, HOME set to the
+// workspace, LANG and TMPDIR, then extra (later entries win).
+func scrubbedEnv(workspace string, extra ...string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := []string{
+		"PATH=" + path,
+		"HOME=" + workspace,
+		"LANG=C.UTF-8",
+		"TMPDIR=" + os.TempDir(),
+	}
+	return append(env, extra...)
+}
+
+// run starts p in its own process group with no TTY and waits for it. When
+// the timeout passes or ctx is cancelled, the whole group gets SIGTERM and,
+// termGrace later, SIGKILL. When the leader has exited, for whatever reason,
+// the rest of the group is killed too, so no grandchild outlives the call.
+func (p proc) run(ctx context.Context) procResult {
+	res := procResult{stdout: newCapBuffer(p.maxOutput)}
+	if p.split {
+		res.stderr = newCapBuffer(p.maxOutput)
+	}
+	runCtx, cancel := context.WithTimeoutCause(ctx, p.timeout, errTimedOut)
+	defer cancel()
+
+	cmd := exec.CommandContext(runCtx, p.argv[0], p.argv[1:]...)
+	cmd.Dir = p.dir
+	cmd.Env = p.env
+	if p.stdin != nil {
+		cmd.Stdin = bytes.NewReader(p.stdin)
+	}
+	setProcessGroup(cmd)
+
+	// The output goes through pipes we own rather than exec's, so Wait
+	// returns when the leader exits even if a grandchild holds the pipe.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		res.err = fmt.Errorf("pipe: %w", err)
+		return res
+	}
+	defer outR.Close()
+	cmd.Stdout, cmd.Stderr = outW, outW
+	var errR, errW *os.File
+	if p.split {
+		errR, errW, err = os.Pipe()
+		if err != nil {
+			outW.Close()
+			res.err = fmt.Errorf("pipe: %w", err)
+			return res
+		}
+		defer errR.Close()
+		cmd.Stderr = errW
+	}
+
+	var (
+		mu        sync.Mutex
+		cancelled bool
+		killTimer *time.Timer
+	)
+	cmd.Cancel = func() error {
+		proc := cmd.Process
+		terminateGroup(proc)
+		mu.Lock()
+		defer mu.Unlock()
+		cancelled = true
+		killTimer = time.AfterFunc(termGrace, func() { killGroup(proc) })
+		return nil
+	}
+	// Bounds Wait if the stdin copy blocks on a grandchild holding stdin,
+	// and kills the leader if it somehow survived SIGKILL of its group.
+	cmd.WaitDelay = termGrace + pipeGrace
+
+	err = cmd.Start()
+	outW.Close()
+	if errW != nil {
+		errW.Close()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			res.cancelled = true
+		} else if errors.Is(context.Cause(runCtx), errTimedOut) {
+			res.timedOut = true
+		}
+		res.err = fmt.Errorf("start %s: %w", p.argv[0], err)
+		return res
+	}
+
+	var wg sync.WaitGroup
+	drain := func(r *os.File, w io.Writer) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = io.Copy(w, r)
+		}()
+	}
+	drain(outR, res.stdout)
+	if p.split {
+		drain(errR, res.stderr)
+	}
+
+	werr := cmd.Wait()
+	killGroup(cmd.Process)
+	mu.Lock()
+	if killTimer != nil {
+		killTimer.Stop()
+	}
+	wasCancelled := cancelled
+	mu.Unlock()
+
+	// Everything left in the group is dead, so the pipes reach EOF unless a
+	// process escaped the group (setsid); stop reading after pipeGrace.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(pipeGrace):
+		_ = outR.SetReadDeadline(time.Now())
+		if errR != nil {
+			_ = errR.SetReadDeadline(time.Now())
+		}
+		<-done
+	}
+
+	res.state = cmd.ProcessState
+	if wasCancelled {
+		if ctx.Err() != nil {
+			res.cancelled = true
+		} else if errors.Is(context.Cause(runCtx), errTimedOut) {
+			res.timedOut = true
+		}
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case werr == nil:
+	case errors.As(werr, &exitErr):
+		res.err = exitErr
+	case res.state != nil && res.state.Success():
+		// exec.ErrWaitDelay: the command succeeded, a grandchild held stdin.
+	default:
+		res.err = werr
+	}
+	return res
+}
+
+// result maps a finished run to a Result, with output as the model reads it.
+func (r procResult) result(output string, truncated bool, timeout time.Duration) Result {
+	res := Result{Output: output, Truncated: truncated}
+	switch {
+	case r.cancelled:
+		res.Status, res.Error = statusCancelled, "cancelled"
+	case r.timedOut:
+		res.Status, res.Error = statusError, fmt.Sprintf("timed out after %s", timeout)
+	case r.err != nil:
+		res.Status, res.Error = statusError, r.err.Error()
+	default:
+		res.Status = statusOK
+	}
+	return res
+}

@@ -1,0 +1,201 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Kind names an event. Kinds are stable strings: they appear in the log, in
+// --json output and in Parquet, so a kind is never renamed once released.
+type Kind string
+
+// The event kinds of DESIGN.md. A log written by a newer agentctl may hold a
+// kind not listed here; readers keep such events (see Event.Raw) and show
+// them rather than dropping them.
+const (
+	KindSessionStarted   Kind = "session_started"
+	KindUserMessage      Kind = "user_message"
+	KindAssistantMessage Kind = "assistant_message"
+	KindModelCall        Kind = "model_call"
+	KindToolIntent       Kind = "tool_intent"
+	KindToolResult       Kind = "tool_result"
+	KindApprovalRequest  Kind = "approval_request"
+	KindApprovalGranted  Kind = "approval_granted"
+	KindApprovalDenied   Kind = "approval_denied"
+	KindCompaction       Kind = "compaction"
+	KindInterrupted      Kind = "interrupted"
+	KindReconciled       Kind = "reconciled"
+	KindBudgetExceeded   Kind = "budget_exceeded"
+	KindEvaluation       Kind = "evaluation"
+	KindSubagentStarted  Kind = "subagent_started"
+	KindSubagentFinished Kind = "subagent_finished"
+	KindModelChanged     Kind = "model_changed"
+	KindError            Kind = "error"
+	KindSessionFinished  Kind = "session_finished"
+)
+
+// Kinds lists every kind this version knows, in the order DESIGN.md gives.
+var Kinds = []Kind{
+	KindSessionStarted, KindUserMessage, KindAssistantMessage, KindModelCall,
+	KindToolIntent, KindToolResult, KindApprovalRequest, KindApprovalGranted,
+	KindApprovalDenied, KindCompaction, KindInterrupted, KindReconciled,
+	KindBudgetExceeded, KindEvaluation, KindSubagentStarted, KindSubagentFinished,
+	KindModelChanged, KindError, KindSessionFinished,
+}
+
+// Known reports whether k is a kind this version of agentctl understands.
+func (k Kind) Known() bool {
+	for _, known := range Kinds {
+		if k == known {
+			return true
+		}
+	}
+	return false
+}
+
+// Status is the final status of a session, carried by session_finished.
+type Status string
+
+// Session statuses. "running" is never written: it is what a reader reports
+// for a session whose log has no session_finished yet.
+const (
+	StatusRunning          Status = "running"
+	StatusDone             Status = "done"
+	StatusFailed           Status = "failed"
+	StatusAwaitingApproval Status = "awaiting_approval"
+	StatusBudgetExceeded   Status = "budget_exceeded"
+	StatusNeedsHuman       Status = "needs_human"
+	StatusInterrupted      Status = "interrupted"
+	StatusCrashed          Status = "crashed"
+)
+
+// Tool result statuses.
+const (
+	ResultOK        = "ok"
+	ResultError     = "error"
+	ResultCancelled = "cancelled"
+	ResultDenied    = "denied"
+)
+
+// Reconciliation outcomes of a pending intent after resume.
+const (
+	ReconciledRecovered  = "recovered"
+	ReconciledRepeated   = "repeated"
+	ReconciledNeedsHuman = "needs_human"
+)
+
+// ToolCall is one call requested by the model in an assistant message. Args
+// is the JSON object the model produced, kept byte for byte.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Event is one record of a session log. It is a flat struct rather than one
+// type per kind so that the log, --json output and Parquet columns share one
+// set of snake_case names; each kind uses the subset of fields its doc in
+// DESIGN.md names, and the rest stay empty (and are omitted from JSON).
+type Event struct {
+	Seq       int64     `json:"seq"`
+	TS        time.Time `json:"ts"`
+	Kind      Kind      `json:"kind"`
+	SessionID string    `json:"session_id,omitempty"`
+
+	// session_started: the header that pins the run.
+	Name            string          `json:"name,omitempty"`
+	Provider        string          `json:"provider,omitempty"`
+	Model           string          `json:"model,omitempty"`
+	System          string          `json:"system,omitempty"`
+	Spec            json.RawMessage `json:"spec,omitempty"`
+	SpecPath        string          `json:"spec_path,omitempty"`
+	SpecHash        string          `json:"spec_hash,omitempty"`
+	AgentctlVersion string          `json:"agentctl_version,omitempty"`
+	HarnessCommit   string          `json:"harness_commit,omitempty"`
+	Workspace       string          `json:"workspace,omitempty"`
+	ParentSessionID string          `json:"parent_session_id,omitempty"`
+	ForkedFrom      int64           `json:"forked_from,omitempty"`
+
+	// user_message, assistant_message, interrupted (partial text).
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+
+	// model_call (and usage on assistant_message).
+	RequestDigest string  `json:"request_digest,omitempty"`
+	LatencyMS     int64   `json:"latency_ms,omitempty"`
+	InputTokens   int64   `json:"input_tokens,omitempty"`
+	OutputTokens  int64   `json:"output_tokens,omitempty"`
+	CostUSD       float64 `json:"cost_usd,omitempty"`
+	FinishReason  string  `json:"finish_reason,omitempty"`
+
+	// tool_intent, tool_result, approval_*, reconciled.
+	CallID         string          `json:"call_id,omitempty"`
+	Tool           string          `json:"tool,omitempty"`
+	Args           json.RawMessage `json:"args,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	Output         string          `json:"output,omitempty"`
+	Artifact       string          `json:"artifact,omitempty"`
+	Scope          string          `json:"scope,omitempty"`
+
+	// compaction: Through is the last seq the summary replaces; SourceSeqs
+	// the seqs of the original events it was made from.
+	Through    int64   `json:"through,omitempty"`
+	Summary    string  `json:"summary,omitempty"`
+	SourceSeqs []int64 `json:"source_seqs,omitempty"`
+
+	// Shared by several kinds: tool_result/session_finished status,
+	// reconciled/evaluation outcome, denial and stop reasons, error text.
+	Status   string `json:"status,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Evidence string `json:"evidence,omitempty"`
+	Error    string `json:"error,omitempty"`
+
+	// subagent_started / subagent_finished.
+	ChildSessionID string `json:"child_session_id,omitempty"`
+
+	// Attrs holds free-form attributes (a JSON object) that no column names.
+	Attrs json.RawMessage `json:"attrs,omitempty"`
+
+	// Raw is the record exactly as read from the log when the kind is not
+	// Known: a newer agentctl wrote it, and it is shown and copied as is.
+	Raw json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes unknown-kind events back exactly as they were read, so
+// that nothing a newer version recorded is lost by an older one.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if len(e.Raw) > 0 {
+		return e.Raw, nil
+	}
+	type plain Event
+	return json.Marshal(plain(e))
+}
+
+// Decode parses one JSON-encoded event. Unknown kinds are accepted and keep
+// their raw bytes; a record without a kind or seq is an error.
+func Decode(b []byte) (Event, error) {
+	type plain Event
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Event{}, fmt.Errorf("session: decode event: %w", err)
+	}
+	e := Event(p)
+	if e.Kind == "" {
+		return Event{}, fmt.Errorf("session: decode event: no kind")
+	}
+	if !e.Kind.Known() {
+		e.Raw = append(json.RawMessage(nil), b...)
+	}
+	return e, nil
+}
+
+// Encode returns the JSON form of e used by the log and --json output.
+func Encode(e Event) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("session: encode %s event: %w", e.Kind, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,268 @@
+package session
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+)
+
+// Roles of a projected message. They are provider-neutral; providers map
+// them onto their own wire shapes.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one entry of the payload a provider receives. Seq is the log
+// event the message came from (0 for the system prompt and for synthetic
+// messages), so a reader can cite where each message rests.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	Seq        int64      `json:"seq,omitempty"`
+}
+
+// Contents of synthetic tool messages that close a call with no result, so
+// the next request is well formed (providers reject a tool call without a
+// reply with a 400).
+const (
+	CancelledContent = `{"error":"cancelled_by_user"}`
+	DeniedContent    = `{"error":"denied"}`
+)
+
+// SummaryPrefix opens the system message that stands for compacted events.
+const SummaryPrefix = "Session so far: "
+
+// Project rebuilds the provider payload from a log: the system prompt, then
+// (if a compaction exists) the latest summary and the first user message
+// verbatim, then every conversational event after the compaction's through
+// seq. Tool calls that never got a result are closed. It is the batch form
+// of Projector; both give the same messages.
+func Project(events []Event, system string) []Message {
+	p := NewProjector(system)
+	for _, e := range events {
+		p.Add(e)
+	}
+	return p.Messages()
+}
+
+// Projector is the incremental form of Project for the runner, which adds
+// each event as it is recorded and asks for the payload once per turn. Add
+// is amortised O(1); Messages is O(payload). It is not safe for concurrent
+// use.
+type Projector struct {
+	system string
+
+	firstUser *Message // the first user message, pinned verbatim
+	summary   *Message // latest compaction, as a system message
+	through   int64
+
+	// tail holds the messages after the latest compaction in log order.
+	tail []Message
+	// pending maps the ids of tool calls of tail's assistant messages that
+	// have no reply yet to the tool name.
+	pending map[string]string
+	// pendingOrder keeps pending ids in call order so closures are stable.
+	pendingOrder []string
+}
+
+// NewProjector starts an empty projection with the given system prompt.
+func NewProjector(system string) *Projector {
+	return &Projector{
+		system:  system,
+		pending: map[string]string{},
+	}
+}
+
+// Add folds one event into the projection.
+func (p *Projector) Add(e Event) {
+	switch e.Kind {
+	case KindUserMessage:
+		m := Message{Role: RoleUser, Content: e.Text, Seq: e.Seq}
+		if p.firstUser == nil {
+			fu := m
+			p.firstUser = &fu
+		}
+		p.closePending()
+		p.tail = append(p.tail, m)
+	case KindAssistantMessage:
+		p.closePending()
+		m := Message{Role: RoleAssistant, Content: e.Text, Seq: e.Seq}
+		if len(e.ToolCalls) > 0 {
+			m.ToolCalls = append([]ToolCall(nil), e.ToolCalls...)
+		}
+		p.tail = append(p.tail, m)
+		for _, c := range e.ToolCalls {
+			p.pending[c.ID] = c.Name
+			p.pendingOrder = append(p.pendingOrder, c.ID)
+		}
+	case KindInterrupted:
+		// Partial assistant text cut by an interruption is kept: the model
+		// sees what it had said. Calls already requested stay pending and are
+		// closed by the next message or at the end.
+		if e.Text != "" {
+			p.closePending()
+			p.tail = append(p.tail, Message{Role: RoleAssistant, Content: e.Text, Seq: e.Seq})
+		}
+	case KindToolResult:
+		p.reply(e.CallID, e.Tool, resultContent(e), e.Seq)
+	case KindReconciled:
+		// A recovered or repeated intent carries the result it found; a
+		// needs_human one has none, and the call is closed as cancelled.
+		if e.Outcome == ReconciledRecovered || e.Outcome == ReconciledRepeated {
+			p.reply(e.CallID, e.Tool, resultContent(e), e.Seq)
+		}
+	case KindApprovalDenied:
+		content := DeniedContent
+		if e.Reason != "" {
+			b, _ := json.Marshal(struct {
+				Error  string `json:"error"`
+				Reason string `json:"reason"`
+			}{"denied", e.Reason})
+			content = string(b)
+		}
+		p.reply(e.CallID, e.Tool, content, e.Seq)
+	case KindCompaction:
+		p.compact(e)
+	}
+}
+
+// resultContent is what the model reads for a tool result: the output, or
+// the error when the tool failed without output.
+func resultContent(e Event) string {
+	switch {
+	case e.Output != "":
+		return e.Output
+	case e.Error != "":
+		b, _ := json.Marshal(map[string]string{"error": e.Error})
+		return string(b)
+	case e.Status == ResultCancelled:
+		return CancelledContent
+	}
+	return ""
+}
+
+func (p *Projector) reply(callID, tool, content string, seq int64) {
+	if _, ok := p.pending[callID]; !ok {
+		// Orphan (its call was compacted away or never made), duplicate or
+		// late after a synthetic closure: a provider would reject it.
+		return
+	}
+	if tool == "" {
+		tool = p.pending[callID]
+	}
+	delete(p.pending, callID)
+	p.tail = append(p.tail, Message{Role: RoleTool, Content: content, ToolCallID: callID, Name: tool, Seq: seq})
+}
+
+// closePending answers every call still open with a cancellation, in call
+// order, before a new user or assistant message is appended.
+func (p *Projector) closePending() {
+	if len(p.pending) == 0 {
+		p.pendingOrder = p.pendingOrder[:0]
+		return
+	}
+	p.tail = append(p.tail, p.closures()...)
+	clear(p.pending)
+	p.pendingOrder = p.pendingOrder[:0]
+}
+
+func (p *Projector) closures() []Message {
+	var out []Message
+	for _, id := range p.pendingOrder {
+		name, ok := p.pending[id]
+		if !ok {
+			continue
+		}
+		out = append(out, Message{Role: RoleTool, Content: CancelledContent, ToolCallID: id, Name: name})
+	}
+	return out
+}
+
+// compact drops the tail up to through and installs the summary. Messages
+// are in seq order, so the cut is a binary search; synthetic closures
+// (seq 0) travel with the message before them.
+func (p *Projector) compact(e Event) {
+	if e.Through < p.through {
+		return // an older compaction recorded late never replaces a newer one
+	}
+	p.through = e.Through
+	p.summary = &Message{Role: RoleSystem, Content: SummaryPrefix + e.Summary, Seq: e.Seq}
+	cut := sort.Search(len(p.tail), func(i int) bool { return effectiveSeq(p.tail, i) > e.Through })
+	p.tail = append([]Message(nil), p.tail[cut:]...)
+	// Calls whose assistant message was cut are no longer answerable.
+	known := map[string]bool{}
+	for _, m := range p.tail {
+		for _, c := range m.ToolCalls {
+			known[c.ID] = true
+		}
+	}
+	for id := range p.pending {
+		if !known[id] {
+			delete(p.pending, id)
+		}
+	}
+	// Leading tool messages whose call was cut would be orphans.
+	i := 0
+	for i < len(p.tail) && p.tail[i].Role == RoleTool && !known[p.tail[i].ToolCallID] {
+		i++
+	}
+	p.tail = p.tail[i:]
+}
+
+// effectiveSeq gives synthetic messages the seq of the message before them.
+func effectiveSeq(ms []Message, i int) int64 {
+	for ; i >= 0; i-- {
+		if ms[i].Seq != 0 {
+			return ms[i].Seq
+		}
+	}
+	return 0
+}
+
+// Messages returns the payload as a provider would receive it now. Calls
+// still pending are closed as cancelled at the end so the payload is well
+// formed; the runner never asks while its own calls are in flight.
+func (p *Projector) Messages() []Message {
+	out := make([]Message, 0, len(p.tail)+3)
+	if p.system != "" {
+		out = append(out, Message{Role: RoleSystem, Content: p.system})
+	}
+	if p.summary != nil {
+		out = append(out, *p.summary)
+		if p.firstUser != nil && p.firstUser.Seq <= p.through {
+			out = append(out, *p.firstUser)
+		}
+	}
+	out = append(out, p.tail...)
+	return append(out, p.closures()...)
+}
+
+// Through is the last seq replaced by the latest compaction (0 if none).
+func (p *Projector) Through() int64 { return p.through }
+
+// Digest is the stable fingerprint of a request payload recorded in
+// model_call events, so replay can tell whether today's code would have
+// sent the same messages. Seq is excluded: it is bookkeeping, not payload.
+func Digest(messages []Message, tools []string) string {
+	type wire struct {
+		Role       string     `json:"role"`
+		Content    string     `json:"content"`
+		ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+		ToolCallID string     `json:"tool_call_id,omitempty"`
+		Name       string     `json:"name,omitempty"`
+	}
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, m := range messages {
+		_ = enc.Encode(wire{m.Role, m.Content, m.ToolCalls, m.ToolCallID, m.Name})
+	}
+	_ = enc.Encode(tools)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
