@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -25,6 +27,18 @@ func FuzzReader(f *testing.F) {
 	long := bytes.Clone(b)
 	binary.LittleEndian.PutUint32(long[ends[1]:], MaxRecordSize+7)
 	f.Add(long)
+	// The hand-checked session logs of fixtures/ (one with a torn tail).
+	logs, _ := filepath.Glob(filepath.Join("..", "fixtures", "home", "sessions", "*", LogFile))
+	if len(logs) == 0 {
+		f.Fatal("no fixture logs to seed from")
+	}
+	for _, p := range logs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		evs, tail, err := readAll(bytes.NewReader(data), "", int64(len(data)))

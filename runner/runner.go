@@ -105,6 +105,10 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	if ws == "" {
 		ws = filepath.Join(cfg.Store.SessionDir(id), "workspace")
 	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return Result{}, err
+	}
 	header := session.Event{
 		Kind:            session.KindSessionStarted,
 		SessionID:       id,

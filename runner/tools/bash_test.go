@@ -37,8 +37,10 @@ func TestBashOutput(t *testing.T) {
 		{"pwd -P", Result{Status: statusOK, Output: rws + "\n"}},
 		{"kill -KILL $$", Result{Status: statusError, Error: "signal: killed"}},
 		// stdin is /dev/null and there is no terminal on any stream.
-		{`if read -r x; then echo "read:$x"; else echo eof; fi; cat; [ -t 0 ] || echo notty0; [ -t 1 ] || echo notty1; [ -t 2 ] || echo notty2`,
-			Result{Status: statusOK, Output: "eof\nnotty0\nnotty1\nnotty2\n"}},
+		{`if read -r x; then echo "read:$x"; else echo eof; fi; cat; [ -t 0 ] || echo notty0; [ -t 1 ] || echo notty1; [ -t 2 ] || echo notty2; { : </dev/tty; } 2>/dev/null || echo nodevtty`,
+			Result{Status: statusOK, Output: "eof\nnotty0\nnotty1\nnotty2\nnodevtty\n"}},
+		// The tool leads its own session and process group.
+		{`read -r -a f </proc/$$/stat; [ "${f[4]}" = $$ ] && [ "${f[5]}" = $$ ] && echo leader`, Result{Status: statusOK, Output: "leader\n"}},
 	}
 	for _, tt := range tests {
 		got, _ := runBashCall(context.Background(), t, Call{Workspace: ws}, tt.command)

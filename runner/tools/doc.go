@@ -19,8 +19,9 @@
 // A mode is a tool set, not a sterner prompt: Builtins("read-only", nil)
 // returns a Registry that simply has no write_file, edit_file or bash.
 //
-// Subprocesses (bash and custom tools) get their own process group, no TTY,
-// stdin from /dev/null (custom tools get the args object instead), and an
+// Subprocesses (bash and custom tools) lead their own session and process
+// group, so they have no controlling terminal and no TTY on any stream; stdin
+// is /dev/null (custom tools get the args object instead), and an
 // environment scrubbed to PATH, HOME=<workspace>, LANG=C.UTF-8 and TMPDIR
 // plus Call.Env, so the harness's secrets are not inherited. On timeout or
 // cancellation the whole group gets SIGTERM and, 200ms later, SIGKILL; when

@@ -105,12 +105,12 @@ func (p proc) run(ctx context.Context) procResult {
 		killTimer *time.Timer
 	)
 	cmd.Cancel = func() error {
-		proc := cmd.Process
-		terminateGroup(proc)
+		leader := cmd.Process
+		terminateGroup(leader)
 		mu.Lock()
 		defer mu.Unlock()
 		cancelled = true
-		killTimer = time.AfterFunc(termGrace, func() { killGroup(proc) })
+		killTimer = time.AfterFunc(termGrace, func() { killGroup(leader) })
 		return nil
 	}
 	// Bounds Wait if the stdin copy blocks on a grandchild holding stdin,

@@ -8,10 +8,13 @@ import (
 	"syscall"
 )
 
-// setProcessGroup makes the command the leader of a new process group, so
-// that the group can be signalled as a whole.
+// setProcessGroup makes the command the leader of a new session, and so of
+// a new process group that can be signalled as a whole. A new session (not
+// just Setpgid) also leaves it without a controlling terminal: opening
+// /dev/tty fails instead of prompting on the user's terminal, and the
+// terminal's Ctrl-C goes to the harness, which cancels through ctx.
 func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 }
 
 // terminateGroup sends SIGTERM to the process group p leads.
