@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -170,7 +171,15 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		return e.Raw, nil
 	}
 	type plain Event
-	return json.Marshal(plain(e))
+	// Commands and code are full of <, > and &; keep them readable in the
+	// log and in --json output instead of \u003c escapes.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(plain(e)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Decode parses one JSON-encoded event. Unknown kinds are accepted and keep
@@ -193,7 +202,7 @@ func Decode(b []byte) (Event, error) {
 
 // Encode returns the JSON form of e used by the log and --json output.
 func Encode(e Event) ([]byte, error) {
-	b, err := json.Marshal(e)
+	b, err := e.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("session: encode %s event: %w", e.Kind, err)
 	}

@@ -209,34 +209,23 @@ func (f *fakeServer) request(t *testing.T, i int) map[string]any {
 	return m
 }
 
-// canon re-encodes JSON so that values compare independent of key order
-// and spacing.
+// canon encodes a decoded JSON value (from a request map) canonically:
+// sorted keys, no spacing.
 func canon(t *testing.T, v any) string {
 	t.Helper()
-	var b []byte
-	switch x := v.(type) {
-	case []byte:
-		var any any
-		if err := json.Unmarshal(x, &any); err != nil {
-			t.Fatalf("canon %q: %v", x, err)
-		}
-		b, _ = json.Marshal(any)
-	case json.RawMessage:
-		return canon(t, []byte(x))
-	case string:
-		return canon(t, []byte(x))
-	default:
-		raw, err := json.Marshal(x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return canon(t, raw)
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return string(b)
 }
 
-type (
-	httpHandlerFunc = http.HandlerFunc
-	responseWriter  = http.ResponseWriter
-	httpRequest     = http.Request
-)
+// canonText is canon for JSON text.
+func canonText(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("canonText %q: %v", s, err)
+	}
+	return canon(t, v)
+}

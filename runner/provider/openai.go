@@ -265,26 +265,3 @@ func openAIError(err error) *Error {
 	}
 	return transportError("openai", err)
 }
-
-// withStreamRetries retries an attempt that failed inside a 200 stream with
-// a transient error event (overloaded, rate limit, server error) before any
-// text was streamed. The SDKs retry failures before the stream starts, so
-// those are not retried again here; a stream that dies after text reached
-// the caller is returned as is, because a retry would show the caller the
-// same text twice.
-func withStreamRetries(ctx context.Context, maxRetries int, base time.Duration, attempt func() (Response, bool, error)) (Response, error) {
-	for try := 0; ; try++ {
-		resp, streamed, err := attempt()
-		var pe *Error
-		if err == nil || streamed || try >= maxRetries || !errors.As(err, &pe) || !pe.midStream || !pe.Retryable {
-			return resp, err
-		}
-		t := time.NewTimer(base << try)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return resp, ctx.Err()
-		case <-t.C:
-		}
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -331,10 +332,10 @@ func TestOpenAIRequestShape(t *testing.T) {
 	 {"role":"user","content":"What is the capital of the UK? Use the tool, then answer."},
 	 {"role":"assistant","tool_calls":[{"id":"call_ZR5UUuTt3pf61kjwAJIYdVMj","type":"function","function":{"name":"get_capital","arguments":"{\"country\":\"UK\"}"}}]},
 	 {"role":"tool","content":"London","tool_call_id":"call_ZR5UUuTt3pf61kjwAJIYdVMj"}]`
-	if g, w := canon(t, got["messages"]), canon(t, want); g != w {
+	if g, w := canon(t, got["messages"]), canonText(t, want); g != w {
 		t.Errorf("messages =\n%s\nwant\n%s", g, w)
 	}
-	if g, w := canon(t, got["tools"]), canon(t, `[{"type":"function","function":{"name":"get_capital","parameters":{"additionalProperties":false,"properties":{"country":{"type":"string"}},"required":["country"],"type":"object"}}}]`); g != w {
+	if g, w := canon(t, got["tools"]), canonText(t, `[{"type":"function","function":{"name":"get_capital","parameters":{"additionalProperties":false,"properties":{"country":{"type":"string"}},"required":["country"],"type":"object"}}}]`); g != w {
 		t.Errorf("tools =\n%s\nwant\n%s", g, w)
 	}
 	if got["stream"] != true || canon(t, got["stream_options"]) != `{"include_usage":true}` {
@@ -353,7 +354,7 @@ func TestOpenAIEmptyKeySendsPlaceholder(t *testing.T) {
 	var auth string
 	srv := newFakeServer(t, sseReply(corpusFile(t, openAIDir+"e2aad469b71d1d4894ff833ea147020a9d875eb7ce644a0ff355581690a4cbfd.bin")))
 	inner := srv.Config.Handler
-	srv.Config.Handler = httpHandlerFunc(func(w responseWriter, r *httpRequest) {
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth = r.Header.Get("Authorization")
 		inner.ServeHTTP(w, r)
 	})

@@ -1,0 +1,102 @@
+// Package provider is the model boundary of the runner: one Complete call
+// sends the projected messages of a turn to a model and streams one
+// assistant turn back, normalised so that nothing above this package knows
+// which provider answered.
+//
+// # Implementations
+//
+//   - Scripted (NewScripted) answers from a Script. It is the in-memory
+//     implementation: fixtures, tests and a first run need no network and
+//     no API key, and the same script gives the same tool call ids, usage
+//     and summaries on every run, which replay and crash tests rely on.
+//   - NewOpenAI speaks Chat Completions through the official SDK, so the
+//     same code serves api.openai.com and OpenAI-compatible servers (vLLM,
+//     llama.cpp, Ollama) by base_url. Chat Completions rather than the
+//     Responses API because that is what the compatible servers implement.
+//   - NewAnthropic speaks the Messages API through the official SDK.
+//
+// Both live providers always stream: streaming is what lets an interrupted
+// run keep the text the model had produced so far.
+//
+// # Example
+//
+//	p, err := provider.NewOpenAI(provider.OpenAIConfig{BaseURL: "http://localhost:11434/v1"})
+//	if err != nil { … }
+//	resp, err := p.Complete(ctx, provider.Request{Model: "llama3.1", Messages: msgs, Tools: tools},
+//		func(delta string) { fmt.Fprint(os.Stderr, delta) })
+//	var perr *provider.Error
+//	switch {
+//	case errors.Is(err, context.Canceled): // record resp.Text as interrupted
+//	case errors.As(err, &perr):            // perr.Status, perr.Type, perr.Retryable
+//	}
+//
+// # Normalisation
+//
+// Response is the same for every provider, because the log records it and
+// replay must not care where it came from:
+//
+//   - FinishReason is "stop", "tool_calls", "length" or "content_filter"
+//     (Anthropic's end_turn/stop_sequence, tool_use, max_tokens and refusal
+//     map onto these); anything else is passed through.
+//   - Tool call arguments are always valid JSON. A model that streams no
+//     arguments (Anthropic sends "" for a tool without parameters) or broken
+//     ones (a stream cut at max_tokens) gets `{}`, without an error: a
+//     malformed call is the tool's problem to report back to the model, not
+//     a reason to fail the run.
+//   - Usage comes from the stream itself: OpenAI's include_usage chunk;
+//     Anthropic's input from message_start and output from the last
+//     message_delta (which also wins for input when it repeats it).
+//   - CostUSD comes from a small price table (Cost); unknown models cost 0
+//     rather than a guess.
+//
+// # Request mapping
+//
+// The runner hands over the provider-neutral projection (session.Message).
+// For OpenAI it maps one to one. For Anthropic, system messages move to the
+// system parameter, tool messages become tool_result blocks in a user
+// message, and consecutive messages of one role merge into one message, so
+// the results of parallel tool calls arrive together in the user message
+// right after the tool_use blocks, as the API requires. Empty messages are
+// dropped (the API rejects empty text). The Purpose of a request changes
+// nothing on the wire: only the scripted model looks at it.
+//
+// # Retries and errors
+//
+// The SDKs retry 408, 409, 429, 5xx and connection failures with backoff,
+// honouring Retry-After; an error event inside a 200 stream (Anthropic's
+// overloaded_error, say) is retried here, but only while no text has been
+// streamed, since a retry would show the caller the same text twice.
+// MaxRetries bounds both. The runner never retries: what reaches it is
+// final for this call and comes as an *Error with the HTTP status, the
+// provider's error type and message, and Retryable. Errors for 401 and 403
+// carry a hint naming the API key variable. Cancellation is never an
+// *Error: Complete returns ctx.Err() with the partial Response.
+//
+// # Concurrency
+//
+// The live providers are safe for concurrent use. Scripted is not: it
+// serves turns from a counter, in order.
+//
+// # Scripted models
+//
+// A script is YAML, parsed by the caller with KnownFields(true):
+//
+//	summary: "optional answer to compaction requests"
+//	turns:
+//	  - text: "Let me look."
+//	    tool_calls:
+//	      - name: read_file
+//	        args: {path: README.md}   # a mapping, kept as JSON in key order
+//	  - text: "Done."
+//	    usage: {input_tokens: 120, output_tokens: 7}   # else estimated
+//	    delay: 2s                                      # sleep half-way through the text
+//	  - error: "simulated provider failure"
+//
+// Tool call ids are "call_<turn>_<index>" (turn 1-based, index 0-based).
+// Estimated usage is input = characters of the request's messages / 4 + 1
+// and output = characters of text and arguments / 4 + 1. A compaction
+// request returns Script.Summary, else Digest of the messages, and does not
+// consume a turn; neither does a turn cancelled during its delay, so a
+// resumed run (SetTurn) serves it again. Asking for more turns than the
+// script has is an error matching ErrScriptExhausted.
+package provider
