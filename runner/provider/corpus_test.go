@@ -15,17 +15,17 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// corpusDir is the shared corpus of recorded provider streams, a sibling of
-// the repository (/work/shared/corpus next to /work/main). AGENTCTL_CORPUS
-// overrides it.
+// corpusDir is the corpus of recorded provider streams: the repository's
+// byte-for-byte copy in testdata/corpus (see its README), or AGENTCTL_CORPUS.
+// It is never skipped: a missing corpus fails the tests.
 func corpusDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("AGENTCTL_CORPUS")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "corpus")
+		dir = filepath.Join("..", "..", "testdata", "corpus")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sse")); err != nil {
-		t.Skipf("corpus not found at %s (set AGENTCTL_CORPUS): %v", dir, err)
+		t.Fatalf("corpus not found at %s (set AGENTCTL_CORPUS): %v", dir, err)
 	}
 	return dir
 }

@@ -1,0 +1,46 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/runner/tools"
+	"github.com/agentctl/agentctl/session"
+)
+
+// BenchmarkRun1000Turns is a 1,000-turn scripted run with recording on
+// (durable appends, fsync) and a real read_file per turn; it reports the
+// time per turn. See bench/README.md.
+func BenchmarkRun1000Turns(b *testing.B) {
+	const turns = 1000
+	script := provider.Script{}
+	for i := 0; i < turns-1; i++ {
+		script.Turns = append(script.Turns, provider.ScriptTurn{Text: fmt.Sprintf("step %d", i),
+			ToolCalls: []provider.ScriptCall{{Name: "read_file", Args: json.RawMessage(`{"path":"README.md"}`)}}})
+	}
+	script.Turns = append(script.Turns, provider.ScriptTurn{Text: "done"})
+	src := b.TempDir()
+	os.WriteFile(filepath.Join(src, "README.md"), []byte("# bench\n"), 0o644)
+	reg, err := tools.Builtins("write", []string{"read_file"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp := &spec.Spec{Name: "bench", Model: spec.Model{Provider: "scripted", ID: "scripted-1", MaxTokens: 256},
+		Prompt: "go", Mode: "write", MaxTurns: turns + 1, Workspace: spec.Workspace{From: src},
+		Compaction: spec.Compaction{Window: 1 << 30, Threshold: 0.75}}
+	for b.Loop() {
+		store := recorder.Store{Root: b.TempDir()}
+		res, err := Start(context.Background(), Config{Spec: sp, Store: store, Provider: provider.NewScripted(script, "scripted-1"), Tools: reg})
+		if err != nil || res.Status != session.StatusDone || res.Turns != turns {
+			b.Fatalf("Start = %+v, %v", res, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*turns), "µs/turn")
+}

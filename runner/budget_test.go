@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/session"
+)
+
+func TestModelBudgetReservation(t *testing.T) {
+	msgs := []session.Message{{Role: session.RoleUser, Content: strings.Repeat("x", 392)}} // ~101 tokens
+	tests := []struct {
+		name     string
+		budget   spec.Budget
+		spent    int64
+		cost     float64
+		wantOut  int64
+		wantOver string
+	}{
+		{"no limit: the spec's max output", spec.Budget{}, 0, 0, 4096, ""},
+		{"plenty left", spec.Budget{MaxTokens: 100000}, 1000, 0, 4096, ""},
+		{"max output shrinks to what is left", spec.Budget{MaxTokens: 1000}, 500, 0, 399, ""},
+		{"input alone does not fit", spec.Budget{MaxTokens: 1000}, 950, 0, 0, "max_tokens 1000"},
+		{"cost spent", spec.Budget{MaxCostUSD: 1}, 0, 1.5, 0, "max_cost_usd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &run{cfg: Config{Spec: &spec.Spec{Budget: tt.budget, Model: spec.Model{MaxTokens: 4096}}}, st: newState("")}
+			r.st.inputTokens, r.st.costUSD = tt.spent, tt.cost
+			out, over := r.modelBudget(msgs)
+			if out != tt.wantOut || !strings.HasPrefix(over, tt.wantOver) || (tt.wantOver == "") != (over == "") {
+				t.Errorf("modelBudget = %d, %q; want %d, %q", out, over, tt.wantOut, tt.wantOver)
+			}
+		})
+	}
+}
+
+func TestWallBudgetSpansInvocations(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour + 30*time.Second)
+	st := newState("")
+	for _, e := range []session.Event{
+		{Seq: 1, TS: t0, Kind: session.KindSessionStarted},
+		{Seq: 2, TS: t0.Add(40 * time.Second), Kind: session.KindSessionFinished, Status: "awaiting_approval"},
+		// an hour waiting for a human does not count
+		{Seq: 3, TS: t0.Add(time.Hour), Kind: session.KindApprovalGranted},
+	} {
+		st.add(e)
+	}
+	r := &run{cfg: Config{Spec: &spec.Spec{Budget: spec.Budget{MaxWall: spec.Duration(time.Minute)}}, Clock: func() time.Time { return now }}, st: st}
+	if got := r.wall(); got != 70*time.Second {
+		t.Fatalf("wall = %s, want 70s (40s before the wait, 30s after)", got)
+	}
+	if over := r.toolBudget(); !strings.HasPrefix(over, "max_wall 1m0s") {
+		t.Errorf("toolBudget = %q", over)
+	}
+}
