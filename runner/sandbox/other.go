@@ -1,0 +1,48 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"os"
+	"runtime"
+	"syscall"
+)
+
+// Init records nothing to do: the sandbox is Linux only.
+func Init() {}
+
+// Launch is a prepared process; see the Linux documentation.
+type Launch struct {
+	Path        string
+	Args        []string
+	Env         []string
+	Dir         string
+	SysProcAttr *syscall.SysProcAttr
+	ExtraFiles  []*os.File
+}
+
+func (l *Launch) Started() {}
+func (l *Launch) Close()   {}
+
+// Prepare refuses anything but Unconfined outside Linux.
+func (c Config) Prepare(workspace, dir string, argv, env []string) (*Launch, error) {
+	if !c.Unconfined {
+		return nil, ErrUnavailable
+	}
+	return &Launch{Path: argv[0], Args: argv, Env: env, Dir: dir, SysProcAttr: &syscall.SysProcAttr{}}, nil
+}
+
+// Available is ErrUnavailable outside Linux.
+func Available() error { return ErrUnavailable }
+
+// Report is what this machine enforces.
+type Report struct {
+	OS       string   `json:"os"`
+	Enforced []string `json:"enforced"`
+	Missing  []string `json:"missing,omitempty"`
+}
+
+// Check says that nothing but process limits is enforced here.
+func Check() Report {
+	return Report{OS: runtime.GOOS, Missing: []string{"namespaces: the sandbox is Linux only; tools are refused unless the spec sets sandbox.unconfined: true"}}
+}

@@ -1,0 +1,50 @@
+package sandbox
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	Init()
+	os.Exit(m.Run())
+}
+
+// runIn runs a shell command confined by c in workspace ws and returns its
+// combined output and error.
+func runIn(t *testing.T, c Config, ws, script string, env ...string) (string, error) {
+	t.Helper()
+	env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "TMPDIR=/tmp"}, env...)
+	l, err := c.Prepare(ws, ws, []string{"bash", "-c", script}, env)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	defer l.Close()
+	cmd := exec.Command(l.Path)
+	cmd.Args, cmd.Env, cmd.Dir, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Env, l.Dir, l.SysProcAttr, l.ExtraFiles
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	l.Started()
+	err = cmd.Wait()
+	return out.String(), err
+}
+
+func TestSmoke(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("sandbox unavailable: %v", err)
+	}
+	ws := t.TempDir()
+	out, err := runIn(t, Config{}, ws, "echo hi > f.txt; cat f.txt; pwd; id -u; echo $$; ls /dev; grep Cap /proc/self/status; touch /etc/x; touch /usr/x; ls -la /root/.ssh; ls /tmp; ls /run; cat /proc/net/dev; ps ax")
+	t.Logf("out:\n%s\nerr: %v", out, err)
+	b, _ := os.ReadFile(filepath.Join(ws, "f.txt"))
+	if !strings.Contains(string(b), "hi") {
+		t.Errorf("workspace not writable")
+	}
+}
