@@ -74,6 +74,9 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newResumeCmd(f, nil),
 		newApproveCmd(f, nil),
 		newDenyCmd(f, nil),
+		newSandboxCmd(f, nil),
+		newQueryCmd(f, nil),
+		newHistoryCmd(f),
 	)
 	return root
 }

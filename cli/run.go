@@ -80,6 +80,7 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 	}
 	cfg.Prompt, cfg.SessionID = opts.Prompt, opts.SessionID
 	res, err := runner.Start(ctx, cfg)
+	sealSession(f, res.SessionID)
 	return reportRun(f, res, err, opts.JSON)
 }
 
@@ -221,5 +222,6 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 		return fmt.Errorf("resume %s: %w", id, err)
 	}
 	res, err := runner.Resume(ctx, cfg, id)
+	sealSession(f, id)
 	return reportRun(f, res, err, opts.JSON)
 }

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/query"
 )
 
 type sessionsOptions struct {
@@ -34,7 +37,12 @@ damaged is listed too, with the problem in the STATUS column.`,
 }
 
 func sessionsRun(f *Factory, opts *sessionsOptions) error {
-	list, err := f.Store().List()
+	db, err := query.Open(context.Background(), f.Home, f.Err)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	list, err := db.Sessions(context.Background())
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/history"
+)
+
+func newHistoryCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "Manage the Parquet run history",
+		Long: `The run history is Parquet under <home>/history/, partitioned by the date a
+session started (date=YYYY-MM-DD/). A session is sealed into it when a run
+or resume ends; small files are compacted into segments automatically once
+` + fmt.Sprint(history.AutoCompactFiles) + ` of them pile up, or with 'agentctl history compact'.`,
+	}
+	cmd.AddCommand(newHistoryCompactCmd(f, nil), newHistorySealCmd(f, nil))
+	return cmd
+}
+
+type historyCompactOptions struct {
+	JSON bool
+}
+
+func newHistoryCompactCmd(f *Factory, runF func(*historyCompactOptions) error) *cobra.Command {
+	opts := &historyCompactOptions{}
+	cmd := &cobra.Command{
+		Use:   "compact",
+		Short: "Merge small history files into larger segments",
+		Long: `Merge the small Parquet files of each date partition (one per sealed session,
+and small segments) into segments of about ` + fmt.Sprint(history.SegmentRows) + ` rows. The new segments are
+written first, then the manifest is swapped, then the old files are removed:
+a reader or a crash never sees a row twice or not at all. Files left over by
+an earlier crash are removed.`,
+		Example: "  agentctl history compact\n  agentctl history compact --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return historyCompactRun(f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the outcome as one JSON object")
+	return cmd
+}
+
+func historyCompactRun(f *Factory, opts *historyCompactOptions) error {
+	res, err := history.New(f.Home).Compact(history.CompactOptions{})
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return json.NewEncoder(f.Out).Encode(res)
+	}
+	_, err = fmt.Fprintf(f.Out, "compacted %d files into %d segments (%d rows); %d files now, %d leftovers removed\n",
+		res.Merged, res.Segments, res.Rows, res.FilesAfter, res.Removed)
+	return err
+}
+
+type historySealOptions struct {
+	Sessions []string
+	JSON     bool
+}
+
+func newHistorySealCmd(f *Factory, runF func(*historySealOptions) error) *cobra.Command {
+	opts := &historySealOptions{}
+	cmd := &cobra.Command{
+		Use:   "seal [SESSION...]",
+		Short: "Seal sessions into the Parquet history",
+		Long: `Write sessions' events to the Parquet history. Runs seal their session when
+they end, so this is for logs recorded elsewhere or before sealing existed.
+With no SESSION, every session not sealed as its log is now is sealed
+(only logs not being written: a running session is left to its runner).
+Sealing is idempotent.`,
+		Example: "  agentctl history seal\n  agentctl history seal 3f2a",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Sessions = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return historySealRun(f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object per session")
+	return cmd
+}
+
+func historySealRun(f *Factory, opts *historySealOptions) error {
+	st := f.Store()
+	var ids []string
+	if len(opts.Sessions) == 0 {
+		all, err := st.IDs()
+		if err != nil {
+			return err
+		}
+		ids = all
+	}
+	for _, ref := range opts.Sessions {
+		id, err := st.Resolve(ref)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	results, err := history.New(f.Home).Seal(ids...)
+	failed := 0
+	for _, r := range results {
+		if r.Err != "" {
+			failed++
+		}
+		if opts.JSON {
+			json.NewEncoder(f.Out).Encode(r)
+			continue
+		}
+		switch {
+		case r.Err != "":
+			fmt.Fprintf(f.Err, "agentctl: %s\n", r.Err)
+		case r.File != "":
+			fmt.Fprintf(f.Out, "%s sealed: %d rows in %s\n", r.SessionID, r.Rows, r.File)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return withCode(ExitError, fmt.Errorf("history seal: %d of %d sessions failed", failed, len(ids)))
+	}
+	return nil
+}
+
+// sealSession seals session id after a run or resume ended. A failure is a
+// warning: the log is the source of truth and queries read unsealed logs.
+func sealSession(f *Factory, id string) {
+	if id == "" {
+		return
+	}
+	results, err := history.New(f.Home).Seal(id)
+	for _, r := range results {
+		if r.Err != "" && err == nil {
+			fmt.Fprintf(f.Err, "agentctl: warning: %s\n", r.Err)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(f.Err, "agentctl: warning: seal %s: %v\n", id, err)
+	}
+}

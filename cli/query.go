@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/query"
+)
+
+type queryOptions struct {
+	SQL    string
+	File   string
+	Format string
+}
+
+func newQueryCmd(f *Factory, runF func(*queryOptions) error) *cobra.Command {
+	opts := &queryOptions{}
+	cmd := &cobra.Command{
+		Use:   "query [SQL]",
+		Short: "Run SQL (DuckDB) over the run history",
+		Long: `Run SQL over every session under the home through an embedded DuckDB.
+Sealed sessions are read from the Parquet history (<home>/history/), sessions
+still running (or never sealed) from their logs, so every event is there.
+
+Views:
+  events      one row per event of every session; columns are the event
+              fields (session_id, seq, ts, kind, model, input_tokens,
+              cost_usd, tool, args, status, ...); nested values are JSON text
+  sessions    one row per session: session_id, name, provider, model, status,
+              started, ended, duration_ms, events, input_tokens,
+              output_tokens, tokens, cost_usd, tool_calls, errors
+  tool_calls  one row per tool call: session_id, call_id, tool, args,
+              idempotency_key, intent_seq, intent_ts, result_seq, result_ts,
+              status (ok|error|cancelled|denied|pending), latency_ms, error,
+              output, artifact
+
+An error in the SQL is printed as DuckDB reports it. A corrupt history file
+is skipped with a warning on stderr naming it, and the rest answers.`,
+		Example: `  agentctl query "SELECT status, count(*) FROM sessions GROUP BY ALL"
+  agentctl query "SELECT tool, count(*) FILTER (status = 'error') AS errors FROM tool_calls GROUP BY ALL ORDER BY errors DESC" --format csv
+  agentctl query --file weekly.sql --format jsonl`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.SQL = args[0]
+			}
+			if (opts.SQL == "") == (opts.File == "") {
+				return usageError{fmt.Errorf("query: give the SQL as an argument or with --file, not both")}
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return queryRun(cmd, f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.File, "file", "", "read the SQL from this file")
+	cmd.Flags().StringVar(&opts.Format, "format", "table", "output format: "+strings.Join(query.Formats, "|"))
+	return cmd
+}
+
+func queryRun(cmd *cobra.Command, f *Factory, opts *queryOptions) error {
+	switch opts.Format {
+	case "table", "csv", "json", "jsonl":
+	default:
+		return usageError{fmt.Errorf("query: unknown --format %q (want one of %s)", opts.Format, strings.Join(query.Formats, ", "))}
+	}
+	q := opts.SQL
+	if opts.File != "" {
+		b, err := os.ReadFile(opts.File)
+		if err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+		q = string(b)
+	}
+	db, err := query.Open(cmd.Context(), f.Home, f.Err)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := db.Query(cmd.Context(), q)
+	if err != nil {
+		return err
+	}
+	return query.Write(f.Out, res, opts.Format)
+}

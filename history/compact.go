@@ -1,0 +1,207 @@
+package history
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// CompactOptions tune Compact.
+type CompactOptions struct {
+	// SmallOnly merges only per-session files, leaving segments alone (the
+	// automatic compaction after a seal). Otherwise segments smaller than
+	// half of SegmentRows, and segments with dropped sessions, are merged
+	// too.
+	SmallOnly bool
+	// SegmentRows overrides the package default.
+	SegmentRows int64
+}
+
+// CompactResult says what Compact did.
+type CompactResult struct {
+	FilesBefore int   `json:"files_before"`
+	FilesAfter  int   `json:"files_after"`
+	Merged      int   `json:"merged"`   // files merged into segments
+	Segments    int   `json:"segments"` // segments written
+	Rows        int64 `json:"rows"`     // rows written to segments
+	Removed     int   `json:"removed"`  // leftover files of earlier crashes removed
+}
+
+// Compact merges small files into segments, one date partition at a time:
+// it writes the new segments (atomically, each through a temp file), then
+// swaps in a manifest that lists them instead of the files they replace,
+// then removes the replaced files. Readers go by the manifest, so they see
+// either the old files or the new segments, never both or neither. A crash
+// before the swap leaves unlisted segments, one after it unlisted old
+// files; either kind of leftover is removed by the next Compact. Rows that
+// are not live (see Manifest) are left out of the new segments.
+func (h *History) Compact(opts CompactOptions) (CompactResult, error) {
+	unlock, err := lock(h.Dir)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	defer unlock()
+	m, err := h.Manifest()
+	if err != nil {
+		return CompactResult{}, err
+	}
+	return h.compactLocked(m, opts)
+}
+
+func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult, error) {
+	target := opts.SegmentRows
+	if target <= 0 {
+		target = SegmentRows
+	}
+	res := CompactResult{FilesBefore: len(m.Files)}
+	removed, err := h.collectGarbage(m)
+	res.Removed = removed
+	if err != nil {
+		return res, err
+	}
+	parts := map[string][]FileEntry{}
+	for _, f := range m.Files {
+		small := !f.Segment || (!opts.SmallOnly && (f.Rows < target/2 || len(f.Dropped) > 0))
+		if small {
+			d := path.Dir(f.Path)
+			parts[d] = append(parts[d], f)
+		}
+	}
+	gen := m.Generation + 1
+	var written []FileEntry
+	var merged []string
+	moved := map[string]string{} // session -> new file
+	seq := 0
+	for _, d := range slices.Sorted(maps.Keys(parts)) {
+		files := parts[d]
+		if len(files) < 2 && (len(files) == 0 || len(files[0].Dropped) == 0) {
+			continue
+		}
+		var buf []Row
+		flush := func() error {
+			if len(buf) == 0 {
+				return nil
+			}
+			slices.SortStableFunc(buf, func(a, b Row) int {
+				return cmp.Or(cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(a.Seq, b.Seq))
+			})
+			seq++
+			rel := path.Join(d, fmt.Sprintf("seg-%08d-%04d.parquet", gen, seq))
+			n, err := WriteRows(filepath.Join(h.Dir, filepath.FromSlash(rel)), buf, h.NoSync)
+			if err != nil {
+				return err
+			}
+			sessions := 0
+			for i := range buf {
+				if i == 0 || buf[i].SessionID != buf[i-1].SessionID {
+					sessions++
+					moved[buf[i].SessionID] = rel
+				}
+			}
+			written = append(written, FileEntry{Path: rel, Rows: int64(len(buf)), Bytes: n, Sessions: sessions, Segment: true})
+			res.Rows += int64(len(buf))
+			buf = buf[:0]
+			failpoint(FailSegmentWritten)
+			return nil
+		}
+		for _, f := range files {
+			rows, err := ReadRows(filepath.Join(h.Dir, filepath.FromSlash(f.Path)))
+			if err != nil {
+				return res, fmt.Errorf("history: compact: %w", err)
+			}
+			for _, r := range rows {
+				if m.Sessions[r.SessionID].File == f.Path {
+					buf = append(buf, r)
+				}
+			}
+			merged = append(merged, f.Path)
+			if int64(len(buf)) >= target {
+				if err := flush(); err != nil {
+					return res, err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return res, err
+		}
+	}
+	if len(merged) == 0 {
+		res.FilesAfter = len(m.Files)
+		return res, nil
+	}
+	m.Files = slices.DeleteFunc(m.Files, func(f FileEntry) bool { return slices.Contains(merged, f.Path) })
+	m.Files = append(m.Files, written...)
+	for id, rel := range moved {
+		e := m.Sessions[id]
+		e.File = rel
+		m.Sessions[id] = e
+	}
+	m.Generation = gen
+	if err := m.save(h.Dir, h.NoSync); err != nil {
+		return res, err
+	}
+	failpoint(FailManifestSwapped)
+	h.remove(merged)
+	res.Merged, res.Segments, res.FilesAfter = len(merged), len(written), len(m.Files)
+	return res, nil
+}
+
+// collectGarbage removes every Parquet or temp file under the history
+// folder that the manifest does not list: what a crash left behind. It
+// runs under the writer lock, so no writer is making such a file.
+func (h *History) collectGarbage(m *Manifest) (int, error) {
+	live := map[string]bool{}
+	for _, f := range m.Files {
+		live[f.Path] = true
+	}
+	n := 0
+	err := filepath.WalkDir(h.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(h.Dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		name := d.Name()
+		garbage := strings.HasPrefix(name, ".tmp-") || (strings.HasSuffix(name, ".parquet") && !live[rel])
+		if garbage {
+			if err := os.Remove(p); err == nil {
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("history: collect garbage: %w", err)
+	}
+	return n, nil
+}
+
+// remove deletes retired files (relative paths). A failure leaves garbage
+// that the next Compact removes, so it is not reported.
+func (h *History) remove(rels []string) {
+	dirs := map[string]bool{}
+	for _, rel := range rels {
+		p := filepath.Join(h.Dir, filepath.FromSlash(rel))
+		os.Remove(p)
+		dirs[filepath.Dir(p)] = true
+	}
+	for d := range dirs {
+		syncDir(d, h.NoSync)
+	}
+}

@@ -1,0 +1,52 @@
+// Package history seals session logs into Parquet and keeps the Parquet
+// history of an agentctl home compact. The logs stay the source of truth;
+// the history is a projection that can be rebuilt from them.
+//
+// # Layout
+//
+//	<home>/history/MANIFEST.json                         the live files (see Manifest)
+//	<home>/history/LOCK                                  writers' flock
+//	<home>/history/date=YYYY-MM-DD/<id>-<lastseq>.parquet   one sealed session
+//	<home>/history/date=YYYY-MM-DD/seg-<gen>-<n>.parquet    a compacted segment
+//
+// Partitions are Hive-style, by the UTC date the session started, so a
+// session's rows are never split across dates. Files are zstd-compressed,
+// with row groups of at most RowGroupRows rows; the columns are those of
+// Row (the event's JSON names, ts as TIMESTAMP(MICROS), nested values as
+// JSON text).
+//
+// # Example
+//
+//	h := history.New(".agentctl")
+//	results, err := h.Seal(id)              // after the run ended
+//	res, err := h.Compact(history.CompactOptions{})
+//	m, err := h.Manifest()                  // readers: the live files
+//
+// # Consistency
+//
+//  1. The manifest is the only list of live files. It is replaced
+//     atomically (temp file, fsync, rename, fsync of the folder), and every
+//     file it names is durable before it is named.
+//  2. A row of file F is live if and only if the manifest maps its session
+//     to F. Each file entry also lists the sessions dropped from it, so a
+//     reader filters with NOT IN instead of consulting the session map.
+//  3. Seal writes the session's file, then swaps in a manifest pointing the
+//     session at it. An earlier per-session file of that session is removed
+//     after the swap; in a segment, the session is marked dropped instead,
+//     and the next compaction leaves its old rows out. So sealing twice
+//     never duplicates rows, and a resumed session's re-seal replaces what
+//     was sealed before.
+//  4. Compact writes the new segments, swaps the manifest, then removes the
+//     merged files. A crash before the swap leaves unlisted segments; after
+//     it, unlisted old files. Readers never see either; the next Compact
+//     removes them (and any .tmp- file).
+//  5. A reader that lists the files and then finds one removed by a
+//     concurrent compaction reads the manifest again and retries.
+//
+// # Concurrency
+//
+// Writers (Seal, Compact), in any process, serialize on an exclusive flock
+// of LOCK. Readers take no lock. A session being written is not sealed by
+// its runner until the run ends; readers read such logs directly (see
+// package query).
+package history

@@ -1,0 +1,132 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// RowGroupRows is the most rows one row group of a file holds. DuckDB reads
+// row groups in parallel, so a large segment is split into several.
+const RowGroupRows = 128 * 1024
+
+// WriteRows writes rows to a new Parquet file at path, atomically: a temp
+// file in the same directory is written, closed (which writes the footer),
+// fsync'd and renamed over path, then the directory is fsync'd. Columns are
+// zstd-compressed. An empty rows writes a valid file with no rows.
+func WriteRows(path string, rows []Row, noSync bool) (size int64, err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, fmt.Errorf("history: write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*.parquet")
+	if err != nil {
+		return 0, fmt.Errorf("history: write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := parquet.NewGenericWriter[Row](f,
+		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.MaxRowsPerRowGroup(RowGroupRows),
+		parquet.CreatedBy("agentctl", "", ""),
+	)
+	if _, err := w.Write(rows); err != nil {
+		return 0, fmt.Errorf("history: write %s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
+		return 0, fmt.Errorf("history: write %s: %w", path, err)
+	}
+	if !noSync {
+		if err := f.Sync(); err != nil {
+			return 0, fmt.Errorf("history: sync %s: %w", path, err)
+		}
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("history: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return 0, fmt.Errorf("history: write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return 0, fmt.Errorf("history: write %s: %w", path, err)
+	}
+	if err := syncDir(dir, noSync); err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// ReadRows reads every row of a Parquet file written by WriteRows. A
+// damaged file fails with an error matching ErrCorruptFile that names it.
+func ReadRows(path string) ([]Row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: read %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("history: read %s: %w", path, err)
+	}
+	rows, err := readRows(f, st.Size())
+	if err != nil {
+		return nil, &CorruptFileError{Path: path, Err: err}
+	}
+	return rows, nil
+}
+
+func readRows(r io.ReaderAt, size int64) (rows []Row, err error) {
+	defer func() {
+		// parquet-go may panic on some malformed input; a damaged file
+		// must be an error, never a crash.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed parquet: %v", p)
+		}
+	}()
+	pf, err := parquet.OpenFile(r, size)
+	if err != nil {
+		return nil, err
+	}
+	rd := parquet.NewGenericReader[Row](pf)
+	defer rd.Close()
+	rows = make([]Row, pf.NumRows())
+	n, err := rd.Read(rows)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if int64(n) != pf.NumRows() {
+		return nil, fmt.Errorf("read %d of %d rows", n, pf.NumRows())
+	}
+	return rows, nil
+}
+
+// Check reads the whole file at path and reports whether it is intact.
+func Check(path string) error {
+	_, err := ReadRows(path)
+	return err
+}
+
+func syncDir(dir string, noSync bool) error {
+	if noSync {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("history: sync dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("history: sync dir %s: %w", dir, err)
+	}
+	return nil
+}

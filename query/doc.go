@@ -1,0 +1,34 @@
+// Package query answers SQL over an agentctl home through an in-memory
+// DuckDB database (github.com/duckdb/duckdb-go/v2).
+//
+// Open reads the history's manifest (package history) and every session
+// log that is not sealed as it is now — running, crashed, resumed since it
+// was sealed, or never sealed — and writes those logs' events to a
+// temporary Parquet file with the history's schema. The views:
+//
+//	events      read_parquet over the live history files (less the rows
+//	            the manifest marks dropped, and less the sealed rows of
+//	            sessions read from their logs), UNION ALL the temp file
+//	sessions    one row per session, totals as recorder.Summarize makes them
+//	tool_calls  each call's tool_intent joined with its last tool_result
+//
+// # Example
+//
+//	db, err := query.Open(ctx, ".agentctl", os.Stderr)
+//	defer db.Close()
+//	res, err := db.Query(ctx, "SELECT status, count(*) FROM sessions GROUP BY ALL")
+//	query.Write(os.Stdout, res, "table")
+//
+// # Errors
+//
+// SQL errors are *SQLError with DuckDB's text and the view names. A history
+// file DuckDB cannot read is checked, reported by name on the warning
+// writer, and left out; its sessions are read from their logs when these
+// still exist, and the query runs again. If a compaction swapped the
+// manifest while the query ran, the views are rebuilt and the query retried.
+//
+// # Concurrency
+//
+// A DB is for one goroutine. Any number of processes may query while
+// others seal or compact.
+package query

@@ -1,0 +1,399 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/agentctl/agentctl/history"
+	"github.com/agentctl/agentctl/recorder"
+)
+
+// Views lists the views every query can use, in the order they are
+// documented.
+var Views = []string{"events", "sessions", "tool_calls"}
+
+// LogState is what reading a session's log found, for a session read from
+// its log rather than from the history.
+type LogState struct {
+	Torn bool
+	Err  error
+}
+
+// DB is an in-memory DuckDB database whose views read an agentctl home's
+// history. It is not safe for concurrent use.
+type DB struct {
+	home string
+	hist *history.History
+	warn io.Writer
+	db   *sql.DB
+	tmp  string
+
+	m       *history.Manifest
+	logs    map[string]LogState // sessions read from their logs
+	skipped map[string]bool     // corrupt history files, by absolute path
+}
+
+// Open scans the home: the history's manifest, and every session log that
+// is not sealed as it is now (running, crashed, resumed since sealing, or
+// never sealed), whose events are written to a temporary Parquet file with
+// the history's schema. Warnings (a corrupt history file that is skipped)
+// go to warn. Close removes the temporary file.
+func Open(ctx context.Context, home string, warn io.Writer) (*DB, error) {
+	if warn == nil {
+		warn = io.Discard
+	}
+	tmp, err := os.MkdirTemp("", "agentctl-query-")
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	connector, err := duckdb.NewConnector("", nil)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("query: open duckdb: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(1)
+	d := &DB{home: home, hist: history.New(home), warn: warn, db: db, tmp: tmp, skipped: map[string]bool{}}
+	if err := d.reload(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close closes the database and removes its temporary files.
+func (d *DB) Close() error {
+	err := d.db.Close()
+	os.RemoveAll(d.tmp)
+	return err
+}
+
+// Logs returns the sessions that were read from their logs, with what
+// reading them found.
+func (d *DB) Logs() map[string]LogState { return d.logs }
+
+// load reads the manifest and the unsealed logs and (re)creates the views.
+func (d *DB) load(ctx context.Context) error {
+	m, err := d.hist.Manifest()
+	if err != nil {
+		return err
+	}
+	d.m = m
+	ids, err := d.hist.Store.IDs()
+	if err != nil {
+		return err
+	}
+	d.logs = map[string]LogState{}
+	var mu sync.Mutex
+	var live []history.Row
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, id := range ids {
+		e, sealed := m.Sessions[id]
+		if sealed && !d.skipped[filepath.Join(d.hist.Dir, filepath.FromSlash(e.File))] {
+			st, err := os.Stat(d.hist.Store.LogPath(id))
+			if err != nil || st.Size() == e.LogSize {
+				continue // the history has it as it is (or the log is gone)
+			}
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			evs, tail, err := recorder.ReadFile(d.hist.Store.LogPath(id))
+			rows := make([]history.Row, 0, len(evs))
+			for _, ev := range evs {
+				r, rerr := history.FromEvent(id, ev)
+				if rerr != nil {
+					err = errors.Join(err, rerr)
+					continue
+				}
+				rows = append(rows, r)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			d.logs[id] = LogState{Torn: tail.Torn, Err: err}
+			live = append(live, rows...)
+		})
+	}
+	wg.Wait()
+	livePath := filepath.Join(d.tmp, "live.parquet")
+	if _, err := history.WriteRows(livePath, live, true); err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	return d.createViews(ctx, livePath)
+}
+
+func (d *DB) createViews(ctx context.Context, livePath string) error {
+	var plain []string
+	var parts []string
+	for _, f := range d.m.Files {
+		p := filepath.Join(d.hist.Dir, filepath.FromSlash(f.Path))
+		if d.skipped[p] {
+			continue
+		}
+		excl := slices.Clone(f.Dropped)
+		for id := range d.logs {
+			if e, ok := d.m.Sessions[id]; ok && e.File == f.Path {
+				excl = append(excl, id)
+			}
+		}
+		if len(excl) == 0 {
+			plain = append(plain, quote(p))
+			continue
+		}
+		qs := make([]string, len(excl))
+		for i, id := range excl {
+			qs[i] = quote(id)
+		}
+		parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false) WHERE session_id NOT IN (%s)", quote(p), strings.Join(qs, ", ")))
+	}
+	if len(plain) > 0 {
+		parts = append([]string{fmt.Sprintf("SELECT * FROM read_parquet([%s], hive_partitioning = false)", strings.Join(plain, ", "))}, parts...)
+	}
+	parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", quote(livePath)))
+	stmts := []string{
+		"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL "),
+		sessionsView,
+		toolCallsView,
+	}
+	for _, s := range stmts {
+		if _, err := d.db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("query: create views: %w", err)
+		}
+	}
+	return nil
+}
+
+// sessionsView mirrors recorder.Summarize: the status is that of the last
+// event if it is session_finished, else running; tokens and cost are summed
+// over model_call events; tool_calls counts tool_result events; errors
+// counts error events and tool results with status error.
+const sessionsView = `CREATE OR REPLACE VIEW sessions AS
+SELECT session_id, name, provider, model, status, started, ended,
+  date_diff('millisecond', started, ended) AS duration_ms,
+  events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd, tool_calls, errors
+FROM (
+  SELECT session_id,
+    arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
+    arg_min(provider, seq) FILTER (WHERE kind = 'session_started') AS provider,
+    arg_min(model, seq) FILTER (WHERE kind = 'session_started') AS model,
+    CASE WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(status, seq) ELSE 'running' END AS status,
+    arg_min(ts, seq) FILTER (WHERE kind = 'session_started') AS started,
+    CASE WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(ts, seq) END AS ended,
+    count(*) AS events,
+    coalesce(sum(input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS input_tokens,
+    coalesce(sum(output_tokens) FILTER (WHERE kind = 'model_call'), 0) AS output_tokens,
+    coalesce(sum(cost_usd) FILTER (WHERE kind = 'model_call'), 0) AS cost_usd,
+    count(*) FILTER (WHERE kind = 'tool_result') AS tool_calls,
+    count(*) FILTER (WHERE kind = 'error' OR (kind = 'tool_result' AND status = 'error')) AS errors
+  FROM events GROUP BY session_id
+)`
+
+// toolCallsView pairs each call's tool_intent with its last tool_result
+// (by session_id and call_id). A call with an intent and no result is
+// pending; one refused before dispatch has a result and no intent.
+const toolCallsView = `CREATE OR REPLACE VIEW tool_calls AS
+WITH i AS (
+  SELECT session_id, call_id, arg_max(tool, seq) AS tool, arg_max(args, seq) AS args,
+    arg_max(idempotency_key, seq) AS idempotency_key, max(seq) AS intent_seq, arg_max(ts, seq) AS intent_ts
+  FROM events WHERE kind = 'tool_intent' GROUP BY session_id, call_id
+), r AS (
+  SELECT session_id, call_id, arg_max(tool, seq) AS tool, max(seq) AS result_seq, arg_max(ts, seq) AS result_ts,
+    arg_max(status, seq) AS status, arg_max(latency_ms, seq) AS latency_ms, arg_max(error, seq) AS error,
+    arg_max(output, seq) AS output, arg_max(artifact, seq) AS artifact
+  FROM events WHERE kind = 'tool_result' GROUP BY session_id, call_id
+)
+SELECT coalesce(i.session_id, r.session_id) AS session_id, coalesce(i.call_id, r.call_id) AS call_id,
+  coalesce(i.tool, r.tool) AS tool, i.args, i.idempotency_key, i.intent_seq, i.intent_ts,
+  r.result_seq, r.result_ts, coalesce(r.status, 'pending') AS status, r.latency_ms, r.error, r.output, r.artifact
+FROM i FULL OUTER JOIN r ON i.session_id = r.session_id AND i.call_id = r.call_id`
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// Result is the answer to a query.
+type Result struct {
+	Columns []string
+	Types   []string // DuckDB type names
+	Rows    [][]any
+}
+
+// Query runs one SQL statement (or several; the last one's rows are
+// returned) over the views. An error in the SQL is returned as DuckDB
+// reports it, followed by the view names. A history file that turns out
+// to be corrupt is skipped with a warning naming it (its sessions are read
+// from their logs where those still exist), and the query is run again.
+func (d *DB) Query(ctx context.Context, q string) (*Result, error) {
+	var res *Result
+	err := d.retry(ctx, func() error {
+		var err error
+		res, err = d.run(ctx, q)
+		return err
+	})
+	return res, err
+}
+
+// retry runs fn, and runs it again after reloading the history when it
+// failed because a compaction swapped the manifest since Open, or because
+// a history file is corrupt (which is then skipped).
+func (d *DB) retry(ctx context.Context, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if attempt >= 3 || ctx.Err() != nil {
+			return sqlError(err)
+		}
+		m, merr := d.hist.Manifest()
+		changed := merr == nil && m.Generation != d.m.Generation
+		if !changed && (!fileError(err) || !d.skipCorrupt(err)) {
+			return sqlError(err)
+		}
+		if err := d.reload(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// reload loads the history, skipping corrupt files that DuckDB trips over
+// while making the views (it reads the first file's footer then).
+func (d *DB) reload(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		err := d.load(ctx)
+		if err == nil {
+			return nil
+		}
+		if attempt >= 5 || !fileError(err) || !d.skipCorrupt(err) {
+			return err
+		}
+	}
+}
+
+func (d *DB) run(ctx context.Context, q string) (*Result, error) {
+	rows, err := d.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	for _, c := range cols {
+		res.Columns = append(res.Columns, c.Name())
+		res.Types = append(res.Types, c.DatabaseTypeName())
+	}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		res.Rows = append(res.Rows, vals)
+	}
+	return res, rows.Err()
+}
+
+// fileError reports whether err may come from a damaged file rather than
+// from the SQL.
+func fileError(err error) bool {
+	var se *SQLError
+	if errors.As(err, &se) {
+		err = se.Err
+	}
+	s := strings.TrimPrefix(err.Error(), "query: create views: ")
+	for _, p := range []string{"Parser Error", "Binder Error", "Catalog Error", "Conversion Error"} {
+		if strings.HasPrefix(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// skipCorrupt finds the corrupt history files (those DuckDB named, else by
+// reading each file) and marks them skipped with a warning. It reports
+// whether anything was skipped; the caller recreates the views.
+func (d *DB) skipCorrupt(qerr error) bool {
+	var bad []string
+	var reasons []error
+	files := d.m.LiveFiles(d.hist.Dir)
+	for _, p := range files {
+		if !d.skipped[p] && strings.Contains(qerr.Error(), p) {
+			bad, reasons = append(bad, p), append(reasons, qerr)
+		}
+	}
+	if len(bad) == 0 {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 8)
+		for _, p := range files {
+			if d.skipped[p] {
+				continue
+			}
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if err := history.Check(p); err != nil {
+					mu.Lock()
+					bad, reasons = append(bad, p), append(reasons, err)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if len(bad) == 0 {
+		return false
+	}
+	for i, p := range bad {
+		d.skipped[p] = true
+		fmt.Fprintf(d.warn, "agentctl: warning: skipping corrupt history file %s: %v\n", p, firstLine(reasons[i]))
+	}
+	return true
+}
+
+// Skipped returns the corrupt history files that queries left out.
+func (d *DB) Skipped() []string {
+	out := slices.Collect(func(yield func(string) bool) {
+		for p := range d.skipped {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	slices.Sort(out)
+	return out
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// SQLError is an error DuckDB reported for a query; its text is DuckDB's.
+type SQLError struct{ Err error }
+
+func (e *SQLError) Error() string {
+	return fmt.Sprintf("%v\nviews: %s (try: agentctl query \"DESCRIBE events\")", e.Err, strings.Join(Views, ", "))
+}
+
+func (e *SQLError) Unwrap() error { return e.Err }
+
+func sqlError(err error) error { return &SQLError{Err: err} }
