@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -14,11 +15,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/runner/sandbox"
+	"github.com/agentctl/agentctl/recorder"
 )
 
 // TestMain lets script tests run the real command tree as the `agentctl`
 // program, in its own process, with main's signal handling.
 func TestMain(m *testing.M) {
+	sandbox.Init() // tools re-execute this binary as their sandbox init
 	testscript.Main(m, map[string]func(){
 		"agentctl": func() {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -45,8 +49,9 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile": waitFile,
-			"flipbyte": flipByte,
+			"waitfile":  waitFile,
+			"flipbyte":  flipByte,
+			"termlease": termLease,
 		},
 	})
 }
@@ -91,4 +96,20 @@ func flipByte(ts *testscript.TestScript, neg bool, args []string) {
 	b[off] ^= 0xff
 	ts.Check(os.WriteFile(p, b, 0o644))
 	fmt.Fprintf(ts.Stdout(), "flipped byte %d of %s\n", off, args[0])
+}
+
+// termlease SESSIONDIR: send SIGTERM to the process named by the session's
+// lease (testscript's kill only knows INT and KILL).
+func termLease(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: termlease SESSIONDIR")
+	}
+	b, err := os.ReadFile(filepath.Join(ts.MkAbs(args[0]), recorder.LeaseFile))
+	ts.Check(err)
+	var info recorder.LeaseInfo
+	ts.Check(json.Unmarshal(b, &info))
+	if info.PID == 0 {
+		ts.Fatalf("lease names no pid: %s", b)
+	}
+	ts.Check(syscall.Kill(info.PID, syscall.SIGTERM))
 }
