@@ -14,6 +14,7 @@ import (
 	"github.com/agentctl/agentctl/buildinfo"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/sandbox"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
@@ -85,6 +86,7 @@ type run struct {
 	started  time.Time
 	cancelMu sync.Mutex
 	cause    string
+	sandbox  *sandbox.Config // set by setupSandbox before any tool runs
 }
 
 func (r *run) now() time.Time {
@@ -122,6 +124,7 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		AgentctlVersion: buildinfo.Version,
 		HarnessCommit:   buildinfo.Commit(),
 		Workspace:       ws,
+		Attrs:           headerAttrs(cfg.Tools),
 	}
 	if cfg.Clock != nil {
 		header.TS = cfg.Clock()
@@ -143,6 +146,9 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	if err := prepareWorkspace(sp, ws); err != nil {
 		return r.fail(ReasonSetupError, err)
 	}
+	if err := r.setupSandbox(); err != nil {
+		return r.fail(ReasonSetupError, err)
+	}
 	prompt := sp.Prompt
 	if cfg.Prompt != "" {
 		prompt = cfg.Prompt
@@ -151,6 +157,14 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		return r.result(), err
 	}
 	return r.loop(ctx)
+}
+
+// headerAttrs records the tool names offered to the model, in the order
+// request digests use, so replay can recompute digests without the spec's
+// registry code.
+func headerAttrs(reg *tools.Registry) json.RawMessage {
+	b, _ := json.Marshal(map[string][]string{"tools": reg.Names()})
+	return b
 }
 
 // Resume continues a stopped session: awaiting approval, interrupted, over
@@ -174,6 +188,9 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 	}
 	if f := r.st.finished; f != nil && session.Status(f.Status) == session.StatusDone {
 		return r.result(), fmt.Errorf("resume %s: the session already finished with status done; fork it to continue (agentctl replay fork)", id)
+	}
+	if err := r.setupSandbox(); err != nil {
+		return r.fail(ReasonSetupError, err)
 	}
 	if setter, ok := cfg.Provider.(interface{ SetTurn(int) }); ok {
 		setter.SetTurn(r.st.turns)
@@ -369,6 +386,8 @@ func (r *run) modelCallEvent(req provider.Request, resp provider.Response, laten
 	return e
 }
 
+// toolNames lists the offered tools for the request digest. Defs are in
+// Registry.Names order, which the header records.
 func toolNames(defs []provider.ToolDef) []string {
 	out := make([]string, len(defs))
 	for i, d := range defs {
@@ -474,10 +493,17 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 // execute runs one tool call and records its result.
 func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, key string) tools.Result {
 	began := time.Now()
+	red := r.redactor()
 	res := t.Run(ctx, tools.Call{Args: cs.Call.Args, Workspace: r.ws, IdempotencyKey: key,
-		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env)})
+		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env),
+		Sandbox: r.sandbox, Redactor: red, ArtifactPath: r.artifactPath(cs.Call.ID)})
+	// Redaction at capture: nothing below sees the raw output or error.
+	res.Output, res.Error = red.String(res.Output), red.String(res.Error)
 	ev := session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name, Status: res.Status,
 		Output: res.Output, Error: res.Error, LatencyMS: time.Since(began).Milliseconds()}
+	if res.Artifact != "" {
+		ev.Artifact = filepath.ToSlash(filepath.Join(ArtifactsDir, filepath.Base(res.Artifact)))
+	}
 	if err := r.append(ev); err != nil {
 		// The writer is failed; the result is lost and the intent stays
 		// pending, which resume reconciles.
