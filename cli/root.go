@@ -75,6 +75,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newApproveCmd(f, nil),
 		newDenyCmd(f, nil),
 		newSandboxCmd(f, nil),
+		newSandboxCmd(f, nil),
 		newQueryCmd(f, nil),
 		newHistoryCmd(f),
 	)

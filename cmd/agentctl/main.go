@@ -9,9 +9,11 @@ import (
 	"syscall"
 
 	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/runner/sandbox"
 )
 
 func main() {
+	sandbox.Init() // first: a re-executed agentctl may be a tool's sandbox init
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()

@@ -10,8 +10,9 @@
 // and network namespaces (plus a user namespace mapping the invoking user
 // to itself when not root). The hidden mode is chosen by an environment
 // variable that Init, called first thing in main and in TestMain, looks
-// for; a binary that never called Init is refused (ErrNoHost) instead of
-// being re-executed as a test runner.
+// for. The package's own init function looks for it too, before any other
+// package initialises, so every binary that links the package (such as the
+// test binary of a package whose tests run tools) can host the sandbox.
 //
 //	harness ──clone(NEWNS|NEWPID|NEWNET…)──▶ agentctl init (PID 1)
 //	                                           │ mounts, lo up, forwarders

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,19 @@ import (
 //   - probe (AGENTCTL_SANDBOX_PROBE): exits 0, to test that clone works.
 func Init() {
 	hosted.Store(true)
+	hiddenMode()
+}
+
+// init is the safety net for binaries that link this package (through
+// runner/tools) but never call Init, such as the test binaries of other
+// packages: the hidden modes are chosen before any other package's init or
+// main runs, so such a binary can host the sandbox too.
+func init() {
+	hosted.Store(true)
+	hiddenMode()
+}
+
+func hiddenMode() {
 	switch {
 	case os.Getenv(envProbe) != "":
 		os.Exit(0)
@@ -88,18 +102,20 @@ func initMain() int {
 	if err := cmd.Start(); err != nil {
 		return initFail("start %s: %v", ic.Argv[0], err)
 	}
+	var forwarded atomic.Bool
 	go func() {
 		for s := range sigs {
 			// Everything in the namespace but the init itself.
+			forwarded.Store(true)
 			_ = syscall.Kill(-1, s.(syscall.Signal))
 		}
 	}()
-	return reap(cmd.Process.Pid, ic)
+	return reap(cmd.Process.Pid, ic, &forwarded)
 }
 
 // reap waits for every child (orphans are re-parented to the init) until
 // the tool itself exits, and returns its exit status.
-func reap(pid int, ic initConfig) int {
+func reap(pid int, ic initConfig, forwarded *atomic.Bool) int {
 	for {
 		var ws unix.WaitStatus
 		wpid, err := unix.Wait4(-1, &ws, 0, nil)
@@ -121,12 +137,14 @@ func reap(pid int, ic initConfig) int {
 			switch sig {
 			case syscall.SIGXCPU:
 				note = fmt.Sprintf(" (CPU time limit of %ds reached)", ic.CPU)
-			case syscall.SIGKILL:
-				note = " (killed: the CPU or memory limit, or a cancel)"
 			case syscall.SIGSEGV, syscall.SIGABRT:
 				if ic.Memory > 0 {
 					note = fmt.Sprintf(" (memory limit is %d MiB)", ic.Memory>>20)
 				}
+			}
+			if forwarded.Load() {
+				// A cancel from the harness: it reports that itself.
+				return 128 + int(sig)
 			}
 			fmt.Fprintf(os.Stderr, "agentctl sandbox: %s terminated by signal %s%s\n", filepath.Base(ic.Argv[0]), unix.SignalName(sig), note)
 			return 128 + int(sig)
@@ -297,6 +315,7 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 //  4. the workspace is bound back writable at its own path, even where a
 //     cover above went over it (a workspace under /tmp or the agentctl
 //     home);
+//     Config.ReadOnly folders are bound back the same way, read-only;
 //  5. hidden paths inside the workspace are covered, and the hiding tmpfs
 //     are made read-only;
 //  6. with an allowlist, /etc/hosts maps each allowed name to its
@@ -318,6 +337,16 @@ func setupMounts(ic initConfig) error {
 		}
 		defer unix.Close(fd)
 		devFDs[n] = fd
+	}
+
+	roFDs := map[string]int{}
+	for _, p := range ic.ReadOnly {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		defer unix.Close(fd)
+		roFDs[p] = fd
 	}
 
 	ms, err := mounts()
@@ -402,6 +431,17 @@ func setupMounts(ic initConfig) error {
 	// rest of the flags of the mount the workspace lives on.
 	if err := unix.Mount("", ic.Workspace, "", unix.MS_REMOUNT|unix.MS_BIND|mountOf(ic.Workspace, ms).flags, ""); err != nil {
 		return fmt.Errorf("make the workspace writable: %w", err)
+	}
+	for _, p := range ic.ReadOnly {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("mount point %s: %w", p, err)
+		}
+		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", roFDs[p]), p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|mountOf(p, ms).flags, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
+		}
 	}
 	sort.Strings(inside)
 	for _, h := range inside {

@@ -21,6 +21,7 @@ type initConfig struct {
 	Dir       string    `json:"dir"`
 	Argv      []string  `json:"argv"`
 	Hide      []string  `json:"hide"`
+	ReadOnly  []string  `json:"read_only,omitempty"`
 	NetDenied bool      `json:"net_denied"`
 	Forwards  []forward `json:"forwards,omitempty"`
 	Memory    int64     `json:"memory"`
@@ -110,7 +111,13 @@ func (c Config) Prepare(workspace, dir string, argv, env []string) (*Launch, err
 	if hide == nil {
 		hide = DefaultHide()
 	}
-	ic := initConfig{Workspace: ws, Dir: rdir, Argv: argv, Hide: hide, NetDenied: c.networkDenied(),
+	var ro []string
+	for _, p := range c.ReadOnly {
+		if r, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(r) && !within(ws, r) {
+			ro = append(ro, r)
+		}
+	}
+	ic := initConfig{Workspace: ws, Dir: rdir, Argv: argv, Hide: hide, ReadOnly: ro, NetDenied: c.networkDenied(),
 		Memory: c.memory(), CPU: c.cpuSeconds()}
 	l := &Launch{Path: "/proc/self/exe", Args: []string{"agentctl-sandbox"}, Dir: "/"}
 	if ic.NetDenied && len(c.Allow) > 0 {

@@ -67,6 +67,10 @@ type Config struct {
 	// Hide lists absolute paths replaced by an empty read-only folder (or
 	// an empty file) inside the sandbox. Nil means DefaultHide("").
 	Hide []string `json:"hide,omitempty"`
+	// ReadOnly lists absolute host paths (folders) that must be visible,
+	// read-only, even where a cover such as the private /tmp or a hidden
+	// path went over them: the folder of a custom tool's program.
+	ReadOnly []string `json:"read_only,omitempty"`
 	// Memory is the RLIMIT_AS ceiling in bytes; 0 means DefaultMemory and
 	// a negative value no ceiling.
 	Memory int64 `json:"memory,omitempty"`

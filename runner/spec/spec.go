@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,6 +137,50 @@ type Sandbox struct {
 	Network string   `yaml:"network" json:"network,omitempty"` // deny (default) | allow
 	Allow   []string `yaml:"allow" json:"allow,omitempty"`     // host:port allowed when denied
 	Env     []string `yaml:"env" json:"env,omitempty"`         // variable names passed through
+	// Memory is the address-space ceiling of a tool process ("512MiB",
+	// "2GiB"; "unlimited"); empty means the sandbox default (4 GiB).
+	Memory string `yaml:"memory" json:"memory,omitempty"`
+	// CPU is the CPU-time ceiling of a tool process; 0 means the sandbox
+	// default (10m).
+	CPU Duration `yaml:"cpu" json:"cpu,omitempty"`
+	// Unconfined runs tools without namespaces where the machine cannot
+	// provide them. It must be set explicitly; agentctl never falls back
+	// to it on its own.
+	Unconfined bool `yaml:"unconfined" json:"unconfined,omitempty"`
+}
+
+// MemoryBytes parses Memory: 0 for the default, -1 for unlimited.
+func (s Sandbox) MemoryBytes() (int64, error) {
+	return ParseBytes(s.Memory)
+}
+
+// ParseBytes reads a size such as "512MiB", "2G" or "1048576" (bytes);
+// "" is 0 and "unlimited" is -1.
+func ParseBytes(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return 0, nil
+	case "unlimited":
+		return -1, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
+	mult := int64(1)
+	num := v
+	for _, u := range units {
+		if strings.HasSuffix(v, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(v, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size (use forms like 512MiB, 2GiB or unlimited)", v)
+	}
+	return n * mult, nil
 }
 
 // Duration is a time.Duration written as "10m" in YAML and JSON.
@@ -430,6 +475,23 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	case "", "deny", "allow":
 	default:
 		bad(fmt.Sprintf("sandbox.network %q is not deny or allow", s.Sandbox.Network), "sandbox", "network")
+	}
+	for i, a := range s.Sandbox.Allow {
+		host, port, err := net.SplitHostPort(a)
+		n, perr := strconv.Atoi(port)
+		ip := net.ParseIP(host)
+		switch {
+		case err != nil || host == "" || perr != nil || n < 1 || n > 65535:
+			bad(fmt.Sprintf("sandbox.allow %q is not host:port", a), "sandbox", "allow", i)
+		case ip != nil && !ip.IsLoopback():
+			bad(fmt.Sprintf("sandbox.allow %q: only host names and loopback addresses can be allowed; use the host name", a), "sandbox", "allow", i)
+		}
+	}
+	if _, err := s.Sandbox.MemoryBytes(); err != nil {
+		bad("sandbox.memory "+err.Error(), "sandbox", "memory")
+	}
+	if s.Sandbox.CPU < 0 {
+		bad("sandbox.cpu must not be negative", "sandbox", "cpu")
 	}
 	for i, d := range s.Done {
 		if strings.TrimSpace(d.Command) == "" {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/runner/sandbox"
 )
 
 func runBashCall(ctx context.Context, t *testing.T, call Call, command string) (Result, time.Duration) {
@@ -35,17 +37,39 @@ func TestBashOutput(t *testing.T) {
 		{"echo partial; exit 3", Result{Status: statusError, Output: "partial\n", Error: "exit status 3"}},
 		{"false", Result{Status: statusError, Error: "exit status 1"}},
 		{"pwd -P", Result{Status: statusOK, Output: rws + "\n"}},
-		{"kill -KILL $$", Result{Status: statusError, Error: "signal: killed"}},
+		// The sandbox's init reports how the tool died.
+		{"kill -KILL $$", Result{Status: statusError, Output: "agentctl sandbox: bash terminated by signal SIGKILL\n", Error: "exit status 137"}},
 		// stdin is /dev/null and there is no terminal on any stream.
 		{`if read -r x; then echo "read:$x"; else echo eof; fi; cat; [ -t 0 ] || echo notty0; [ -t 1 ] || echo notty1; [ -t 2 ] || echo notty2; { : </dev/tty; } 2>/dev/null || echo nodevtty`,
 			Result{Status: statusOK, Output: "eof\nnotty0\nnotty1\nnotty2\nnodevtty\n"}},
-		// The tool leads its own session and process group.
-		{`read -r -a f </proc/$$/stat; [ "${f[4]}" = $$ ] && [ "${f[5]}" = $$ ] && echo leader`, Result{Status: statusOK, Output: "leader\n"}},
+		// The tool's session and process group are those of the sandbox's
+		// init, PID 1 of its PID namespace.
+		{`read -r -a f </proc/$$/stat; [ "${f[4]}" = 1 ] && [ "${f[5]}" = 1 ] && echo init-led`, Result{Status: statusOK, Output: "init-led\n"}},
 	}
 	for _, tt := range tests {
 		got, _ := runBashCall(context.Background(), t, Call{Workspace: ws}, tt.command)
 		if got != tt.want {
 			t.Errorf("bash %q = %+v, want %+v", tt.command, got, tt.want)
+		}
+	}
+}
+
+// TestBashUnconfined: with the sandbox explicitly off, the tool itself
+// leads its own session and process group.
+func TestBashUnconfined(t *testing.T) {
+	t.Parallel()
+	call := Call{Workspace: t.TempDir(), Sandbox: &sandbox.Config{Unconfined: true}}
+	tests := []struct {
+		command string
+		want    Result
+	}{
+		{"kill -KILL $$", Result{Status: statusError, Error: "signal: killed"}},
+		{`read -r -a f </proc/$$/stat; [ "${f[4]}" = $$ ] && [ "${f[5]}" = $$ ] && echo leader`, Result{Status: statusOK, Output: "leader\n"}},
+	}
+	for _, tt := range tests {
+		got, _ := runBashCall(context.Background(), t, call, tt.command)
+		if got != tt.want {
+			t.Errorf("unconfined bash %q = %+v, want %+v", tt.command, got, tt.want)
 		}
 	}
 }

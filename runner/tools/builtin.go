@@ -155,11 +155,12 @@ func newBuiltin(name string) *builtin {
 	case NameBash:
 		return &builtin{
 			name:        NameBash,
-			description: "Run a command with bash -c in the workspace directory and return its combined stdout and stderr. There is no terminal and no stdin; the environment is minimal.",
+			description: "Run a command with bash -c in the workspace (or a directory of it) and return its combined stdout and stderr. There is no terminal, no stdin and no network unless the spec allows it; the environment is minimal; only the workspace and /tmp are writable.",
 			parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "command": {"type": "string", "minLength": 1, "description": "The bash command line to run."}
+    "command": {"type": "string", "minLength": 1, "description": "The bash command line to run."},
+    "dir": {"type": "string", "description": "Working directory, relative to the workspace root. Defaults to the root."}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -174,17 +175,27 @@ func newBuiltin(name string) *builtin {
 func runBash(ctx context.Context, t *builtin, call Call) Result {
 	var a struct {
 		Command string `json:"command"`
+		Dir     string `json:"dir"`
 	}
 	if err := t.decode(call.Args, &a); err != nil {
 		return failed(err)
 	}
-	p := proc{
-		argv:      []string{"bash", "-c", a.Command},
-		dir:       call.Workspace,
-		env:       scrubbedEnv(call.Workspace, call.Env...),
-		timeout:   call.timeout(),
-		maxOutput: call.maxOutput(),
+	dir := call.Workspace
+	if a.Dir != "" {
+		resolved, err := Confine(call.Workspace, a.Dir)
+		if err != nil {
+			return failed(err)
+		}
+		fi, err := os.Stat(resolved)
+		if err != nil {
+			return failed(fmt.Errorf("dir %s: %w", a.Dir, err))
+		}
+		if !fi.IsDir() {
+			return failed(fmt.Errorf("dir %s is not a directory", a.Dir))
+		}
+		dir = resolved
 	}
+	p := newProc(call, []string{"bash", "-c", a.Command}, dir, scrubbedEnv(call.Workspace, call.Env...))
 	r := p.run(ctx)
 	out, truncated := r.stdout.Result()
 	return r.result(out, truncated, p.timeout)

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentctl/agentctl/runner/sandbox"
 )
 
 // LookupNotFound is the exit status a lookup command uses to say it has no
@@ -112,15 +114,10 @@ func (c *Command) Run(ctx context.Context, call Call) Result {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	p := proc{
-		argv:      c.def.Command,
-		dir:       call.Workspace,
-		env:       scrubbedEnv(call.Workspace, append(call.Env, IdempotencyKeyEnv+"="+call.IdempotencyKey)...),
-		stdin:     args,
-		timeout:   call.timeout(),
-		maxOutput: call.maxOutput(),
-		split:     true,
-	}
+	call.Sandbox = withProgram(call.Sandbox, c.def.Command[0])
+	p := newProc(call, c.def.Command, call.Workspace,
+		scrubbedEnv(call.Workspace, append(call.Env, IdempotencyKeyEnv+"="+call.IdempotencyKey)...))
+	p.stdin, p.split = args, true
 	r := p.run(ctx)
 	out, truncated := joinOutput(r)
 	return r.result(out, truncated, p.timeout)
@@ -137,14 +134,8 @@ func (c *Command) LookupResult(ctx context.Context, workspace, key string) (outp
 	if err := checkWorkspace(workspace); err != nil {
 		return "", false, fmt.Errorf("lookup %s: %w", c.def.Name, err)
 	}
-	p := proc{
-		argv:      c.def.Lookup,
-		dir:       workspace,
-		env:       scrubbedEnv(workspace, IdempotencyKeyEnv+"="+key),
-		timeout:   DefaultTimeout,
-		maxOutput: DefaultMaxOutput,
-		split:     true,
-	}
+	p := newProc(Call{Workspace: workspace, Sandbox: withProgram(nil, c.def.Lookup[0])}, c.def.Lookup, workspace, scrubbedEnv(workspace, IdempotencyKeyEnv+"="+key))
+	p.split = true
 	r := p.run(ctx)
 	stdout, _ := r.stdout.Result()
 	var exitErr *exec.ExitError
@@ -177,4 +168,19 @@ func joinOutput(r procResult) (string, bool) {
 		out += errOut
 	}
 	return out, t1 || t2
+}
+
+// withProgram returns cfg (nil: the default policy) with the folder of an
+// absolute program path made visible read-only in the sandbox, so a tool
+// defined next to its spec still runs when that folder is under /tmp or
+// another covered path.
+func withProgram(cfg *sandbox.Config, program string) *sandbox.Config {
+	c := sandbox.Config{}
+	if cfg != nil {
+		c = *cfg
+	}
+	if filepath.IsAbs(program) {
+		c.ReadOnly = append(c.ReadOnly[:len(c.ReadOnly):len(c.ReadOnly)], filepath.Dir(program))
+	}
+	return &c
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/runner/sandbox"
 )
 
 // writeScript writes an executable shell script into dir and returns its
@@ -45,6 +47,7 @@ echo "warning" >&2
 		command []string
 		dir     string
 		args    string
+		ro      string
 		want    Result
 	}{
 		{
@@ -56,7 +59,9 @@ echo "warning" >&2
 			want: Result{Status: statusOK, Output: "args={}\nkey=sess-7-0-deploy\npwd=" + ws + "\nsecret=\nextra=yes\nwarning\n"},
 		},
 		{
-			name: "bare name from PATH", command: []string{"sh", filepath.Join(dir, "tool.sh")}, args: `{}`,
+			// The script is an argument, not the program, so its folder
+			// (under /tmp) is made visible explicitly.
+			name: "bare name from PATH", command: []string{"sh", filepath.Join(dir, "tool.sh")}, args: `{}`, ro: dir,
 			want: Result{Status: statusOK, Output: "args={}\nkey=sess-7-0-deploy\npwd=" + ws + "\nsecret=\nextra=yes\nwarning\n"},
 		},
 		{
@@ -69,7 +74,7 @@ echo "warning" >&2
 		},
 		{
 			name: "missing program", command: []string{"./nope.sh"}, dir: dir, args: `{}`,
-			want: Result{Status: statusError, Error: "start " + filepath.Join(dir, "nope.sh") + ": fork/exec " + filepath.Join(dir, "nope.sh") + ": no such file or directory"},
+			want: Result{Status: statusError, Error: "start " + filepath.Join(dir, "nope.sh") + ": exec: \"" + filepath.Join(dir, "nope.sh") + "\": stat " + filepath.Join(dir, "nope.sh") + ": no such file or directory"},
 		},
 	}
 	for _, tt := range tests {
@@ -77,7 +82,7 @@ echo "warning" >&2
 			c := NewCommand(CommandDef{Name: "deploy", Command: tt.command, Dir: tt.dir, SideEffects: true})
 			got := c.Run(context.Background(), Call{
 				Args: json.RawMessage(tt.args), Workspace: ws, IdempotencyKey: "sess-7-0-deploy",
-				Env: []string{"EXTRA=yes"},
+				Env: []string{"EXTRA=yes"}, Sandbox: &sandbox.Config{ReadOnly: nonEmpty(tt.ro)},
 			})
 			if got != tt.want {
 				t.Errorf("Run = %+v\nwant  %+v", got, tt.want)
@@ -152,4 +157,14 @@ esac
 	if got := NewCommand(CommandDef{Name: "empty"}).Run(context.Background(), Call{Workspace: ws}); got.Status != statusError {
 		t.Errorf("Run without a command = %+v, want an error", got)
 	}
+}
+
+func nonEmpty(s ...string) []string {
+	var out []string
+	for _, x := range s {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }

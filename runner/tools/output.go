@@ -68,3 +68,10 @@ func (b *capBuffer) Result() (string, bool) {
 	}
 	return fmt.Sprintf("%s\n[... %d bytes elided ...]\n%s", b.head, b.total-kept, tail), true
 }
+
+// truncated reports whether anything written was not kept.
+func (b *capBuffer) truncated() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int64(len(b.head)+len(b.tail)) < b.total
+}

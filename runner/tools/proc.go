@@ -8,8 +8,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/agentctl/agentctl/redact"
+	"github.com/agentctl/agentctl/runner/sandbox"
 )
 
 // termGrace is how long a process group has between SIGTERM and SIGKILL.
@@ -31,6 +35,27 @@ type proc struct {
 	timeout   time.Duration
 	maxOutput int
 	split     bool // keep stderr apart from stdout
+
+	workspace string           // the root dir must stay under
+	sandbox   *sandbox.Config  // nil: the default policy
+	redactor  *redact.Redactor // applied to output as it is captured
+	artifact  string           // if set, the whole redacted output goes here
+}
+
+// newProc is a subprocess of call: argv in dir, confined and redacted as
+// the call says.
+func newProc(call Call, argv []string, dir string, env []string) proc {
+	return proc{
+		argv:      argv,
+		dir:       dir,
+		env:       env,
+		timeout:   call.timeout(),
+		maxOutput: call.maxOutput(),
+		workspace: call.Workspace,
+		sandbox:   call.Sandbox,
+		redactor:  call.Redactor,
+		artifact:  call.ArtifactPath,
+	}
 }
 
 // procResult is what a subprocess run produced.
@@ -40,6 +65,7 @@ type procResult struct {
 	err            error // start or wait failure, nil on a clean exit 0
 	cancelled      bool  // the caller's ctx ended the run
 	timedOut       bool  // the timeout ended the run
+	artifact       string
 }
 
 // scrubbedEnv is the environment of every subprocess: PATH, HOME set to the
@@ -70,13 +96,65 @@ func (p proc) run(ctx context.Context) procResult {
 	runCtx, cancel := context.WithTimeoutCause(ctx, p.timeout, errTimedOut)
 	defer cancel()
 
-	cmd := exec.CommandContext(runCtx, p.argv[0], p.argv[1:]...)
-	cmd.Dir = p.dir
-	cmd.Env = p.env
+	cfg := sandbox.Config{}
+	if p.sandbox != nil {
+		cfg = *p.sandbox
+	}
+	env := p.env
+	if !cfg.Unconfined {
+		env = append(env[:len(env):len(env)], "TMPDIR=/tmp") // the sandbox's private /tmp
+	}
+	ws := p.workspace
+	if ws == "" {
+		ws = p.dir
+	}
+	// Find the program here, so a missing one fails as a start error
+	// rather than as an exit status from inside the sandbox.
+	if _, err := exec.LookPath(p.argv[0]); err != nil {
+		res.err = fmt.Errorf("start %s: %w", p.argv[0], err)
+		return res
+	}
+	launch, err := cfg.Prepare(ws, p.dir, p.argv, env)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	defer launch.Close()
+	cmd := exec.CommandContext(runCtx, launch.Path)
+	cmd.Args, cmd.Env, cmd.Dir = launch.Args, launch.Env, launch.Dir
+	cmd.ExtraFiles = launch.ExtraFiles
 	if p.stdin != nil {
 		cmd.Stdin = bytes.NewReader(p.stdin)
 	}
 	setProcessGroup(cmd)
+	if launch.SysProcAttr != nil {
+		cmd.SysProcAttr = launch.SysProcAttr
+	}
+
+	// Everything read from the pipes is redacted first, then kept (head
+	// and tail) and, with an artifact path, written whole to disk.
+	var art *lockedFile
+	if p.artifact != "" {
+		f, err := createArtifact(p.artifact)
+		if err != nil {
+			res.err = fmt.Errorf("artifact: %w", err)
+			return res
+		}
+		art = &lockedFile{f: f}
+		defer func() {
+			f.Close()
+			if res.artifact == "" {
+				os.Remove(p.artifact)
+			}
+		}()
+	}
+	sink := func(c *capBuffer) io.WriteCloser {
+		var w io.Writer = c
+		if art != nil {
+			w = io.MultiWriter(c, art)
+		}
+		return p.redactor.Writer(w)
+	}
 
 	// The output goes through pipes we own rather than exec's, so Wait
 	// returns when the leader exits even if a grandchild holds the pipe.
@@ -132,17 +210,20 @@ func (p proc) run(ctx context.Context) procResult {
 		return res
 	}
 
+	launch.Started()
+
 	var wg sync.WaitGroup
-	drain := func(r *os.File, w io.Writer) {
+	drain := func(r *os.File, w io.WriteCloser) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_, _ = io.Copy(w, r)
+			_ = w.Close() // flushes the last partial line
 		}()
 	}
-	drain(outR, res.stdout)
+	drain(outR, sink(res.stdout))
 	if p.split {
-		drain(errR, res.stderr)
+		drain(errR, sink(res.stderr))
 	}
 
 	werr := cmd.Wait()
@@ -169,6 +250,9 @@ func (p proc) run(ctx context.Context) procResult {
 	}
 
 	res.state = cmd.ProcessState
+	if art != nil && (res.stdout.truncated() || (res.stderr != nil && res.stderr.truncated())) {
+		res.artifact = p.artifact
+	}
 	if wasCancelled {
 		if ctx.Err() != nil {
 			res.cancelled = true
@@ -191,7 +275,7 @@ func (p proc) run(ctx context.Context) procResult {
 
 // result maps a finished run to a Result, with output as the model reads it.
 func (r procResult) result(output string, truncated bool, timeout time.Duration) Result {
-	res := Result{Output: output, Truncated: truncated}
+	res := Result{Output: output, Truncated: truncated, Artifact: r.artifact}
 	switch {
 	case r.cancelled:
 		res.Status, res.Error = statusCancelled, "cancelled"
@@ -203,4 +287,24 @@ func (r procResult) result(output string, truncated bool, timeout time.Duration)
 		res.Status = statusOK
 	}
 	return res
+}
+
+// lockedFile serializes the writes of the stdout and stderr drains.
+type lockedFile struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (l *lockedFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Write(p)
+}
+
+// createArtifact creates the artifact file, readable by its owner only.
+func createArtifact(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 }

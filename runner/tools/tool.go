@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/redact"
+	"github.com/agentctl/agentctl/runner/sandbox"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -80,6 +82,19 @@ type Call struct {
 	Env []string
 	// MaxOutput caps the output kept, in bytes; 0 means DefaultMaxOutput.
 	MaxOutput int
+	// Sandbox confines subprocesses (bash, custom tools). Nil means the
+	// default policy, sandbox.Config{}: network denied, host read-only,
+	// credential folders hidden, default limits. Running unconfined takes
+	// an explicit Config{Unconfined: true}.
+	Sandbox *sandbox.Config
+	// Redactor replaces secrets in subprocess output as it is captured,
+	// before it is kept in memory or written to ArtifactPath. Nil still
+	// replaces token formats.
+	Redactor *redact.Redactor
+	// ArtifactPath, if set, receives the whole (redacted) output of a
+	// subprocess as it runs. The file is kept, and Result.Artifact set,
+	// only when the output was cut to MaxOutput; otherwise it is removed.
+	ArtifactPath string
 }
 
 func (c Call) timeout() time.Duration {
@@ -110,6 +125,8 @@ type Result struct {
 	// Truncated reports that the output exceeded the cap and was cut, keeping
 	// its head and tail around a "[... N bytes elided ...]" note.
 	Truncated bool
+	// Artifact is Call.ArtifactPath when the whole output was stored there.
+	Artifact string
 }
 
 // Def is how a tool is offered to a model provider.
