@@ -1,0 +1,43 @@
+// Package replay treats recorded sessions as test cases: it re-projects
+// them with today's code, re-runs them offline, forks them against another
+// model, compares them, and checks that compaction kept what it must.
+//
+// # Verify
+//
+// Verify folds a log once with a session.Projector and, before each
+// model_call, hashes today's projection the way the runner did
+// (session.Digest over the messages and the header's tool list) and
+// compares it with the recorded request_digest. Messages are hashed once
+// each (digester), so verify is linear in the log. The first divergence is
+// reported with a stable code and both sides; as the log keeps digests, not
+// payloads, the log's side is rebuilt by trying the earlier projection
+// rules in Rules, and when none reproduces the digest the messages new since
+// the last agreeing call are listed as suspects. Compaction calls are
+// skipped (their prompt is the runner's; Anchors checks what they read).
+// Sessions imported from other tools have no digests: their structure only
+// is checked.
+//
+//	rep := replay.Verify(id, evs, replay.VerifyOptions{})
+//	if rep.Divergence != nil {
+//		fmt.Print(rep.Divergence.Text())
+//	}
+//
+// # Run, Fork, Diff, Anchors
+//
+// Run re-executes a session with provider.Recorded standing in for the
+// model (no network, no key) and the tools re-run in a fresh copy of the
+// spec's workspace.from, comparing each tool result with the recording.
+// Fork copies a log up to a seq into a new session (parent_session_id,
+// forked_from), records a model change as model_changed, and continues it
+// with runner.Resume. Diff compares two sessions turn by turn. Anchors
+// checks every compaction: the first user message verbatim and the needles
+// in the projection after it, and source_seqs naming original events only.
+//
+// # Import
+//
+// ImportClaudeCode turns a Claude Code session transcript (JSONL) into
+// events, so replay reads other tools' sessions too.
+//
+// Nothing here is safe for concurrent use on the same value; distinct
+// sessions may be verified in parallel.
+package replay

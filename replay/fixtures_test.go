@@ -1,0 +1,196 @@
+package replay
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/session"
+)
+
+// fixtureHome holds the recorded sessions replay is tested against (and
+// the README and script tests use). `go test ./replay -run TestFixtures
+// -update` records them again; fixtures/replay/README.md says how each is
+// made.
+var fixtureHome = filepath.Join("..", "fixtures", "replay", "home")
+
+// Fixture session ids.
+const (
+	fxClean       = "7e90000000000001" // fix-typo, recorded today
+	fxOldToolName = "7e90000000000002" // its digests under the old tool_name rule
+	fxOutputCap   = "7e90000000000003" // its digests under a rule no Rules entry knows
+	fxCompacting  = "7e90000000000004" // long-refactor: three compactions
+	fxAnchorsOK   = "7e90000000000006" // anchors-ok.jsonl
+	fxDroppedGoal = "7e90000000000007" // anchors-summary-dropped-goal.jsonl
+)
+
+// redigest returns a copy of evs whose turn model_calls carry the digest
+// rewrite(projection) would have had: a log recorded by a harness with a
+// different projection rule. Compaction calls keep theirs.
+func redigest(evs []session.Event, rewrite func([]session.Message) []session.Message) []session.Event {
+	out := append([]session.Event(nil), evs...)
+	tools, _ := HeaderTools(evs[0])
+	for i, e := range out {
+		if e.Kind != session.KindModelCall || e.RequestDigest == "" || isCompactionCall(e) {
+			continue
+		}
+		prefix := evs[:i]
+		if i > 0 && evs[i-1].Kind == session.KindAssistantMessage {
+			prefix = evs[:i-1]
+		}
+		out[i].RequestDigest = session.Digest(rewrite(session.Project(prefix, evs[0].System)), tools)
+	}
+	return out
+}
+
+// ruleNamed returns the rewrite of Rules[name].
+func ruleNamed(t testing.TB, name string) func([]session.Message) []session.Message {
+	for _, r := range Rules {
+		if r.Name == name {
+			return func(m []session.Message) []session.Message { out, _ := r.Apply(m, nil); return out }
+		}
+	}
+	t.Fatalf("no rule %q", name)
+	return nil
+}
+
+// capOutputs is an "old" rule no entry of Rules knows: tool replies were
+// cut to 40 bytes.
+func capOutputs(msgs []session.Message) []session.Message {
+	out := append([]session.Message(nil), msgs...)
+	for i := range out {
+		if out[i].Role == session.RoleTool && len(out[i].Content) > 40 {
+			out[i].Content = out[i].Content[:40]
+		}
+	}
+	return out
+}
+
+// writeLog records evs as session id in home (header first, seqs dense).
+func writeLog(t testing.TB, home, id string, evs []session.Event) {
+	t.Helper()
+	st := recorder.Store{Root: home}
+	_ = os.RemoveAll(st.SessionDir(id))
+	hdr := evs[0]
+	hdr.SessionID = id
+	sess, err := st.Create(hdr, recorder.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest []session.Event
+	for _, e := range evs[1:] {
+		e.Seq = 0
+		rest = append(rest, e)
+	}
+	if _, err := sess.Append(rest...); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(filepath.Join(st.SessionDir(id), recorder.LeaseFile))
+}
+
+// readJSONL reads a hand-written log in `agentctl show --json` form.
+func readJSONL(t testing.TB, path string) []session.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []session.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		e, err := session.Decode(sc.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// regenerate records the fixture sessions again (with -update).
+func regenerate(t *testing.T) {
+	tmp := t.TempDir()
+	clean := record(t, tmp, "fix-typo", fxClean)
+	writeLog(t, fixtureHome, fxClean, clean)
+	writeLog(t, fixtureHome, fxOldToolName, redigest(clean, ruleNamed(t, "tool_name")))
+	writeLog(t, fixtureHome, fxOutputCap, redigest(clean, capOutputs))
+	writeLog(t, fixtureHome, fxCompacting, record(t, tmp, "long-refactor", fxCompacting))
+	writeLog(t, fixtureHome, fxAnchorsOK, readJSONL(t, filepath.Join("..", "fixtures", "replay", "anchors-ok.jsonl")))
+	writeLog(t, fixtureHome, fxDroppedGoal, readJSONL(t, filepath.Join("..", "fixtures", "replay", "anchors-summary-dropped-goal.jsonl")))
+}
+
+func loadFixture(t testing.TB, id string) []session.Event {
+	t.Helper()
+	evs, _, err := recorder.Store{Root: fixtureHome}.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// golden compares got with testdata/<name>, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./replay -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// TestFixtures verifies the committed recordings with today's code and
+// compares the reports with the golden files: yesterday's sessions are the
+// test cases of today's projection.
+func TestFixtures(t *testing.T) {
+	if *update {
+		regenerate(t)
+	}
+	tests := []struct {
+		id, name string
+		status   string
+		rule     string
+	}{
+		{fxClean, "clean", StatusOK, ""},
+		{fxOldToolName, "old-tool-name-rule", StatusDiverged, "tool_name"},
+		{fxOutputCap, "unknown-rule", StatusDiverged, ""},
+		{fxCompacting, "compacting", StatusOK, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Verify(tt.id, loadFixture(t, tt.id), VerifyOptions{})
+			if rep.Status != tt.status {
+				t.Fatalf("Verify(%s).Status = %s, want %s\n%s", tt.id, rep.Status, tt.status, rep.Text())
+			}
+			if tt.status == StatusDiverged && rep.Divergence.Rule != tt.rule {
+				t.Errorf("Divergence.Rule = %q, want %q", rep.Divergence.Rule, tt.rule)
+			}
+			golden(t, filepath.Join("verify", tt.name+".golden"), rep.Text())
+			js, _ := json.MarshalIndent(rep, "", "  ")
+			golden(t, filepath.Join("verify", tt.name+".golden.json"), string(js)+"\n")
+		})
+	}
+}

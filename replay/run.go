@@ -1,0 +1,268 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/runner/tools"
+	"github.com/agentctl/agentctl/session"
+)
+
+// Codes of offline replay findings.
+const (
+	// CodeResultDiffers: a tool call re-run in the fresh workspace gave a
+	// different status, output or error than the recording.
+	CodeResultDiffers = "tool_result_differs"
+	// CodeResultMissing: the recording has a result the replay never
+	// produced (the replay stopped earlier, or took another path).
+	CodeResultMissing = "tool_result_missing"
+	// CodeResultExtra: the replay produced a result the recording lacks.
+	CodeResultExtra = "tool_result_extra"
+	// CodeStatusDiffers: the replay finished with another status.
+	CodeStatusDiffers = "status_differs"
+)
+
+// RunConfig is what an offline replay needs. The caller builds Tools from
+// Spec (cmd maps config to implementations); no provider is built: the
+// recorded assistant turns stand in for the model.
+type RunConfig struct {
+	// Store records the replay as a session of its own (a scratch home is
+	// fine); the original is never written.
+	Store recorder.Store
+	// SessionID of the original, and its events.
+	SessionID string
+	Events    []session.Event
+	// Spec is the original's spec (spec.FromHeader); its workspace.from is
+	// copied fresh for the replay. Tools is built from it.
+	Spec  *spec.Spec
+	Tools *tools.Registry
+	// Strict stops the replay at the first tool result that differs.
+	Strict bool
+	// ReplayID, if set, names the replay session.
+	ReplayID string
+	// Observer, if set, sees the replay's events (a live view).
+	Observer runner.Observer
+}
+
+// ToolDiff is one difference between a recorded tool result and the
+// replay's.
+type ToolDiff struct {
+	Code   string `json:"code"`
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	// Seq is the result's seq in the original, ReplaySeq in the replay.
+	Seq       int64  `json:"seq,omitempty"`
+	ReplaySeq int64  `json:"replay_seq,omitempty"`
+	Field     string `json:"field,omitempty"`
+	Log       string `json:"log"`
+	Replay    string `json:"replay"`
+}
+
+// RunReport is the outcome of an offline replay; its JSON form is the
+// --json output of `agentctl replay run` and only grows.
+type RunReport struct {
+	SessionID       string     `json:"session_id"`
+	ReplaySessionID string     `json:"replay_session_id"`
+	LogStatus       string     `json:"log_status"`
+	ReplayStatus    string     `json:"replay_status"`
+	Reason          string     `json:"reason,omitempty"`
+	Turns           int        `json:"turns"`
+	RecordedTurns   int        `json:"recorded_turns"`
+	ToolResults     int        `json:"tool_results"`
+	Same            int        `json:"same"`
+	Differences     []ToolDiff `json:"differences"`
+	// Stopped is true when --strict stopped the replay at a difference.
+	Stopped bool `json:"stopped"`
+}
+
+// ErrInPlaceWorkspace is returned by Run for a spec whose workspace.path
+// names a folder used in place: re-running its tools would change the
+// user's files.
+var ErrInPlaceWorkspace = errors.New("replay: the session used its workspace in place (workspace.path)")
+
+// Run re-executes a recorded session offline: a new session is recorded in
+// cfg.Store with the same spec, whose model is the recording itself
+// (provider "recorded"), whose tools run for real in a fresh copy of
+// workspace.from, and whose approvals are the recorded decisions. Each tool
+// result is compared with the recorded one as it arrives.
+func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
+	evs := cfg.Events
+	rep := RunReport{SessionID: cfg.SessionID, Differences: []ToolDiff{}}
+	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
+		return rep, fmt.Errorf("replay run %s: the log does not start with session_started", cfg.SessionID)
+	}
+	if cfg.Spec.Workspace.Path != "" {
+		return rep, fmt.Errorf("replay run %s: %w: %s; copy it and pass the copy as the initial workspace", cfg.SessionID, ErrInPlaceWorkspace, cfg.Spec.Workspace.Path)
+	}
+	sum := recorder.Summarize(cfg.SessionID, evs, recorder.Tail{})
+	rep.LogStatus = string(sum.Status)
+
+	orig := map[string]session.Event{} // call id -> recorded result
+	decisions := map[string]session.Event{}
+	var order []string
+	for _, e := range evs {
+		switch e.Kind {
+		case session.KindToolResult:
+			if _, dup := orig[e.CallID]; !dup {
+				order = append(order, e.CallID)
+			}
+			orig[e.CallID] = e
+		case session.KindApprovalGranted, session.KindApprovalDenied:
+			decisions[e.CallID] = e
+		}
+	}
+
+	sp := *cfg.Spec
+	sp.Model.Provider = "recorded"
+	prov := provider.NewRecorded(evs)
+	rep.RecordedTurns = prov.Turns()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obs := &compareObserver{orig: orig, next: cfg.Observer, strict: cfg.Strict, stop: cancel, seen: map[string]bool{}}
+	rc := runner.Config{Spec: &sp, Store: cfg.Store, Provider: prov, Tools: cfg.Tools, Observer: obs, SessionID: cfg.ReplayID}
+	res, err := runner.Start(ctx, rc)
+	for err == nil && res.Status == session.StatusAwaitingApproval && ctx.Err() == nil {
+		var decided bool
+		decided, err = applyRecordedDecisions(cfg.Store, res.SessionID, decisions)
+		if err != nil || !decided {
+			break
+		}
+		res, err = runner.Resume(ctx, rc, res.SessionID)
+	}
+	rep.ReplaySessionID, rep.ReplayStatus, rep.Reason, rep.Turns = res.SessionID, string(res.Status), res.Reason, res.Turns
+	if err != nil && res.SessionID == "" {
+		return rep, fmt.Errorf("replay run %s: %w", cfg.SessionID, err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	rep.Differences = append(rep.Differences, obs.diffs...)
+	rep.ToolResults, rep.Same, rep.Stopped = obs.results, obs.same, obs.stopped
+	if !obs.stopped {
+		for _, id := range order {
+			if !obs.seen[id] {
+				e := orig[id]
+				rep.Differences = append(rep.Differences, ToolDiff{Code: CodeResultMissing, CallID: id, Tool: e.Tool, Seq: e.Seq,
+					Log: resultText(e), Replay: "(no result)"})
+			}
+		}
+		if rep.ReplayStatus != rep.LogStatus {
+			rep.Differences = append(rep.Differences, ToolDiff{Code: CodeStatusDiffers, Field: "status", Log: rep.LogStatus, Replay: rep.ReplayStatus})
+		}
+	}
+	return rep, err
+}
+
+// applyRecordedDecisions appends, for each call of the replay waiting for
+// approval, the decision the recording made. decided is false when the
+// recording has none (it stopped waiting too).
+func applyRecordedDecisions(st recorder.Store, id string, decisions map[string]session.Event) (bool, error) {
+	evs, _, err := st.Load(id)
+	if err != nil {
+		return false, err
+	}
+	done := map[string]bool{}
+	for _, e := range evs {
+		if e.Kind == session.KindApprovalGranted || e.Kind == session.KindApprovalDenied {
+			done[e.CallID] = true
+		}
+	}
+	var add []session.Event
+	for _, e := range evs {
+		if e.Kind != session.KindApprovalRequest || done[e.CallID] {
+			continue
+		}
+		d, ok := decisions[e.CallID]
+		if !ok {
+			return false, nil
+		}
+		done[e.CallID] = true
+		add = append(add, session.Event{Kind: d.Kind, CallID: d.CallID, Tool: d.Tool, Scope: d.Scope, Reason: d.Reason})
+	}
+	if len(add) == 0 {
+		return false, nil
+	}
+	sess, _, err := st.Open(id, recorder.Options{})
+	if err != nil {
+		return false, err
+	}
+	defer sess.Close()
+	_, err = sess.Append(add...)
+	return err == nil, err
+}
+
+func resultText(e session.Event) string {
+	if e.Output != "" {
+		return e.Output
+	}
+	if e.Error != "" {
+		return "error: " + e.Error
+	}
+	return "(" + e.Status + ")"
+}
+
+// compareObserver compares each tool result with the recorded one as the
+// runner records it.
+type compareObserver struct {
+	orig   map[string]session.Event
+	next   runner.Observer
+	strict bool
+	stop   func()
+
+	mu      sync.Mutex
+	seen    map[string]bool
+	diffs   []ToolDiff
+	results int
+	same    int
+	stopped bool
+}
+
+func (o *compareObserver) Event(e session.Event) {
+	if o.next != nil {
+		o.next.Event(e)
+	}
+	if e.Kind != session.KindToolResult {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stopped {
+		return // the cancellations that follow a strict stop
+	}
+	o.results++
+	o.seen[e.CallID] = true
+	want, ok := o.orig[e.CallID]
+	if !ok {
+		o.diffs = append(o.diffs, ToolDiff{Code: CodeResultExtra, CallID: e.CallID, Tool: e.Tool, ReplaySeq: e.Seq, Log: "(no result)", Replay: resultText(e)})
+		return
+	}
+	before := len(o.diffs)
+	add := func(field, a, b string) {
+		if a != b {
+			o.diffs = append(o.diffs, ToolDiff{Code: CodeResultDiffers, CallID: e.CallID, Tool: e.Tool, Seq: want.Seq, ReplaySeq: e.Seq, Field: field, Log: a, Replay: b})
+		}
+	}
+	add("status", want.Status, e.Status)
+	add("output", want.Output, e.Output)
+	add("error", want.Error, e.Error)
+	if len(o.diffs) == before {
+		o.same++
+		return
+	}
+	if o.strict {
+		o.stopped = true
+		o.stop()
+	}
+}
+
+func (o *compareObserver) Text(delta string) {
+	if o.next != nil {
+		o.next.Text(delta)
+	}
+}
