@@ -57,9 +57,12 @@ type ForkReport struct {
 // workspace.from with the recorded workspace tool calls up to From applied
 // again, so the continuation sees the files as they were at From.
 //
-// A cut between an assistant message and its model_call is refused. A
-// session_finished at From is not copied (the fork continues). The model is
-// never changed silently: a different model is recorded as model_changed.
+// A cut between an assistant message and its model_call is refused. The
+// copied part ends with a session_finished (status interrupted, stamped
+// with the last copied event's time) unless it already ends with one; a
+// done finish at From is replaced by it, since a done session cannot go
+// on. The model is never changed silently: a different model is recorded
+// as model_changed.
 func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	evs := cfg.Events
 	rep := ForkReport{ParentID: cfg.SessionID, ForkedFrom: cfg.From}
@@ -74,7 +77,7 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	if k := keep[len(keep)-1]; k.Kind == session.KindAssistantMessage && int(cfg.From) < len(evs) && evs[cfg.From].Kind == session.KindModelCall {
 		return rep, fmt.Errorf("fork %s: --from %d separates an assistant message from its model_call; use --from %d", cfg.SessionID, cfg.From, cfg.From+1)
 	}
-	if keep[len(keep)-1].Kind == session.KindSessionFinished {
+	if l := keep[len(keep)-1]; l.Kind == session.KindSessionFinished && session.Status(l.Status) == session.StatusDone {
 		keep = keep[:len(keep)-1]
 	}
 	curProv, curModel := evs[0].Provider, evs[0].Model
@@ -111,6 +114,14 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 		add = append(add, e)
 	}
 	rep.Copied = int64(len(keep))
+	// Close the copied segment where the parent was cut, stamped with the
+	// last copied event's time: the runner counts wall time per segment,
+	// and the time between the parent's run and the fork is not the
+	// fork's. A done finish is not copied (a done session cannot go on).
+	if l := keep[len(keep)-1]; l.Kind != session.KindSessionFinished {
+		add = append(add, session.Event{Kind: session.KindSessionFinished, TS: l.TS, Status: string(session.StatusInterrupted),
+			Reason: fmt.Sprintf("fork point: %s up to seq %d; the fork continues from here", cfg.SessionID, cfg.From)})
+	}
 	if p, m := cfg.Spec.Model.Provider, cfg.Spec.Model.ID; p != curProv || m != curModel {
 		rep.ModelChanged = true
 		add = append(add, session.Event{Kind: session.KindModelChanged, Provider: p, Model: m,
