@@ -80,6 +80,7 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 	}
 	cfg.Prompt, cfg.SessionID = opts.Prompt, opts.SessionID
 	res, err := runner.Start(ctx, cfg)
+	flushTelemetry(f, cfg.Observer)
 	sealSession(f, res.SessionID)
 	return reportRun(f, res, err, opts.JSON)
 }
@@ -94,9 +95,11 @@ func runConfig(f *Factory, sp *spec.Spec, quiet bool) (runner.Config, error) {
 		return runner.Config{}, err
 	}
 	cfg := runner.Config{Spec: sp, Store: f.Store(), Provider: prov, Tools: reg}
+	var view runner.Observer
 	if !quiet {
-		cfg.Observer = newLiveView(f.Err)
+		view = newLiveView(f.Err)
 	}
+	cfg.Observer = withTelemetry(f, view)
 	return cfg, nil
 }
 
@@ -170,9 +173,11 @@ func exitCodeForRun(s session.Status, reason string) int {
 }
 
 type resumeOptions struct {
-	Session string
-	JSON    bool
-	Quiet   bool
+	Session          string
+	JSON             bool
+	Quiet            bool
+	Model            string
+	AllowModelChange bool
 }
 
 func newResumeCmd(f *Factory, runF func(context.Context, *resumeOptions) error) *cobra.Command {
@@ -197,6 +202,8 @@ then goes on with the spec and the pinned model recorded in the header.`,
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object with the outcome at the end")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
+	cmd.Flags().StringVar(&opts.Model, "model", "", "continue with `PROVIDER/ID` instead of the pinned model (needs --allow-model-change)")
+	cmd.Flags().BoolVar(&opts.AllowModelChange, "allow-model-change", false, "allow --model to differ from the pinned model; the change is recorded")
 	return cmd
 }
 
@@ -217,11 +224,27 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", id, err)
 	}
+	// The session's current model: the header's, or the latest change.
+	for _, e := range evs {
+		if e.Kind == session.KindModelChanged {
+			sp.Model.Provider, sp.Model.ID = e.Provider, e.Model
+		}
+	}
+	if opts.Model != "" {
+		prov, model, ok := strings.Cut(opts.Model, "/")
+		if !ok || prov == "" || model == "" {
+			return usageError{fmt.Errorf("--model %q: use PROVIDER/ID, e.g. openai/gpt-4o-mini", opts.Model)}
+		}
+		sp.Model.Provider, sp.Model.ID = prov, model
+	}
 	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", id, err)
 	}
+	cfg.AllowModelChange = opts.AllowModelChange
+	resumeTelemetry(cfg.Observer, id, evs)
 	res, err := runner.Resume(ctx, cfg, id)
+	flushTelemetry(f, cfg.Observer)
 	sealSession(f, id)
 	return reportRun(f, res, err, opts.JSON)
 }

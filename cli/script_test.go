@@ -15,8 +15,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/agentctl/agentctl/cli"
-	"github.com/agentctl/agentctl/runner/sandbox"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/sandbox"
 )
 
 // TestMain lets script tests run the real command tree as the `agentctl`

@@ -50,6 +50,10 @@ type Config struct {
 	Clock    func() time.Time
 	// SessionID, if set, is used for a new session instead of a random id.
 	SessionID string
+	// AllowModelChange lets Resume continue with a provider or model other
+	// than the one the session pinned; the change is recorded as a
+	// model_changed event. Without it such a resume is refused.
+	AllowModelChange bool
 }
 
 // Result is the outcome of Start or Resume. Err is set when the run ended
@@ -87,6 +91,7 @@ type run struct {
 	cancelMu sync.Mutex
 	cause    string
 	sandbox  *sandbox.Config // set by setupSandbox before any tool runs
+	fp       failpoint       // crash injection (FailpointEnv)
 }
 
 func (r *run) now() time.Time {
@@ -98,6 +103,10 @@ func (r *run) now() time.Time {
 
 // Start creates a new session from cfg.Spec and runs it until it stops.
 func Start(ctx context.Context, cfg Config) (Result, error) {
+	fp, err := loadFailpoint()
+	if err != nil {
+		return Result{}, err
+	}
 	sp := cfg.Spec
 	id := cfg.SessionID
 	if id == "" {
@@ -107,7 +116,7 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	if ws == "" {
 		ws = filepath.Join(cfg.Store.SessionDir(id), "workspace")
 	}
-	ws, err := filepath.Abs(ws)
+	ws, err = filepath.Abs(ws)
 	if err != nil {
 		return Result{}, err
 	}
@@ -126,6 +135,9 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		Workspace:       ws,
 		Attrs:           headerAttrs(cfg.Tools),
 	}
+	// Stamp the header here so the state folded in memory and the log
+	// agree on when the session started.
+	header.TS = time.Now()
 	if cfg.Clock != nil {
 		header.TS = cfg.Clock()
 	}
@@ -134,14 +146,12 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("create session: %w", err)
 	}
 	defer sess.Close()
-	r := &run{cfg: cfg, sess: sess, st: newState(sp.System), id: id, ws: ws, started: time.Now()}
+	r := &run{cfg: cfg, sess: sess, st: newState(sp.System), id: id, ws: ws, started: time.Now(), fp: fp}
 	hdr := header
 	hdr.Seq = 1
-	if hdr.TS.IsZero() {
-		hdr.TS = time.Now()
-	}
 	r.st.add(hdr)
 	r.observe(hdr)
+	r.fp.hit("after", 1)
 
 	if err := prepareWorkspace(sp, ws); err != nil {
 		return r.fail(ReasonSetupError, err)
@@ -170,7 +180,11 @@ func headerAttrs(reg *tools.Registry) json.RawMessage {
 // Resume continues a stopped session: awaiting approval, interrupted, over
 // budget, failed on a provider error, or crashed.
 func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
-	sess, _, err := cfg.Store.Open(id, recorder.Options{Clock: cfg.Clock})
+	fp, err := loadFailpoint()
+	if err != nil {
+		return Result{}, err
+	}
+	sess, rec, err := cfg.Store.Open(id, recorder.Options{Clock: cfg.Clock})
 	if err != nil {
 		return Result{}, fmt.Errorf("resume %s: %w", id, err)
 	}
@@ -182,12 +196,20 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
 		return Result{}, fmt.Errorf("resume %s: the log does not start with session_started", id)
 	}
-	r := &run{cfg: cfg, sess: sess, st: newState(evs[0].System), id: id, ws: evs[0].Workspace, started: time.Now()}
-	for _, e := range evs {
-		r.st.add(e)
-	}
-	if f := r.st.finished; f != nil && session.Status(f.Status) == session.StatusDone {
+	st, _ := foldLog(cfg.Store.SessionDir(id), evs)
+	r := &run{cfg: cfg, sess: sess, st: st, id: id, ws: evs[0].Workspace, started: time.Now(), fp: fp}
+	if f := r.st.finished; f != nil && f.Seq == r.st.lastSeq && session.Status(f.Status) == session.StatusDone {
 		return r.result(), fmt.Errorf("resume %s: the session already finished with status done; fork it to continue (agentctl replay fork)", id)
+	}
+	if rec.Truncated {
+		// Say in the log itself what recovery did, for tomorrow's reader.
+		if err := r.append(session.Event{Kind: session.KindError, Reason: "torn_tail_recovered",
+			Error: fmt.Sprintf("cut %d bytes of a record torn by a crash; the original log is kept at %s", rec.TornBytes, rec.BrokenCopy)}); err != nil {
+			return r.result(), err
+		}
+	}
+	if err := r.pinModel(); err != nil {
+		return r.result(), fmt.Errorf("resume %s: %w", id, err)
 	}
 	if err := r.setupSandbox(); err != nil {
 		return r.fail(ReasonSetupError, err)
@@ -196,6 +218,22 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		setter.SetTurn(r.st.turns)
 	}
 	return r.loop(ctx)
+}
+
+// pinModel refuses to continue a session with another provider or model
+// than the one it is pinned to, unless the change is allowed; an allowed
+// change is recorded, never silent.
+func (r *run) pinModel() error {
+	prov, model := r.cfg.Provider.Name(), r.cfg.Spec.Model.ID
+	if prov == r.st.provider && model == r.st.model {
+		return nil
+	}
+	if !r.cfg.AllowModelChange {
+		return fmt.Errorf("the session is pinned to %s/%s, not %s/%s; pass --allow-model-change to switch (the change is recorded)",
+			r.st.provider, r.st.model, prov, model)
+	}
+	return r.append(session.Event{Kind: session.KindModelChanged, Provider: prov, Model: model,
+		Reason: fmt.Sprintf("resume --allow-model-change; was %s/%s", r.st.provider, r.st.model)})
 }
 
 // append makes events durable, folds them and shows them, in that order.
@@ -212,6 +250,9 @@ func (r *run) append(evs ...session.Event) error {
 	for _, e := range out {
 		r.st.add(e)
 		r.observe(e)
+	}
+	for _, e := range out {
+		r.fp.hit("after", e.Seq)
 	}
 	return nil
 }
@@ -309,6 +350,7 @@ func (r *run) loop(parent context.Context) (Result, error) {
 		if ctx.Err() != nil {
 			return r.interrupt(ctx, "", nil)
 		}
+		r.writeCheckpoint()
 		if r.st.turns >= sp.MaxTurns {
 			return r.finish(session.StatusFailed, fmt.Sprintf("%s: the run used all %d turns (raise max_turns in the spec)", ReasonMaxTurns, sp.MaxTurns))
 		}
@@ -499,6 +541,8 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, key stri
 		Sandbox: r.sandbox, Redactor: red, ArtifactPath: r.artifactPath(cs.Call.ID)})
 	// Redaction at capture: nothing below sees the raw output or error.
 	res.Output, res.Error = red.String(res.Output), red.String(res.Error)
+	// Crash injection: the effect happened, its result is not durable yet.
+	r.fp.hit("in-tool", r.st.lastSeq)
 	ev := session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name, Status: res.Status,
 		Output: res.Output, Error: res.Error, LatencyMS: time.Since(began).Milliseconds()}
 	if res.Artifact != "" {

@@ -22,8 +22,8 @@ type callState struct {
 // state is the fold of a session's events that the loop needs. It is
 // rebuilt from the log on resume; nothing in it is stored elsewhere.
 type state struct {
-	header    session.Event
 	lastSeq   int64
+	lastTS    time.Time
 	projector *session.Projector
 
 	inputTokens, outputTokens int64
@@ -53,14 +53,13 @@ func newState(system string) *state {
 
 // add folds one event. It must see every event the runner appends, in order.
 func (s *state) add(e session.Event) {
-	s.lastSeq = e.Seq
+	s.lastSeq, s.lastTS = e.Seq, e.TS
 	s.projector.Add(e)
 	if s.segStart.IsZero() {
 		s.segStart = e.TS
 	}
 	switch e.Kind {
 	case session.KindSessionStarted:
-		s.header = e
 		s.provider, s.model = e.Provider, e.Model
 	case session.KindModelChanged:
 		s.provider, s.model = e.Provider, e.Model

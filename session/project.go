@@ -266,3 +266,45 @@ func Digest(messages []Message, tools []string) string {
 	_ = enc.Encode(tools)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
+
+// PendingCall is a tool call still waiting for its reply.
+type PendingCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// ProjectorState is a Projector's whole state, so a checkpoint can restore
+// it without folding the log from the start.
+type ProjectorState struct {
+	System    string        `json:"system,omitempty"`
+	FirstUser *Message      `json:"first_user,omitempty"`
+	Summary   *Message      `json:"summary,omitempty"`
+	Through   int64         `json:"through,omitempty"`
+	Tail      []Message     `json:"tail,omitempty"`
+	Pending   []PendingCall `json:"pending,omitempty"`
+}
+
+// State captures the projector's state.
+func (p *Projector) State() ProjectorState {
+	s := ProjectorState{System: p.system, FirstUser: p.firstUser, Summary: p.summary, Through: p.through,
+		Tail: append([]Message(nil), p.tail...)}
+	for _, id := range p.pendingOrder {
+		if name, ok := p.pending[id]; ok {
+			s.Pending = append(s.Pending, PendingCall{ID: id, Name: name})
+		}
+	}
+	return s
+}
+
+// RestoreProjector rebuilds a projector from a captured state; adding the
+// events after the capture gives what folding the whole log would.
+func RestoreProjector(s ProjectorState) *Projector {
+	p := NewProjector(s.System)
+	p.firstUser, p.summary, p.through = s.FirstUser, s.Summary, s.Through
+	p.tail = append([]Message(nil), s.Tail...)
+	for _, c := range s.Pending {
+		p.pending[c.ID] = c.Name
+		p.pendingOrder = append(p.pendingOrder, c.ID)
+	}
+	return p
+}

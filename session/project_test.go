@@ -267,3 +267,34 @@ func BenchmarkProject(b *testing.B) {
 		})
 	}
 }
+
+// TestProjectorRestore: capturing the state after any event and adding the
+// rest gives the same payload as folding everything, for every fixture.
+func TestProjectorRestore(t *testing.T) {
+	files, _ := filepath.Glob("testdata/project/*.jsonl")
+	for _, in := range files {
+		evs := readJSONL(t, in)
+		want := Project(evs, testSystem)
+		for cut := range evs {
+			p := NewProjector(testSystem)
+			for _, e := range evs[:cut] {
+				p.Add(e)
+			}
+			b, err := json.Marshal(p.State())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st ProjectorState
+			if err := json.Unmarshal(b, &st); err != nil {
+				t.Fatal(err)
+			}
+			q := RestoreProjector(st)
+			for _, e := range evs[cut:] {
+				q.Add(e)
+			}
+			if got := q.Messages(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s restored after %d events:\n%+v\nwant\n%+v", in, cut, got, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/runner/tools"
+	"github.com/agentctl/agentctl/session"
+)
+
+// runFixture runs fixtures/agents/<name>.yaml (built-in tools only) to its
+// end in a fresh home and returns the store and session id.
+func runFixture(t *testing.T, name string) (recorder.Store, string) {
+	t.Helper()
+	sp, err := spec.Load(filepath.Join("..", "fixtures", "agents", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := spec.LoadScript(sp.Model.Script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.Builtins(sp.Mode, sp.Tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := recorder.Store{Root: t.TempDir()}
+	res, err := Start(context.Background(), Config{Spec: sp, Store: store, Provider: provider.NewScripted(script, sp.Model.ID), Tools: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, res.SessionID
+}
+
+// TestCheckpointsFoldLikeTheLog: every checkpoint written during a run with
+// compactions, restored and followed by the rest of the log, gives exactly
+// the state a fold of the whole log gives.
+func TestCheckpointsFoldLikeTheLog(t *testing.T) {
+	store, id := runFixture(t, "long-refactor")
+	evs, _, err := store.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := newState(evs[0].System)
+	for _, e := range evs {
+		full.add(e)
+	}
+	want := full.checkpoint("")
+
+	f, err := os.Open(filepath.Join(store.SessionDir(id), CheckpointsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var cp Checkpoint
+		if err := json.Unmarshal(sc.Bytes(), &cp); err != nil {
+			t.Fatal(err)
+		}
+		if cp.Sum != cp.sum() {
+			t.Fatalf("checkpoint at seq %d has a bad sum", cp.Seq)
+		}
+		s := restore(cp)
+		for _, e := range evs[cp.Seq:] {
+			s.add(e)
+		}
+		g, w := normalize(t, s.checkpoint("")), normalize(t, want)
+		for k := range w {
+			if !reflect.DeepEqual(g[k], w[k]) {
+				t.Errorf("restored at seq %d then folded: %s = %v, want %v", cp.Seq, k, g[k], w[k])
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("%d checkpoints, want one per turn (>= 10)", n)
+	}
+	if want.Projection.Through == 0 {
+		t.Fatal("the fixture made no compaction; the test would not cover restoring a compacted projection")
+	}
+}
+
+// normalize compares checkpoints through JSON, as they are stored.
+func normalize(t *testing.T, cp Checkpoint) map[string]any {
+	b, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	if g, ok := m["session_grants"].([]any); ok && len(g) == 0 {
+		delete(m, "session_grants")
+	}
+	return m
+}
+
+// TestLatestCheckpointIgnoresDamage: a corrupt line, a checkpoint past the
+// end of the log or one whose timestamp disagrees with the log are skipped.
+func TestLatestCheckpointIgnoresDamage(t *testing.T) {
+	store, id := runFixture(t, "fix-typo")
+	dir := store.SessionDir(id)
+	evs, _, _ := store.Load(id)
+	good, ok := latestCheckpoint(dir, evs)
+	if !ok {
+		t.Fatal("no checkpoint found after a run")
+	}
+	path := filepath.Join(dir, CheckpointsFile)
+	b, _ := os.ReadFile(path)
+	future := good
+	future.Seq = int64(len(evs) + 5)
+	future.Sum = future.sum()
+	moved := good
+	moved.TS = moved.TS.Add(1)
+	moved.Sum = moved.sum()
+	fb, _ := json.Marshal(future)
+	mb, _ := json.Marshal(moved)
+	tampered := good
+	tampered.InputTokens += 1000 // sum no longer matches
+	tb, _ := json.Marshal(tampered)
+	b = append(b, []byte("{not json\n")...)
+	b = append(append(b, fb...), '\n')
+	b = append(append(b, mb...), '\n')
+	b = append(append(b, tb...), '\n')
+	os.WriteFile(path, b, 0o644)
+	got, ok := latestCheckpoint(dir, evs)
+	if !ok || got.Seq != good.Seq || got.InputTokens != good.InputTokens {
+		t.Fatalf("latestCheckpoint = %d (%v), want the intact one at %d", got.Seq, ok, good.Seq)
+	}
+	os.Remove(path)
+	if _, ok := latestCheckpoint(dir, evs); ok {
+		t.Fatal("found a checkpoint in a deleted file")
+	}
+	s, from := foldLog(dir, evs)
+	if from != 0 || s.lastSeq != int64(len(evs)) {
+		t.Fatalf("foldLog without checkpoints = from %d to %d", from, s.lastSeq)
+	}
+	_ = session.KindCompaction
+}
