@@ -1,0 +1,197 @@
+package otlp
+
+import (
+	"encoding/json"
+	"io"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// The OTLP/JSON form of ExportTraceServiceRequest: lowerCamelCase field
+// names, trace and span ids as hex, 64-bit integers as decimal strings and
+// enums as numbers (OTLP specification, "JSON Protobuf Encoding").
+type (
+	jsonRequest struct {
+		ResourceSpans []jsonResourceSpans `json:"resourceSpans"`
+	}
+	jsonResourceSpans struct {
+		Resource   jsonResource     `json:"resource"`
+		ScopeSpans []jsonScopeSpans `json:"scopeSpans"`
+		SchemaURL  string           `json:"schemaUrl,omitempty"`
+	}
+	jsonResource struct {
+		Attributes []jsonKeyValue `json:"attributes"`
+	}
+	jsonScopeSpans struct {
+		Scope jsonScope  `json:"scope"`
+		Spans []jsonSpan `json:"spans"`
+	}
+	jsonScope struct {
+		Name    string `json:"name"`
+		Version string `json:"version,omitempty"`
+	}
+	jsonSpan struct {
+		TraceID           string         `json:"traceId"`
+		SpanID            string         `json:"spanId"`
+		ParentSpanID      string         `json:"parentSpanId,omitempty"`
+		Flags             uint32         `json:"flags,omitempty"`
+		Name              string         `json:"name"`
+		Kind              int            `json:"kind"`
+		StartTimeUnixNano string         `json:"startTimeUnixNano"`
+		EndTimeUnixNano   string         `json:"endTimeUnixNano"`
+		Attributes        []jsonKeyValue `json:"attributes,omitempty"`
+		Events            []jsonEvent    `json:"events,omitempty"`
+		Status            jsonStatus     `json:"status"`
+	}
+	jsonEvent struct {
+		TimeUnixNano string         `json:"timeUnixNano"`
+		Name         string         `json:"name"`
+		Attributes   []jsonKeyValue `json:"attributes,omitempty"`
+	}
+	jsonStatus struct {
+		Message string `json:"message,omitempty"`
+		Code    int    `json:"code,omitempty"`
+	}
+	jsonKeyValue struct {
+		Key   string    `json:"key"`
+		Value jsonValue `json:"value"`
+	}
+	jsonValue struct {
+		StringValue *string     `json:"stringValue,omitempty"`
+		BoolValue   *bool       `json:"boolValue,omitempty"`
+		IntValue    *string     `json:"intValue,omitempty"`
+		DoubleValue *float64    `json:"doubleValue,omitempty"`
+		ArrayValue  *jsonValues `json:"arrayValue,omitempty"`
+	}
+	jsonValues struct {
+		Values []jsonValue `json:"values"`
+	}
+)
+
+// OTLP span flags: the W3C trace flags in the low byte, and bit 8 set
+// to say whether the parent is remote is known (it never is here).
+const flagContextHasIsRemote = 0x100
+
+// WriteJSON writes spans as one OTLP/JSON ExportTraceServiceRequest, the
+// body a collector accepts on POST /v1/traces with Content-Type
+// application/json. Spans sharing a resource and scope are grouped, in
+// the order given.
+func WriteJSON(w io.Writer, spans tracetest.SpanStubs) error {
+	req := jsonRequest{ResourceSpans: []jsonResourceSpans{}}
+	type key struct{ res, scope string }
+	idx := map[key][2]int{}
+	for _, s := range spans {
+		rk := ""
+		var rattrs []attribute.KeyValue
+		schema := ""
+		if s.Resource != nil {
+			rk = s.Resource.Encoded(attribute.DefaultEncoder())
+			rattrs = s.Resource.Attributes()
+			schema = s.Resource.SchemaURL()
+		}
+		k := key{rk, s.InstrumentationScope.Name + "\x00" + s.InstrumentationScope.Version}
+		at, ok := idx[k]
+		if !ok {
+			ri := -1
+			for kk, v := range idx {
+				if kk.res == rk {
+					ri = v[0]
+					break
+				}
+			}
+			if ri < 0 {
+				req.ResourceSpans = append(req.ResourceSpans, jsonResourceSpans{
+					Resource: jsonResource{Attributes: jsonAttrs(rattrs)}, SchemaURL: schema})
+				ri = len(req.ResourceSpans) - 1
+			}
+			rs := &req.ResourceSpans[ri]
+			rs.ScopeSpans = append(rs.ScopeSpans, jsonScopeSpans{
+				Scope: jsonScope{Name: s.InstrumentationScope.Name, Version: s.InstrumentationScope.Version}})
+			at = [2]int{ri, len(rs.ScopeSpans) - 1}
+			idx[k] = at
+		}
+		ss := &req.ResourceSpans[at[0]].ScopeSpans[at[1]]
+		ss.Spans = append(ss.Spans, jsonSpanOf(s))
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(req)
+}
+
+func jsonSpanOf(s tracetest.SpanStub) jsonSpan {
+	js := jsonSpan{
+		TraceID: s.SpanContext.TraceID().String(), SpanID: s.SpanContext.SpanID().String(),
+		Flags: uint32(s.SpanContext.TraceFlags()) | flagContextHasIsRemote,
+		Name:  s.Name, Kind: int(s.SpanKind),
+		StartTimeUnixNano: strconv.FormatInt(s.StartTime.UnixNano(), 10),
+		EndTimeUnixNano:   strconv.FormatInt(s.EndTime.UnixNano(), 10),
+		Attributes:        jsonAttrs(s.Attributes),
+		Status:            jsonStatus{Message: s.Status.Description},
+	}
+	if s.Parent.SpanID().IsValid() {
+		js.ParentSpanID = s.Parent.SpanID().String()
+	}
+	switch s.Status.Code {
+	case codes.Ok:
+		js.Status.Code = 1
+	case codes.Error:
+		js.Status.Code = 2
+	}
+	for _, e := range s.Events {
+		js.Events = append(js.Events, jsonEvent{TimeUnixNano: strconv.FormatInt(e.Time.UnixNano(), 10),
+			Name: e.Name, Attributes: jsonAttrs(e.Attributes)})
+	}
+	return js
+}
+
+func jsonAttrs(kvs []attribute.KeyValue) []jsonKeyValue {
+	out := make([]jsonKeyValue, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, jsonKeyValue{Key: string(kv.Key), Value: jsonValueOf(kv.Value)})
+	}
+	return out
+}
+
+func jsonValueOf(v attribute.Value) jsonValue {
+	switch v.Type() {
+	case attribute.BOOL:
+		b := v.AsBool()
+		return jsonValue{BoolValue: &b}
+	case attribute.INT64:
+		s := strconv.FormatInt(v.AsInt64(), 10)
+		return jsonValue{IntValue: &s}
+	case attribute.FLOAT64:
+		f := v.AsFloat64()
+		return jsonValue{DoubleValue: &f}
+	case attribute.BOOLSLICE:
+		var vs []jsonValue
+		for _, b := range v.AsBoolSlice() {
+			vs = append(vs, jsonValueOf(attribute.BoolValue(b)))
+		}
+		return jsonValue{ArrayValue: &jsonValues{Values: vs}}
+	case attribute.INT64SLICE:
+		var vs []jsonValue
+		for _, i := range v.AsInt64Slice() {
+			vs = append(vs, jsonValueOf(attribute.Int64Value(i)))
+		}
+		return jsonValue{ArrayValue: &jsonValues{Values: vs}}
+	case attribute.FLOAT64SLICE:
+		var vs []jsonValue
+		for _, f := range v.AsFloat64Slice() {
+			vs = append(vs, jsonValueOf(attribute.Float64Value(f)))
+		}
+		return jsonValue{ArrayValue: &jsonValues{Values: vs}}
+	case attribute.STRINGSLICE:
+		var vs []jsonValue
+		for _, s := range v.AsStringSlice() {
+			vs = append(vs, jsonValueOf(attribute.StringValue(s)))
+		}
+		return jsonValue{ArrayValue: &jsonValues{Values: vs}}
+	default:
+		s := v.Emit()
+		return jsonValue{StringValue: &s}
+	}
+}
