@@ -79,6 +79,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newSandboxCmd(f, nil),
 		newQueryCmd(f, nil),
 		newHistoryCmd(f),
+		newReplayCmd(f),
 	)
 	return root
 }

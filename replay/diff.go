@@ -85,7 +85,7 @@ type DiffReport struct {
 // Diff compares two sessions turn by turn: the tools each turn called, the
 // results they got, tokens, cost, and the final status.
 func Diff(aID string, a []session.Event, bID string, b []session.Event) DiffReport {
-	rep := DiffReport{A: recorder.Summarize(aID, a, recorder.Tail{}), B: recorder.Summarize(bID, b, recorder.Tail{}), Rows: []DiffRow{}}
+	rep := DiffReport{A: summarize(aID, a), B: summarize(bID, b), Rows: []DiffRow{}}
 	ta, tb := Turns(a), Turns(b)
 	n := max(len(ta), len(tb))
 	for i := range n {
@@ -123,4 +123,16 @@ func Diff(aID string, a []session.Event, bID string, b []session.Event) DiffRepo
 	}
 	rep.Same = rep.FirstDiff == 0 && rep.A.Status == rep.B.Status
 	return rep
+}
+
+// summarize is recorder.Summarize with the model the session ended on (the
+// latest model_changed), not only the one its header pinned.
+func summarize(id string, evs []session.Event) recorder.Summary {
+	sum := recorder.Summarize(id, evs, recorder.Tail{})
+	for _, e := range evs {
+		if e.Kind == session.KindModelChanged {
+			sum.Provider, sum.Model = e.Provider, e.Model
+		}
+	}
+	return sum
 }

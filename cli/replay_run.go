@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay"
+	"github.com/agentctl/agentctl/runner/spec"
+)
+
+type replayRunOptions struct {
+	Session       string
+	Strict        bool
+	WorkspaceFrom string
+	Keep          bool
+	JSON          bool
+	Quiet         bool
+}
+
+func newReplayRunCmd(f *Factory, runF func(context.Context, *replayRunOptions) error) *cobra.Command {
+	opts := &replayRunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run SESSION",
+		Short: "Re-run a session offline: recorded turns, real tools, fresh workspace",
+		Long: `Re-execute a recorded session with no model: each turn is answered by the
+recorded assistant message (provider "recorded": no network, no key), the
+tools run for real, sandboxed as in a run, in a fresh copy of the spec's
+workspace.from (or --workspace-from), and approvals get the recorded
+decisions. Every tool result is compared with the recording; differences
+(the environment changed) are listed with codes tool_result_differs,
+tool_result_missing, tool_result_extra, status_differs. The replay goes on
+after a difference unless --strict.
+
+The replay is recorded as a session of its own in a scratch home that is
+removed afterwards (--keep records it under --home instead).
+
+Exit status: 0 no difference, 6 differences, 1 an error.`,
+		Example: "  agentctl replay run 3f2a\n  agentctl replay run 3f2a --strict --json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Session = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return replayRunRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "stop at the first tool result that differs")
+	cmd.Flags().StringVar(&opts.WorkspaceFrom, "workspace-from", "", "initial workspace to copy instead of the spec's workspace.from")
+	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "record the replay under --home and keep it")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as one JSON object")
+	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
+	return cmd
+}
+
+func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error {
+	id, evs, err := loadSession(f, opts.Session)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return fmt.Errorf("replay run %s: the log has no events", id)
+	}
+	sp, err := spec.FromHeader(evs[0].Spec)
+	if err != nil {
+		return fmt.Errorf("replay run %s: %w", id, err)
+	}
+	if opts.WorkspaceFrom != "" {
+		abs, err := filepath.Abs(opts.WorkspaceFrom)
+		if err != nil {
+			return err
+		}
+		sp.Workspace.From, sp.Workspace.Path = abs, ""
+	}
+	if sp.Workspace.From != "" {
+		if _, err := os.Stat(sp.Workspace.From); err != nil {
+			return fmt.Errorf("replay run %s: the initial workspace %s: %w (hint: --workspace-from DIR)", id, sp.Workspace.From, err)
+		}
+	}
+	reg, err := buildTools(sp)
+	if err != nil {
+		return fmt.Errorf("replay run %s: %w", id, err)
+	}
+	st := f.Store()
+	if !opts.Keep {
+		dir, err := os.MkdirTemp("", "agentctl-replay-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		st = recorder.Store{Root: dir}
+	}
+	cfg := replay.RunConfig{Store: st, SessionID: id, Events: evs, Spec: sp, Tools: reg, Strict: opts.Strict}
+	if !opts.Quiet && !opts.JSON {
+		cfg.Observer = newLiveView(f.Err)
+	}
+	rep, err := replay.Run(ctx, cfg)
+	if err != nil && rep.ReplaySessionID == "" {
+		return err
+	}
+	if opts.JSON {
+		if e := json.NewEncoder(f.Out).Encode(rep); e != nil {
+			return e
+		}
+	} else {
+		writeReplayRun(f.Out, rep, opts.Keep)
+	}
+	if err != nil {
+		return err
+	}
+	if len(rep.Differences) > 0 {
+		return withCode(ExitChecksFailed, nil)
+	}
+	return nil
+}
+
+func writeReplayRun(w io.Writer, rep replay.RunReport, kept bool) {
+	fmt.Fprintf(w, "replay of %s: %s (recorded %s), %d of %d recorded turns, %d tool results, %d same, %d differences\n",
+		rep.SessionID, rep.ReplayStatus, rep.LogStatus, rep.Turns, rep.RecordedTurns, rep.ToolResults, rep.Same, len(rep.Differences))
+	for _, d := range rep.Differences {
+		switch d.Code {
+		case replay.CodeStatusDiffers:
+			fmt.Fprintf(w, "  [%s] log has %s, replay produced %s\n", d.Code, d.Log, d.Replay)
+		default:
+			where := fmt.Sprintf("call %s (%s", d.CallID, d.Tool)
+			if d.Seq > 0 {
+				where += fmt.Sprintf(", seq %d", d.Seq)
+			}
+			field := ""
+			if d.Field != "" {
+				field = " field " + d.Field
+			}
+			fmt.Fprintf(w, "  [%s] %s)%s: log has %q, replay produced %q\n", d.Code, where, field, clip(d.Log, 60), clip(d.Replay, 60))
+		}
+	}
+	if rep.Stopped {
+		fmt.Fprintln(w, "  stopped at the first difference (--strict)")
+	}
+	if rep.Reason != "" {
+		fmt.Fprintf(w, "  %s\n", rep.Reason)
+	}
+	if kept {
+		fmt.Fprintf(w, "  replay session: %s\n", rep.ReplaySessionID)
+	}
+}
+
+type replayForkOptions struct {
+	Session string
+	From    int64
+	Model   string
+	Script  string
+	Prompt  string
+	ForkID  string
+	JSON    bool
+	Quiet   bool
+}
+
+func newReplayForkCmd(f *Factory, runF func(context.Context, *replayForkOptions) error) *cobra.Command {
+	opts := &replayForkOptions{}
+	cmd := &cobra.Command{
+		Use:   "fork SESSION --from SEQ [--model PROVIDER/ID] [--prompt TEXT]",
+		Short: "Start a new session from a session's first SEQ events and continue it live",
+		Long: `Copy the session's events up to --from SEQ into a new session (its header
+names parent_session_id and forked_from), rebuild its workspace as it was at
+SEQ (a fresh copy of workspace.from with the recorded workspace edits
+re-applied; custom tools, which may act on the world, are never repeated),
+and continue it live against the pinned model, or the one --model names
+(recorded as a model_changed event: a model change is never silent).
+--prompt adds a user message first. For --model scripted/ID, --script
+names the scripted model's turns.
+
+Exit status: as 'agentctl run' (0 done, 3 awaiting approval, 4 budget,
+6 evaluation failed, 130 interrupted, 1 error).`,
+		Example: `  agentctl replay fork 3f2a --from 12 --model anthropic/claude-sonnet-4-5
+  agentctl replay fork 3f2a --from 6 --model scripted/alt --script alt.yaml
+  agentctl replay fork 3f2a --from 20 --prompt "Also update the changelog"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Session = args[0]
+			if opts.From <= 0 {
+				return usageError{fmt.Errorf("replay fork: --from SEQ is required")}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return replayForkRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().Int64Var(&opts.From, "from", 0, "keep the events up to and including `SEQ`")
+	cmd.Flags().StringVar(&opts.Model, "model", "", "continue against `PROVIDER/ID` instead of the pinned model")
+	cmd.Flags().StringVar(&opts.Script, "script", "", "turns of the scripted model (with --model scripted/ID)")
+	cmd.Flags().StringVar(&opts.Prompt, "prompt", "", "a user message to add before continuing")
+	cmd.Flags().StringVar(&opts.ForkID, "session-id", "", "use this id for the new session (default: random)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object with the outcome at the end")
+	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
+	_ = cmd.Flags().MarkHidden("session-id")
+	return cmd
+}
+
+func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) error {
+	id, evs, err := loadSession(f, opts.Session)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return fmt.Errorf("replay fork %s: the log has no events", id)
+	}
+	sp, err := spec.FromHeader(evs[0].Spec)
+	if err != nil {
+		return fmt.Errorf("replay fork %s: %w", id, err)
+	}
+	if opts.Model != "" {
+		p, m, ok := strings.Cut(opts.Model, "/")
+		if !ok || p == "" || m == "" {
+			return usageError{fmt.Errorf("replay fork: --model %q: want PROVIDER/ID, e.g. openai/gpt-4o-mini", opts.Model)}
+		}
+		if p != sp.Model.Provider {
+			sp.Model = spec.Model{Provider: p, ID: m, MaxTokens: sp.Model.MaxTokens}
+		} else {
+			sp.Model.ID = m
+		}
+	}
+	if opts.Script != "" {
+		abs, err := filepath.Abs(opts.Script)
+		if err != nil {
+			return err
+		}
+		sp.Model.Script = abs
+	}
+	if sp.Model.Provider == "scripted" && sp.Model.Script == "" {
+		return usageError{fmt.Errorf("replay fork: --model scripted/%s needs --script FILE", sp.Model.ID)}
+	}
+	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
+	if err != nil {
+		return fmt.Errorf("replay fork %s: %w", id, err)
+	}
+	rep, err := replay.Fork(ctx, replay.ForkConfig{Store: cfg.Store, SessionID: id, Events: evs, From: opts.From, Spec: sp,
+		Provider: cfg.Provider, Tools: cfg.Tools, Prompt: opts.Prompt, ForkID: opts.ForkID, Observer: cfg.Observer})
+	flushTelemetry(f, cfg.Observer)
+	if rep.SessionID == "" {
+		return err
+	}
+	sealSession(f, rep.SessionID)
+	if !opts.JSON {
+		note := ""
+		if rep.ModelChanged {
+			note = fmt.Sprintf(", model changed to %s/%s", sp.Model.Provider, sp.Model.ID)
+		}
+		fmt.Fprintf(f.Out, "forked %s at seq %d into %s (%d events copied, %d workspace edits re-applied, %d custom calls not repeated%s)\n",
+			id, opts.From, rep.SessionID, rep.Copied, rep.Reapplied, rep.Skipped, note)
+	}
+	return reportRun(f, rep.Result, err, opts.JSON)
+}
