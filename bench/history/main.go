@@ -1,0 +1,140 @@
+// Command history benchmarks the query path of issue 5: N sessions of E
+// events, an aggregate query through `agentctl query` before and after
+// `agentctl history compact`, and jq over the same events as JSONL.
+//
+//	go build -o /tmp/agentctl ./cmd/agentctl
+//	go run ./bench/history -agentctl /tmp/agentctl -sessions 10000 -events 100
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/agentctl/agentctl/history"
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/session"
+)
+
+const sqlQ = `SELECT model, count(*) AS calls, sum(input_tokens + output_tokens) AS tokens, sum(cost_usd) AS cost FROM events WHERE kind = 'model_call' GROUP BY model ORDER BY model`
+
+const jqQ = `select(.kind == "model_call") | [.model, (.input_tokens + .output_tokens), .cost_usd]`
+
+func main() {
+	bin := flag.String("agentctl", "agentctl", "agentctl binary")
+	n := flag.Int("sessions", 10000, "sessions")
+	e := flag.Int("events", 100, "events per session")
+	dir := flag.String("dir", "", "work folder (default: a temp folder, removed)")
+	flag.Parse()
+	home := *dir
+	if home == "" {
+		home, _ = os.MkdirTemp("", "agentctl-bench-")
+		defer os.RemoveAll(home)
+	}
+	jsonl := filepath.Join(home, "events.jsonl")
+	t0 := time.Now()
+	must(generate(home, jsonl, *n, *e))
+	fmt.Printf("generated %d sessions x %d events in %s\n", *n, *e, time.Since(t0).Round(time.Millisecond))
+
+	h := history.New(home)
+	h.AutoCompactFiles = -1
+	ids, _ := h.Store.IDs()
+	t0 = time.Now()
+	_, err := h.Seal(ids...)
+	must(err)
+	fmt.Printf("sealed %d sessions in %s\n", len(ids), time.Since(t0).Round(time.Millisecond))
+
+	q := func() time.Duration {
+		run(*bin, "--home", home, "query", sqlQ) // warm up
+		best := time.Hour
+		for range 3 {
+			t := time.Now()
+			run(*bin, "--home", home, "query", sqlQ)
+			best = min(best, time.Since(t))
+		}
+		return best
+	}
+	before := q()
+	t0 = time.Now()
+	run(*bin, "--home", home, "history", "compact")
+	compact := time.Since(t0)
+	after := q()
+	t0 = time.Now()
+	out, err := exec.Command("jq", "-c", jqQ, jsonl).Output()
+	must(err)
+	jq := time.Since(t0)
+	_ = out
+	fmt.Printf("query before compaction (warm, best of 3): %s\n", before.Round(time.Millisecond))
+	fmt.Printf("history compact:                           %s\n", compact.Round(time.Millisecond))
+	fmt.Printf("query after compaction (warm, best of 3):  %s\n", after.Round(time.Millisecond))
+	fmt.Printf("jq over JSONL:                             %s\n", jq.Round(time.Millisecond))
+	fmt.Printf("ratios: jq / after = %.1fx, before / after = %.1fx\n", float64(jq)/float64(after), float64(before)/float64(after))
+}
+
+func generate(home, jsonl string, n, e int) error {
+	st := recorder.Store{Root: home}
+	f, err := os.Create(jsonl)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	defer w.Flush()
+	base := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	models := []string{"gpt-4o-mini", "claude-sonnet-4-5", "llama-3"}
+	for i := range n {
+		id := fmt.Sprintf("%016x", i+1)
+		ts := base.Add(time.Duration(i) * time.Second)
+		hdr := session.Event{TS: ts, Kind: session.KindSessionStarted, SessionID: id, Name: "bench", Provider: "p", Model: models[i%3]}
+		s, err := st.Create(hdr, recorder.Options{NoSync: true})
+		if err != nil {
+			return err
+		}
+		evs := make([]session.Event, 0, e-1)
+		for j := 1; j < e-1; j++ {
+			ev := session.Event{TS: ts.Add(time.Duration(j) * time.Millisecond)}
+			switch j % 4 {
+			case 0:
+				ev.Kind, ev.Model, ev.InputTokens, ev.OutputTokens, ev.CostUSD = session.KindModelCall, models[i%3], int64(100+j), int64(j), 0.001
+			case 1:
+				ev.Kind, ev.CallID, ev.Tool = session.KindToolIntent, fmt.Sprint("c", j), "bash"
+			case 2:
+				ev.Kind, ev.CallID, ev.Tool, ev.Status, ev.LatencyMS, ev.Output = session.KindToolResult, fmt.Sprint("c", j-1), "bash", "ok", int64(j), "output of the tool"
+			default:
+				ev.Kind, ev.Text = session.KindAssistantMessage, "thinking about the next step"
+			}
+			evs = append(evs, ev)
+		}
+		evs = append(evs, session.Event{TS: ts.Add(time.Second), Kind: session.KindSessionFinished, Status: "done"})
+		out, err := s.Append(evs...)
+		if err != nil {
+			return err
+		}
+		s.Close()
+		for _, ev := range append([]session.Event{hdr}, out...) {
+			b, _ := session.Encode(ev)
+			w.Write(b)
+			w.WriteByte('\n')
+		}
+	}
+	return nil
+}
+
+func run(bin string, args ...string) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		must(fmt.Errorf("%s %v: %w", bin, args, err))
+	}
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
