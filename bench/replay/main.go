@@ -1,0 +1,183 @@
+// Command replay measures `agentctl replay verify` throughput: one session
+// of 100,000 events and 1,000 sessions of 100 events, generated with real
+// request digests and written as real logs, then verified from disk (read
+// + fold + hash) and in memory (fold + hash). Linear growth shows as the
+// same ns/event at 10,000 and 100,000 events.
+//
+//	go run ./bench/replay            # the figures in bench/README.md
+//	go run ./bench/replay -events 1000000
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay"
+	"github.com/agentctl/agentctl/session"
+)
+
+func main() {
+	events := flag.Int("events", 100_000, "events of the long session")
+	sessions := flag.Int("sessions", 1000, "number of short sessions")
+	short := flag.Int("short", 100, "events per short session")
+	every := flag.Int("compact-every", 10, "turns between compactions (0: never)")
+	flag.Parse()
+
+	dir, err := os.MkdirTemp("", "agentctl-bench-replay-")
+	check(err)
+	defer os.RemoveAll(dir)
+	st := recorder.Store{Root: dir}
+
+	small := gen(*events/10, *every)
+	big := gen(*events, *every)
+	fmt.Printf("verify in memory (fold + hash), %d turns between compactions:\n", *every)
+	nsSmall := inMemory("  %7d events", small)
+	nsBig := inMemory("  %7d events", big)
+	fmt.Printf("  growth 10x events: %.2fx ns/event (1.0 = linear)\n", nsBig/nsSmall)
+
+	write(st, "b000000000000000", big)
+	t0 := time.Now()
+	evs, _, err := st.Load("b000000000000000")
+	check(err)
+	rep := replay.Verify("b000000000000000", evs, replay.VerifyOptions{})
+	d := time.Since(t0)
+	must(rep)
+	fmt.Printf("verify from disk, one session of %d events: %v, %.2f M events/s\n", len(big), d.Round(time.Millisecond), float64(len(big))/d.Seconds()/1e6)
+
+	var ids []string
+	for i := range *sessions {
+		id := fmt.Sprintf("s%015d", i)
+		write(st, id, gen(*short, *every))
+		ids = append(ids, id)
+	}
+	t0 = time.Now()
+	total := verifyAll(st, ids, 1)
+	d = time.Since(t0)
+	fmt.Printf("verify from disk, %d sessions of %d events, 1 worker: %v, %.2f M events/s\n", len(ids), *short, d.Round(time.Millisecond), float64(total)/d.Seconds()/1e6)
+	w := runtime.GOMAXPROCS(0)
+	t0 = time.Now()
+	total = verifyAll(st, ids, w)
+	d = time.Since(t0)
+	fmt.Printf("verify from disk, %d sessions of %d events, %d workers: %v, %.2f M events/s\n", len(ids), *short, w, d.Round(time.Millisecond), float64(total)/d.Seconds()/1e6)
+
+	if *every > 0 {
+		nc := gen(10_000, 0)
+		inMemory("no compaction (payload grows without bound), %d events", nc)
+	}
+}
+
+func inMemory(label string, evs []session.Event) float64 {
+	best := time.Duration(1 << 62)
+	for range 3 {
+		t0 := time.Now()
+		must(replay.Verify("x", evs, replay.VerifyOptions{}))
+		best = min(best, time.Since(t0))
+	}
+	ns := float64(best.Nanoseconds()) / float64(len(evs))
+	fmt.Printf(label+": %v, %.0f ns/event, %.2f M events/s\n", len(evs), best.Round(time.Microsecond), ns, 1e3/ns)
+	return ns
+}
+
+func verifyAll(st recorder.Store, ids []string, workers int) int64 {
+	var total int64
+	var mu sync.Mutex
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range next {
+				evs, _, err := st.Load(id)
+				check(err)
+				must(replay.Verify(id, evs, replay.VerifyOptions{}))
+				mu.Lock()
+				total += int64(len(evs))
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, id := range ids {
+		next <- id
+	}
+	close(next)
+	wg.Wait()
+	return total
+}
+
+func must(r replay.Report) {
+	if r.Status != replay.StatusOK {
+		fmt.Fprint(os.Stderr, r.Text())
+		os.Exit(1)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// gen makes a session of about n events the way the runner records one:
+// per turn an assistant message with a tool call, its model_call with the
+// request digest of the projection before it, an intent and a result; a
+// compaction (call + event) every `every` turns, through the seq before
+// the latest assistant message, as the runner compacts.
+func gen(n, every int) []session.Event {
+	tools := []string{"edit_file", "grep", "list_files", "read_file"}
+	attrs, _ := json.Marshal(map[string][]string{"tools": tools})
+	ts := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	evs := []session.Event{{Seq: 1, TS: ts, Kind: session.KindSessionStarted, SessionID: "x", Provider: "scripted", Model: "scripted-1",
+		System: "You are a careful coding agent.", Attrs: attrs}}
+	p := session.NewProjector(evs[0].System)
+	p.Add(evs[0])
+	add := func(e session.Event) {
+		e.Seq, e.TS = int64(len(evs)+1), ts.Add(time.Duration(len(evs))*time.Millisecond)
+		evs = append(evs, e)
+		p.Add(e)
+	}
+	add(session.Event{Kind: session.KindUserMessage, Text: "Rename Foo to Bar in pkg/. Constraint: never edit vendor/."})
+	lastAssistant := int64(0)
+	for turn := 1; len(evs) < n; turn++ {
+		if every > 0 && turn%every == 0 && lastAssistant > 0 {
+			add(session.Event{Kind: session.KindModelCall, Provider: "scripted", Model: "scripted-1", Attrs: json.RawMessage(`{"purpose":"compaction"}`), InputTokens: 900, OutputTokens: 80})
+			add(session.Event{Kind: session.KindCompaction, Through: lastAssistant - 1, Summary: fmt.Sprintf("Summary of turns up to %d: renamed Foo in %d files.", turn, turn)})
+		}
+		digest := session.Digest(p.Messages(), tools)
+		id := fmt.Sprintf("call_%d_0", turn)
+		args := json.RawMessage(fmt.Sprintf(`{"path":"pkg/f%d.go"}`, turn))
+		add(session.Event{Kind: session.KindAssistantMessage, Text: fmt.Sprintf("Reading pkg/f%d.go.", turn),
+			ToolCalls: []session.ToolCall{{ID: id, Name: "read_file", Args: args}}, InputTokens: 300, OutputTokens: 12})
+		lastAssistant = evs[len(evs)-1].Seq
+		add(session.Event{Kind: session.KindModelCall, RequestDigest: digest, Provider: "scripted", Model: "scripted-1", InputTokens: 300, OutputTokens: 12, FinishReason: "tool_calls"})
+		add(session.Event{Kind: session.KindToolIntent, CallID: id, Tool: "read_file", Args: args})
+		add(session.Event{Kind: session.KindToolResult, CallID: id, Tool: "read_file", Status: "ok",
+			Output: "package pkg\n\n// File uses Foo.\nfunc use() { _ = Foo{} }\n" + strings.Repeat("// filler line of a realistic file\n", 4)})
+	}
+	return evs
+}
+
+func write(st recorder.Store, id string, evs []session.Event) {
+	hdr := evs[0]
+	hdr.SessionID = id
+	sess, err := st.Create(hdr, recorder.Options{NoSync: true})
+	check(err)
+	rest := make([]session.Event, 0, len(evs)-1)
+	for _, e := range evs[1:] {
+		e.Seq = 0
+		rest = append(rest, e)
+	}
+	_, err = sess.Append(rest...)
+	check(err)
+	check(sess.Close())
+	_ = os.Remove(filepath.Join(st.SessionDir(id), recorder.LeaseFile))
+}
