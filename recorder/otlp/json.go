@@ -44,7 +44,14 @@ type (
 		EndTimeUnixNano   string         `json:"endTimeUnixNano"`
 		Attributes        []jsonKeyValue `json:"attributes,omitempty"`
 		Events            []jsonEvent    `json:"events,omitempty"`
+		Links             []jsonLink     `json:"links,omitempty"`
 		Status            jsonStatus     `json:"status"`
+	}
+	jsonLink struct {
+		TraceID    string         `json:"traceId"`
+		SpanID     string         `json:"spanId"`
+		Attributes []jsonKeyValue `json:"attributes,omitempty"`
+		Flags      uint32         `json:"flags,omitempty"`
 	}
 	jsonEvent struct {
 		TimeUnixNano string         `json:"timeUnixNano"`
@@ -143,6 +150,10 @@ func jsonSpanOf(s tracetest.SpanStub) jsonSpan {
 	for _, e := range s.Events {
 		js.Events = append(js.Events, jsonEvent{TimeUnixNano: strconv.FormatInt(e.Time.UnixNano(), 10),
 			Name: e.Name, Attributes: jsonAttrs(e.Attributes)})
+	}
+	for _, l := range s.Links {
+		js.Links = append(js.Links, jsonLink{TraceID: l.SpanContext.TraceID().String(), SpanID: l.SpanContext.SpanID().String(),
+			Attributes: jsonAttrs(l.Attributes), Flags: uint32(l.SpanContext.TraceFlags()) | flagContextHasIsRemote})
 	}
 	return js
 }

@@ -210,7 +210,10 @@ func (r Report) Warning() string {
 		return ""
 	}
 	msg := fmt.Sprintf("otlp: %d of %d spans dropped", r.Dropped, r.Spans)
-	if r.MetricsErr != nil {
+	switch {
+	case r.Dropped == 0:
+		msg = "otlp: metrics not delivered"
+	case r.MetricsErr != nil:
 		msg += ", metrics not delivered"
 	}
 	if r.Endpoint != "" {

@@ -166,9 +166,15 @@ func (b *builder) open(role string, seq int64, name string, kind trace.SpanKind,
 	return s
 }
 
+// minDuration is the length of a span whose start and end were recorded at
+// the same instant (a sub-millisecond call logs latency_ms 0): backends
+// such as Jaeger rewrite a zero-length span, and the rewritten copy no
+// longer deduplicates against a re-export.
+const minDuration = time.Microsecond
+
 func (b *builder) end(s *openSpan, at time.Time) {
-	if at.Before(s.stub.StartTime) {
-		at = s.stub.StartTime
+	if !at.After(s.stub.StartTime) {
+		at = s.stub.StartTime.Add(minDuration)
 	}
 	s.stub.EndTime = at
 	b.emit(s.stub)
@@ -237,7 +243,12 @@ func (b *builder) add(e session.Event) {
 	case session.KindToolResult:
 		b.toolResult(e, inv)
 	case session.KindApprovalRequest:
-		b.approvals[e.CallID] = b.open(nameApproval, e.Seq, nameApproval+" "+e.Tool, trace.SpanKindInternal, e.TS, inv,
+		// The wait outlasts the run that asked (it stops, awaiting
+		// approval), so it is a root of the trace of its own rather than a
+		// child that ends after its parent. (Not a span link either:
+		// Jaeger's clock-skew adjuster treats a link as a parent and
+		// warns.) The tool call id ties it to its execute_tool span.
+		b.approvals[e.CallID] = b.open(nameApproval, e.Seq, nameApproval+" "+e.Tool, trace.SpanKindInternal, e.TS, nil,
 			semconv.GenAIToolName(e.Tool), semconv.GenAIToolCallID(e.CallID), attrSeq.Int64(e.Seq))
 	case session.KindApprovalGranted, session.KindApprovalDenied:
 		s, ok := b.approvals[e.CallID]
