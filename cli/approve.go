@@ -152,3 +152,95 @@ func decideRun(f *Factory, opts *decideOptions) error {
 	fmt.Fprintf(f.Out, "%s %s(%s) [%s] in session %s\n  next: agentctl resume %s\n", verb, target.Tool, clip(string(args), 80), target.CallID, id, id)
 	return nil
 }
+
+type resolveOptions struct {
+	Session string
+	Call    string
+	Output  string
+	NotDone bool
+	JSON    bool
+}
+
+func newResolveCmd(f *Factory, runF func(*resolveOptions) error) *cobra.Command {
+	opts := &resolveOptions{}
+	cmd := &cobra.Command{
+		Use:   "resolve SESSION CALL_ID (--output TEXT | --not-done)",
+		Short: "Record what a human found about a side effect that needed checking",
+		Long: `A run stops with needs_human when a side-effecting call was in flight at a
+crash and agentctl cannot tell whether it took effect (the tool is not
+idempotent and has no lookup). Check by hand, then record what you found:
+
+  --output TEXT   it took effect; TEXT is the result the model will read
+  --not-done      it did not take effect; the model is told, and may retry
+
+Then 'agentctl resume SESSION' goes on.`,
+		Example: `  agentctl resolve 3f2a call_1_0 --output '{"sent":true}'
+  agentctl resolve 3f2a call_1_0 --not-done`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Session, opts.Call = args[0], args[1]
+			if runF != nil {
+				return runF(opts)
+			}
+			return resolveRun(f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Output, "output", "", "the call took effect; this is its result")
+	cmd.Flags().BoolVar(&opts.NotDone, "not-done", false, "the call did not take effect")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the recorded event as JSON")
+	return cmd
+}
+
+func resolveRun(f *Factory, opts *resolveOptions) error {
+	if (opts.Output == "") == !opts.NotDone {
+		return usageError{fmt.Errorf("give exactly one of --output TEXT or --not-done")}
+	}
+	st := f.Store()
+	id, err := st.Resolve(opts.Session)
+	if err != nil {
+		return err
+	}
+	sess, _, err := st.Open(id, recorder.Options{})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	evs, _, err := st.Load(id)
+	if err != nil {
+		return err
+	}
+	var waiting *session.Event
+	for i := range evs {
+		e := &evs[i]
+		if e.CallID != opts.Call {
+			continue
+		}
+		switch {
+		case e.Kind == session.KindReconciled && e.Outcome == session.ReconciledNeedsHuman:
+			waiting = e
+		case e.Kind == session.KindReconciled || e.Kind == session.KindToolResult:
+			waiting = nil
+		}
+	}
+	if waiting == nil {
+		return fmt.Errorf("session %s: call %q does not need a human", id, opts.Call)
+	}
+	ev := session.Event{Kind: session.KindReconciled, CallID: waiting.CallID, Tool: waiting.Tool,
+		IdempotencyKey: waiting.IdempotencyKey, Outcome: session.ReconciledRecovered, Output: opts.Output,
+		Reason: "a human checked it: it took effect"}
+	if opts.NotDone {
+		ev = session.Event{Kind: session.KindToolResult, CallID: waiting.CallID, Tool: waiting.Tool,
+			Status: session.ResultCancelled, Error: "it did not take effect (checked by a human); call it again if it is still needed"}
+	}
+	out, err := sess.Append(ev)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		b, _ := session.Encode(out[0])
+		fmt.Fprintln(f.Out, string(b))
+		return nil
+	}
+	fmt.Fprintf(f.Out, "recorded %s for %s [%s] in session %s\n  next: agentctl resume %s\n", describe(out[0]), waiting.Tool, waiting.CallID, id, id)
+	return nil
+}

@@ -255,8 +255,9 @@ func ReadFile(path string) ([]session.Event, Tail, error) {
 	if err != nil {
 		return nil, Tail{}, fmt.Errorf("recorder: read log: %w", err)
 	}
-	// Read at most the size seen now: a writer may be appending.
-	return readAll(io.LimitReader(f, fi.Size()), path, fi.Size())
+	// Read at most the size seen now: a writer may be appending. Buffered:
+	// the reader asks for each frame header and payload separately.
+	return readAll(bufio.NewReaderSize(io.LimitReader(f, fi.Size()), 1<<20), path, fi.Size())
 }
 
 // readAll reads every event from r, which yields size bytes.

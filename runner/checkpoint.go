@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -33,12 +34,16 @@ type Checkpoint struct {
 	ToolCalls    int64   `json:"tool_calls"`
 	Turns        int     `json:"turns"`
 	EvalFailures int     `json:"eval_failures"`
+	Prompted     bool    `json:"prompted"`
+	DoneClaim    bool    `json:"done_claim,omitempty"`
 	WallSpentMS  int64   `json:"wall_spent_ms"`
 
+	NeedsHuman     []string       `json:"needs_human,omitempty"`
 	SessionGrants  []string       `json:"session_grants,omitempty"`
 	LastAssistant  *session.Event `json:"last_assistant,omitempty"`
 	Calls          []callSnapshot `json:"calls,omitempty"` // of the last assistant message
 	PendingIntents []string       `json:"pending_intents,omitempty"`
+	LastEval       *session.Event `json:"last_eval,omitempty"`
 	Finished       *session.Event `json:"finished,omitempty"`
 	SegStart       time.Time      `json:"seg_start"`
 	Provider       string         `json:"provider"`
@@ -65,6 +70,7 @@ func (s *state) checkpoint(ws string) Checkpoint {
 		Seq: s.lastSeq, TS: s.lastTS, Projection: s.projector.State(),
 		InputTokens: s.inputTokens, OutputTokens: s.outputTokens, CostUSD: s.costUSD,
 		ToolCalls: s.toolCalls, Turns: s.turns, EvalFailures: s.evalFailures,
+		Prompted: s.prompted, DoneClaim: s.doneClaim, LastEval: s.lastEval,
 		WallSpentMS: s.wallSpent.Milliseconds(), LastAssistant: s.lastAssistant, Finished: s.finished,
 		Provider: s.provider, Model: s.model, WorkspaceGit: gitHead(ws),
 	}
@@ -72,6 +78,11 @@ func (s *state) checkpoint(ws string) Checkpoint {
 	for tool := range s.sessionGrants {
 		cp.SessionGrants = append(cp.SessionGrants, tool)
 	}
+	for id := range s.needsHuman {
+		cp.NeedsHuman = append(cp.NeedsHuman, id)
+	}
+	sort.Strings(cp.SessionGrants)
+	sort.Strings(cp.NeedsHuman)
 	if s.lastAssistant != nil {
 		for _, c := range s.lastAssistant.ToolCalls {
 			if cs := s.calls[c.ID]; cs != nil {
@@ -92,12 +103,16 @@ func restore(cp Checkpoint) *state {
 	s.lastSeq, s.lastTS = cp.Seq, cp.TS
 	s.inputTokens, s.outputTokens, s.costUSD = cp.InputTokens, cp.OutputTokens, cp.CostUSD
 	s.toolCalls, s.turns, s.evalFailures = cp.ToolCalls, cp.Turns, cp.EvalFailures
+	s.prompted, s.doneClaim, s.lastEval = cp.Prompted, cp.DoneClaim, cp.LastEval
 	s.wallSpent = time.Duration(cp.WallSpentMS) * time.Millisecond
 	s.segStart = cp.SegStart
 	s.lastAssistant, s.finished = cp.LastAssistant, cp.Finished
 	s.provider, s.model = cp.Provider, cp.Model
 	for _, t := range cp.SessionGrants {
 		s.sessionGrants[t] = true
+	}
+	for _, id := range cp.NeedsHuman {
+		s.needsHuman[id] = true
 	}
 	for _, c := range cp.Calls {
 		cs := callState(c)

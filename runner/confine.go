@@ -34,26 +34,35 @@ func sandboxConfig(sp *spec.Spec, home string) (*sandbox.Config, error) {
 	}, nil
 }
 
-// needsSandbox reports whether the registry has tools that start
-// subprocesses (bash, custom commands).
-func needsSandbox(reg *tools.Registry, sp *spec.Spec) bool {
-	if _, ok := reg.Get(tools.NameBash); ok || len(sp.CustomTools) > 0 || len(sp.Done) > 0 {
+// spawns reports whether a tool starts subprocesses (bash, custom
+// commands), the tools the sandbox confines.
+func spawns(t tools.Tool) bool {
+	if t.Name() == tools.NameBash {
 		return true
 	}
-	return false
+	_, ok := t.(*tools.Command)
+	return ok
 }
 
-// setupSandbox decides, before anything runs, how tools are confined. Where
-// namespaces are unavailable, a run whose tools start subprocesses is
-// refused unless the spec sets sandbox.unconfined; agentctl never falls
-// back to running them unconfined on its own.
+// setupSandbox builds the confinement of the run's tools and starts probing
+// the machine in the background, so the run does not wait for it.
 func (r *run) setupSandbox() error {
 	cfg, err := sandboxConfig(r.cfg.Spec, r.cfg.Store.Root)
 	if err != nil {
 		return err
 	}
 	r.sandbox = cfg
-	if !needsSandbox(r.cfg.Tools, r.cfg.Spec) {
+	go func() { _ = sandbox.Available() }()
+	return nil
+}
+
+// sandboxReady is checked before a tool that starts subprocesses is
+// dispatched. Where namespaces are unavailable the run is refused unless
+// the spec sets sandbox.unconfined; agentctl never falls back to running
+// tools unconfined on its own. (tools would refuse each call anyway; this
+// stops the run with the reason and a hint instead.)
+func (r *run) sandboxReady(t tools.Tool) error {
+	if !spawns(t) || r.sandbox.Unconfined {
 		return nil
 	}
 	if err := sandbox.Available(); err != nil {

@@ -31,10 +31,14 @@ type state struct {
 	toolCalls                 int64
 	turns                     int // assistant messages: the model turns consumed
 	evalFailures              int
+	prompted                  bool           // the first user message is recorded
+	doneClaim                 bool           // the latest assistant message asked for no tools
+	lastEval                  *session.Event // evaluation of that claim, if recorded
 
 	calls         map[string]*callState
 	lastAssistant *session.Event
 	sessionGrants map[string]bool // tool names granted for the session
+	needsHuman    map[string]bool // calls reconciled as needs_human and not resolved since
 	finished      *session.Event  // the latest session_finished, if any
 	provider      string          // current provider/model (after model_changed)
 	model         string
@@ -48,6 +52,7 @@ func newState(system string) *state {
 		projector:     session.NewProjector(system),
 		calls:         map[string]*callState{},
 		sessionGrants: map[string]bool{},
+		needsHuman:    map[string]bool{},
 	}
 }
 
@@ -63,8 +68,12 @@ func (s *state) add(e session.Event) {
 		s.provider, s.model = e.Provider, e.Model
 	case session.KindModelChanged:
 		s.provider, s.model = e.Provider, e.Model
+	case session.KindUserMessage:
+		s.prompted = true
+		s.doneClaim, s.lastEval = false, nil
 	case session.KindAssistantMessage:
 		s.turns++
+		s.doneClaim, s.lastEval = len(e.ToolCalls) == 0, nil
 		ev := e
 		s.lastAssistant = &ev
 		for i, c := range e.ToolCalls {
@@ -82,6 +91,11 @@ func (s *state) add(e session.Event) {
 	case session.KindToolResult, session.KindReconciled:
 		if c := s.calls[e.CallID]; c != nil {
 			c.Done = true
+		}
+		if e.Kind == session.KindReconciled && e.Outcome == session.ReconciledNeedsHuman {
+			s.needsHuman[e.CallID] = true
+		} else {
+			delete(s.needsHuman, e.CallID)
 		}
 	case session.KindApprovalRequest:
 		if c := s.calls[e.CallID]; c != nil {
@@ -102,6 +116,8 @@ func (s *state) add(e session.Event) {
 		if e.Outcome == "fail" {
 			s.evalFailures++
 		}
+		ev := e
+		s.lastEval = &ev
 	case session.KindSessionFinished:
 		ev := e
 		s.finished = &ev

@@ -29,6 +29,11 @@ func prepareWorkspace(sp *spec.Spec, ws string) error {
 	if sp.Workspace.From == "" {
 		return os.MkdirAll(ws, 0o755)
 	}
+	// The folder is the session's own: a copy cut short by a crash is
+	// replaced, never merged.
+	if err := os.RemoveAll(ws); err != nil {
+		return fmt.Errorf("reset the session workspace: %w", err)
+	}
 	if err := CopyTree(sp.Workspace.From, ws); err != nil {
 		return fmt.Errorf("copy workspace.from %s: %w", sp.Workspace.From, err)
 	}

@@ -142,7 +142,7 @@ func reap(pid int, ic initConfig, forwarded *atomic.Bool) int {
 					note = fmt.Sprintf(" (memory limit is %d MiB)", ic.Memory>>20)
 				}
 			}
-			if forwarded.Load() {
+			if forwarded.Load() || sig == syscall.SIGTERM || sig == syscall.SIGINT || sig == syscall.SIGHUP || sig == syscall.SIGPIPE {
 				// A cancel from the harness: it reports that itself.
 				return 128 + int(sig)
 			}
@@ -170,20 +170,22 @@ func execHop() {
 		fmt.Fprintf(os.Stderr, "agentctl sandbox: drop privileges: %v\n", err)
 		os.Exit(125)
 	}
-	set := func(res int, v int64) error {
+	set := func(res int, v, slack int64) error {
 		if v <= 0 {
 			return nil
 		}
-		return unix.Setrlimit(res, &unix.Rlimit{Cur: uint64(v), Max: uint64(v)})
+		return unix.Setrlimit(res, &unix.Rlimit{Cur: uint64(v), Max: uint64(v + slack)})
 	}
-	if err := set(unix.RLIMIT_CPU, lim.CPU); err != nil {
+	// The CPU hard limit is a second above the soft one, so the tool gets
+	// SIGXCPU (and the init can say why) before the kernel's SIGKILL.
+	if err := set(unix.RLIMIT_CPU, lim.CPU, 1); err != nil {
 		fmt.Fprintf(os.Stderr, "agentctl sandbox: RLIMIT_CPU: %v\n", err)
 		os.Exit(125)
 	}
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 	// Last, so the Go runtime of this hop never runs under the ceiling for
 	// more than the exec itself.
-	if err := set(unix.RLIMIT_AS, lim.Memory); err != nil {
+	if err := set(unix.RLIMIT_AS, lim.Memory, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "agentctl sandbox: RLIMIT_AS: %v\n", err)
 		os.Exit(125)
 	}

@@ -99,6 +99,11 @@ func TestBashEnvScrubbed(t *testing.T) {
 	}
 }
 
+// unconfined runs a test of the process-group layer of proc.go on its own:
+// inside the sandbox $$ is a PID of the tool's PID namespace, not a host
+// process group (TestSandboxGrandchildCancelled covers the sandboxed case).
+var unconfined = &sandbox.Config{Unconfined: true}
+
 func TestBashTimeoutKillsGroup(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -113,7 +118,7 @@ func TestBashTimeoutKillsGroup(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, elapsed := runBashCall(context.Background(), t, Call{Timeout: time.Second}, tt.command)
+			got, elapsed := runBashCall(context.Background(), t, Call{Timeout: time.Second, Sandbox: unconfined}, tt.command)
 			if got.Status != statusError || got.Error != "timed out after 1s" {
 				t.Errorf("bash %q = %+v, want error %q", tt.command, got, "timed out after 1s")
 			}
@@ -132,7 +137,7 @@ func TestBashCancel(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(500*time.Millisecond, cancel)
-	got, elapsed := runBashCall(ctx, t, Call{}, "echo $$; sleep 30 & sleep 30")
+	got, elapsed := runBashCall(ctx, t, Call{Sandbox: unconfined}, "echo $$; sleep 30 & sleep 30")
 	if got.Status != statusCancelled || got.Error != "cancelled" {
 		t.Errorf("bash after cancel = %+v, want cancelled", got)
 	}
@@ -146,7 +151,7 @@ func TestBashCancel(t *testing.T) {
 // behind returns at once, and the child does not outlive the call.
 func TestBashBackgroundChildKilled(t *testing.T) {
 	t.Parallel()
-	got, elapsed := runBashCall(context.Background(), t, Call{}, "echo $$; sleep 30 &")
+	got, elapsed := runBashCall(context.Background(), t, Call{Sandbox: unconfined}, "echo $$; sleep 30 &")
 	if got.Status != statusOK {
 		t.Errorf("bash = %+v, want ok", got)
 	}
@@ -160,7 +165,7 @@ func TestBashBackgroundChildKilled(t *testing.T) {
 // and holds the output pipe cannot keep Run waiting past pipeGrace.
 func TestBashEscapedHolderDoesNotHang(t *testing.T) {
 	t.Parallel()
-	got, elapsed := runBashCall(context.Background(), t, Call{},
+	got, elapsed := runBashCall(context.Background(), t, Call{Sandbox: unconfined},
 		`echo $$; setsid sh -c 'echo $$; exec sleep 20' & sleep 0.3`)
 	lines := strings.Split(strings.TrimSpace(got.Output), "\n")
 	if len(lines) == 2 {

@@ -97,7 +97,7 @@ func TestCommandTimeoutAndCancel(t *testing.T) {
 	writeScript(t, dir, "slow.sh", "echo $$; sleep 30 & sleep 30\n")
 	c := NewCommand(CommandDef{Name: "slow", Command: []string{"./slow.sh"}, Dir: dir})
 
-	got := c.Run(context.Background(), Call{Workspace: t.TempDir(), Timeout: 500 * time.Millisecond})
+	got := c.Run(context.Background(), Call{Workspace: t.TempDir(), Timeout: 500 * time.Millisecond, Sandbox: unconfined})
 	if got.Status != statusError || got.Error != "timed out after 500ms" {
 		t.Errorf("Run past its timeout = %+v, want error %q", got, "timed out after 500ms")
 	}
@@ -105,7 +105,7 @@ func TestCommandTimeoutAndCancel(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	got = c.Run(ctx, Call{Workspace: t.TempDir()})
+	got = c.Run(ctx, Call{Workspace: t.TempDir(), Sandbox: unconfined})
 	if got.Status != statusCancelled {
 		t.Errorf("Run after cancel = %+v, want cancelled", got)
 	}

@@ -1,0 +1,452 @@
+// Package crashtest kills agent runs at every event boundary and inside
+// every side-effecting tool call, resumes them, and checks that the crash
+// changed nothing a user could notice: the final status and workspace match
+// an uncrashed run, every side effect happened exactly once, no
+// acknowledged event was lost, and every intent has exactly one outcome.
+//
+// Each run is a real child process of the agentctl binary, killed with
+// SIGKILL by its own failpoint (runner.FailpointEnv), in a home of its own.
+// All runs use the same session id so idempotency keys, and therefore the
+// tools' ledgers, are comparable across runs.
+//
+// Run is safe to call from one goroutine; it runs points concurrently
+// (Options.Parallel) in separate homes.
+package crashtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/session"
+)
+
+// SessionID is the id every run of a crash test uses.
+const SessionID = "c4a5c4a5c4a5c4a5"
+
+// maxResumes bounds the resumes after one crash (each may crash again when
+// CrashResumes asks for it).
+const maxResumes = 12
+
+// Point is where a run is killed: after event Seq is durable ("after"), or
+// inside the tool call whose intent is Seq, after its effect ("in-tool").
+type Point struct {
+	Kind string `json:"kind"`
+	Seq  int64  `json:"seq"`
+}
+
+func (p Point) String() string { return fmt.Sprintf("%s:%d", p.Kind, p.Seq) }
+
+// ParsePoints reads "all" (nil), or a comma list of N (after:N), after:N
+// or in-tool:N.
+func ParsePoints(s string) ([]Point, error) {
+	if s == "" || s == "all" {
+		return nil, nil
+	}
+	var out []Point
+	for _, f := range strings.Split(s, ",") {
+		kind, n, ok := strings.Cut(strings.TrimSpace(f), ":")
+		if !ok {
+			kind, n = "after", kind
+		}
+		seq, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || seq < 1 || (kind != "after" && kind != "in-tool") {
+			return nil, fmt.Errorf("point %q: use all, N, after:N or in-tool:N", f)
+		}
+		out = append(out, Point{kind, seq})
+	}
+	return out, nil
+}
+
+// Options configure a crash test.
+type Options struct {
+	// Exe is the agentctl binary the runs use.
+	Exe string
+	// Spec is the agent spec to run.
+	Spec string
+	// Points to crash at; nil means every event boundary and every
+	// side-effecting tool call of the uncrashed run.
+	Points []Point
+	// Parallel runs this many points at once (default 1).
+	Parallel int
+	// CrashResumes also kills each resume at a random later event, this
+	// many times per point, before letting one finish.
+	CrashResumes int
+	// Seed drives the random resume crashes; printed in the report.
+	Seed uint64
+	// WorkDir holds the homes of the runs (a temp dir if empty).
+	WorkDir string
+	// Progress is called after each point with the count done.
+	Progress func(done, total int)
+}
+
+// Outcome of one crash point.
+type Outcome struct {
+	Point      Point    `json:"point"`
+	Status     string   `json:"status"`
+	Outcome    string   `json:"outcome"` // ok | violation | not_reached
+	Duplicates int      `json:"duplicates"`
+	Lost       int      `json:"lost"`
+	Resumes    int      `json:"resumes"`
+	Problems   []string `json:"problems,omitempty"`
+	Millis     int64    `json:"ms"`
+}
+
+// Report is the whole matrix.
+type Report struct {
+	Spec       string    `json:"spec"`
+	Seed       uint64    `json:"seed"`
+	Baseline   Baseline  `json:"baseline"`
+	Outcomes   []Outcome `json:"outcomes"`
+	Violations int       `json:"violations"`
+	Millis     int64     `json:"ms"`
+}
+
+// Baseline is the uncrashed run the crashed ones are compared with.
+type Baseline struct {
+	Status    string `json:"status"`
+	Events    int    `json:"events"`
+	Workspace string `json:"workspace_sha256"`
+	lines     map[string]int
+}
+
+// result is the --json object of `agentctl run|resume`.
+type result struct {
+	SessionID string `json:"session_id"`
+	Status    string `json:"status"`
+}
+
+// Run runs the crash matrix.
+func Run(ctx context.Context, o Options) (Report, error) {
+	began := time.Now()
+	if o.Parallel < 1 {
+		o.Parallel = 1
+	}
+	if o.WorkDir == "" {
+		d, err := os.MkdirTemp("", "agentctl-crashtest-")
+		if err != nil {
+			return Report{}, err
+		}
+		defer os.RemoveAll(d)
+		o.WorkDir = d
+	}
+	rep := Report{Spec: o.Spec, Seed: o.Seed}
+	home := filepath.Join(o.WorkDir, "baseline")
+	res, crashed, err := o.child(ctx, home, "", "run", o.Spec, "--session-id", SessionID)
+	if err != nil || crashed {
+		return rep, fmt.Errorf("the uncrashed run failed: %v", err)
+	}
+	evs, ws, err := load(home)
+	if err != nil {
+		return rep, err
+	}
+	digest, lines, err := hashTree(ws)
+	if err != nil {
+		return rep, err
+	}
+	rep.Baseline = Baseline{Status: res.Status, Events: len(evs), Workspace: digest, lines: lines}
+	points := o.Points
+	if points == nil {
+		points = allPoints(evs)
+	}
+	rep.Outcomes = make([]Outcome, len(points))
+	var mu sync.Mutex
+	done := 0
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	for i, p := range points {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out := o.point(ctx, i, p, rep.Baseline)
+			mu.Lock()
+			rep.Outcomes[i] = out
+			done++
+			if o.Progress != nil {
+				o.Progress(done, len(points))
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, out := range rep.Outcomes {
+		if out.Outcome == "violation" {
+			rep.Violations++
+		}
+	}
+	rep.Millis = time.Since(began).Milliseconds()
+	return rep, ctx.Err()
+}
+
+// allPoints: after every event, and inside every tool call that has an
+// idempotency key (the side-effecting ones).
+func allPoints(evs []session.Event) []Point {
+	var ps []Point
+	for _, e := range evs {
+		ps = append(ps, Point{"after", e.Seq})
+		if e.Kind == session.KindToolIntent && e.IdempotencyKey != "" {
+			ps = append(ps, Point{"in-tool", e.Seq})
+		}
+	}
+	return ps
+}
+
+// point crashes one run at p, resumes it to the end and checks it.
+func (o Options) point(ctx context.Context, i int, p Point, base Baseline) Outcome {
+	began := time.Now()
+	out := Outcome{Point: p}
+	bad := func(format string, args ...any) { out.Problems = append(out.Problems, fmt.Sprintf(format, args...)) }
+	home := filepath.Join(o.WorkDir, fmt.Sprintf("point-%04d", i))
+	defer os.RemoveAll(home)
+
+	res, crashed, err := o.child(ctx, home, p.String(), "run", o.Spec, "--session-id", SessionID)
+	if err != nil {
+		out.Outcome = "violation"
+		bad("crashed run: %v", err)
+		return out
+	}
+	if !crashed {
+		out.Outcome, out.Status = "not_reached", res.Status
+		out.Millis = time.Since(began).Milliseconds()
+		return out
+	}
+	acked, _, err := recorder.ReadFile(filepath.Join(home, "sessions", SessionID, recorder.LogFile))
+	if err != nil {
+		out.Outcome = "violation"
+		bad("read the crashed log: %v", err)
+		return out
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
+	crashesLeft := o.CrashResumes
+	for out.Resumes < maxResumes {
+		out.Resumes++
+		fp := ""
+		if crashesLeft > 0 {
+			crashesLeft--
+			// somewhere in the next few events the resume will write
+			last, _, _ := recorder.ReadFile(filepath.Join(home, "sessions", SessionID, recorder.LogFile))
+			fp = fmt.Sprintf("after:%d", int64(len(last))+1+rng.Int64N(4))
+		}
+		res, crashed, err = o.child(ctx, home, fp, "resume", SessionID)
+		if err != nil {
+			out.Outcome = "violation"
+			bad("resume %d: %v", out.Resumes, err)
+			return out
+		}
+		if !crashed && !resumable(res.Status) {
+			break
+		}
+	}
+	out.Status = res.Status
+	final, ws, err := load(home)
+	if err != nil {
+		out.Outcome = "violation"
+		bad("%v", err)
+		return out
+	}
+	out.Lost = lostEvents(acked, final)
+	if out.Lost > 0 {
+		bad("%d acknowledged events changed or missing after resume", out.Lost)
+	}
+	dups, unresolved, needsHuman := intentOutcomes(final)
+	out.Duplicates += dups
+	for _, id := range unresolved {
+		bad("intent %s has no result and no needs_human", id)
+	}
+	digest, lines, err := hashTree(ws)
+	if err != nil {
+		bad("%v", err)
+	}
+	extra := extraLines(lines, base.lines)
+	out.Duplicates += extra
+	switch {
+	case out.Status == base.Status:
+		if digest != base.Workspace {
+			bad("the workspace differs from the uncrashed run's (%d lines more)", extra)
+		}
+	case out.Status == string(session.StatusNeedsHuman) && needsHuman:
+		// A side effect that cannot be checked stops for a human: it must
+		// not have happened twice, but it may not have happened at all.
+		if extra > 0 {
+			bad("needs_human, but %d effect lines are duplicated", extra)
+		}
+	default:
+		bad("final status %s, the uncrashed run ended %s", out.Status, base.Status)
+	}
+	if out.Duplicates > 0 && len(out.Problems) == 0 {
+		bad("%d duplicated side effects", out.Duplicates)
+	}
+	out.Outcome = "ok"
+	if len(out.Problems) > 0 {
+		out.Outcome = "violation"
+	}
+	out.Millis = time.Since(began).Milliseconds()
+	return out
+}
+
+// resumable statuses mean the session is not at its end yet: a run killed
+// before it could record anything, or still running.
+func resumable(status string) bool {
+	return status == "" || status == string(session.StatusRunning) || status == string(session.StatusCrashed)
+}
+
+// child runs agentctl with the failpoint and reports whether it was killed
+// by it. A non-zero exit with a JSON result is a status, not an error.
+func (o Options) child(ctx context.Context, home, failpoint string, args ...string) (result, bool, error) {
+	full := append([]string{"--home", home}, args...)
+	full = append(full, "--json", "-q")
+	cmd := exec.CommandContext(ctx, o.Exe, full...)
+	cmd.Env = append(os.Environ(), runner.FailpointEnv+"="+failpoint)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			if failpoint == "" {
+				return result{}, true, fmt.Errorf("%s was killed with no failpoint set", strings.Join(args, " "))
+			}
+			return result{}, true, nil
+		}
+	} else if err != nil {
+		return result{}, false, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+	}
+	var r result
+	if jerr := json.Unmarshal(lastLine(stdout.Bytes()), &r); jerr != nil || r.Status == "" {
+		return r, false, fmt.Errorf("%s: exit %v, no result: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return r, false, nil
+}
+
+func lastLine(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
+
+// load reads the crash test session of a home and its workspace path.
+func load(home string) ([]session.Event, string, error) {
+	evs, _, err := recorder.ReadFile(filepath.Join(home, "sessions", SessionID, recorder.LogFile))
+	if err != nil {
+		return nil, "", err
+	}
+	if len(evs) == 0 {
+		return nil, "", fmt.Errorf("the log in %s is empty", home)
+	}
+	return evs, evs[0].Workspace, nil
+}
+
+// lostEvents counts acknowledged events that are not byte-identical in the
+// final log. Timestamps are part of the comparison: an event re-written by
+// a resume would carry a new one.
+func lostEvents(acked, final []session.Event) int {
+	lost := 0
+	for i, e := range acked {
+		if i >= len(final) {
+			lost++
+			continue
+		}
+		a, _ := session.Encode(e)
+		b, _ := session.Encode(final[i])
+		if !bytes.Equal(a, b) {
+			lost++
+		}
+	}
+	return lost
+}
+
+// intentOutcomes counts calls with more than one outcome, lists intents
+// with none, and says whether a needs_human reconciliation happened.
+func intentOutcomes(evs []session.Event) (dups int, unresolved []string, needsHuman bool) {
+	results := map[string]int{}
+	var intents []string
+	for _, e := range evs {
+		switch e.Kind {
+		case session.KindToolIntent:
+			intents = append(intents, e.CallID)
+		case session.KindToolResult:
+			results[e.CallID]++
+		case session.KindReconciled:
+			results[e.CallID]++
+			needsHuman = needsHuman || e.Outcome == session.ReconciledNeedsHuman
+		}
+	}
+	for _, id := range intents {
+		switch n := results[id]; {
+		case n == 0:
+			unresolved = append(unresolved, id)
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	return dups, unresolved, needsHuman
+}
+
+// hashTree digests a folder (paths and contents, sorted) and counts its
+// lines as a multiset, so a duplicated effect (one more ledger line) can be
+// told from a missing one.
+func hashTree(root string) (string, map[string]int, error) {
+	h := sha256.New()
+	lines := map[string]int{}
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("hash workspace: %w", err)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", nil, err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+		h.Write(b)
+		for _, l := range strings.Split(string(b), "\n") {
+			if l != "" {
+				lines[rel+"\x00"+l]++
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), lines, nil
+}
+
+// extraLines counts lines the crashed workspace has more often than the
+// uncrashed one.
+func extraLines(got, want map[string]int) int {
+	n := 0
+	for l, c := range got {
+		if c > want[l] {
+			n += c - want[l]
+		}
+	}
+	return n
+}
