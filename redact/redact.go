@@ -35,6 +35,7 @@ package redact
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"io"
 	"os"
@@ -229,15 +230,22 @@ func (w *writer) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	w.buf = append(w.buf, p...)
+	start := 0
+	// Whole lines are redacted in one batch, unless a key block is open
+	// or starts in them.
+	if last := bytes.LastIndexByte(w.buf, '\n'); last >= 0 && !w.inKey && !bytes.Contains(w.buf[:last+1], []byte("-----BEGIN")) {
+		w.emit(w.r.String(string(w.buf[:last+1])))
+		start = last + 1
+	}
 	for {
-		i := strings.IndexByte(string(w.buf), '\n')
+		i := bytes.IndexByte(w.buf[start:], '\n')
 		if i < 0 {
 			break
 		}
-		line := string(w.buf[:i+1])
-		w.buf = w.buf[i+1:]
-		w.line(line)
+		w.line(string(w.buf[start : start+i+1]))
+		start += i + 1
 	}
+	w.buf = append(w.buf[:0], w.buf[start:]...)
 	if len(w.buf) > maxLine && !w.inKey {
 		s := w.r.String(string(w.buf))
 		if cut := len(s) - overlap; cut > 0 {
