@@ -57,16 +57,26 @@ func (r *run) evaluate(ctx context.Context) (Result, bool, error) {
 	if err := r.append(session.Event{Kind: session.KindEvaluation, Outcome: outcome, Evidence: strings.Join(evidence, "\n")}); err != nil {
 		return r.result(), true, err
 	}
+	return r.decide(outcome, strings.Join(evidence, "\n"), failed)
+}
+
+// decide acts on a recorded evaluation: done, failed, or the failure fed
+// back to the model while retries remain.
+func (r *run) decide(outcome, evidence string, failed []string) (Result, bool, error) {
 	if outcome == "pass" {
 		res, err := r.finish(session.StatusDone, "")
 		return res, true, err
 	}
 	if r.st.evalFailures > r.cfg.Spec.Retries {
-		res, err := r.finish(session.StatusFailed, fmt.Sprintf("%s: %s", ReasonEvaluationFailed, strings.Join(failed, "; ")))
+		what := strings.Join(failed, "; ")
+		if what == "" {
+			what = "see the evaluation event"
+		}
+		res, err := r.finish(session.StatusFailed, fmt.Sprintf("%s: %s", ReasonEvaluationFailed, what))
 		return res, true, err
 	}
 	msg := fmt.Sprintf("The done checks failed (attempt %d of %d):\n%s\nFix the problem, then say when you are done.",
-		r.st.evalFailures, r.cfg.Spec.Retries+1, strings.Join(evidence, "\n"))
+		r.st.evalFailures, r.cfg.Spec.Retries+1, evidence)
 	if err := r.append(session.Event{Kind: session.KindUserMessage, Text: msg}); err != nil {
 		return r.result(), true, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -108,6 +109,12 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	sp := cfg.Spec
+	// The header carries the first user message, so a crash before it is
+	// appended can be finished by resume with the same text.
+	prompt := sp.Prompt
+	if cfg.Prompt != "" {
+		prompt = cfg.Prompt
+	}
 	id := cfg.SessionID
 	if id == "" {
 		id = recorder.NewSessionID()
@@ -134,6 +141,7 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		HarnessCommit:   buildinfo.Commit(),
 		Workspace:       ws,
 		Attrs:           headerAttrs(cfg.Tools),
+		Text:            prompt,
 	}
 	// Stamp the header here so the state folded in memory and the log
 	// agree on when the session started.
@@ -152,21 +160,28 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	r.st.add(hdr)
 	r.observe(hdr)
 	r.fp.hit("after", 1)
-
-	if err := prepareWorkspace(sp, ws); err != nil {
-		return r.fail(ReasonSetupError, err)
-	}
-	if err := r.setupSandbox(); err != nil {
-		return r.fail(ReasonSetupError, err)
-	}
-	prompt := sp.Prompt
-	if cfg.Prompt != "" {
-		prompt = cfg.Prompt
-	}
-	if err := r.append(session.Event{Kind: session.KindUserMessage, Text: prompt}); err != nil {
-		return r.result(), err
+	if res, err, ok := r.boot(header.Text); !ok {
+		return res, err
 	}
 	return r.loop(ctx)
+}
+
+// boot finishes a new session after its header: the session's workspace
+// and the first user message. Resume calls it again when a crash cut it
+// short; a copied workspace is then copied afresh.
+func (r *run) boot(prompt string) (Result, error, bool) {
+	if err := prepareWorkspace(r.cfg.Spec, r.ws); err != nil {
+		res, err := r.fail(ReasonSetupError, err)
+		return res, err, false
+	}
+	if err := r.setupSandbox(); err != nil {
+		res, err := r.fail(ReasonSetupError, err)
+		return res, err, false
+	}
+	if err := r.append(session.Event{Kind: session.KindUserMessage, Text: prompt}); err != nil {
+		return r.result(), err, false
+	}
+	return Result{}, nil, true
 }
 
 // headerAttrs records the tool names offered to the model, in the order
@@ -197,6 +212,12 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		return Result{}, fmt.Errorf("resume %s: the log does not start with session_started", id)
 	}
 	st, _ := foldLog(cfg.Store.SessionDir(id), evs)
+	if !st.segStart.IsZero() {
+		// The last invocation crashed: its segment ends at its last event,
+		// and the time the session lay dead does not count as wall time.
+		st.wallSpent += st.lastTS.Sub(st.segStart)
+		st.segStart = time.Time{}
+	}
 	r := &run{cfg: cfg, sess: sess, st: st, id: id, ws: evs[0].Workspace, started: time.Now(), fp: fp}
 	if f := r.st.finished; f != nil && f.Seq == r.st.lastSeq && session.Status(f.Status) == session.StatusDone {
 		return r.result(), fmt.Errorf("resume %s: the session already finished with status done; fork it to continue (agentctl replay fork)", id)
@@ -208,10 +229,32 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 			return r.result(), err
 		}
 	}
+	if len(r.st.needsHuman) > 0 {
+		// Sticky: going on would let the model act on a side effect nobody
+		// has checked. Nothing is appended; the status stands.
+		var ids []string
+		for id := range r.st.needsHuman {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		res := r.result()
+		res.Status = session.StatusNeedsHuman
+		res.Reason = fmt.Sprintf("call %s still needs a human: check its effect, then record it with 'agentctl resolve %s %s --output TEXT' (it took effect) or '--not-done'",
+			strings.Join(ids, ", "), id, ids[0])
+		return res, nil
+	}
 	if err := r.pinModel(); err != nil {
 		return r.result(), fmt.Errorf("resume %s: %w", id, err)
 	}
-	if err := r.setupSandbox(); err != nil {
+	if !r.st.prompted {
+		prompt := evs[0].Text
+		if prompt == "" {
+			prompt = cfg.Spec.Prompt
+		}
+		if res, err, ok := r.boot(prompt); !ok {
+			return res, err
+		}
+	} else if err := r.setupSandbox(); err != nil {
 		return r.fail(ReasonSetupError, err)
 	}
 	if setter, ok := cfg.Provider.(interface{ SetTurn(int) }); ok {
@@ -342,6 +385,21 @@ func (r *run) loop(parent context.Context) (Result, error) {
 	}
 	if open := r.st.openCalls(); len(open) > 0 {
 		if res, stopped, err := r.runCalls(ctx, open); stopped || err != nil {
+			return res, err
+		}
+	}
+	// A crash after the model said it was done: evaluate (or act on the
+	// evaluation already recorded) instead of asking the model again.
+	if r.st.doneClaim {
+		var res Result
+		var stopped bool
+		var err error
+		if r.st.lastEval != nil {
+			res, stopped, err = r.decide(r.st.lastEval.Outcome, r.st.lastEval.Evidence, nil)
+		} else {
+			res, stopped, err = r.evaluate(ctx)
+		}
+		if stopped || err != nil {
 			return res, err
 		}
 	}
