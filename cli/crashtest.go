@@ -16,6 +16,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/crashtest"
+	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/runner/spec"
 )
 
 type crashtestOptions struct {
@@ -25,6 +27,8 @@ type crashtestOptions struct {
 	Parallel     int
 	CrashResumes int
 	Seed         uint64
+	Fsync        bool
+	InProcess    bool
 }
 
 func newCrashtestCmd(f *Factory, runF func(context.Context, *crashtestOptions) error) *cobra.Command {
@@ -61,6 +65,8 @@ binary that ships.`,
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", 1, "points run at once")
 	cmd.Flags().IntVar(&opts.CrashResumes, "crash-resumes", 0, "also kill each resume at a random later event, this many times")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 0, "seed for --crash-resumes (default: from the clock; printed)")
+	cmd.Flags().BoolVar(&opts.InProcess, "in-process", false, "crash runs inside this process (a panic at the failpoint) instead of SIGKILLed children: faster, less real")
+	cmd.Flags().BoolVar(&opts.Fsync, "fsync", false, "keep fsync in the crashed runs (slower; a SIGKILL loses no written data, so it is off by default)")
 	return cmd
 }
 
@@ -96,7 +102,8 @@ func crashtestRun(ctx context.Context, f *Factory, opts *crashtestOptions) error
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	o := crashtest.Options{Exe: exe, Spec: spec, Points: points, Parallel: opts.Parallel, CrashResumes: opts.CrashResumes, Seed: seed}
+	o := crashtest.Options{Exe: exe, Spec: spec, Points: points, Parallel: opts.Parallel, CrashResumes: opts.CrashResumes, Seed: seed, Fsync: opts.Fsync,
+		InProcess: opts.InProcess, Build: buildRunConfig}
 	var bar *progressbar.ProgressBar
 	if file, ok := f.Err.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
 		o.Progress = func(done, total int) {
@@ -140,4 +147,22 @@ func writeCrashMatrix(f *Factory, rep crashtest.Report) {
 	tw.Flush()
 	n := len(rep.Outcomes)
 	fmt.Fprintf(f.Out, "%d points, %d violations, %.1fs (%.0f ms a point)\n", n, rep.Violations, float64(rep.Millis)/1000, float64(rep.Millis)/float64(max(n, 1)))
+}
+
+// buildRunConfig is the in-process crash test's way to get a runner config
+// for a spec, the same way `run` builds one.
+func buildRunConfig(path string) (runner.Config, error) {
+	sp, err := spec.Load(path)
+	if err != nil {
+		return runner.Config{}, err
+	}
+	prov, err := buildProvider(sp)
+	if err != nil {
+		return runner.Config{}, err
+	}
+	reg, err := buildTools(sp)
+	if err != nil {
+		return runner.Config{}, err
+	}
+	return runner.Config{Spec: sp, Provider: prov, Tools: reg}, nil
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/crashtest"
 	"github.com/agentctl/agentctl/fixtures"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/spec"
@@ -94,7 +96,8 @@ func runConfig(f *Factory, sp *spec.Spec, quiet bool) (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, err
 	}
-	cfg := runner.Config{Spec: sp, Store: f.Store(), Provider: prov, Tools: reg}
+	cfg := runner.Config{Spec: sp, Store: f.Store(), Provider: prov, Tools: reg,
+		NoSync: os.Getenv(crashtest.NoSyncEnv) == "1"}
 	var view runner.Observer
 	if !quiet {
 		view = newLiveView(f.Err)

@@ -41,6 +41,12 @@ import (
 // SessionID is the id every run of a crash test uses.
 const SessionID = "c4a5c4a5c4a5c4a5"
 
+// NoSyncEnv, set to 1, makes a run skip fsync. Crash tests set it for
+// their children by default: a SIGKILL loses no written data (the page
+// cache survives it), so fsync is not what a process-kill test exercises,
+// and it is most of the time of a run. Options.Fsync keeps it.
+const NoSyncEnv = "AGENTCTL_UNSAFE_NO_FSYNC"
+
 // maxResumes bounds the resumes after one crash (each may crash again when
 // CrashResumes asks for it).
 const maxResumes = 12
@@ -95,6 +101,68 @@ type Options struct {
 	WorkDir string
 	// Progress is called after each point with the count done.
 	Progress func(done, total int)
+	// Fsync keeps fsync in the children (see NoSyncEnv).
+	Fsync bool
+	// InProcess runs the scenario in this process instead of child
+	// processes: a crash is a panic from runner.Config.Failpoint that
+	// unwinds the run (closing its log and lease as process death would).
+	// Much faster; the process mode stays the reference.
+	InProcess bool
+	// Build makes the runner config (provider, tools) for a spec; needed
+	// by InProcess.
+	Build func(spec string) (runner.Config, error)
+}
+
+// crash is the panic value of an in-process crash.
+type crash struct{}
+
+// exec runs or resumes the session in home, crashing at failpoint.
+func (o Options) exec(ctx context.Context, home, failpoint string, args ...string) (result, bool, error) {
+	if !o.InProcess {
+		return o.child(ctx, home, failpoint, args...)
+	}
+	cfg, err := o.Build(o.Spec)
+	if err != nil {
+		return result{}, false, err
+	}
+	cfg.Store, cfg.SessionID, cfg.NoSync, cfg.Observer = recorder.Store{Root: home}, SessionID, !o.Fsync, nil
+	var at Point
+	if failpoint != "" {
+		ps, err := ParsePoints(failpoint)
+		if err != nil {
+			return result{}, false, err
+		}
+		at = ps[0]
+	}
+	cfg.Failpoint = func(kind string, seq int64) {
+		if kind == at.Kind && seq == at.Seq {
+			panic(crash{})
+		}
+	}
+	var res runner.Result
+	crashed := false
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				if _, ok := v.(crash); !ok {
+					panic(v)
+				}
+				crashed = true
+			}
+		}()
+		if args[0] == "resume" {
+			res, err = runner.Resume(ctx, cfg, SessionID)
+		} else {
+			res, err = runner.Start(ctx, cfg)
+		}
+	}()
+	if crashed {
+		return result{}, true, nil
+	}
+	if err != nil && res.SessionID == "" {
+		return result{}, false, fmt.Errorf("%s: %w", args[0], err)
+	}
+	return result{SessionID: res.SessionID, Status: string(res.Status)}, false, nil
 }
 
 // Outcome of one crash point.
@@ -149,7 +217,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	rep := Report{Spec: o.Spec, Seed: o.Seed}
 	home := filepath.Join(o.WorkDir, "baseline")
-	res, crashed, err := o.child(ctx, home, "", "run", o.Spec, "--session-id", SessionID)
+	res, crashed, err := o.exec(ctx, home, "", "run", o.Spec, "--session-id", SessionID)
 	if err != nil || crashed {
 		return rep, fmt.Errorf("the uncrashed run failed: %v", err)
 	}
@@ -217,7 +285,7 @@ func (o Options) point(ctx context.Context, i int, p Point, base Baseline) Outco
 	home := filepath.Join(o.WorkDir, fmt.Sprintf("point-%04d", i))
 	defer os.RemoveAll(home)
 
-	res, crashed, err := o.child(ctx, home, p.String(), "run", o.Spec, "--session-id", SessionID)
+	res, crashed, err := o.exec(ctx, home, p.String(), "run", o.Spec, "--session-id", SessionID)
 	if err != nil {
 		out.Outcome = "violation"
 		bad("crashed run: %v", err)
@@ -245,7 +313,7 @@ func (o Options) point(ctx context.Context, i int, p Point, base Baseline) Outco
 			last, _, _ := recorder.ReadFile(filepath.Join(home, "sessions", SessionID, recorder.LogFile))
 			fp = fmt.Sprintf("after:%d", int64(len(last))+1+rng.Int64N(4))
 		}
-		res, crashed, err = o.child(ctx, home, fp, "resume", SessionID)
+		res, crashed, err = o.exec(ctx, home, fp, "resume", SessionID)
 		if err != nil {
 			out.Outcome = "violation"
 			bad("resume %d: %v", out.Resumes, err)
@@ -315,6 +383,9 @@ func (o Options) child(ctx context.Context, home, failpoint string, args ...stri
 	full = append(full, "--json", "-q")
 	cmd := exec.CommandContext(ctx, o.Exe, full...)
 	cmd.Env = append(os.Environ(), runner.FailpointEnv+"="+failpoint)
+	if !o.Fsync {
+		cmd.Env = append(cmd.Env, NoSyncEnv+"=1")
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -55,6 +55,13 @@ type Config struct {
 	// than the one the session pinned; the change is recorded as a
 	// model_changed event. Without it such a resume is refused.
 	AllowModelChange bool
+	// NoSync skips fsync on appends. Only for crash tests that kill
+	// processes (the page cache survives SIGKILL); never for real runs.
+	NoSync bool
+	// Failpoint, when set, is called after each event is durable ("after",
+	// seq) and inside each tool call after its effect ("in-tool", intent
+	// seq). In-process crash injection panics from it; see crashtest.
+	Failpoint func(kind string, seq int64)
 }
 
 // Result is the outcome of Start or Resume. Err is set when the run ended
@@ -104,7 +111,7 @@ func (r *run) now() time.Time {
 
 // Start creates a new session from cfg.Spec and runs it until it stops.
 func Start(ctx context.Context, cfg Config) (Result, error) {
-	fp, err := loadFailpoint()
+	fp, err := loadFailpoint(cfg.Failpoint)
 	if err != nil {
 		return Result{}, err
 	}
@@ -149,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Clock != nil {
 		header.TS = cfg.Clock()
 	}
-	sess, err := cfg.Store.Create(header, recorder.Options{Clock: cfg.Clock})
+	sess, err := cfg.Store.Create(header, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync})
 	if err != nil {
 		return Result{}, fmt.Errorf("create session: %w", err)
 	}
@@ -195,11 +202,11 @@ func headerAttrs(reg *tools.Registry) json.RawMessage {
 // Resume continues a stopped session: awaiting approval, interrupted, over
 // budget, failed on a provider error, or crashed.
 func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
-	fp, err := loadFailpoint()
+	fp, err := loadFailpoint(cfg.Failpoint)
 	if err != nil {
 		return Result{}, err
 	}
-	sess, rec, err := cfg.Store.Open(id, recorder.Options{Clock: cfg.Clock})
+	sess, rec, err := cfg.Store.Open(id, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync})
 	if err != nil {
 		return Result{}, fmt.Errorf("resume %s: %w", id, err)
 	}
