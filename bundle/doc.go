@@ -1,0 +1,64 @@
+// Package bundle packs one recorded session into a debug bundle, a
+// zstd-compressed tar file that a human, a reviewer model or `agentctl
+// query --bundle` reads long after the worker that ran the session is gone,
+// and unpacks such bundles safely.
+//
+// # Example
+//
+//	f, _ := os.Create(id + ".tar.zst")
+//	m, err := bundle.Write(ctx, f, recorder.Store{Root: home}, id, bundle.Options{})
+//	...
+//	m, err = bundle.Extract(ctx, r, "out", bundle.ExtractOptions{})
+//
+// # Format
+//
+// A bundle is a POSIX (PAX) tar stream compressed as a sequence of zstd
+// frames (any zstd decoder reads it; `tar --zstd -xf` works). Members, all
+// regular files, in this order:
+//
+//	events.parquet       the events, with the history's schema (package history)
+//	events.jsonl         the events as `agentctl show --json` prints them
+//	checkpoints.jsonl    the runner's checkpoints, when the session has any
+//	last_state.json      the state folded from the whole log (see State)
+//	trace.json           OTLP/JSON of the session's spans (when a tracer is given)
+//	tool_calls.csv       ts,tool,input_hash,latency_ms,status,error,call_id,intent_seq,result_seq
+//	env.txt              who bundled what: agentctl version and commit, the
+//	                     recorded version, harness commit, pinned model, spec hash, OS
+//	workspace.diff       git diff of the workspace against the run's initializer
+//	                     commit, untracked files included (git workspaces only)
+//	workspace.tar.zst    the session's workspace as a tar.zst of its own
+//	progress/<name>      the agent's progress files (PROGRESS.md, feature lists, ...)
+//	artifacts/<path>     large tool outputs kept whole
+//	children/<id>/...    with WithChildren: the same members for each child session
+//	MANIFEST             JSON: format, version, session id and, for every member
+//	                     above, its name, size and sha256; always the last member
+//
+// workspace.tar.zst is stored in raw (uncompressed) zstd blocks of the
+// outer stream, so its bytes are not compressed twice.
+//
+// # Secrets
+//
+// Logs, artifacts and traces are redacted when they are recorded. The
+// bundle also redacts what it copies from the workspace that was never
+// recorded: the values of .env* files (in the diff, in progress files and in
+// the .env* files themselves inside workspace.tar.zst) and token formats
+// (see package redact) in the diff and progress files. Other workspace files
+// are copied as they are.
+//
+// # Reading hostile bundles
+//
+// Extract treats its input as hostile: the zstd decoder's memory is capped,
+// member names must be local paths (no "..", no absolute path), only regular
+// files and folders are accepted (links, devices and fifos are refused),
+// members larger than MaxMember or a total beyond MaxTotal are refused from
+// their headers before a byte is written, duplicates are refused, and every
+// member is checked against the MANIFEST. Files are written under an
+// os.Root in a fresh folder beside the target, renamed into place only when
+// everything checked out.
+//
+// # Concurrency
+//
+// Write reads a session that may still be running; it bundles the events
+// that were on disk when it read the log. Functions are safe for concurrent
+// use on different outputs.
+package bundle

@@ -1,0 +1,305 @@
+package bundle
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/agentctl/agentctl/history"
+)
+
+// Errors of Extract. Each wraps ErrRefused, so callers can tell a hostile
+// or damaged bundle from an I/O failure with errors.Is.
+var (
+	// ErrRefused: the bundle is not accepted; nothing was left behind.
+	ErrRefused = errors.New("bundle: refused")
+	// ErrUnsafePath: a member's name is absolute, has "..", or is not clean.
+	ErrUnsafePath = fmt.Errorf("%w: unsafe path", ErrRefused)
+	// ErrMemberType: a member is a link, a device, a fifo or some other
+	// non-regular file.
+	ErrMemberType = fmt.Errorf("%w: not a regular file", ErrRefused)
+	// ErrTooLarge: a member or the whole bundle is over the limit.
+	ErrTooLarge = fmt.Errorf("%w: too large", ErrRefused)
+	// ErrManifest: the MANIFEST is missing, unreadable or does not match
+	// the members.
+	ErrManifest = fmt.Errorf("%w: manifest mismatch", ErrRefused)
+)
+
+// Limits of Extract's defaults.
+const (
+	DefaultMaxMember  = 8 << 30
+	DefaultMaxTotal   = 32 << 30
+	DefaultMaxMembers = 1 << 20
+	// DecoderMaxMemory caps the zstd decoder's window and buffers.
+	DecoderMaxMemory = 64 << 20
+)
+
+// ExtractOptions tune Extract. The zero value applies the defaults.
+type ExtractOptions struct {
+	MaxMember  int64 // largest member accepted (default DefaultMaxMember)
+	MaxTotal   int64 // most bytes written in all (default DefaultMaxTotal)
+	MaxMembers int   // most members (default DefaultMaxMembers)
+	// Only, when set, picks the members written; all are still read and
+	// checked against the manifest.
+	Only func(name string) bool
+}
+
+// Extract reads a bundle from r and unpacks it into dir, which must not
+// exist or be an empty folder. The members are written into a fresh folder
+// beside dir, checked against the MANIFEST, and only then renamed to dir;
+// on any error nothing is left behind. See the package doc for what is
+// refused.
+func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (*Manifest, error) {
+	if opts.MaxMember <= 0 {
+		opts.MaxMember = DefaultMaxMember
+	}
+	if opts.MaxTotal <= 0 {
+		opts.MaxTotal = DefaultMaxTotal
+	}
+	if opts.MaxMembers <= 0 {
+		opts.MaxMembers = DefaultMaxMembers
+	}
+	dir = filepath.Clean(dir)
+	if ents, err := os.ReadDir(dir); err == nil {
+		if len(ents) > 0 {
+			return nil, fmt.Errorf("bundle: open into %s: folder is not empty", dir)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("bundle: open into %s: %w", dir, err)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".partial-")
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	m, err := extract(ctx, r, tmp, opts)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	os.Remove(dir) // an empty folder given as the target
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	return m, nil
+}
+
+func extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (*Manifest, error) {
+	dec, err := zstd.NewReader(r, zstd.WithDecoderMaxMemory(DecoderMaxMemory), zstd.WithDecoderMaxWindow(DecoderMaxMemory),
+		zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	defer dec.Close()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	defer root.Close()
+	tr := tar.NewReader(dec)
+	got := map[string]Member{}
+	var order []string
+	var total int64
+	var manifest []byte
+	buf := make([]byte, 256<<10)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+		}
+		if manifest != nil {
+			return nil, fmt.Errorf("%w: member %q after the MANIFEST", ErrManifest, hdr.Name)
+		}
+		name := hdr.Name
+		if !safeName(name) {
+			return nil, fmt.Errorf("%w: %q", ErrUnsafePath, name)
+		}
+		switch hdr.Typeflag {
+		case tar.TypeReg:
+		case tar.TypeDir:
+			continue // folders are made as files need them
+		default:
+			return nil, fmt.Errorf("%w: %q is a %s", ErrMemberType, name, typeName(hdr.Typeflag))
+		}
+		if hdr.Size < 0 || hdr.Size > opts.MaxMember {
+			return nil, fmt.Errorf("%w: member %q has %d bytes (limit %d)", ErrTooLarge, name, hdr.Size, opts.MaxMember)
+		}
+		if total += hdr.Size; total > opts.MaxTotal {
+			return nil, fmt.Errorf("%w: members add up to more than %d bytes", ErrTooLarge, opts.MaxTotal)
+		}
+		if _, dup := got[name]; dup {
+			return nil, fmt.Errorf("%w: member %q appears twice", ErrManifest, name)
+		}
+		if len(got) >= opts.MaxMembers {
+			return nil, fmt.Errorf("%w: more than %d members", ErrTooLarge, opts.MaxMembers)
+		}
+		if name == ManifestName {
+			if hdr.Size > 64<<20 {
+				return nil, fmt.Errorf("%w: MANIFEST has %d bytes", ErrTooLarge, hdr.Size)
+			}
+			if manifest, err = io.ReadAll(tr); err != nil {
+				return nil, fmt.Errorf("%w: read MANIFEST: %v", ErrRefused, err)
+			}
+			if manifest == nil {
+				manifest = []byte{}
+			}
+			continue
+		}
+		h := sha256.New()
+		var w io.Writer = h
+		var f *os.File
+		if opts.Only == nil || opts.Only(name) {
+			if d := path.Dir(name); d != "." {
+				if err := root.MkdirAll(d, 0o755); err != nil {
+					return nil, fmt.Errorf("%w: %q: %v", ErrUnsafePath, name, err)
+				}
+			}
+			if f, err = root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err != nil {
+				return nil, fmt.Errorf("%w: %q: %v", ErrUnsafePath, name, err)
+			}
+			w = io.MultiWriter(f, h)
+		}
+		n, err := io.CopyBuffer(w, tr, buf)
+		if f != nil {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: member %q: %v", ErrRefused, name, err)
+		}
+		got[name] = Member{Name: name, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+		order = append(order, name)
+	}
+	if manifest == nil {
+		return nil, fmt.Errorf("%w: no MANIFEST (not a bundle, or cut short)", ErrManifest)
+	}
+	var m Manifest
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return nil, fmt.Errorf("%w: MANIFEST: %v", ErrManifest, err)
+	}
+	if m.Format != Format || m.Version < 1 {
+		return nil, fmt.Errorf("%w: MANIFEST names format %q version %d", ErrManifest, m.Format, m.Version)
+	}
+	if m.Version > Version {
+		return nil, fmt.Errorf("%w: bundle version %d is newer than this agentctl reads (%d)", ErrRefused, m.Version, Version)
+	}
+	listed := map[string]bool{}
+	for _, mm := range m.Members {
+		listed[mm.Name] = true
+		g, ok := got[mm.Name]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: %q is listed but missing", ErrManifest, mm.Name)
+		case g.Size != mm.Size:
+			return nil, fmt.Errorf("%w: %q has %d bytes, the MANIFEST says %d", ErrManifest, mm.Name, g.Size, mm.Size)
+		case g.SHA256 != mm.SHA256:
+			return nil, fmt.Errorf("%w: %q has sha256 %s, the MANIFEST says %s", ErrManifest, mm.Name, g.SHA256, mm.SHA256)
+		}
+	}
+	for _, name := range order {
+		if !listed[name] {
+			return nil, fmt.Errorf("%w: %q is not in the MANIFEST", ErrManifest, name)
+		}
+	}
+	if opts.Only == nil || opts.Only(ManifestName) {
+		if err := root.WriteFile(ManifestName, manifest, 0o644); err != nil {
+			return nil, fmt.Errorf("bundle: %w", err)
+		}
+	}
+	return &m, nil
+}
+
+// safeName reports whether a member name is a clean relative path with
+// slashes that stays inside the target.
+func safeName(name string) bool {
+	n := strings.TrimSuffix(name, "/")
+	if n == "" || strings.ContainsAny(n, "\\\x00") || path.Clean(n) != n {
+		return false
+	}
+	return filepath.IsLocal(filepath.FromSlash(n))
+}
+
+func typeName(t byte) string {
+	switch t {
+	case tar.TypeSymlink:
+		return "symlink"
+	case tar.TypeLink:
+		return "hard link"
+	case tar.TypeChar:
+		return "character device"
+	case tar.TypeBlock:
+		return "block device"
+	case tar.TypeFifo:
+		return "fifo"
+	}
+	return fmt.Sprintf("member of type %q", t)
+}
+
+// OpenHistory unpacks the events.parquet members of the bundle at path
+// (the session's and its children's) into a temporary agentctl home whose
+// history lists them, so package query opens it like any home: the same
+// views over one bundle. The manifest is verified as by Extract. cleanup
+// removes the home.
+func OpenHistory(ctx context.Context, bundlePath string) (home string, m *Manifest, cleanup func(), err error) {
+	f, err := os.Open(bundlePath)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("bundle: %w", err)
+	}
+	defer f.Close()
+	home, err = os.MkdirTemp("", "agentctl-bundle-home-")
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("bundle: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(home) }
+	hdir := filepath.Join(home, history.Dir)
+	isEvents := func(name string) bool { return path.Base(name) == "events.parquet" }
+	m, err = Extract(ctx, f, filepath.Join(hdir, "bundle"), ExtractOptions{Only: isEvents})
+	if err != nil {
+		cleanup()
+		return "", nil, nil, fmt.Errorf("bundle: open %s: %w", bundlePath, err)
+	}
+	hm := history.Manifest{Version: history.ManifestVersion, Generation: 1, Sessions: map[string]history.SessionEntry{}}
+	for _, mm := range m.Members {
+		if !isEvents(mm.Name) {
+			continue
+		}
+		id := m.SessionID
+		if d := path.Dir(mm.Name); d != "." {
+			id = path.Base(d)
+		}
+		rel := "bundle/" + mm.Name
+		hm.Files = append(hm.Files, history.FileEntry{Path: rel, Bytes: mm.Size, Sessions: 1})
+		hm.Sessions[id] = history.SessionEntry{File: rel}
+	}
+	b, err := json.Marshal(hm)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(hdir, history.ManifestFile), b, 0o644)
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, nil, fmt.Errorf("bundle: %w", err)
+	}
+	return home, m, cleanup, nil
+}

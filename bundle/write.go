@@ -1,0 +1,536 @@
+package bundle
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/agentctl/agentctl/buildinfo"
+	"github.com/agentctl/agentctl/history"
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/redact"
+	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/session"
+)
+
+// Format and Version name the bundle format in its MANIFEST.
+const (
+	Format  = "agentctl-bundle"
+	Version = 1
+)
+
+// ManifestName is the name of the last member.
+const ManifestName = "MANIFEST"
+
+// Manifest lists every member of a bundle but itself. Its JSON form is the
+// MANIFEST member; it only grows.
+type Manifest struct {
+	Format    string    `json:"format"`
+	Version   int       `json:"version"`
+	SessionID string    `json:"session_id"`
+	Children  []string  `json:"children,omitempty"`
+	Created   time.Time `json:"created"`
+	Members   []Member  `json:"members"`
+}
+
+// Member is one file of a bundle.
+type Member struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Tracer writes the OTLP/JSON trace of a session's events to w.
+type Tracer func(w io.Writer, sessionID string, evs []session.Event) error
+
+// Options tune Write. The zero value is usable.
+type Options struct {
+	// WithChildren also bundles the session's subagents (subagent_started)
+	// and the sessions forked from it, recursively, under children/<id>/.
+	WithChildren bool
+	// Trace writes trace.json; nil leaves it out.
+	Trace Tracer
+	// Level is the zstd level (default zstd.SpeedDefault, about zstd -3).
+	Level zstd.EncoderLevel
+	// Concurrency bounds the zstd encoders' goroutines, and so memory
+	// (default min(GOMAXPROCS, 4)).
+	Concurrency int
+	// TempDir holds intermediate files (default os.TempDir()).
+	TempDir string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Warn receives warnings (a torn tail, an unreadable workspace).
+	Warn io.Writer
+}
+
+// Progress files are copied from the workspace root into progress/.
+var progressFiles = []string{
+	"PROGRESS.md", "progress.md", "PROGRESS.txt", "progress.txt", "claude-progress.txt",
+	"feature_list.json", "features.json", "feature-list.json", "FEATURES.md", "TODO.md", "PLAN.md", "NOTES.md",
+}
+
+// Write bundles session id of the store to w. It returns the manifest it
+// wrote as the last member. Memory stays bounded: every member is streamed
+// from a file, generated ones through temporary files under TempDir.
+func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts Options) (*Manifest, error) {
+	if opts.Level == 0 {
+		opts.Level = zstd.SpeedDefault
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = min(runtime.GOMAXPROCS(0), 4)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Warn == nil {
+		opts.Warn = io.Discard
+	}
+	tmp, err := os.MkdirTemp(opts.TempDir, "agentctl-bundle-")
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	now := opts.Now()
+	a, err := newArchive(w, opts.Level, opts.Concurrency, now)
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	b := &builder{a: a, st: st, opts: opts, tmp: tmp}
+	m := &Manifest{Format: Format, Version: Version, SessionID: id, Created: now.UTC()}
+	todo := []string{id}
+	seen := map[string]bool{id: true}
+	var forks map[string][]string
+	for len(todo) > 0 {
+		cur := todo[0]
+		todo = todo[1:]
+		prefix := ""
+		if cur != id {
+			prefix = "children/" + cur + "/"
+			m.Children = append(m.Children, cur)
+		}
+		evs, err := b.session(ctx, cur, prefix)
+		if err != nil {
+			return nil, err
+		}
+		if !opts.WithChildren {
+			break
+		}
+		if forks == nil {
+			if forks, err = forkIndex(st); err != nil {
+				return nil, err
+			}
+		}
+		kids := slices.Clone(forks[cur])
+		for _, e := range evs {
+			if e.Kind == session.KindSubagentStarted && e.ChildSessionID != "" {
+				kids = append(kids, e.ChildSessionID)
+			}
+		}
+		for _, k := range kids {
+			if !seen[k] {
+				seen[k] = true
+				todo = append(todo, k)
+			}
+		}
+	}
+	m.Members = a.members
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	if err := a.addBytes(ManifestName, append(mb, '\n')); err != nil {
+		return nil, err
+	}
+	if err := a.close(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// forkIndex maps each session id to the sessions whose header names it as
+// their parent.
+func forkIndex(st recorder.Store) (map[string][]string, error) {
+	ids, err := st.IDs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, id := range ids {
+		evs, _, _ := st.Load(id)
+		if len(evs) > 0 && evs[0].ParentSessionID != "" {
+			out[evs[0].ParentSessionID] = append(out[evs[0].ParentSessionID], id)
+		}
+	}
+	return out, nil
+}
+
+type builder struct {
+	a    *archive
+	st   recorder.Store
+	opts Options
+	tmp  string
+	n    int
+}
+
+// temp writes a member through a temporary file, then adds it.
+func (b *builder) temp(name string, fill func(w io.Writer) error) error {
+	b.n++
+	p := filepath.Join(b.tmp, strconv.Itoa(b.n))
+	f, err := os.Create(p)
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	err = fill(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p)
+		return fmt.Errorf("bundle: %s: %w", name, err)
+	}
+	defer os.Remove(p)
+	return b.a.addFile(name, p, false)
+}
+
+// session adds the members of one session under prefix.
+func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Event, error) {
+	evs, tail, err := b.st.Load(id)
+	if err != nil && !errors.Is(err, recorder.ErrCorrupt) {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	if err != nil {
+		fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: %v; bundling the %d events before it\n", id, err, len(evs))
+	}
+	if tail.Torn {
+		fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: log has a torn tail; bundling the %d whole events\n", id, len(evs))
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("bundle: session %s has no events", id)
+	}
+	dir := b.st.SessionDir(id)
+	hdr := evs[0]
+
+	// events.parquet: the history's own writer and schema.
+	rows := make([]history.Row, len(evs))
+	for i, e := range evs {
+		if rows[i], err = history.FromEvent(id, e); err != nil {
+			return nil, fmt.Errorf("bundle: %w", err)
+		}
+	}
+	b.n++
+	pq := filepath.Join(b.tmp, strconv.Itoa(b.n)+".parquet")
+	if _, err := history.WriteRows(pq, rows, true); err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	rows = nil
+	if err := b.a.addFile(prefix+"events.parquet", pq, false); err != nil {
+		return nil, err
+	}
+	os.Remove(pq)
+
+	if err := b.temp(prefix+"events.jsonl", func(w io.Writer) error {
+		for _, e := range evs {
+			line, err := session.Encode(e)
+			if err != nil {
+				return err
+			}
+			w.Write(line)
+			if _, err := w.Write([]byte{'\n'}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	cps := filepath.Join(dir, runner.CheckpointsFile)
+	if _, err := os.Stat(cps); err == nil {
+		if err := b.a.addFile(prefix+"checkpoints.jsonl", cps, false); err != nil {
+			return nil, err
+		}
+	}
+	state := Fold(id, evs, tail)
+	state.WorkspaceGitSHA, _ = checkpointSHAs(cps)
+	sb, _ := json.MarshalIndent(state, "", "  ")
+	if err := b.a.addBytes(prefix+"last_state.json", append(sb, '\n')); err != nil {
+		return nil, err
+	}
+	if b.opts.Trace != nil {
+		if err := b.temp(prefix+"trace.json", func(w io.Writer) error { return b.opts.Trace(w, id, evs) }); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.temp(prefix+"tool_calls.csv", func(w io.Writer) error { return writeToolCalls(w, evs) }); err != nil {
+		return nil, err
+	}
+
+	ws := hdr.Workspace
+	wsOK := false
+	if ws != "" {
+		if fi, err := os.Stat(ws); err == nil && fi.IsDir() {
+			wsOK = true
+		} else {
+			fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: workspace %s is gone; the bundle has none\n", id, ws)
+		}
+	}
+	var red *redact.Redactor
+	if wsOK {
+		secrets, _ := redact.FromDotEnv(ws)
+		red = redact.New(secrets...)
+	}
+	if err := b.a.addBytes(prefix+"env.txt", envText(hdr, evs, ws)); err != nil {
+		return nil, err
+	}
+	if wsOK {
+		if base := initializerCommit(ws, cps); base != "" {
+			if err := b.temp(prefix+"workspace.diff", func(w io.Writer) error {
+				return gitDiff(ctx, ws, base, redactWriter(red, w))
+			}); err != nil {
+				fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: %v\n", id, err)
+			}
+		}
+		b.n++
+		wt := filepath.Join(b.tmp, strconv.Itoa(b.n)+".tar.zst")
+		if err := writeWorkspace(ctx, wt, ws, red, b.opts); err != nil {
+			return nil, err
+		}
+		if err := b.a.addFile(prefix+"workspace.tar.zst", wt, true); err != nil {
+			return nil, err
+		}
+		os.Remove(wt)
+		for _, name := range progressFiles {
+			p := filepath.Join(ws, name)
+			fi, err := os.Lstat(p)
+			if err != nil || !fi.Mode().IsRegular() || fi.Size() > 16<<20 {
+				continue
+			}
+			c, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			if err := b.a.addBytes(prefix+"progress/"+name, []byte(red.String(string(c)))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := b.artifacts(filepath.Join(dir, runner.ArtifactsDir), prefix+"artifacts/"); err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// artifacts adds every regular file under dir (links are skipped).
+func (b *builder) artifacts(dir, prefix string) error {
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		return b.a.addFile(prefix+filepath.ToSlash(rel), p, false)
+	})
+}
+
+// envText is env.txt: one "key: value" a line.
+func envText(hdr session.Event, evs []session.Event, ws string) []byte {
+	var w bytes.Buffer
+	kv := func(k, v string) {
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(&w, "%s: %s\n", k, v)
+	}
+	kv("session_id", hdr.SessionID)
+	kv("name", hdr.Name)
+	kv("pinned_model", hdr.Provider+"/"+hdr.Model)
+	for _, e := range evs {
+		if e.Kind == session.KindModelChanged {
+			kv("model_changed_at_seq", fmt.Sprintf("%d: %s/%s", e.Seq, e.Provider, e.Model))
+		}
+	}
+	kv("spec_path", hdr.SpecPath)
+	specHash := hdr.SpecHash
+	if specHash == "" && len(hdr.Spec) > 0 {
+		h := sha256.Sum256(hdr.Spec)
+		specHash = "sha256:" + hex.EncodeToString(h[:])
+	}
+	kv("spec_hash", specHash)
+	kv("recorded_by_agentctl", hdr.AgentctlVersion)
+	kv("harness_commit", hdr.HarnessCommit)
+	kv("workspace", ws)
+	kv("bundled_by_agentctl", buildinfo.Version)
+	kv("bundled_by_commit", buildinfo.Commit())
+	kv("go", runtime.Version())
+	kv("os", runtime.GOOS+"/"+runtime.GOARCH)
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kv("kernel", strings.TrimSpace(string(b)))
+	}
+	return w.Bytes()
+}
+
+// writeToolCalls writes tool_calls.csv: one row per tool call, in the
+// order the calls were made (intent, else result).
+func writeToolCalls(w io.Writer, evs []session.Event) error {
+	type row struct {
+		ts                           time.Time
+		tool, hash, status, err, id  string
+		latency, intentSeq, resultSq int64
+		order                        int64
+	}
+	byID := map[string]*row{}
+	var rows []*row
+	get := func(e session.Event) *row {
+		if r := byID[e.CallID]; r != nil && e.CallID != "" {
+			return r
+		}
+		r := &row{ts: e.TS, tool: e.Tool, id: e.CallID, status: "pending", order: e.Seq}
+		if e.CallID != "" {
+			byID[e.CallID] = r
+		}
+		rows = append(rows, r)
+		return r
+	}
+	for _, e := range evs {
+		switch e.Kind {
+		case session.KindToolIntent:
+			r := get(e)
+			r.intentSeq, r.ts, r.hash = e.Seq, e.TS, InputHash(e.Tool, e.Args)
+		case session.KindToolResult:
+			r := get(e)
+			r.resultSq, r.status, r.latency, r.err = e.Seq, e.Status, e.LatencyMS, e.Error
+			if r.hash == "" && len(e.Args) > 0 {
+				r.hash = InputHash(e.Tool, e.Args)
+			}
+		}
+	}
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"ts", "tool", "input_hash", "latency_ms", "status", "error", "call_id", "intent_seq", "result_seq"})
+	seq := func(n int64) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	for _, r := range rows {
+		lat := ""
+		if r.resultSq != 0 {
+			lat = strconv.FormatInt(r.latency, 10)
+		}
+		cw.Write([]string{r.ts.UTC().Format(time.RFC3339Nano), r.tool, r.hash, lat, r.status, r.err, r.id, seq(r.intentSeq), seq(r.resultSq)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// InputHash is the input_hash of tool_calls.csv: "sha256:" and the hex
+// sha256 of the tool name, a NUL byte and the call's arguments as compact
+// JSON (so formatting differences do not count).
+func InputHash(tool string, args json.RawMessage) string {
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	var c bytes.Buffer
+	if json.Compact(&c, args) == nil {
+		h.Write(c.Bytes())
+	} else {
+		h.Write(args)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// checkpointSHAs returns the workspace git SHA of the last and the first
+// checkpoint that has one.
+func checkpointSHAs(path string) (last, first string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var cp struct {
+			SHA string `json:"workspace_git_sha"`
+		}
+		if json.Unmarshal(sc.Bytes(), &cp) == nil && cp.SHA != "" {
+			if first == "" {
+				first = cp.SHA
+			}
+			last = cp.SHA
+		}
+	}
+	return last, first
+}
+
+// redactWriter passes w through r's line redaction.
+func redactWriter(r *redact.Redactor, w io.Writer) io.Writer {
+	return &lineRedactor{r: r, w: w}
+}
+
+// lineRedactor redacts whole lines; the caller's final flush comes from
+// Close-less use: gitDiff writes whole lines and flush is called by fill.
+type lineRedactor struct {
+	r   *redact.Redactor
+	w   io.Writer
+	buf []byte
+}
+
+func (l *lineRedactor) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
+		if _, err := io.WriteString(l.w, l.r.String(string(l.buf[:i+1]))); err != nil {
+			return 0, err
+		}
+		l.buf = append(l.buf[:0], l.buf[i+1:]...)
+	}
+	if len(l.buf) > 1<<20 { // a very long line: pass it on in pieces
+		if _, err := io.WriteString(l.w, l.r.String(string(l.buf))); err != nil {
+			return 0, err
+		}
+		l.buf = l.buf[:0]
+	}
+	return len(p), nil
+}
+
+func (l *lineRedactor) flush() error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(l.w, l.r.String(string(l.buf)))
+	l.buf = l.buf[:0]
+	return err
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// isProgress reports whether a workspace-relative path is a progress file.
+func isProgress(rel string) bool { return path.Dir(rel) == "." && slices.Contains(progressFiles, rel) }
