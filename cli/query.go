@@ -14,6 +14,7 @@ type queryOptions struct {
 	SQL    string
 	File   string
 	Format string
+	Bundle string
 }
 
 func newQueryCmd(f *Factory, runF func(*queryOptions) error) *cobra.Command {
@@ -41,7 +42,8 @@ An error in the SQL is printed as DuckDB reports it. A corrupt history file
 is skipped with a warning on stderr naming it, and the rest answers.`,
 		Example: `  agentctl query "SELECT status, count(*) FROM sessions GROUP BY ALL"
   agentctl query "SELECT tool, count(*) FILTER (status = 'error') AS errors FROM tool_calls GROUP BY ALL ORDER BY errors DESC" --format csv
-  agentctl query --file weekly.sql --format jsonl`,
+  agentctl query --file weekly.sql --format jsonl
+  agentctl query --bundle 3f2a.tar.zst "SELECT tool, status, latency_ms FROM tool_calls"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -57,6 +59,7 @@ is skipped with a warning on stderr naming it, and the rest answers.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.File, "file", "", "read the SQL from this file")
+	cmd.Flags().StringVar(&opts.Bundle, "bundle", "", "query one debug bundle (agentctl bundle) instead of the home")
 	cmd.Flags().StringVar(&opts.Format, "format", "table", "output format: "+strings.Join(query.Formats, "|"))
 	return cmd
 }
@@ -75,11 +78,11 @@ func queryRun(cmd *cobra.Command, f *Factory, opts *queryOptions) error {
 		}
 		q = string(b)
 	}
-	db, err := query.Open(cmd.Context(), f.Home, f.Err)
+	db, closeDB, err := openQueryDB(cmd.Context(), f, opts.Bundle)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closeDB()
 	res, err := db.Query(cmd.Context(), q)
 	if err != nil {
 		return err

@@ -82,6 +82,8 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newQueryCmd(f, nil),
 		newHistoryCmd(f),
 		newReplayCmd(f),
+		newBundleCmd(f, nil, nil),
+		newDiagnoseCmd(f, nil),
 	)
 	return root
 }
