@@ -62,6 +62,13 @@ func (r *run) setupSandbox() error {
 // tools unconfined on its own. (tools would refuse each call anyway; this
 // stops the run with the reason and a hint instead.)
 func (r *run) sandboxReady(t tools.Tool) error {
+	if r.sandbox == nil {
+		// A path into the loop that skipped setupSandbox: never leave the
+		// tools on the default policy without the home hidden.
+		if err := r.setupSandbox(); err != nil {
+			return err
+		}
+	}
 	if !spawns(t) || r.sandbox.Unconfined {
 		return nil
 	}
