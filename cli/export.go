@@ -73,10 +73,10 @@ type exportOTLPOutput struct {
 func exportOTLPRun(ctx context.Context, f *Factory, opts *exportOTLPOptions) error {
 	cfg, err := otlp.ConfigFromEnv(os.Getenv)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if !cfg.Traces {
-		return fmt.Errorf("export otlp: %w", otlp.ErrNotConfigured)
+		return fmt.Errorf("export: %w", otlp.ErrNotConfigured)
 	}
 	for _, ref := range opts.Sessions {
 		id, evs, err := loadSession(f, ref)

@@ -58,7 +58,7 @@ func traceRun(f *Factory, opts *traceOptions) error {
 	}
 	cfg, err := otlp.ConfigFromEnv(os.Getenv)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	spans := cfg.SessionSpans(id, evs)
 	if opts.JSON {
