@@ -2,12 +2,15 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/agentctl/agentctl/session"
 )
+
+var errNoSpans = errors.New("otlp: the log holds no events")
 
 // SessionSpans builds the spans of one session's log with the resource and
 // content settings of cfg.

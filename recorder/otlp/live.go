@@ -2,7 +2,6 @@ package otlp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -311,5 +310,3 @@ func oneLine(s string) string {
 	}
 	return s
 }
-
-var errNoSpans = errors.New("otlp: the log holds no events")
