@@ -299,8 +299,10 @@ FROM ev`)
 }
 
 func (d *diag) pending() error {
-	rows, err := d.q(`SELECT call_id, tool, intent_seq, coalesce(idempotency_key, '') FROM tool_calls
-WHERE session_id = $ID AND status = 'pending' ORDER BY intent_seq`)
+	rows, err := d.q(`SELECT call_id, tool, intent_seq, coalesce(idempotency_key, '') FROM tool_calls t
+WHERE session_id = $ID AND status = 'pending' AND NOT EXISTS (
+  SELECT 1 FROM events e WHERE e.session_id = $ID AND e.kind = 'reconciled' AND e.call_id = t.call_id)
+ORDER BY intent_seq`)
 	if err != nil {
 		return err
 	}
@@ -428,7 +430,7 @@ AND (kind IN ('session_finished', 'budget_exceeded', 'interrupted', 'error', 'ev
 		if str(r[1]) != string(session.KindSessionFinished) {
 			continue
 		}
-		s := fmt.Sprintf("%s at seq %d", str(r[2]), num(r[0]))
+		s := fmt.Sprintf("finished %s at seq %d", str(r[2]), num(r[0]))
 		if reason := str(r[3]); reason != "" {
 			s += " (" + clip(reason, 80) + ")"
 		}
