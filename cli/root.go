@@ -82,6 +82,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newQueryCmd(f, nil),
 		newHistoryCmd(f),
 		newReplayCmd(f),
+		newEvalCmd(f, nil),
 		newBundleCmd(f, nil, nil),
 		newDiagnoseCmd(f, nil),
 	)

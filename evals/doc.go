@@ -1,0 +1,71 @@
+// Package evals runs eval suites: scenarios (agent runs, or recorded
+// sessions replayed offline), each repeated N times with a pass threshold,
+// and assertions over what happened. It is what `agentctl eval` drives in
+// CI; the results are a JSON report (Report) and JUnit XML (WriteJUnit).
+//
+// # Suite format
+//
+// A suite is YAML, decoded strictly (an unknown key or a wrong type is an
+// error with file:line; every problem is reported, not just the first).
+// Paths are relative to the suite file. Load also loads every agent spec
+// and scripted model the suite names, so a suite that loads can run.
+//
+//	name: smoke                       # the JUnit test suite's name
+//	scenarios:
+//	  - name: fix-typo                # unique; --filter matches it
+//	    agent: ../agents/fix-typo.yaml
+//	    model: {provider: scripted, id: alt, script: alt.yaml}  # optional override
+//	    prompt: "..."                 # optional override
+//	    repeat: 3                     # default 1
+//	    threshold: 0.66               # share of repeats that must pass; default 1
+//	    assert:
+//	      - status: done
+//	      - called: edit_file
+//	      - not_called: bash
+//	      - called_at_most: {tool: read_file, times: 2}
+//	      - no_loop: 3                # fail on 3 identical calls in a row
+//	      - no_duplicate_effects: true
+//	      - budget: {max_tokens: 5000, max_tool_calls: 10, max_cost_usd: 0.05}
+//	      - file: {path: README.md, matches: "receive"}  # or equals: FILE, or absent: true
+//	      - command: "grep -q receive README.md"         # sh -c in the final workspace
+//	      - sql: "SELECT count(*) = 0 FROM tool_calls WHERE status = 'error'"
+//	      - crash_safe: {parallel: 4}                     # the spec's crash matrix
+//	      - anchored: {needles: ["never edit vendor/"]}   # needles survive compaction
+//	      - reviewer: {model: {...}, criteria: "...", accept: [pass]}
+//	  - name: replayed
+//	    replay: {home: ../replay/home, session: 7e90000000000001, workspace_from: ../workspaces/typo}
+//	    assert: [{status: done}]
+//
+// # Assertions
+//
+// called, not_called, called_at_most and no_loop count the tool calls the
+// model requested (assistant messages), whether or not they ran. budget
+// reads the session's totals (tokens and cost of model calls, tool
+// results). file and command look at the session's final workspace;
+// command runs the suite author's shell command unsandboxed, like any CI
+// step, with a 5-minute timeout. sql runs DuckDB (package query) over the
+// home with the views events, sessions and tool_calls narrowed to the run's
+// session (ScopeSQL); it passes when the first column of the first row is
+// true. crash_safe runs package crashtest over the agent spec once per eval
+// (not per repeat) and needs the agentctl binary (Config.Exe). anchored is
+// replay.Anchors with the needles, and needs min_compactions (default 1)
+// compactions to have happened. reviewer is a session of its own: see
+// ReviewerSystem for the protocol. A replay scenario also checks
+// replay_matches: the replay's tool results and status equal the
+// recording's (unless allow_differences).
+//
+// # Runs, shards, reports
+//
+// Every run is a normal session in Config.Store (query, replay and bundle
+// work on it); so is every reviewer session. A run passes when it was made
+// without error and every assertion passed; a scenario passes when at least
+// ceil(threshold x repeat) runs passed. Shard I/N holds the scenarios whose
+// 0-based index i has i mod N = I-1; Merge joins the shard reports and
+// checks they are disjoint, complete and from the same suite file.
+//
+// # Concurrency
+//
+// Run executes up to Config.Parallel runs at once; the report is in suite
+// order and does not depend on the parallelism. Config.Provider and
+// Config.Tools must return fresh values per call.
+package evals
