@@ -264,7 +264,10 @@ func ReadFile(path string) ([]session.Event, Tail, error) {
 func readAll(r io.Reader, path string, size int64) ([]session.Event, Tail, error) {
 	rd := NewReader(r)
 	rd.path = path
-	var evs []session.Event
+	// Events are large structs: growing the slice by doubling copies them
+	// again and again. Guess the count from the size (records are rarely
+	// under 128 bytes) so a typical log is read with one allocation.
+	evs := make([]session.Event, 0, min(size/128+1, 1<<20))
 	for {
 		ev, err := rd.Next()
 		if err == nil {
