@@ -99,11 +99,19 @@ func Load(path string) (*Suite, error) {
 		return nil, fmt.Errorf("read suite: %w", err)
 	}
 	var s Suite
+	sum := sha256.Sum256(data)
 	root, err := spec.DecodeStrict(path, data, &s)
 	if err != nil {
-		return nil, err
+		// Report the rest too: decode leniently (unknown keys dropped)
+		// and validate what is there, so one pass shows every problem.
+		var lenient Suite
+		var doc yaml.Node
+		if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Decode(&lenient) != nil {
+			return nil, err
+		}
+		lenient.Path, lenient.Dir = abs, filepath.Dir(abs)
+		return nil, errors.Join(err, lenient.validate(path, doc.Content[0]))
 	}
-	sum := sha256.Sum256(data)
 	s.Path, s.Dir, s.SHA256 = abs, filepath.Dir(abs), hex.EncodeToString(sum[:])
 	if err := s.validate(path, root); err != nil {
 		return nil, err
