@@ -99,7 +99,9 @@ func TestParseVerdict(t *testing.T) {
 }
 
 func TestLongestRepeat(t *testing.T) {
-	call := func(name, args string) session.ToolCall { return session.ToolCall{Name: name, Args: json.RawMessage(args)} }
+	call := func(name, args string) session.ToolCall {
+		return session.ToolCall{Name: name, Args: json.RawMessage(args)}
+	}
 	calls := []session.ToolCall{call("bash", `{"command":"make"}`), call("bash", `{ "command": "make" }`), call("read_file", `{"path":"a"}`),
 		call("bash", `{"command":"make"}`), call("bash", `{"command":"make"}`), call("bash", `{"command":"make"}`)}
 	tool, args, n := longestRepeat(calls)
