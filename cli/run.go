@@ -19,11 +19,12 @@ import (
 )
 
 type runOptions struct {
-	Spec      string
-	Prompt    string
-	JSON      bool
-	Quiet     bool
-	SessionID string
+	Unsandboxed bool
+	Spec        string
+	Prompt      string
+	JSON        bool
+	Quiet       bool
+	SessionID   string
 }
 
 func newRunCmd(f *Factory, runF func(context.Context, *runOptions) error) *cobra.Command {
@@ -58,6 +59,7 @@ SIGINT or SIGTERM stops the run cleanly; 'agentctl resume' continues it.`,
 	cmd.Flags().StringVar(&opts.Prompt, "prompt", "", "first user message (overrides the spec's prompt)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object with the outcome at the end")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
+	cmd.Flags().BoolVar(&opts.Unsandboxed, "unsandboxed", false, "where this machine has no namespaces, run tools unconfined instead of refusing (same as sandbox.unconfined: true; recorded in the session's spec)")
 	cmd.Flags().StringVar(&opts.SessionID, "session-id", "", "use this id for the new session (default: random)")
 	_ = cmd.Flags().MarkHidden("session-id")
 	return cmd
@@ -75,6 +77,9 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 	sp, err := specFromArg(path)
 	if err != nil {
 		return err
+	}
+	if opts.Unsandboxed {
+		sp.Sandbox.Unconfined = true
 	}
 	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
 	if err != nil {
