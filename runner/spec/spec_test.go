@@ -1,0 +1,70 @@
+package spec
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadErrors: every malformed spec is refused with file:line and a
+// message that says what to change.
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown key", "name: x\nmodel: {provider: scripted, id: s, script: m.yaml}\nprompt: hi\naprovals: []\n", `:4: unknown key "aprovals"`},
+		{"wrong type", "name: x\nmodel: {provider: scripted, id: s, script: m.yaml}\nprompt: hi\nretries: lots\n", `:4: "lots" is a str, but a whole number is expected here`},
+		{"bad duration", "name: x\nmodel: {provider: scripted, id: s, script: m.yaml}\nprompt: hi\nbudget: {max_wall: soon}\n", `:4: "soon" is not a duration`},
+		{"unknown provider", "name: x\nmodel: {provider: gpt, id: s}\nprompt: hi\n", `:2: model.provider "gpt" is not one of`},
+		{"no script", "name: x\nmodel: {provider: scripted, id: s}\nprompt: hi\n", `model.script is required`},
+		{"no prompt", "name: x\nmodel: {provider: openai, id: gpt-4o}\n", `prompt is required`},
+		{"bad mode", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nmode: root\n", `:4: mode "root" is not read-only or write`},
+		{"write tool in read-only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nmode: read-only\ntools: [read_file, bash]\n", `:5: tool "bash" is not available in read-only mode`},
+		{"unknown custom key", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncustom_tools:\n  - name: t\n    comand: [x]\n", `:6: unknown key "comand"`},
+		{"custom tool clash", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncustom_tools:\n  - {name: bash, command: [x]}\n", `tool name "bash" is already taken`},
+		{"threshold", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncompaction: {threshold: 3}\n", `:4: compaction.threshold 3 must be between 0 and 1`},
+		{"empty", "", "the file is empty"},
+		{"not yaml", "name: [x\n", "did not find expected"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "agent.yaml")
+			os.WriteFile(p, []byte(tt.yaml), 0o644)
+			_, err := Load(p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "agent.yaml") {
+				t.Errorf("Load = %v, want an error naming the file and containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadResolvesPathsAndDefaults(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "agents", "a.yaml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte("name: a\nmodel: {provider: scripted, id: s, script: ../models/m.yaml}\nprompt: hi\nworkspace: {from: ../ws}\ncustom_tools:\n  - {name: c, command: [./c.sh], lookup: [./c.sh, --lookup]}\n"), 0o644)
+	sp, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string]string{
+		sp.Model.Script:              filepath.Join(dir, "models", "m.yaml"),
+		sp.Workspace.From:            filepath.Join(dir, "ws"),
+		sp.CustomTools[0].Command[0]: filepath.Join(dir, "agents", "c.sh"),
+		sp.CustomTools[0].Lookup[0]:  filepath.Join(dir, "agents", "c.sh"),
+		sp.Mode:                      "write",
+	}
+	for got, want := range checks {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+	if sp.Compaction.Threshold != DefaultThreshold || sp.MaxTurns != DefaultMaxTurns || string(sp.CustomTools[0].Parameters) != `{"type":"object"}` {
+		t.Errorf("defaults not applied: %+v", sp)
+	}
+	back, err := FromHeader(sp.JSON())
+	if err != nil || back.Model.Script != sp.Model.Script || back.Name != "a" {
+		t.Errorf("FromHeader(JSON) = %+v, %v", back, err)
+	}
+}
