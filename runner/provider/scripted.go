@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,7 +122,7 @@ func nodeJSON(b *strings.Builder, n *yaml.Node) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			key, _ := json.Marshal(n.Content[i].Value)
+			key, _ := plainJSON(n.Content[i].Value)
 			b.Write(key)
 			b.WriteByte(':')
 			if err := nodeJSON(b, n.Content[i+1]); err != nil {
@@ -145,13 +146,25 @@ func nodeJSON(b *strings.Builder, n *yaml.Node) error {
 		if err := n.Decode(&v); err != nil {
 			return fmt.Errorf("line %d:%d: args: %w", n.Line, n.Column, err)
 		}
-		out, err := json.Marshal(v)
+		out, err := plainJSON(v)
 		if err != nil {
 			return fmt.Errorf("line %d:%d: args: %w", n.Line, n.Column, err)
 		}
 		b.Write(out)
 	}
 	return nil
+}
+
+// plainJSON is json.Marshal without HTML escaping: commands like
+// "a > b && c" stay readable in the log.
+func plainJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // ErrScriptExhausted matches (with errors.Is) the error a scripted model
