@@ -119,36 +119,6 @@ func Load(path string) (*Suite, error) {
 	return &s, nil
 }
 
-// lineOf finds the line of the node at a path of mapping keys and
-// sequence indexes, or of the deepest node found.
-func lineOf(n *yaml.Node, path ...any) int {
-	cur := n
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			if cur.Kind != yaml.MappingNode {
-				return cur.Line
-			}
-			found := false
-			for i := 0; i+1 < len(cur.Content); i += 2 {
-				if cur.Content[i].Value == k {
-					cur, found = cur.Content[i+1], true
-					break
-				}
-			}
-			if !found {
-				return cur.Line
-			}
-		case int:
-			if cur.Kind != yaml.SequenceNode || k >= len(cur.Content) {
-				return cur.Line
-			}
-			cur = cur.Content[k]
-		}
-	}
-	return cur.Line
-}
-
 var statuses = []string{
 	string(session.StatusDone), string(session.StatusFailed), string(session.StatusAwaitingApproval),
 	string(session.StatusBudgetExceeded), string(session.StatusNeedsHuman), string(session.StatusInterrupted),
@@ -167,7 +137,7 @@ func (s *Suite) abs(p string) string {
 func (s *Suite) validate(file string, root *yaml.Node) error {
 	var errs []error
 	bad := func(msg string, path ...any) {
-		errs = append(errs, &spec.Error{File: file, Line: lineOf(root, path...), Msg: msg})
+		errs = append(errs, &spec.Error{File: file, Line: spec.LineOf(root, path...), Msg: msg})
 	}
 	if s.Name == "" {
 		bad("name is required (it names the JUnit test suite)")
@@ -178,7 +148,7 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 	names := map[string]int{}
 	for i := range s.Scenarios {
 		sc := &s.Scenarios[i]
-		sc.Line = lineOf(root, "scenarios", i)
+		sc.Line = spec.LineOf(root, "scenarios", i)
 		at := func(p ...any) []any { return append([]any{"scenarios", i}, p...) }
 		switch {
 		case sc.Name == "":
@@ -189,7 +159,7 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 			if prev, dup := names[sc.Name]; dup {
 				bad(fmt.Sprintf("scenario name %q is already used at line %d", sc.Name, prev), at("name")...)
 			}
-			names[sc.Name] = lineOf(root, at("name")...)
+			names[sc.Name] = spec.LineOf(root, at("name")...)
 		}
 		if sc.Repeat < 0 {
 			bad("repeat must not be negative", at("repeat")...)
@@ -238,7 +208,7 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 		}
 		for j := range sc.Assert {
 			a := &sc.Assert[j]
-			a.Line = lineOf(root, at("assert", j)...)
+			a.Line = spec.LineOf(root, at("assert", j)...)
 			s.validateAssertion(sc, a, func(msg string, p ...any) { bad(msg, at(append([]any{"assert", j}, p...)...)...) })
 		}
 	}

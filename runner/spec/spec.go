@@ -352,8 +352,10 @@ func NodeToJSON(n *yaml.Node) (json.RawMessage, error) {
 	return b, nil
 }
 
-// lineOf finds the line of the value at a key path ("model", "provider").
-func lineOf(n *yaml.Node, path ...any) int {
+// LineOf finds the line of the value at a path of mapping keys and
+// sequence indexes ("custom_tools", 2, "name"), or of the deepest node
+// found, so validation errors can point at the line to change.
+func LineOf(n *yaml.Node, path ...any) int {
 	cur := n
 	for _, p := range path {
 		switch k := p.(type) {
@@ -386,7 +388,7 @@ var knownTools = map[string]bool{"read_file": true, "write_file": true, "edit_fi
 func (s *Spec) validate(file string, root *yaml.Node) error {
 	var errs []error
 	bad := func(msg string, path ...any) {
-		errs = append(errs, &Error{File: file, Line: lineOf(root, path...), Msg: msg})
+		errs = append(errs, &Error{File: file, Line: LineOf(root, path...), Msg: msg})
 	}
 	if s.Name == "" {
 		bad("name is required")
