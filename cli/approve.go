@@ -92,24 +92,35 @@ func pendingApprovals(evs []session.Event) []session.Event {
 	return out
 }
 
+// openToDecide takes the session's lease (a human's decision is an append
+// like any other, so a live run refuses it) and reads its events.
+func openToDecide(f *Factory, ref string) (string, *recorder.Session, []session.Event, error) {
+	st := f.Store()
+	id, err := st.Resolve(ref)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	sess, _, err := st.Open(id, recorder.Options{})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	evs, _, err := st.Load(id)
+	if err != nil {
+		sess.Close()
+		return "", nil, nil, err
+	}
+	return id, sess, evs, nil
+}
+
 func decideRun(f *Factory, opts *decideOptions) error {
 	if opts.Approve && opts.Scope != runner.ScopeOnce && opts.Scope != runner.ScopeSession {
 		return usageError{fmt.Errorf("--scope %q: use once or session", opts.Scope)}
 	}
-	st := f.Store()
-	id, err := st.Resolve(opts.Session)
-	if err != nil {
-		return err
-	}
-	sess, _, err := st.Open(id, recorder.Options{})
+	id, sess, evs, err := openToDecide(f, opts.Session)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	evs, _, err := st.Load(id)
-	if err != nil {
-		return err
-	}
 	pending := pendingApprovals(evs)
 	var target *session.Event
 	switch {
@@ -195,20 +206,11 @@ func resolveRun(f *Factory, opts *resolveOptions) error {
 	if (opts.Output == "") == !opts.NotDone {
 		return usageError{fmt.Errorf("give exactly one of --output TEXT or --not-done")}
 	}
-	st := f.Store()
-	id, err := st.Resolve(opts.Session)
-	if err != nil {
-		return err
-	}
-	sess, _, err := st.Open(id, recorder.Options{})
+	id, sess, evs, err := openToDecide(f, opts.Session)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	evs, _, err := st.Load(id)
-	if err != nil {
-		return err
-	}
 	var waiting *session.Event
 	for i := range evs {
 		e := &evs[i]
