@@ -9,8 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // CompactOptions tune Compact.
@@ -84,14 +86,20 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 		if len(files) < 2 && (len(files) == 0 || len(files[0].Dropped) == 0) {
 			continue
 		}
-		var buf []Row
+		// Per-session files are named after their session, so in path
+		// order their rows mostly arrive already sorted.
+		slices.SortFunc(files, func(a, b FileEntry) int { return cmp.Compare(a.Path, b.Path) })
+		buf := make([]Row, 0, min(target, partRows(files))+RowGroupRows)
 		flush := func() error {
 			if len(buf) == 0 {
 				return nil
 			}
-			slices.SortStableFunc(buf, func(a, b Row) int {
+			byKey := func(a, b Row) int {
 				return cmp.Or(cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(a.Seq, b.Seq))
-			})
+			}
+			if !slices.IsSortedFunc(buf, byKey) {
+				slices.SortStableFunc(buf, byKey)
+			}
 			seq++
 			rel := path.Join(d, fmt.Sprintf("seg-%08d-%04d.parquet", gen, seq))
 			n, err := WriteRows(filepath.Join(h.Dir, filepath.FromSlash(rel)), buf, h.NoSync)
@@ -107,18 +115,22 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 			}
 			written = append(written, FileEntry{Path: rel, Rows: int64(len(buf)), Bytes: n, Sessions: sessions, Segment: true})
 			res.Rows += int64(len(buf))
+			clear(buf) // drop the strings before the next segment fills it
 			buf = buf[:0]
 			failpoint(FailSegmentWritten)
 			return nil
 		}
+		// Files are read ahead in parallel and consumed in order.
+		results, stop := h.readAhead(files)
+		defer stop()
 		for _, f := range files {
-			rows, err := ReadRows(filepath.Join(h.Dir, filepath.FromSlash(f.Path)))
-			if err != nil {
-				return res, fmt.Errorf("history: compact: %w", err)
+			r := <-results
+			if r.err != nil {
+				return res, fmt.Errorf("history: compact: %w", r.err)
 			}
-			for _, r := range rows {
-				if m.Sessions[r.SessionID].File == f.Path {
-					buf = append(buf, r)
+			for _, row := range r.rows {
+				if m.Sessions[row.SessionID].File == f.Path {
+					buf = append(buf, row)
 				}
 			}
 			merged = append(merged, f.Path)
@@ -132,11 +144,17 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 			return res, err
 		}
 	}
-	if len(merged) == 0 {
+	snap := h.snapshot(m)
+	if len(merged) == 0 && snap.equal(m.SessionsDir) {
 		res.FilesAfter = len(m.Files)
 		return res, nil
 	}
-	m.Files = slices.DeleteFunc(m.Files, func(f FileEntry) bool { return slices.Contains(merged, f.Path) })
+	m.SessionsDir = snap
+	retired := map[string]bool{}
+	for _, p := range merged {
+		retired[p] = true
+	}
+	m.Files = slices.DeleteFunc(m.Files, func(f FileEntry) bool { return retired[f.Path] })
 	m.Files = append(m.Files, written...)
 	for id, rel := range moved {
 		e := m.Sessions[id]
@@ -151,6 +169,71 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 	h.remove(merged)
 	res.Merged, res.Segments, res.FilesAfter = len(merged), len(written), len(m.Files)
 	return res, nil
+}
+
+type readResult struct {
+	rows []Row
+	err  error
+}
+
+// readAhead reads files with GOMAXPROCS readers and delivers them, in
+// order, on the returned channel, holding at most two files per reader in
+// memory. Call stop when done reading, early or not.
+func (h *History) readAhead(files []FileEntry) (results <-chan readResult, stop func()) {
+	workers := runtime.GOMAXPROCS(0)
+	out := make(chan readResult)
+	done := make(chan struct{})
+	slots := make([]chan readResult, len(files))
+	for i := range slots {
+		slots[i] = make(chan readResult, 1)
+	}
+	sem := make(chan struct{}, 2*workers)
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := range files {
+			select {
+			case sem <- struct{}{}:
+			case <-done:
+				return
+			}
+			next <- i
+		}
+	}()
+	for range workers {
+		go func() {
+			for i := range next {
+				rows, err := ReadRows(filepath.Join(h.Dir, filepath.FromSlash(files[i].Path)))
+				slots[i] <- readResult{rows, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(out)
+		for i := range slots {
+			var r readResult
+			select {
+			case r = <-slots[i]:
+			case <-done:
+				return
+			}
+			select {
+			case out <- r:
+			case <-done:
+				return
+			}
+			<-sem
+		}
+	}()
+	return out, sync.OnceFunc(func() { close(done) })
+}
+
+func partRows(files []FileEntry) int64 {
+	var n int64
+	for _, f := range files {
+		n += f.Rows
+	}
+	return n
 }
 
 // collectGarbage removes every Parquet or temp file under the history

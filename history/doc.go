@@ -4,7 +4,7 @@
 //
 // # Layout
 //
-//	<home>/history/MANIFEST.json                         the live files (see Manifest)
+//	<home>/history/MANIFEST                              the live files (see Manifest, LoadManifest)
 //	<home>/history/LOCK                                  writers' flock
 //	<home>/history/date=YYYY-MM-DD/<id>-<lastseq>.parquet   one sealed session
 //	<home>/history/date=YYYY-MM-DD/seg-<gen>-<n>.parquet    a compacted segment
@@ -42,6 +42,14 @@
 //     removes them (and any .tmp- file).
 //  5. A reader that lists the files and then finds one removed by a
 //     concurrent compaction reads the manifest again and retries.
+//  6. Each manifest written records the sessions folder's modification
+//     time and the sessions in it that are not sealed (SessionsSnapshot).
+//     Creating or removing a session folder changes that time, so while
+//     it is unchanged a reader knows every unsealed session without
+//     listing the folder. A session sealed as final (finished, status
+//     done) is never appended to again, so a reader does not look at its
+//     log; other sealed sessions' logs are stat'ed, and read instead of
+//     the history when their size changed since sealing.
 //
 // # Concurrency
 //

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,10 @@ import (
 // RowGroupRows is the most rows one row group of a file holds. DuckDB reads
 // row groups in parallel, so a large segment is split into several.
 const RowGroupRows = 128 * 1024
+
+// codec is shared by every writer so that its pool of zstd encoders (each
+// costly to build) is reused across files.
+var codec = &zstd.Codec{Level: zstd.SpeedDefault}
 
 // WriteRows writes rows to a new Parquet file at path, atomically: a temp
 // file in the same directory is written, closed (which writes the footer),
@@ -35,7 +40,7 @@ func WriteRows(path string, rows []Row, noSync bool) (size int64, err error) {
 		}
 	}()
 	w := parquet.NewGenericWriter[Row](f,
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.Compression(codec),
 		parquet.MaxRowsPerRowGroup(RowGroupRows),
 		parquet.CreatedBy("agentctl", "", ""),
 	)
@@ -69,16 +74,13 @@ func WriteRows(path string, rows []Row, noSync bool) (size int64, err error) {
 // ReadRows reads every row of a Parquet file written by WriteRows. A
 // damaged file fails with an error matching ErrCorruptFile that names it.
 func ReadRows(path string) ([]Row, error) {
-	f, err := os.Open(path)
+	// One read of the whole file: parquet-go would otherwise issue a read
+	// per page and column, and history files are small or read whole.
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("history: read %s: %w", path, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("history: read %s: %w", path, err)
-	}
-	rows, err := readRows(f, st.Size())
+	rows, err := readRows(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return nil, &CorruptFileError{Path: path, Err: err}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/session"
 )
 
 // Dir is the name of the history folder in an agentctl home.
@@ -89,12 +90,13 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 		return nil, err
 	}
 	out := make([]sealed, len(ids))
+	before := m.fileIndex()
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range min(runtime.GOMAXPROCS(0), max(len(ids), 1)) {
 		wg.Go(func() {
 			for i := range work {
-				out[i] = h.sealOne(m, ids[i])
+				out[i] = h.sealOne(m, before, ids[i])
 			}
 		})
 	}
@@ -106,6 +108,7 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 
 	var retire []string
 	changed := false
+	index := m.fileIndex()
 	for _, s := range out {
 		if s.File == "" {
 			continue
@@ -114,14 +117,16 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 		old, had := m.Sessions[s.SessionID]
 		m.Sessions[s.SessionID] = s.entry
 		fe := FileEntry{Path: s.File, Rows: s.Rows, Bytes: s.bytes, Sessions: 1}
-		if i := m.file(s.File); i >= 0 {
+		if i, ok := index[s.File]; ok {
 			m.Files[i] = fe
 		} else {
+			index[s.File] = len(m.Files)
 			m.Files = append(m.Files, fe)
 		}
 		if had && old.File != s.File {
-			if p := m.drop(old.File, s.SessionID); p != "" {
+			if p := m.drop(index, old.File, s.SessionID); p != "" {
 				retire = append(retire, p)
+				index = m.fileIndex()
 			}
 		}
 	}
@@ -129,9 +134,11 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 	for i, s := range out {
 		results[i] = s.SealResult
 	}
-	if !changed {
+	snap := h.snapshot(m)
+	if !changed && snap.equal(m.SessionsDir) {
 		return results, nil
 	}
+	m.SessionsDir = snap
 	failpoint(FailSealWritten)
 	m.Generation++
 	if err := m.save(h.Dir, h.NoSync); err != nil {
@@ -150,7 +157,7 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 	return results, nil
 }
 
-func (h *History) sealOne(m *Manifest, id string) sealed {
+func (h *History) sealOne(m *Manifest, index map[string]int, id string) sealed {
 	s := sealed{SealResult: SealResult{SessionID: id}}
 	logPath := h.Store.LogPath(id)
 	st, err := os.Stat(logPath)
@@ -158,11 +165,11 @@ func (h *History) sealOne(m *Manifest, id string) sealed {
 		s.Err = fmt.Sprintf("seal %s: %v", id, err)
 		return s
 	}
-	if e, ok := m.Sessions[id]; ok && e.LogSize == st.Size() && m.file(e.File) >= 0 {
+	if e, ok := m.Sessions[id]; ok && e.LogSize == st.Size() && hasFile(index, e.File) {
 		s.Skipped = "already sealed"
 		return s
 	}
-	evs, _, err := recorder.ReadFile(logPath)
+	evs, tail, err := recorder.ReadFile(logPath)
 	if err != nil {
 		s.Err = fmt.Sprintf("seal %s: %v", id, err)
 		return s
@@ -186,15 +193,18 @@ func (h *History) sealOne(m *Manifest, id string) sealed {
 		return s
 	}
 	s.File, s.Rows, s.bytes = rel, int64(len(rows)), n
-	s.entry = SessionEntry{File: rel, LastSeq: last, LogSize: st.Size()}
+	lastEv := evs[len(evs)-1]
+	final := lastEv.Kind == session.KindSessionFinished && session.Status(lastEv.Status) == session.StatusDone
+	s.entry = SessionEntry{File: rel, LastSeq: last, LogSize: st.Size(), Final: final, Torn: tail.Torn}
 	return s
 }
 
 // drop marks session id's rows in file p as superseded. It returns p if the
-// file holds nothing live any more and is to be removed.
-func (m *Manifest) drop(p, id string) string {
-	i := m.file(p)
-	if i < 0 {
+// file holds nothing live any more and was taken out of the manifest (the
+// caller then rebuilds its index).
+func (m *Manifest) drop(index map[string]int, p, id string) string {
+	i, ok := index[p]
+	if !ok {
 		return ""
 	}
 	f := &m.Files[i]
@@ -206,6 +216,55 @@ func (m *Manifest) drop(p, id string) string {
 		return p
 	}
 	return ""
+}
+
+func hasFile(index map[string]int, p string) bool {
+	_, ok := index[p]
+	return ok
+}
+
+// fileIndex maps each live file's path to its index in m.Files.
+func (m *Manifest) fileIndex() map[string]int {
+	index := make(map[string]int, len(m.Files))
+	for i, f := range m.Files {
+		index[f.Path] = i
+	}
+	return index
+}
+
+// snapshot lists the sessions folder for the manifest (see
+// SessionsSnapshot), under the writer lock, after m.Sessions is updated.
+// The folder's time is kept only if it did not change during the listing
+// and is older than racyWindow: a session folder made later in the same
+// clock tick would otherwise leave the time as it was and go unseen.
+func (h *History) snapshot(m *Manifest) SessionsSnapshot {
+	dir := filepath.Join(h.Store.Root, "sessions")
+	st1, err := os.Stat(dir)
+	if err != nil {
+		return SessionsSnapshot{}
+	}
+	ids, err := h.Store.IDs()
+	if err != nil {
+		return SessionsSnapshot{}
+	}
+	st2, err := os.Stat(dir)
+	if err != nil || !st1.ModTime().Equal(st2.ModTime()) || time.Since(st2.ModTime()) < racyWindow {
+		return SessionsSnapshot{}
+	}
+	snap := SessionsSnapshot{MTime: st2.ModTime().UnixNano()}
+	for _, id := range ids {
+		if _, ok := m.Sessions[id]; !ok {
+			snap.Unsealed = append(snap.Unsealed, id)
+		}
+	}
+	return snap
+}
+
+// racyWindow is how old the sessions folder's time must be to be trusted.
+const racyWindow = 2 * time.Second
+
+func (s SessionsSnapshot) equal(o SessionsSnapshot) bool {
+	return s.MTime == o.MTime && slices.Equal(s.Unsealed, o.Unsealed)
 }
 
 func (m *Manifest) smallFiles() int {

@@ -1,19 +1,29 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // ManifestFile is the name of the manifest in the history folder.
-const ManifestFile = "MANIFEST.json"
+const ManifestFile = "MANIFEST"
 
-// ManifestVersion is the manifest format this agentctl writes and reads.
-const ManifestVersion = 1
+// manifestFileV1 is where version 1 kept its JSON manifest; it is still
+// read when no ManifestFile exists, and removed by the next write.
+const manifestFileV1 = "MANIFEST.json"
+
+// ManifestVersion is the manifest format this agentctl writes.
+const ManifestVersion = 2
+
+// manifestMagic is the first line of a version 2 manifest.
+const manifestMagic = "agentctl history manifest 2"
 
 // Manifest lists the live Parquet files of the history and which file holds
 // each sealed session. It is the only source of truth for readers: a file
@@ -23,11 +33,26 @@ const ManifestVersion = 1
 // A row of file F is live if and only if Sessions[row.session_id].File is
 // F. FileEntry.Dropped lists, per file, the sessions for which that is not
 // so, so readers can filter without the session map.
+//
+// SessionsDir records what the sessions folder held when the manifest was
+// written, so a reader can tell which sessions are not sealed without
+// listing that folder (see SessionsSnapshot).
 type Manifest struct {
-	Version    int                     `json:"version"`
-	Generation int64                   `json:"generation"`
-	Files      []FileEntry             `json:"files"`
-	Sessions   map[string]SessionEntry `json:"sessions"`
+	Version     int
+	Generation  int64
+	Files       []FileEntry
+	Sessions    map[string]SessionEntry
+	SessionsDir SessionsSnapshot
+}
+
+// SessionsSnapshot is what the sessions folder held when the manifest was
+// written. While the folder's modification time is still MTime (a session
+// folder made or removed since changes it), its entries are exactly the
+// sealed sessions plus Unsealed. MTime is 0 when no snapshot was taken, or
+// when the folder changed too recently to trust its time (see Seal).
+type SessionsSnapshot struct {
+	MTime    int64    // the folder's modification time, in Unix nanoseconds
+	Unsealed []string // its sessions that are not in Sessions, sorted
 }
 
 // FileEntry is one live Parquet file.
@@ -43,10 +68,17 @@ type FileEntry struct {
 // SessionEntry says where a sealed session's rows are and what was sealed:
 // the log's last seq and size then. A log whose size differs has changed
 // since (resumed, or its torn tail cut) and is read from the log instead.
+//
+// Final is true when the sealed events end with session_finished, status
+// done: such a session is never appended to again (resume refuses it; a
+// fork makes a new session), so readers need not look at its log. Torn
+// is true when the log had a torn tail when it was sealed.
 type SessionEntry struct {
 	File    string `json:"file"`
 	LastSeq int64  `json:"last_seq"`
 	LogSize int64  `json:"log_size"`
+	Final   bool   `json:"final,omitempty"`
+	Torn    bool   `json:"torn,omitempty"`
 }
 
 func newManifest() *Manifest {
@@ -55,34 +87,267 @@ func newManifest() *Manifest {
 
 // LoadManifest reads the manifest of the history folder dir. A folder with
 // no manifest is an empty history.
+//
+// # Format (version 2)
+//
+// Text, one record per line, fields separated by tabs; a session id that
+// holds a tab, newline, backslash or double quote, or starts with a quote,
+// is written as a Go-quoted string:
+//
+//	agentctl history manifest 2
+//	generation	<n>
+//	sessions-dir	<mtime ns>	<unsealed count>
+//	F	<path>	<rows>	<bytes>	<sessions>	<segment 0|1>   a live file
+//	D	<id>                                              dropped from the last F
+//	S	<id>	<file index>	<last seq>	<log size>	<flags>   a sealed session
+//	U	<id>                                              an unsealed session
+//	end	<files>	<sessions>
+//
+// Flags are letters: f (final), t (torn tail). The end line guards
+// against a short file.
 func LoadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	p := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return loadManifestV1(dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history: read manifest: %w", err)
+	}
+	if len(b) > 0 && b[0] == '{' {
+		// The JSON form: what version 1 wrote, and what a program that
+		// encodes a Manifest with encoding/json writes.
+		return decodeJSON(p, b)
+	}
+	m, err := parseManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, p, err)
+	}
+	return m, nil
+}
+
+func loadManifestV1(dir string) (*Manifest, error) {
+	p := filepath.Join(dir, manifestFileV1)
+	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return newManifest(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("history: read manifest: %w", err)
 	}
+	return decodeJSON(p, b)
+}
+
+// WriteManifest replaces the manifest of the history folder dir with m,
+// atomically. It is for programs that build a history of their own (a
+// bundle opened for querying); a History writes its manifest itself, under
+// its lock.
+func WriteManifest(dir string, m *Manifest, noSync bool) error { return m.save(dir, noSync) }
+
+func decodeJSON(p string, b []byte) (*Manifest, error) {
+	var v1 struct {
+		Version    int                     `json:"version"`
+		Generation int64                   `json:"generation"`
+		Files      []FileEntry             `json:"files"`
+		Sessions   map[string]SessionEntry `json:"sessions"`
+	}
+	if err := json.Unmarshal(b, &v1); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, p, err)
+	}
+	if v1.Version != 1 && v1.Version != 2 {
+		return nil, fmt.Errorf("%w: %s: version %d, this agentctl reads 1 and 2", ErrManifest, p, v1.Version)
+	}
 	m := newManifest()
-	if err := json.Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, filepath.Join(dir, ManifestFile), err)
-	}
-	if m.Version != ManifestVersion {
-		return nil, fmt.Errorf("%w: %s: version %d, this agentctl reads %d", ErrManifest, filepath.Join(dir, ManifestFile), m.Version, ManifestVersion)
-	}
-	if m.Sessions == nil {
-		m.Sessions = map[string]SessionEntry{}
+	m.Generation, m.Files = v1.Generation, v1.Files
+	if v1.Sessions != nil {
+		m.Sessions = v1.Sessions
 	}
 	return m, nil
 }
 
-// save swaps in m as the manifest: temp file, fsync, rename, fsync dir.
-func (m *Manifest) save(dir string, noSync bool) error {
-	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Path < m.Files[j].Path })
-	b, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("history: write manifest: %w", err)
+func parseManifest(b []byte) (*Manifest, error) {
+	m := newManifest()
+	m.Sessions = make(map[string]SessionEntry, bytes.Count(b, []byte("\nS\t")))
+	line, rest, _ := bytes.Cut(b, []byte{'\n'})
+	if string(line) != manifestMagic {
+		if v, ok := strings.CutPrefix(string(line), "agentctl history manifest "); ok {
+			return nil, fmt.Errorf("version %s, this agentctl reads %d", v, ManifestVersion)
+		}
+		return nil, fmt.Errorf("not a manifest (first line %.40q)", line)
 	}
+	n := 1
+	ended := false
+	var f []string
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		n++
+		if ended {
+			return nil, fmt.Errorf("line %d: data after the end line", n)
+		}
+		f = splitTabs(f[:0], line)
+		bad := func(what string) error { return fmt.Errorf("line %d: %s: %.60q", n, what, line) }
+		var err error
+		switch {
+		case f[0] == "S" && len(f) == 6:
+			var e SessionEntry
+			id, err1 := unesc(f[1])
+			fi, err2 := strconv.Atoi(f[2])
+			e.LastSeq, err = strconv.ParseInt(f[3], 10, 64)
+			e.LogSize, err = errOr(err, f[4])
+			if err = errors.Join(err1, err2, err); err != nil || fi < 0 || fi >= len(m.Files) {
+				return nil, bad("bad session")
+			}
+			e.File = m.Files[fi].Path
+			e.Final, e.Torn = strings.Contains(f[5], "f"), strings.Contains(f[5], "t")
+			m.Sessions[id] = e
+		case f[0] == "F" && len(f) == 6:
+			fe := FileEntry{Path: f[1], Segment: f[5] == "1"}
+			fe.Rows, err = strconv.ParseInt(f[2], 10, 64)
+			fe.Bytes, err = errOr(err, f[3])
+			var s int64
+			s, err = errOr(err, f[4])
+			if err != nil || fe.Path == "" {
+				return nil, bad("bad file")
+			}
+			fe.Sessions = int(s)
+			m.Files = append(m.Files, fe)
+		case f[0] == "D" && len(f) == 2 && len(m.Files) > 0:
+			id, err := unesc(f[1])
+			if err != nil {
+				return nil, bad("bad dropped session")
+			}
+			last := &m.Files[len(m.Files)-1]
+			last.Dropped = append(last.Dropped, id)
+		case f[0] == "U" && len(f) == 2:
+			id, err := unesc(f[1])
+			if err != nil {
+				return nil, bad("bad unsealed session")
+			}
+			m.SessionsDir.Unsealed = append(m.SessionsDir.Unsealed, id)
+		case f[0] == "generation" && len(f) == 2:
+			if m.Generation, err = strconv.ParseInt(f[1], 10, 64); err != nil {
+				return nil, bad("bad generation")
+			}
+		case f[0] == "sessions-dir" && len(f) == 3:
+			if m.SessionsDir.MTime, err = strconv.ParseInt(f[1], 10, 64); err != nil {
+				return nil, bad("bad sessions-dir")
+			}
+		case f[0] == "end" && len(f) == 3:
+			nf, err1 := strconv.Atoi(f[1])
+			ns, err2 := strconv.Atoi(f[2])
+			if err1 != nil || err2 != nil || nf != len(m.Files) || ns != len(m.Sessions) {
+				return nil, bad(fmt.Sprintf("end line does not match %d files, %d sessions", len(m.Files), len(m.Sessions)))
+			}
+			ended = true
+		default:
+			return nil, bad("unknown record")
+		}
+	}
+	if !ended {
+		return nil, fmt.Errorf("no end line: the manifest is cut short")
+	}
+	return m, nil
+}
+
+func errOr(err error, s string) (int64, error) {
+	v, perr := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return v, err
+	}
+	return v, perr
+}
+
+// splitTabs splits line into dst; the fields share one string.
+func splitTabs(dst []string, line []byte) []string {
+	s := string(line)
+	for {
+		i := strings.IndexByte(s, '\t')
+		if i < 0 {
+			return append(dst, s)
+		}
+		dst = append(dst, s[:i])
+		s = s[i+1:]
+	}
+}
+
+// esc writes a session id so that it fits in one tab-separated field.
+func esc(id string) string {
+	if id == "" || strings.ContainsAny(id, "\t\n\r\\\"") {
+		return strconv.Quote(id)
+	}
+	return id
+}
+
+func unesc(s string) (string, error) {
+	if strings.HasPrefix(s, `"`) {
+		return strconv.Unquote(s)
+	}
+	if s == "" {
+		return "", errors.New("empty session id")
+	}
+	return s, nil
+}
+
+// encode writes m in the version 2 format, files sorted by path and
+// sessions by id.
+func (m *Manifest) encode() []byte {
+	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Path < m.Files[j].Path })
+	index := make(map[string]int, len(m.Files))
+	var b bytes.Buffer
+	b.Grow(64 + 80*len(m.Files) + 64*len(m.Sessions))
+	fmt.Fprintf(&b, "%s\ngeneration\t%d\nsessions-dir\t%d\t%d\n", manifestMagic, m.Generation, m.SessionsDir.MTime, len(m.SessionsDir.Unsealed))
+	for i, f := range m.Files {
+		index[f.Path] = i
+		seg := "0"
+		if f.Segment {
+			seg = "1"
+		}
+		fmt.Fprintf(&b, "F\t%s\t%d\t%d\t%d\t%s\n", f.Path, f.Rows, f.Bytes, f.Sessions, seg)
+		for _, id := range f.Dropped {
+			fmt.Fprintf(&b, "D\t%s\n", esc(id))
+		}
+	}
+	ids := make([]string, 0, len(m.Sessions))
+	for id := range m.Sessions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		e := m.Sessions[id]
+		flags := "-"
+		if e.Final || e.Torn {
+			flags = ""
+			if e.Final {
+				flags += "f"
+			}
+			if e.Torn {
+				flags += "t"
+			}
+		}
+		b.WriteString("S\t")
+		b.WriteString(esc(id))
+		b.WriteByte('\t')
+		b.WriteString(strconv.Itoa(index[e.File]))
+		b.WriteByte('\t')
+		b.WriteString(strconv.FormatInt(e.LastSeq, 10))
+		b.WriteByte('\t')
+		b.WriteString(strconv.FormatInt(e.LogSize, 10))
+		b.WriteByte('\t')
+		b.WriteString(flags)
+		b.WriteByte('\n')
+	}
+	for _, id := range m.SessionsDir.Unsealed {
+		fmt.Fprintf(&b, "U\t%s\n", esc(id))
+	}
+	fmt.Fprintf(&b, "end\t%d\t%d\n", len(m.Files), len(m.Sessions))
+	return b.Bytes()
+}
+
+// save swaps in m as the manifest: temp file, fsync, rename, fsync dir.
+// Every session in m.Sessions must point at a file in m.Files.
+func (m *Manifest) save(dir string, noSync bool) error {
+	m.Version = ManifestVersion
+	b := m.encode()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("history: write manifest: %w", err)
 	}
@@ -105,6 +370,7 @@ func (m *Manifest) save(dir string, noSync bool) error {
 		os.Remove(tmp)
 		return fmt.Errorf("history: write manifest: %w", err)
 	}
+	os.Remove(filepath.Join(dir, manifestFileV1)) // superseded; absent after the first write
 	return syncDir(dir, noSync)
 }
 

@@ -4,11 +4,15 @@
 // Open reads the history's manifest (package history) and every session
 // log that is not sealed as it is now — running, crashed, resumed since it
 // was sealed, or never sealed — and writes those logs' events to a
-// temporary Parquet file with the history's schema. The views:
+// temporary Parquet file with the history's schema (none when there are
+// none). It finds those logs from the manifest's snapshot of the sessions
+// folder, and stats only the logs of sealed sessions that are not final,
+// so a query over a sealed, compacted history touches a handful of files
+// whatever the number of sessions. The views:
 //
 //	events      read_parquet over the live history files (less the rows
 //	            the manifest marks dropped, and less the sealed rows of
-//	            sessions read from their logs), UNION ALL the temp file
+//	            sessions read from their logs), UNION ALL the temp file, if any
 //	sessions    one row per session, totals as recorder.Summarize makes them
 //	tool_calls  each call's tool_intent joined with its last tool_result
 //

@@ -48,22 +48,23 @@ type DB struct {
 // never sealed), whose events are written to a temporary Parquet file with
 // the history's schema. Warnings (a corrupt history file that is skipped)
 // go to warn. Close removes the temporary file.
+//
+// Open does not look at every log. The manifest's snapshot of the sessions
+// folder says which sessions are not sealed while the folder's time is
+// unchanged (else the folder is listed), and only the logs of sealed
+// sessions that are not final (see history.SessionEntry) are stat'ed to
+// see whether they grew since sealing.
 func Open(ctx context.Context, home string, warn io.Writer) (*DB, error) {
 	if warn == nil {
 		warn = io.Discard
 	}
-	tmp, err := os.MkdirTemp("", "agentctl-query-")
-	if err != nil {
-		return nil, fmt.Errorf("query: %w", err)
-	}
 	connector, err := duckdb.NewConnector("", nil)
 	if err != nil {
-		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("query: open duckdb: %w", err)
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(1)
-	d := &DB{home: home, hist: history.New(home), warn: warn, db: db, tmp: tmp, skipped: map[string]bool{}}
+	d := &DB{home: home, hist: history.New(home), warn: warn, db: db, skipped: map[string]bool{}}
 	if err := d.reload(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -74,7 +75,9 @@ func Open(ctx context.Context, home string, warn io.Writer) (*DB, error) {
 // Close closes the database and removes its temporary files.
 func (d *DB) Close() error {
 	err := d.db.Close()
-	os.RemoveAll(d.tmp)
+	if d.tmp != "" {
+		os.RemoveAll(d.tmp)
+	}
 	return err
 }
 
@@ -82,14 +85,55 @@ func (d *DB) Close() error {
 // reading them found.
 func (d *DB) Logs() map[string]LogState { return d.logs }
 
-// load reads the manifest and the unsealed logs and (re)creates the views.
+// fromLogs returns the sessions to read from their logs rather than from
+// the history: those not sealed, those sealed whose log has changed since,
+// and those whose history file is skipped as corrupt (mayBeGone: such a
+// log may no longer exist, and then the session is left out).
+func (d *DB) fromLogs(m *history.Manifest) (ids []string, mayBeGone map[string]bool, err error) {
+	mayBeGone = map[string]bool{}
+	sessDir := filepath.Join(d.home, "sessions")
+	st, serr := os.Stat(sessDir)
+	switch {
+	case serr == nil && m.SessionsDir.MTime != 0 && st.ModTime().UnixNano() == m.SessionsDir.MTime:
+		ids = append(ids, m.SessionsDir.Unsealed...)
+	case serr != nil && errors.Is(serr, os.ErrNotExist):
+		// No logs at all: the history answers alone.
+	default:
+		all, err := d.hist.Store.IDs()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, id := range all {
+			if _, ok := m.Sessions[id]; !ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	for id, e := range m.Sessions {
+		if d.skipped[filepath.Join(d.hist.Dir, filepath.FromSlash(e.File))] {
+			ids, mayBeGone[id] = append(ids, id), true
+			continue
+		}
+		if e.Final {
+			continue // never written again: the history has it as it is
+		}
+		st, err := os.Stat(d.hist.Store.LogPath(id))
+		if err == nil && st.Size() != e.LogSize {
+			ids = append(ids, id)
+		}
+	}
+	return ids, mayBeGone, nil
+}
+
+// load reads the manifest and the logs to read and (re)creates the views.
 func (d *DB) load(ctx context.Context) error {
+	d.m = nil
 	m, err := d.hist.Manifest()
 	if err != nil {
 		return err
 	}
 	d.m = m
-	ids, err := d.hist.Store.IDs()
+	ids, mayBeGone, err := d.fromLogs(m)
 	if err != nil {
 		return err
 	}
@@ -99,17 +143,13 @@ func (d *DB) load(ctx context.Context) error {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for _, id := range ids {
-		e, sealed := m.Sessions[id]
-		if sealed && !d.skipped[filepath.Join(d.hist.Dir, filepath.FromSlash(e.File))] {
-			st, err := os.Stat(d.hist.Store.LogPath(id))
-			if err != nil || st.Size() == e.LogSize {
-				continue // the history has it as it is (or the log is gone)
-			}
-		}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			evs, tail, err := recorder.ReadFile(d.hist.Store.LogPath(id))
+			if err != nil && mayBeGone[id] && errors.Is(err, os.ErrNotExist) {
+				return
+			}
 			rows := make([]history.Row, 0, len(evs))
 			for _, ev := range evs {
 				r, rerr := history.FromEvent(id, ev)
@@ -126,9 +166,25 @@ func (d *DB) load(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	livePath := filepath.Join(d.tmp, "live.parquet")
-	if _, err := history.WriteRows(livePath, live, true); err != nil {
-		return fmt.Errorf("query: %w", err)
+	livePath := ""
+	usable := 0
+	for _, p := range d.m.LiveFiles(d.hist.Dir) {
+		if !d.skipped[p] {
+			usable++
+		}
+	}
+	if len(live) > 0 || usable == 0 {
+		// The rows of the logs, or an empty file that gives the views
+		// their columns when no history file can.
+		if d.tmp == "" {
+			if d.tmp, err = os.MkdirTemp("", "agentctl-query-"); err != nil {
+				return fmt.Errorf("query: %w", err)
+			}
+		}
+		livePath = filepath.Join(d.tmp, "live.parquet")
+		if _, err := history.WriteRows(livePath, live, true); err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
 	}
 	return d.createViews(ctx, livePath)
 }
@@ -160,16 +216,16 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	if len(plain) > 0 {
 		parts = append([]string{fmt.Sprintf("SELECT * FROM read_parquet([%s], hive_partitioning = false)", strings.Join(plain, ", "))}, parts...)
 	}
-	parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", quote(livePath)))
+	if livePath != "" {
+		parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", quote(livePath)))
+	}
 	stmts := []string{
 		"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL "),
 		sessionsView,
 		toolCallsView,
 	}
-	for _, s := range stmts {
-		if _, err := d.db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("query: create views: %w", err)
-		}
+	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
+		return fmt.Errorf("query: create views: %w", err)
 	}
 	return nil
 }
@@ -273,7 +329,7 @@ func (d *DB) reload(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if attempt >= 5 || !fileError(err) || !d.skipCorrupt(err) {
+		if attempt >= 5 || d.m == nil || !fileError(err) || !d.skipCorrupt(err) {
 			return err
 		}
 	}

@@ -49,6 +49,8 @@ func (d *DB) sessions(ctx context.Context) ([]recorder.Summary, error) {
 			if ls.Err != nil {
 				s.Err = ls.Err.Error()
 			}
+		} else if e, ok := d.m.Sessions[s.SessionID]; ok {
+			s.Torn = e.Torn // sealed with a torn tail: the log still has it
 		}
 		seen[s.SessionID] = true
 		out = append(out, s)

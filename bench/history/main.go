@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/agentctl/agentctl/history"
@@ -29,11 +30,14 @@ func main() {
 	n := flag.Int("sessions", 10000, "sessions")
 	e := flag.Int("events", 100, "events per session")
 	dir := flag.String("dir", "", "work folder (default: a temp folder, removed)")
+	runs := flag.Int("runs", 5, "timed runs of each query (after one warm-up)")
 	flag.Parse()
 	home := *dir
 	if home == "" {
 		home, _ = os.MkdirTemp("", "agentctl-bench-")
 		defer os.RemoveAll(home)
+	} else {
+		must(os.MkdirAll(home, 0o755))
 	}
 	jsonl := filepath.Join(home, "events.jsonl")
 	t0 := time.Now()
@@ -48,29 +52,34 @@ func main() {
 	must(err)
 	fmt.Printf("sealed %d sessions in %s\n", len(ids), time.Since(t0).Round(time.Millisecond))
 
-	q := func() time.Duration {
+	// Each run is a new agentctl process; the first one warms the page
+	// cache. Best and median of the next *runs.
+	q := func() (best, median time.Duration) {
 		run(*bin, "--home", home, "query", sqlQ) // warm up
-		best := time.Hour
-		for range 3 {
+		var ds []time.Duration
+		for range *runs {
 			t := time.Now()
 			run(*bin, "--home", home, "query", sqlQ)
-			best = min(best, time.Since(t))
+			ds = append(ds, time.Since(t))
 		}
-		return best
+		slices.Sort(ds)
+		return ds[0], ds[len(ds)/2]
 	}
-	before := q()
+	floor, _ := timeRuns(*runs, *bin, "version")
+	before, beforeMed := q()
 	t0 = time.Now()
 	run(*bin, "--home", home, "history", "compact")
 	compact := time.Since(t0)
-	after := q()
+	after, afterMed := q()
 	t0 = time.Now()
 	out, err := exec.Command("jq", "-c", jqQ, jsonl).Output()
 	must(err)
 	jq := time.Since(t0)
 	_ = out
-	fmt.Printf("query before compaction (warm, best of 3): %s\n", before.Round(time.Millisecond))
+	fmt.Printf("agentctl version (process floor, best):    %s\n", floor.Round(time.Millisecond))
+	fmt.Printf("query before compaction (warm, best/median of %d): %s / %s\n", *runs, before.Round(time.Millisecond), beforeMed.Round(time.Millisecond))
 	fmt.Printf("history compact:                           %s\n", compact.Round(time.Millisecond))
-	fmt.Printf("query after compaction (warm, best of 3):  %s\n", after.Round(time.Millisecond))
+	fmt.Printf("query after compaction (warm, best/median of %d):  %s / %s\n", *runs, after.Round(time.Millisecond), afterMed.Round(time.Millisecond))
 	fmt.Printf("jq over JSONL:                             %s\n", jq.Round(time.Millisecond))
 	fmt.Printf("ratios: jq / after = %.1fx, before / after = %.1fx\n", float64(jq)/float64(after), float64(before)/float64(after))
 }
@@ -122,6 +131,18 @@ func generate(home, jsonl string, n, e int) error {
 		}
 	}
 	return nil
+}
+
+// timeRuns runs bin args n times and returns the best and median times.
+func timeRuns(n int, bin string, args ...string) (best, median time.Duration) {
+	var ds []time.Duration
+	for range n {
+		t := time.Now()
+		run(bin, args...)
+		ds = append(ds, time.Since(t))
+	}
+	slices.Sort(ds)
+	return ds[0], ds[len(ds)/2]
 }
 
 func run(bin string, args ...string) {
