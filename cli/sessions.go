@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/session"
 	"text/tabwriter"
 	"time"
 
@@ -22,7 +24,9 @@ func newSessionsCmd(f *Factory, runF func(*sessionsOptions) error) *cobra.Comman
 		Use:   "sessions",
 		Short: "List recorded sessions, newest first",
 		Long: `List every session under the home, newest first. A session whose log is
-damaged is listed too, with the problem in the STATUS column.`,
+damaged is listed too, with the problem in the STATUS column. A session with
+no end recorded is "running" while a process holds its lease and "crashed"
+when none does ('agentctl resume' continues it).`,
 		Example: "  agentctl sessions\n  agentctl sessions --json | jq '.[] | select(.status != \"done\")'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -45,6 +49,13 @@ func sessionsRun(f *Factory, opts *sessionsOptions) error {
 	list, err := db.Sessions(context.Background())
 	if err != nil {
 		return err
+	}
+	// A log with no session_finished is either being written now or was
+	// left by a process that died; the lease tells which.
+	for i := range list {
+		if list[i].Status == session.StatusRunning && !recorder.Live(f.Store().SessionDir(list[i].SessionID)) {
+			list[i].Status = session.StatusCrashed
+		}
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(f.Out)

@@ -117,3 +117,17 @@ func (l *Lease) Release() error {
 	}
 	return nil
 }
+
+// Live reports whether a process holds the session's lease now, without
+// taking it or writing anything: a session with no session_finished and no
+// live writer crashed. A session with no lease file has no writer.
+func Live(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, LeaseFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	// The lock is taken on our own open file description and dropped by
+	// Close; the file's bytes are untouched.
+	return lockFile(f) == errLocked
+}
