@@ -3,6 +3,7 @@ package bundle
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -20,6 +21,9 @@ import (
 // zstd frames instead, so it is not compressed twice.
 type archive struct {
 	out     *bufio.Writer
+	cw      countWriter
+	at      io.WriterAt // w, when headers can be patched in place
+	base    int64       // w's offset when the archive began
 	enc     *zstd.Encoder
 	sw      switchWriter
 	tw      *tar.Writer
@@ -29,10 +33,21 @@ type archive struct {
 	buf     []byte
 }
 
-func newArchive(w io.Writer, level zstd.EncoderLevel, concurrency int, mtime time.Time) (*archive, error) {
-	a := &archive{out: bufio.NewWriterSize(w, 1<<20), mtime: mtime.UTC().Truncate(time.Second), buf: make([]byte, 256<<10)}
-	enc, err := zstd.NewWriter(a.out, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(concurrency),
-		zstd.WithWindowSize(4<<20))
+// newArchive starts the outer stream. Its members other than the workspace
+// are small, so one goroutine and a 1 MiB window do.
+func newArchive(w io.Writer, level zstd.EncoderLevel, mtime time.Time) (*archive, error) {
+	a := &archive{mtime: mtime.UTC().Truncate(time.Second), buf: make([]byte, 64<<10)}
+	a.cw.w = w
+	a.out = bufio.NewWriterSize(&a.cw, 256<<10)
+	if at, ok := w.(io.WriterAt); ok {
+		if s, ok := w.(io.Seeker); ok {
+			if off, err := s.Seek(0, io.SeekCurrent); err == nil {
+				a.at, a.base = at, off
+			}
+		}
+	}
+	enc, err := zstd.NewWriter(a.out, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +96,81 @@ func (a *archive) add(name string, size int64, r io.Reader, stored bool) error {
 	}
 	a.members = append(a.members, Member{Name: name, Size: size, SHA256: hex.EncodeToString(h.Sum(nil))})
 	return nil
+}
+
+// canStream reports whether addStream can be used: the output can be
+// written at an offset, to patch a header.
+func (a *archive) canStream() bool { return a.at != nil }
+
+// addStream adds a stored member whose size is not known in advance: fill
+// writes its content. The tar header goes out with size 0 in a raw zstd
+// block, and is rewritten in place with the real size once the content is
+// written, so the member is never spooled. It needs canStream.
+func (a *archive) addStream(name string, fill func(w io.Writer) error) error {
+	hdr := &tar.Header{Name: name, Mode: 0o644, ModTime: a.mtime, Typeflag: tar.TypeReg}
+	placeholder, err := headerBlock(hdr)
+	if err != nil {
+		return fmt.Errorf("bundle: write %s: %w", name, err)
+	}
+	// Pad the previous member and end the compressed frame.
+	if err := a.tw.Flush(); err != nil {
+		return fmt.Errorf("bundle: write %s: %w", name, err)
+	}
+	if err := a.enc.Close(); err != nil {
+		return fmt.Errorf("bundle: write %s: %w", name, err)
+	}
+	// The raw frame's header (6 bytes) and first block header (3 bytes)
+	// come before the tar header.
+	at := a.base + a.cw.n + int64(a.out.Buffered()) + 9
+	a.raw.start()
+	if _, err := a.raw.Write(placeholder); err != nil {
+		return fmt.Errorf("bundle: write %s: %w", name, err)
+	}
+	hw := &hashWriter{h: sha256.New(), w: &a.raw}
+	if err := fill(hw); err != nil {
+		return fmt.Errorf("bundle: write %s: %w", name, err)
+	}
+	if pad := (512 - hw.n%512) % 512; pad > 0 {
+		if _, err := a.raw.Write(make([]byte, pad)); err != nil {
+			return fmt.Errorf("bundle: write %s: %w", name, err)
+		}
+	}
+	if err := a.raw.finish(); err != nil {
+		return fmt.Errorf("bundle: write %s: %w", name, err)
+	}
+	if err := a.out.Flush(); err != nil {
+		return fmt.Errorf("bundle: write %s: %w", name, err)
+	}
+	hdr.Size = hw.n
+	final, err := headerBlock(hdr)
+	if err != nil {
+		return fmt.Errorf("bundle: write %s: %w", name, err)
+	}
+	if _, err := a.at.WriteAt(final, at); err != nil {
+		return fmt.Errorf("bundle: write %s: %w", name, err)
+	}
+	a.enc.Reset(a.out)
+	a.members = append(a.members, Member{Name: name, Size: hw.n, SHA256: hex.EncodeToString(hw.h.Sum(nil))})
+	return nil
+}
+
+// headerBlock is hdr as one 512-byte tar header block: USTAR, or GNU
+// (base-256 size) from 8 GiB on, so that it never needs PAX records and
+// a size can replace another in place.
+func headerBlock(hdr *tar.Header) ([]byte, error) {
+	var b bytes.Buffer
+	h := *hdr
+	h.Format = tar.FormatUSTAR
+	if h.Size >= 1<<33 {
+		h.Format = tar.FormatGNU
+	}
+	if err := tar.NewWriter(&b).WriteHeader(&h); err != nil {
+		return nil, err
+	}
+	if b.Len() != 512 {
+		return nil, fmt.Errorf("tar header of %d bytes", b.Len())
+	}
+	return b.Bytes(), nil
 }
 
 // addFile adds the file at path as it is now.
@@ -182,13 +272,33 @@ func (r *rawFrameWriter) finish() error {
 	return r.block(true)
 }
 
+// hashWriter hashes and counts what it passes on to w (if any).
 type hashWriter struct {
 	h hash.Hash
 	n int64
+	w io.Writer
 }
 
 func (w *hashWriter) Write(p []byte) (int, error) {
+	if w.w != nil {
+		n, err := w.w.Write(p)
+		w.h.Write(p[:n])
+		w.n += int64(n)
+		return n, err
+	}
 	w.h.Write(p)
 	w.n += int64(len(p))
 	return len(p), nil
+}
+
+// countWriter counts the bytes written to w.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

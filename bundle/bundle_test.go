@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -362,6 +363,68 @@ func TestTampered(t *testing.T) {
 		}
 		if ents, _ := os.ReadDir(parent); len(ents) != 0 {
 			t.Errorf("cut at %d: left behind %v", n, ents)
+		}
+	}
+}
+
+// TestWorkspacePaths: the workspace is streamed into a file output (its
+// tar header patched in place) or spooled for an output that cannot seek,
+// on one goroutine or several; every way, the bundle verifies and its
+// workspace.tar.zst unpacks to the same tar stream.
+func TestWorkspacePaths(t *testing.T) {
+	st, id, _ := newSession(t)
+	var want []byte
+	for _, tc := range []struct {
+		name        string
+		file        bool
+		concurrency int
+	}{{"file/2", true, 2}, {"file/1", true, 1}, {"buffer/2", false, 2}, {"buffer/1", false, 1}} {
+		var out bytes.Buffer
+		if tc.file {
+			p := filepath.Join(t.TempDir(), "b.tar.zst")
+			f, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("offset") // the archive need not start at 0
+			f.Seek(0, io.SeekEnd)
+			if _, err := bundle.Write(context.Background(), f, st, id, bundle.Options{Concurrency: tc.concurrency}); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			f.Close()
+			b, _ := os.ReadFile(p)
+			out.Write(b[len("offset"):])
+		} else if _, err := bundle.Write(context.Background(), &out, st, id, bundle.Options{Concurrency: tc.concurrency}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		dir := filepath.Join(t.TempDir(), "out")
+		if _, err := bundle.Extract(context.Background(), &out, dir, bundle.ExtractOptions{}); err != nil {
+			t.Fatalf("%s: Extract: %v", tc.name, err)
+		}
+		zf, err := os.Open(filepath.Join(dir, "workspace.tar.zst"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		zr, _ := zstd.NewReader(zf)
+		var got bytes.Buffer // names and contents; times may differ
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: read workspace.tar.zst: %v", tc.name, err)
+			}
+			fmt.Fprintf(&got, "%s %d\n", h.Name, h.Size)
+			io.Copy(&got, tr)
+		}
+		zr.Close()
+		zf.Close()
+		if want == nil {
+			want = got.Bytes()
+		} else if !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("%s: workspace of %d bytes (names and contents), want the %d bytes of the first", tc.name, got.Len(), len(want))
 		}
 	}
 }

@@ -34,7 +34,15 @@
 //	                     above, its name, size and sha256; always the last member
 //
 // workspace.tar.zst is stored in raw (uncompressed) zstd blocks of the
-// outer stream, so its bytes are not compressed twice.
+// outer stream, so its bytes are not compressed twice. It is a sequence of
+// independent zstd frames of 2 MiB of tar each, compressed on
+// Options.Concurrency goroutines (one frame when Concurrency is 1). When
+// the output is a file, it is written straight into the bundle: its tar
+// header goes out with size 0 and is rewritten in place at the end; other
+// outputs get it through a temporary file.
+//
+// Memory: about 8 MiB per compressing goroutine plus a 1 MiB-window encoder
+// for the other members, whatever the workspace's size.
 //
 // # Secrets
 //

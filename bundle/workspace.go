@@ -2,7 +2,6 @@ package bundle
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -19,27 +18,35 @@ import (
 	"github.com/agentctl/agentctl/redact"
 )
 
-// writeWorkspace writes the folder ws as a tar.zst file at dst. Regular
+// frameSize is the chunk of the workspace tar that becomes one zstd frame
+// when the workspace is compressed on several goroutines: about the window
+// of `zstd -3`, so frames lose little ratio by starting without history.
+const frameSize = 2 << 20
+
+// writeWorkspace writes the folder ws to w as a tar.zst stream. Regular
 // files, folders and symlinks (as links) are kept; sockets and devices are
-// left out. Owners are not recorded. Files named .env* are redacted.
-func writeWorkspace(ctx context.Context, dst, ws string, red *redact.Redactor, opts Options) (err error) {
-	f, err := os.Create(dst)
-	if err != nil {
-		return fmt.Errorf("bundle: workspace: %w", err)
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("bundle: workspace: %w", cerr)
+// left out. Owners are not recorded. Files named .env* are redacted. With
+// opts.Concurrency above 1 the stream is a sequence of independent frames
+// compressed in parallel (see frameWriter); else one frame.
+func writeWorkspace(ctx context.Context, w io.Writer, ws string, red *redact.Redactor, opts Options) (err error) {
+	var enc io.WriteCloser
+	if opts.Concurrency > 1 {
+		z, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.Level), zstd.WithEncoderConcurrency(opts.Concurrency),
+			zstd.WithWindowSize(frameSize), zstd.WithLowerEncoderMem(true))
+		if err != nil {
+			return fmt.Errorf("bundle: workspace: %w", err)
 		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	enc, err := zstd.NewWriter(bw, zstd.WithEncoderLevel(opts.Level), zstd.WithEncoderConcurrency(opts.Concurrency),
-		zstd.WithWindowSize(4<<20))
-	if err != nil {
-		return fmt.Errorf("bundle: workspace: %w", err)
+		enc = newFrameWriter(w, z, opts.Concurrency, frameSize)
+	} else {
+		z, err := zstd.NewWriter(w, zstd.WithEncoderLevel(opts.Level), zstd.WithEncoderConcurrency(1),
+			zstd.WithWindowSize(frameSize), zstd.WithLowerEncoderMem(true))
+		if err != nil {
+			return fmt.Errorf("bundle: workspace: %w", err)
+		}
+		enc = z
 	}
 	tw := tar.NewWriter(enc)
-	buf := make([]byte, 256<<10)
+	buf := make([]byte, 64<<10)
 	walkErr := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -108,9 +115,6 @@ func writeWorkspace(ctx context.Context, dst, ws string, red *redact.Redactor, o
 		return fmt.Errorf("bundle: workspace: %w", err)
 	}
 	if err := enc.Close(); err != nil {
-		return fmt.Errorf("bundle: workspace: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("bundle: workspace: %w", err)
 	}
 	return nil

@@ -69,8 +69,8 @@ type Options struct {
 	Trace Tracer
 	// Level is the zstd level (default zstd.SpeedDefault, about zstd -3).
 	Level zstd.EncoderLevel
-	// Concurrency bounds the zstd encoders' goroutines, and so memory
-	// (default min(GOMAXPROCS, 4)).
+	// Concurrency is the number of goroutines that compress the
+	// workspace, each holding about 8 MiB (default min(GOMAXPROCS, 4)).
 	Concurrency int
 	// TempDir holds intermediate files (default os.TempDir()).
 	TempDir string
@@ -108,7 +108,7 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 	}
 	defer os.RemoveAll(tmp)
 	now := opts.Now()
-	a, err := newArchive(w, opts.Level, opts.Concurrency, now)
+	a, err := newArchive(w, opts.Level, now)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
@@ -310,15 +310,9 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 				fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: %v\n", id, err)
 			}
 		}
-		b.n++
-		wt := filepath.Join(b.tmp, strconv.Itoa(b.n)+".tar.zst")
-		if err := writeWorkspace(ctx, wt, ws, red, b.opts); err != nil {
+		if err := b.workspace(ctx, prefix+"workspace.tar.zst", ws, red); err != nil {
 			return nil, err
 		}
-		if err := b.a.addFile(prefix+"workspace.tar.zst", wt, true); err != nil {
-			return nil, err
-		}
-		os.Remove(wt)
 		for _, name := range progressFiles {
 			p := filepath.Join(ws, name)
 			fi, err := os.Lstat(p)
@@ -338,6 +332,34 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		return nil, err
 	}
 	return evs, nil
+}
+
+// workspace adds the workspace's tar.zst as a stored member: straight into
+// the bundle when the output can be patched in place (a file), else
+// through a temporary file, since a tar header needs the size first.
+func (b *builder) workspace(ctx context.Context, name, ws string, red *redact.Redactor) error {
+	if b.a.canStream() {
+		return b.a.addStream(name, func(w io.Writer) error { return writeWorkspace(ctx, w, ws, red, b.opts) })
+	}
+	b.n++
+	p := filepath.Join(b.tmp, strconv.Itoa(b.n)+".tar.zst")
+	defer os.Remove(p)
+	f, err := os.Create(p)
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	err = writeWorkspace(ctx, bw, ws, red, b.opts)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("bundle: workspace: %w", cerr)
+	}
+	if err != nil {
+		return err
+	}
+	return b.a.addFile(name, p, true)
 }
 
 // artifacts adds every regular file under dir (links are skipped).
