@@ -167,7 +167,7 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	r.st.add(hdr)
 	r.observe(hdr)
 	r.fp.hit("after", 1)
-	if res, err, ok := r.boot(header.Text); !ok {
+	if res, stopped, err := r.boot(header.Text); stopped || err != nil {
 		return res, err
 	}
 	return r.loop(ctx)
@@ -176,19 +176,19 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 // boot finishes a new session after its header: the session's workspace
 // and the first user message. Resume calls it again when a crash cut it
 // short; a copied workspace is then copied afresh.
-func (r *run) boot(prompt string) (Result, error, bool) {
+func (r *run) boot(prompt string) (Result, bool, error) {
 	if err := prepareWorkspace(r.cfg.Spec, r.ws); err != nil {
 		res, err := r.fail(ReasonSetupError, err)
-		return res, err, false
+		return res, true, err
 	}
 	if err := r.setupSandbox(); err != nil {
 		res, err := r.fail(ReasonSetupError, err)
-		return res, err, false
+		return res, true, err
 	}
 	if err := r.append(session.Event{Kind: session.KindUserMessage, Text: prompt}); err != nil {
-		return r.result(), err, false
+		return r.result(), true, err
 	}
-	return Result{}, nil, true
+	return Result{}, false, nil
 }
 
 // headerAttrs records the tool names offered to the model, in the order
@@ -258,7 +258,7 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		if prompt == "" {
 			prompt = cfg.Spec.Prompt
 		}
-		if res, err, ok := r.boot(prompt); !ok {
+		if res, stopped, err := r.boot(prompt); stopped || err != nil {
 			return res, err
 		}
 	} else if err := r.setupSandbox(); err != nil {
