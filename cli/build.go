@@ -71,7 +71,7 @@ func buildTools(sp *spec.Spec) (*tools.Registry, error) {
 func specFromArg(path string) (*spec.Spec, error) {
 	if _, err := os.Stat(path); err != nil {
 		matches, _ := filepath.Glob("fixtures/agents/*.yaml")
-		hint := ""
+		hint := "; 'agentctl run' with no spec runs the embedded example agent"
 		if len(matches) > 0 {
 			hint = fmt.Sprintf("; try one of the fixtures, e.g. agentctl run %s", matches[0])
 		}

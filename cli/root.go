@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -112,7 +113,7 @@ func Main(ctx context.Context, args []string, s Streams) int {
 	} else {
 		fmt.Fprintf(s.Err, "agentctl: %v\n", err)
 		var ue usageError
-		if errors.As(err, &ue) {
+		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 			fmt.Fprintln(s.Err, "Run 'agentctl --help' for usage.")
 		}
 	}
