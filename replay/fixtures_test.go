@@ -194,3 +194,26 @@ func TestFixtures(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyChecksCompactionCalls: a compaction call's request digest is
+// recomputed from the originals; a summary made from different events (a
+// changed request) is a divergence at that call.
+func TestVerifyChecksCompactionCalls(t *testing.T) {
+	evs := loadFixture(t, fxCompacting)
+	rep := Verify(fxCompacting, evs, VerifyOptions{})
+	if rep.Status != StatusOK || rep.Skipped != 0 || rep.Checked != rep.ModelCalls {
+		t.Fatalf("Verify = %s, %d checked, %d skipped of %d calls", rep.Status, rep.Checked, rep.Skipped, rep.ModelCalls)
+	}
+	for i, e := range evs {
+		if e.Kind == session.KindModelCall && isCompactionCall(e) {
+			bad := append([]session.Event(nil), evs...)
+			bad[i].RequestDigest = "sha256:" + strings.Repeat("0", 64)
+			rep := Verify(fxCompacting, bad, VerifyOptions{})
+			if rep.Status != StatusDiverged || rep.Divergence == nil || rep.Divergence.Seq != e.Seq {
+				t.Fatalf("a wrong compaction digest at seq %d: %s %+v", e.Seq, rep.Status, rep.Divergence)
+			}
+			return
+		}
+	}
+	t.Fatal("the fixture has no compaction call")
+}

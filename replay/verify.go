@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -170,9 +171,9 @@ func isCompactionCall(e session.Event) bool {
 // The request of a turn's model_call at seq m is the projection of every
 // event before m except the assistant_message at m-1 that answered it, with
 // the header's system prompt and tool list. Compaction calls (attrs
-// purpose "compaction") ask for a summary of the original events with a
-// prompt the runner owns; they are skipped here, and `replay anchors`
-// checks what they read. Verify stops at the first divergence.
+// purpose "compaction") are recomputed with runner.CompactionMessages over
+// the originals up to the compaction's through; `replay anchors` checks
+// what they read. Verify stops at the first divergence.
 func Verify(id string, evs []session.Event, opts VerifyOptions) Report {
 	rep := Report{SessionID: id, Status: StatusOK, Events: int64(len(evs))}
 	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
@@ -197,7 +198,23 @@ func Verify(id string, evs []session.Event, opts VerifyOptions) Report {
 	}
 	check := func(i int, call session.Event) bool {
 		rep.ModelCalls++
-		if isCompactionCall(call) || call.RequestDigest == "" || !haveTools {
+		if isCompactionCall(call) {
+			// Its request is the runner's prompt over the originals up to
+			// the compaction recorded right after it, with no tools.
+			if call.RequestDigest == "" || i+1 >= len(evs) || evs[i+1].Kind != session.KindCompaction || opts.Project != nil {
+				rep.Skipped++
+				return true
+			}
+			rep.Checked++
+			msgs, _ := runner.CompactionMessages(evs[:i], evs[i+1].Through)
+			if got := session.Digest(msgs, []string{}); got != call.RequestDigest {
+				rep.Status = StatusDiverged
+				rep.Divergence = explain(call, rep.Checked, got, msgs, nil, nil, 0)
+				return false
+			}
+			return true
+		}
+		if call.RequestDigest == "" || !haveTools {
 			rep.Skipped++
 			return true
 		}

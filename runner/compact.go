@@ -35,6 +35,29 @@ func (r *run) maybeCompact(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("compaction: read the log: %w", err)
 	}
+	msgs, seqs := CompactionMessages(evs, through)
+	req := provider.Request{
+		Model:     r.st.model,
+		Messages:  msgs,
+		MaxTokens: r.cfg.Spec.Model.MaxTokens,
+		Purpose:   provider.PurposeCompaction,
+	}
+	resp, err := r.cfg.Provider.Complete(ctx, req, nil)
+	if err != nil {
+		return fmt.Errorf("compaction: %w", err)
+	}
+	return r.append(
+		r.modelCallEvent(req, resp, 0, ""),
+		session.Event{Kind: session.KindCompaction, Through: through, Summary: resp.Text, SourceSeqs: seqs},
+	)
+}
+
+// CompactionMessages is what a compaction through seq `through` asks the
+// model to summarise: the runner's prompt, then the original conversational
+// events up to through projected without any earlier compaction (a summary
+// is never made from a summary). It also returns the seqs it read. Replay
+// uses it to recompute the request digests of compaction calls.
+func CompactionMessages(evs []session.Event, through int64) ([]session.Message, []int64) {
 	var src []session.Event
 	var seqs []int64
 	for _, e := range evs {
@@ -48,20 +71,5 @@ func (r *run) maybeCompact(ctx context.Context) error {
 			seqs = append(seqs, e.Seq)
 		}
 	}
-	// Project without any compaction event: the summary reads originals.
-	original := session.Project(src, "")
-	req := provider.Request{
-		Model:     r.st.model,
-		Messages:  append([]session.Message{{Role: session.RoleSystem, Content: compactionPrompt}}, original...),
-		MaxTokens: r.cfg.Spec.Model.MaxTokens,
-		Purpose:   provider.PurposeCompaction,
-	}
-	resp, err := r.cfg.Provider.Complete(ctx, req, nil)
-	if err != nil {
-		return fmt.Errorf("compaction: %w", err)
-	}
-	return r.append(
-		r.modelCallEvent(req, resp, 0, ""),
-		session.Event{Kind: session.KindCompaction, Through: through, Summary: resp.Text, SourceSeqs: seqs},
-	)
+	return append([]session.Message{{Role: session.RoleSystem, Content: compactionPrompt}}, session.Project(src, "")...), seqs
 }
