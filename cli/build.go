@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
@@ -65,6 +66,20 @@ func buildTools(sp *spec.Spec) (*tools.Registry, error) {
 		}))
 	}
 	return tools.NewRegistry(all...), nil
+}
+
+// specConfig is the part of a runner config every command derives the
+// same way from a spec: the spec, its provider and its tool registry.
+func specConfig(sp *spec.Spec) (runner.Config, error) {
+	prov, err := buildProvider(sp)
+	if err != nil {
+		return runner.Config{}, err
+	}
+	reg, err := buildTools(sp)
+	if err != nil {
+		return runner.Config{}, err
+	}
+	return runner.Config{Spec: sp, Provider: prov, Tools: reg}, nil
 }
 
 // specFromArg loads a spec file, with a hint when the path is wrong.

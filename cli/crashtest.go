@@ -156,13 +156,5 @@ func buildRunConfig(path string) (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, err
 	}
-	prov, err := buildProvider(sp)
-	if err != nil {
-		return runner.Config{}, err
-	}
-	reg, err := buildTools(sp)
-	if err != nil {
-		return runner.Config{}, err
-	}
-	return runner.Config{Spec: sp, Provider: prov, Tools: reg}, nil
+	return specConfig(sp)
 }

@@ -93,16 +93,11 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 }
 
 func runConfig(f *Factory, sp *spec.Spec, quiet bool) (runner.Config, error) {
-	prov, err := buildProvider(sp)
+	cfg, err := specConfig(sp)
 	if err != nil {
 		return runner.Config{}, err
 	}
-	reg, err := buildTools(sp)
-	if err != nil {
-		return runner.Config{}, err
-	}
-	cfg := runner.Config{Spec: sp, Store: f.Store(), Provider: prov, Tools: reg,
-		NoSync: os.Getenv(crashtest.NoSyncEnv) == "1"}
+	cfg.Store, cfg.NoSync = f.Store(), os.Getenv(crashtest.NoSyncEnv) == "1"
 	var view runner.Observer
 	if !quiet {
 		view = newLiveView(f.Err)

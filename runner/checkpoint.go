@@ -128,16 +128,27 @@ func (cp Checkpoint) sum() string {
 	return hex.EncodeToString(h[:])
 }
 
-// writeCheckpoint appends the current state to the session's checkpoints.
-// Failure to write one is not an error of the run: it is only an
-// optimisation, and the log stays the state.
+// checkpointBytesPerEvent paces checkpoints: after one of B bytes, the
+// next is written once B/checkpointBytesPerEvent more events are in the
+// log. A checkpoint holds the whole projection tail, so writing one every
+// turn of a long uncompacted session would make checkpoints.jsonl grow
+// with the square of the log; paced, it stays proportional to it.
+const checkpointBytesPerEvent = 1024
+
+// writeCheckpoint appends the current state to the session's checkpoints
+// when one is due. Failure to write one is not an error of the run: it is
+// only an optimisation, and the log stays the state.
 func (r *run) writeCheckpoint() {
+	if r.st.lastSeq < r.cpDue {
+		return
+	}
 	cp := r.st.checkpoint(r.ws)
 	cp.Sum = cp.sum()
 	b, err := json.Marshal(cp)
 	if err != nil {
 		return
 	}
+	r.cpDue = r.st.lastSeq + max(1, int64(len(b)/checkpointBytesPerEvent))
 	f, err := os.OpenFile(filepath.Join(r.cfg.Store.SessionDir(r.id), CheckpointsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return

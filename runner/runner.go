@@ -100,6 +100,7 @@ type run struct {
 	cause    string
 	sandbox  *sandbox.Config // set by setupSandbox before any tool runs
 	fp       failpoint       // crash injection (FailpointEnv)
+	cpDue    int64           // seq after which the next checkpoint is worth writing
 }
 
 func (r *run) now() time.Time {
