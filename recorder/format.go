@@ -245,19 +245,61 @@ type Tail struct {
 // ReadFile reads a whole log without modifying it. At a torn tail it returns
 // the good events and a Tail with Torn set, and a nil error. On mid-log
 // corruption it returns the events before the damage and a *CorruptError.
+//
+// The file is read into one buffer that is never written again, and the
+// events' strings share it (see session.Decoder): a log costs one read and
+// about one allocation per record, not one per field.
 func ReadFile(path string) ([]session.Event, Tail, error) {
+	data, size, err := readWhole(path)
+	if err != nil {
+		return nil, Tail{}, err
+	}
+	return readBytes(data, path, size)
+}
+
+// ScanFile reads the log at path as ReadFile does (same checks, same Tail
+// and errors) but hands each good event to fn in order instead of
+// returning them, so a caller that folds a log never holds all its events
+// at once. It returns how many events fn received. Events reach fn before
+// the read knows how the log ends: on an error, discard what fn built.
+func ScanFile(path string, fn func(session.Event)) (int, Tail, error) {
+	data, size, err := readWhole(path)
+	if err != nil {
+		return 0, Tail{}, err
+	}
+	fr := newFrames(data, path)
+	n := 0
+	for {
+		ev, err := fr.next()
+		if err == nil {
+			fn(ev)
+			n++
+			continue
+		}
+		tail, err := readEnd(err, fr.off, size)
+		return n, tail, err
+	}
+}
+
+// readWhole returns the bytes of the file at path, at most the size seen
+// when it was opened (a writer may be appending), and that size.
+func readWhole(path string) ([]byte, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, Tail{}, fmt.Errorf("recorder: read log: %w", err)
+		return nil, 0, fmt.Errorf("recorder: read log: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, Tail{}, fmt.Errorf("recorder: read log: %w", err)
+		return nil, 0, fmt.Errorf("recorder: read log: %w", err)
 	}
-	// Read at most the size seen now: a writer may be appending. Buffered:
-	// the reader asks for each frame header and payload separately.
-	return readAll(bufio.NewReaderSize(io.LimitReader(f, fi.Size()), 1<<20), path, fi.Size())
+	size := fi.Size()
+	data := make([]byte, size)
+	n, err := readFull(f, data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("recorder: read %s: %w", path, err)
+	}
+	return data[:n], size, nil
 }
 
 // readAll reads every event from r, which yields size bytes.
@@ -274,17 +316,170 @@ func readAll(r io.Reader, path string, size int64) ([]session.Event, Tail, error
 			evs = append(evs, ev)
 			continue
 		}
-		tail := Tail{GoodSize: rd.Offset(), FileSize: size}
-		var ce *CorruptError
-		switch {
-		case errors.Is(err, io.EOF):
-			return evs, tail, nil
-		case errors.Is(err, ErrTornTail):
-			tail.Torn = true
-			return evs, tail, nil
-		case errors.As(err, &ce):
-			tail.GoodSize = ce.Offset
-		}
+		tail, err := readEnd(err, rd.Offset(), size)
 		return evs, tail, err
 	}
+}
+
+// readEnd turns the terminal error of a read into the Tail and error that
+// ReadFile returns.
+func readEnd(err error, off, size int64) (Tail, error) {
+	tail := Tail{GoodSize: off, FileSize: size}
+	var ce *CorruptError
+	switch {
+	case errors.Is(err, io.EOF):
+		return tail, nil
+	case errors.Is(err, ErrTornTail):
+		tail.Torn = true
+		return tail, nil
+	case errors.As(err, &ce):
+		tail.GoodSize = ce.Offset
+	}
+	return tail, err
+}
+
+// readBytes is readAll of a log held whole in data (size is the file size
+// to report), which the caller never modifies afterwards: the events'
+// strings share it.
+func readBytes(data []byte, path string, size int64) ([]session.Event, Tail, error) {
+	fr := newFrames(data, path)
+	evs := make([]session.Event, 0, countFrames(data))
+	for {
+		ev, err := fr.next()
+		if err == nil {
+			evs = append(evs, ev)
+			continue
+		}
+		tail, err := readEnd(err, fr.off, size)
+		return evs, tail, err
+	}
+}
+
+// countFrames returns how many frames data holds if every length in it is
+// right: an upper bound on the events a read of it returns, found without
+// checksums or decoding, to size the slice of events once.
+func countFrames(data []byte) int {
+	n := 0
+	for off := FileHeaderSize; off+FrameHeaderSize <= len(data); n++ {
+		length := int(binary.LittleEndian.Uint32(data[off:]))
+		if length > MaxRecordSize {
+			return n + 1
+		}
+		off += FrameHeaderSize + length
+	}
+	return n + 1
+}
+
+// frames is Reader over a log held in memory: the same checks in the same
+// order with the same errors, but records are decoded in place, their
+// strings sharing data. Not safe for concurrent use.
+type frames struct {
+	data    []byte
+	path    string
+	off     int64 // end of the last good record
+	started bool
+	lastSeq int64
+	dec     session.Decoder
+	err     error
+}
+
+func newFrames(data []byte, path string) *frames {
+	return &frames{data: data, path: path, dec: session.Decoder{Shared: true}}
+}
+
+func (r *frames) next() (session.Event, error) {
+	if r.err != nil {
+		return session.Event{}, r.err
+	}
+	ev, err := r.read()
+	if err != nil {
+		r.err = err
+	}
+	return ev, err
+}
+
+func (r *frames) name() string {
+	if r.path == "" {
+		return "log"
+	}
+	return r.path
+}
+
+func (r *frames) corrupt(off int64, format string, args ...any) error {
+	return &CorruptError{Path: r.path, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (r *frames) torn(reason string) error {
+	return fmt.Errorf("%w at offset %d: %s", ErrTornTail, r.off, reason)
+}
+
+// bad is Reader.bad: the bad frame at start is corruption if a valid frame
+// starts anywhere after its first byte, else a torn tail.
+func (r *frames) bad(start int64, reason string) error {
+	if i := findFrame(r.data[start+1:]); i >= 0 {
+		return r.corrupt(start, "%s (a valid record follows at offset %d)", reason, start+1+int64(i))
+	}
+	return r.torn(reason)
+}
+
+func (r *frames) read() (session.Event, error) {
+	data := r.data
+	if !r.started {
+		n := min(len(data), FileHeaderSize)
+		h := data[:n]
+		want := fileHeader()
+		switch {
+		case n < FileHeaderSize && bytes.Equal(h, want[:n]):
+			return session.Event{}, r.torn("file header incomplete")
+		case !bytes.Equal(h[:min(n, len(Magic))], want[:min(n, len(Magic))]) || n < len(Magic):
+			return session.Event{}, r.corrupt(0, "not an agentctl log (bad magic %q)", h[:min(n, len(Magic))])
+		case n < FileHeaderSize:
+			return session.Event{}, r.torn("file header incomplete")
+		}
+		if v := binary.LittleEndian.Uint32(h[len(Magic):]); v != Version {
+			return session.Event{}, fmt.Errorf("recorder: read %s: version %d: %w", r.name(), v, ErrUnsupportedVersion)
+		}
+		r.started = true
+		r.off = int64(FileHeaderSize)
+	}
+
+	start := r.off
+	rest := data[start:]
+	switch {
+	case len(rest) == 0:
+		return session.Event{}, io.EOF
+	case len(rest) < FrameHeaderSize:
+		return session.Event{}, r.torn("frame header incomplete")
+	}
+	length := binary.LittleEndian.Uint32(rest[0:])
+	sum := binary.LittleEndian.Uint32(rest[4:])
+	typ := rest[8]
+	if length > MaxRecordSize {
+		return session.Event{}, r.bad(start, fmt.Sprintf("record length %d exceeds maximum %d", length, MaxRecordSize))
+	}
+	body := rest[FrameHeaderSize:]
+	if int64(len(body)) < int64(length) {
+		return session.Event{}, r.bad(start, fmt.Sprintf("record of %d bytes runs past the end of the file (%d present)", length, len(body)))
+	}
+	payload := body[:length:length]
+	switch {
+	case typ == RecordInvalid && length == 0 && sum == 0:
+		return session.Event{}, r.bad(start, "zero frame")
+	case typ == RecordInvalid:
+		return session.Event{}, r.bad(start, "invalid record type 0")
+	case frameCRC(typ, payload) != sum:
+		return session.Event{}, r.bad(start, "checksum mismatch")
+	case typ != RecordEvent:
+		return session.Event{}, r.corrupt(start, "unknown record type %d", typ)
+	}
+	ev, err := r.dec.Decode(payload)
+	if err != nil {
+		return session.Event{}, r.corrupt(start, "checksum-valid record does not decode: %v", err)
+	}
+	if ev.Seq != r.lastSeq+1 {
+		return session.Event{}, r.corrupt(start, "record has seq %d, want %d", ev.Seq, r.lastSeq+1)
+	}
+	r.lastSeq = ev.Seq
+	r.off = start + FrameHeaderSize + int64(length)
+	return ev, nil
 }

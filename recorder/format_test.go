@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"testing/iotest"
@@ -232,5 +235,57 @@ func TestEncodeRawKeepsUnknownFields(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Kind, session.Kind("from_the_future")) {
 		t.Errorf("kind = %q", got.Kind)
+	}
+}
+
+// TestReadPathsAgree reads every committed log, and each cut short around
+// every frame boundary (and at odd offsets) and with bytes flipped, through the streaming Reader, ReadFile's
+// in-memory path and ScanFile: same events, same tail, same error.
+func TestReadPathsAgree(t *testing.T) {
+	var logs []string
+	for _, pat := range []string{"home", "replay/home", "diagnose/home"} {
+		m, _ := filepath.Glob(filepath.Join("..", "fixtures", pat, "sessions", "*", LogFile))
+		logs = append(logs, m...)
+	}
+	if len(logs) < 10 {
+		t.Fatalf("found %d fixture logs", len(logs))
+	}
+	same := func(name string, data []byte) {
+		t.Helper()
+		want, wantTail, wantErr := readAll(bytes.NewReader(data), "x", int64(len(data)))
+		got, tail, err := readBytes(bytes.Clone(data), "x", int64(len(data)))
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || tail != wantTail || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: readBytes = %d events, %+v, %v; readAll = %d events, %+v, %v", name, len(got), tail, err, len(want), wantTail, wantErr)
+		}
+	}
+	for _, path := range logs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantTail, wantErr := ReadFile(path)
+		var got []session.Event
+		n, tail, err := ScanFile(path, func(e session.Event) { got = append(got, e) })
+		if n != len(got) || fmt.Sprint(err) != fmt.Sprint(wantErr) || tail != wantTail || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: ScanFile = %d events, %+v, %v; ReadFile = %d events, %+v, %v", path, n, tail, err, len(want), wantTail, wantErr)
+		}
+		same(path, data)
+		cuts := []int{0, 1, len(Magic), FileHeaderSize - 1}
+		for off := FileHeaderSize; off+FrameHeaderSize <= len(data); off += FrameHeaderSize + int(binary.LittleEndian.Uint32(data[off:])) {
+			cuts = append(cuts, off, off+1, off+FrameHeaderSize-1, off+FrameHeaderSize, off+FrameHeaderSize+1)
+		}
+		for cut := 3; cut < len(data); cut += 101 {
+			cuts = append(cuts, cut)
+		}
+		for _, cut := range cuts {
+			if cut <= len(data) {
+				same(fmt.Sprintf("%s cut at %d", path, cut), data[:cut])
+			}
+		}
+		for i := 0; i < len(data); i += 97 {
+			flip := bytes.Clone(data)
+			flip[i] ^= 0x20
+			same(fmt.Sprintf("%s byte %d flipped", path, i), flip)
+		}
 	}
 }

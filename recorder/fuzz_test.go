@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -42,6 +44,13 @@ func FuzzReader(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		evs, tail, err := readAll(bytes.NewReader(data), "", int64(len(data)))
+
+		// ReadFile's in-memory path (frames, session.Decoder) reads the
+		// same events and ends the same way as the streaming Reader.
+		mem, memTail, memErr := readBytes(bytes.Clone(data), "", int64(len(data)))
+		if fmt.Sprint(memErr) != fmt.Sprint(err) || memTail != tail || !reflect.DeepEqual(mem, evs) {
+			t.Fatalf("readBytes = %d events, %+v, %v; readAll = %d events, %+v, %v", len(mem), memTail, memErr, len(evs), tail, err)
+		}
 		if tail.GoodSize < 0 || tail.GoodSize > int64(len(data)) || tail.FileSize != int64(len(data)) {
 			t.Fatalf("tail %+v for %d bytes", tail, len(data))
 		}

@@ -164,6 +164,11 @@ func (s Store) Load(id string) ([]session.Event, Tail, error) {
 	return ReadFile(s.LogPath(id))
 }
 
+// Scan hands the events of session id's log to fn in order; see ScanFile.
+func (s Store) Scan(id string, fn func(session.Event)) (int, Tail, error) {
+	return ScanFile(s.LogPath(id), fn)
+}
+
 // Summary is one line of `agentctl sessions`: the session's header, status
 // and totals. Its JSON form is part of the --json output and only grows.
 type Summary struct {

@@ -174,7 +174,26 @@ func isCompactionCall(e session.Event) bool {
 // purpose "compaction") are recomputed with runner.CompactionMessages over
 // the originals up to the compaction's through; `replay anchors` checks
 // what they read. Verify stops at the first divergence.
+//
+// Without opts.Project, Verify runs a Verifier over evs; verifyBatch is the
+// reference it agrees with.
 func Verify(id string, evs []session.Event, opts VerifyOptions) Report {
+	if opts.Project == nil {
+		v := NewVerifier(id)
+		for _, e := range evs {
+			v.Add(e)
+		}
+		if rep, ok := v.Report(); ok {
+			return rep
+		}
+	}
+	return verifyBatch(id, evs, opts)
+}
+
+// verifyBatch is Verify over a log held whole: the projection of a turn
+// may be replaced (opts.Project) and compaction calls are recomputed from
+// evs, which Verifier cannot do for every log.
+func verifyBatch(id string, evs []session.Event, opts VerifyOptions) Report {
 	rep := Report{SessionID: id, Status: StatusOK, Events: int64(len(evs))}
 	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
 		rep.Status = StatusBroken

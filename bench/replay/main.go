@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,8 @@ func main() {
 	sessions := flag.Int("sessions", 1000, "number of short sessions")
 	short := flag.Int("short", 100, "events per short session")
 	every := flag.Int("compact-every", 10, "turns between compactions (0: never)")
+	memory := flag.Bool("memory", true, "also measure verify in memory")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the from-disk runs to `file`")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "agentctl-bench-replay-")
@@ -38,26 +41,39 @@ func main() {
 
 	small := gen(*events/10, *every)
 	big := gen(*events, *every)
-	fmt.Printf("verify in memory (fold + hash), %d turns between compactions:\n", *every)
-	nsSmall := inMemory("  %7d events", small)
-	nsBig := inMemory("  %7d events", big)
-	fmt.Printf("  growth 10x events: %.2fx ns/event (1.0 = linear)\n", nsBig/nsSmall)
+	if *memory {
+		fmt.Printf("verify in memory (fold + hash), %d turns between compactions:\n", *every)
+		nsSmall := inMemory("  %7d events", small)
+		nsBig := inMemory("  %7d events", big)
+		fmt.Printf("  growth 10x events: %.2fx ns/event (1.0 = linear)\n", nsBig/nsSmall)
+	}
 
 	write(st, "b000000000000000", big)
-	t0 := time.Now()
-	evs, _, err := st.Load("b000000000000000")
-	check(err)
-	rep := replay.Verify("b000000000000000", evs, replay.VerifyOptions{})
-	d := time.Since(t0)
-	must(rep)
-	fmt.Printf("verify from disk, one session of %d events: %v, %.2f M events/s\n", len(big), d.Round(time.Millisecond), float64(len(big))/d.Seconds()/1e6)
-
+	// The CLI holds no generated copy: let the GC forget them.
+	nBig := len(big)
+	small, big = nil, nil
 	var ids []string
 	for i := range *sessions {
 		id := fmt.Sprintf("s%015d", i)
 		write(st, id, gen(*short, *every))
 		ids = append(ids, id)
 	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
+
+	t0 := time.Now()
+	evs, _, err := st.Load("b000000000000000")
+	check(err)
+	rep := replay.Verify("b000000000000000", evs, replay.VerifyOptions{})
+	d := time.Since(t0)
+	must(rep)
+	fmt.Printf("verify from disk, one session of %d events: %v, %.2f M events/s\n", nBig, d.Round(time.Millisecond), float64(nBig)/d.Seconds()/1e6)
+	evs, rep = nil, replay.Report{}
+
 	t0 = time.Now()
 	total := verifyAll(st, ids, 1)
 	d = time.Since(t0)
@@ -68,7 +84,9 @@ func main() {
 	d = time.Since(t0)
 	fmt.Printf("verify from disk, %d sessions of %d events, %d workers: %v, %.2f M events/s\n", len(ids), *short, w, d.Round(time.Millisecond), float64(total)/d.Seconds()/1e6)
 
-	if *every > 0 {
+	pprof.StopCPUProfile()
+
+	if *memory && *every > 0 {
 		nc := gen(10_000, 0)
 		inMemory("no compaction (payload grows without bound), %d events", nc)
 	}

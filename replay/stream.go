@@ -1,0 +1,273 @@
+package replay
+
+import (
+	"fmt"
+
+	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/session"
+)
+
+// Verifier is Verify for a log read one event at a time (recorder.ScanFile):
+// it holds the projection, one event of lookahead and the few events a
+// compaction call may still need, never the whole log, so verifying from
+// disk costs no memory or GC work per event beyond the decode. Feed it the
+// events in order with Add, then call Report; the result is the one Verify
+// gives for the same events.
+//
+// A few logs cannot be checked in one pass (seqs out of order, or a
+// compaction through a seq before an earlier compaction's): Report then
+// returns ok false, and the caller verifies the log with Verify instead.
+//
+// A Verifier is not safe for concurrent use.
+type Verifier struct {
+	rep Report
+
+	held     session.Event // the last event added, folded once its successor is known
+	haveHeld bool
+	skip     bool // the held event is a model_call already folded with its answer
+
+	// Set from the header.
+	started   bool
+	noHeader  bool
+	imported  bool
+	tools     []string
+	haveTools bool
+
+	// Structure (checkStructure, one event at a time).
+	index     int64
+	structEnd bool // a seq gap ends the structure checks
+	calls     map[string]bool
+	problems  []Problem
+
+	// The fold.
+	stopped bool // diverged: no more digests
+	p       *session.Projector
+	d       *digester
+	prev    []session.Message
+	agreed  int64
+
+	// Compaction calls: the originals up to a compaction's through,
+	// projected without compactions (runner.CompactionMessages), fed
+	// lazily from buf since through lies behind the newest event.
+	orig     *session.Projector
+	od       *digester
+	buf      []origEvent
+	fedMax   int64
+	lastSeq  int64
+	unsorted bool
+	redo     bool // cannot verify in one pass; see Report
+}
+
+// origEvent keeps the fields Projector.Add reads from the conversational
+// events runner.CompactionMessages collects.
+type origEvent struct {
+	kind                                                   session.Kind
+	seq                                                    int64
+	text, callID, tool, output, errText, status, out, reas string
+	calls                                                  []session.ToolCall
+}
+
+func (o origEvent) event() session.Event {
+	return session.Event{Kind: o.kind, Seq: o.seq, Text: o.text, CallID: o.callID, Tool: o.tool, Output: o.output,
+		Error: o.errText, Status: o.status, Outcome: o.out, Reason: o.reas, ToolCalls: o.calls}
+}
+
+// NewVerifier starts verifying session id.
+func NewVerifier(id string) *Verifier {
+	return &Verifier{rep: Report{SessionID: id, Status: StatusOK}, calls: map[string]bool{}}
+}
+
+// Add folds the next event of the log.
+func (v *Verifier) Add(e session.Event) {
+	if v.haveHeld {
+		v.step(&v.held, &e)
+	}
+	v.held, v.haveHeld = e, true
+}
+
+// Report finishes the fold and returns Verify's report, or ok false when
+// the log must be verified with Verify (see Verifier).
+func (v *Verifier) Report() (rep Report, ok bool) {
+	if v.haveHeld {
+		v.step(&v.held, nil)
+		v.haveHeld = false
+	}
+	if v.redo {
+		return Report{}, false
+	}
+	rep = v.rep
+	if v.noHeader || v.index == 0 {
+		rep.Status = StatusBroken
+		rep.Problems = []Problem{{Code: CodeNoHeader, Seq: 1, Detail: "the log does not start with session_started"}}
+		return rep, true
+	}
+	rep.Problems = v.problems
+	return finish(rep), true
+}
+
+// step handles event e of the log, whose successor is next (nil at the
+// end), as Verify's loop and checkStructure do at that index.
+func (v *Verifier) step(e, next *session.Event) {
+	i := v.index
+	v.index++
+	v.rep.Events++
+	if i == 0 {
+		if e.Kind != session.KindSessionStarted {
+			v.noHeader = true
+		} else {
+			v.rep.ImportedFrom = ImportedFrom(*e)
+			v.imported = v.rep.ImportedFrom != ""
+			v.tools, v.haveTools = HeaderTools(*e)
+			v.p = session.NewProjector(e.System)
+			v.d = newDigester()
+		}
+	}
+	if v.noHeader {
+		return
+	}
+	v.structure(i, e, next)
+	if e.Seq <= v.lastSeq && i > 0 {
+		v.unsorted = true
+	}
+	v.lastSeq = e.Seq
+	if !v.stopped {
+		v.fold(e, next)
+	}
+	switch e.Kind {
+	case session.KindUserMessage, session.KindAssistantMessage, session.KindToolResult,
+		session.KindReconciled, session.KindApprovalDenied, session.KindInterrupted:
+		v.buf = append(v.buf, origEvent{kind: e.Kind, seq: e.Seq, text: e.Text, callID: e.CallID, tool: e.Tool,
+			output: e.Output, errText: e.Error, status: e.Status, out: e.Outcome, reas: e.Reason, calls: e.ToolCalls})
+	case session.KindCompaction:
+		// Later compactions reach at least this far (else Report asks for
+		// Verify): fold the originals up to here so buf stays short.
+		if !v.unsorted && e.Through >= v.fedMax {
+			v.feed(e.Through)
+		}
+	}
+}
+
+// feed folds the buffered originals up to seq through into orig.
+func (v *Verifier) feed(through int64) {
+	if v.orig == nil {
+		v.orig = session.NewProjector("")
+		v.od = newDigester()
+	}
+	n := 0
+	for n < len(v.buf) && v.buf[n].seq <= through {
+		v.orig.Add(v.buf[n].event())
+		v.fedMax = v.buf[n].seq
+		n++
+	}
+	v.buf = append(v.buf[:0], v.buf[n:]...)
+}
+
+// structure is checkStructure's loop body.
+func (v *Verifier) structure(i int64, e, next *session.Event) {
+	if v.structEnd {
+		return
+	}
+	if want := i + 1; e.Seq != want {
+		v.problems = append(v.problems, Problem{Code: CodeSeqGap, Seq: e.Seq, Detail: fmt.Sprintf("event %d has seq %d", want, e.Seq)})
+		v.structEnd = true
+		return
+	}
+	switch e.Kind {
+	case session.KindAssistantMessage:
+		for _, c := range e.ToolCalls {
+			v.calls[c.ID] = false
+		}
+		if !v.imported && (next == nil || next.Kind != session.KindModelCall) {
+			v.problems = append(v.problems, Problem{Code: CodeUnpairedAssistant, Seq: e.Seq, Detail: "no model_call follows the assistant message"})
+		}
+	case session.KindToolResult:
+		answered, ok := v.calls[e.CallID]
+		switch {
+		case !ok:
+			v.problems = append(v.problems, Problem{Code: CodeOrphanResult, Seq: e.Seq, Detail: fmt.Sprintf("call %s (%s) was never made", e.CallID, e.Tool)})
+		case answered:
+			v.problems = append(v.problems, Problem{Code: CodeDuplicateResult, Seq: e.Seq, Detail: fmt.Sprintf("call %s (%s) already has a result", e.CallID, e.Tool)})
+		default:
+			v.calls[e.CallID] = true
+		}
+	}
+}
+
+// fold is one turn of Verify's loop.
+func (v *Verifier) fold(e, next *session.Event) {
+	if v.skip {
+		v.skip = false
+		return
+	}
+	switch {
+	case e.Kind == session.KindAssistantMessage && next != nil &&
+		next.Kind == session.KindModelCall && next.Seq == e.Seq+1:
+		if !v.check(next, next) {
+			return
+		}
+		v.p.Add(*e)
+		v.p.Add(*next)
+		v.skip = true
+		return
+	case e.Kind == session.KindModelCall:
+		if !v.check(e, next) {
+			return
+		}
+	}
+	v.p.Add(*e)
+}
+
+// check is Verify's check of one model call; after is the event that
+// follows index i in Verify (the call itself when it answers an assistant
+// message).
+func (v *Verifier) check(call, after *session.Event) bool {
+	rep := &v.rep
+	rep.ModelCalls++
+	if isCompactionCall(*call) {
+		if call.RequestDigest == "" || after == nil || after.Kind != session.KindCompaction {
+			rep.Skipped++
+			return true
+		}
+		rep.Checked++
+		msgs, ok := v.compactionMessages(after.Through)
+		if !ok {
+			v.redo, v.stopped = true, true
+			return false
+		}
+		got := v.od.digest(msgs, []string{})
+		if got != call.RequestDigest {
+			rep.Status = StatusDiverged
+			rep.Divergence = explain(*call, rep.Checked, got, msgs, nil, nil, 0)
+			v.stopped = true
+			return false
+		}
+		return true
+	}
+	if call.RequestDigest == "" || !v.haveTools {
+		rep.Skipped++
+		return true
+	}
+	rep.Checked++
+	msgs := v.p.Messages()
+	got := v.d.digest(msgs, v.tools)
+	if got == call.RequestDigest {
+		v.prev, v.agreed = msgs, call.Seq
+		return true
+	}
+	rep.Status = StatusDiverged
+	rep.Divergence = explain(*call, rep.Checked, got, msgs, v.tools, v.prev, v.agreed)
+	v.stopped = true
+	return false
+}
+
+// compactionMessages is runner.CompactionMessages over the events added so
+// far, through seq through. The originals' projection only grows between
+// compactions, so it is fed from where the last one stopped.
+func (v *Verifier) compactionMessages(through int64) ([]session.Message, bool) {
+	if v.unsorted || through < v.fedMax {
+		return nil, false
+	}
+	v.feed(through)
+	prompt, _ := runner.CompactionMessages(nil, 0)
+	return append(prompt, v.orig.Messages()...), true
+}

@@ -1,0 +1,115 @@
+package replay
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/session"
+)
+
+// stream verifies evs with a Verifier alone.
+func stream(id string, evs []session.Event) (Report, bool) {
+	v := NewVerifier(id)
+	for _, e := range evs {
+		v.Add(e)
+	}
+	return v.Report()
+}
+
+// variants returns evs and damaged copies of it: every prefix, each model
+// call with a wrong digest, each event dropped, neighbours swapped, and
+// compactions whose through goes backwards or forwards.
+func variants(r *rand.Rand, evs []session.Event) map[string][]session.Event {
+	out := map[string][]session.Event{"as recorded": evs}
+	for k := range len(evs) {
+		out[fmt.Sprintf("first %d", k)] = evs[:k]
+	}
+	for i, e := range evs {
+		edit := func(name string, f func(*session.Event)) {
+			c := append([]session.Event(nil), evs...)
+			f(&c[i])
+			out[fmt.Sprintf("seq %d %s", e.Seq, name)] = c
+		}
+		switch e.Kind {
+		case session.KindModelCall:
+			edit("wrong digest", func(e *session.Event) { e.RequestDigest = "sha256:" + strings.Repeat("0", 64) })
+			edit("no digest", func(e *session.Event) { e.RequestDigest = "" })
+		case session.KindCompaction:
+			edit("through 1", func(e *session.Event) { e.Through = 1 })
+			edit("through back", func(e *session.Event) { e.Through -= 1 + int64(r.IntN(20)) })
+			edit("through ahead", func(e *session.Event) { e.Through += 1 + int64(r.IntN(20)) })
+		case session.KindSessionStarted:
+			edit("no tools", func(e *session.Event) { e.Attrs = nil })
+			edit("imported", func(e *session.Event) { e.Attrs = []byte(`{"imported_from":"claude-code"}`) })
+		}
+	}
+	for range min(len(evs), 20) {
+		i := r.IntN(len(evs))
+		out[fmt.Sprintf("drop %d", i)] = append(append([]session.Event(nil), evs[:i]...), evs[i+1:]...)
+		if i+1 < len(evs) {
+			c := append([]session.Event(nil), evs...)
+			c[i], c[i+1] = c[i+1], c[i]
+			out[fmt.Sprintf("swap %d", i)] = c
+		}
+	}
+	return out
+}
+
+// TestVerifierMatchesBatch: a Verifier fed one event at a time gives the
+// report verifyBatch gives over the whole log, or asks for it.
+func TestVerifierMatchesBatch(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(uint64(seed), 0))
+
+	logs := map[string][]session.Event{}
+	for _, home := range []string{fixtureHome, filepath.Join("..", "fixtures", "home"), filepath.Join("..", "fixtures", "diagnose", "home")} {
+		st := recorder.Store{Root: home}
+		ids, err := st.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			evs, _, err := st.Load(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs[home+"/"+id] = evs
+		}
+	}
+	tmp := t.TempDir()
+	for i, agent := range []string{"fix-typo", "long-refactor", "retry-eval", "loop-forever"} {
+		logs["recorded "+agent] = record(t, tmp, agent, fmt.Sprintf("00000000000000c%d", i))
+	}
+	logs["imported codemie"] = importFile(t, "codemie-4c2ddfdc.jsonl", "00000000000000d1")
+	logs["imported fasthooks"] = importFile(t, "fasthooks-sample_main_transcript.jsonl", "00000000000000d2")
+	clean := loadFixture(t, fxClean)
+	logs["redigested tool_name"] = redigest(clean, ruleNamed(t, "tool_name"))
+	logs["redigested output cap"] = redigest(clean, capOutputs)
+
+	cases, redo := 0, 0
+	for name, evs := range logs {
+		for vname, x := range variants(r, evs) {
+			want := verifyBatch("id", x, VerifyOptions{})
+			got, ok := stream("id", x)
+			cases++
+			if !ok {
+				redo++
+				got = Verify("id", x, VerifyOptions{})
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s, %s: Verifier (ok %v) =\n%s%+v\nverifyBatch =\n%s%+v", name, vname, ok, got.Text(), got, want.Text(), want)
+			}
+		}
+	}
+	t.Logf("%d logs, %d cases, %d handed back to verifyBatch", len(logs), cases, redo)
+	if redo == 0 || redo > cases/10 {
+		t.Errorf("%d of %d cases handed back to verifyBatch, want some but few", redo, cases)
+	}
+}
