@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -165,51 +166,55 @@ func decodeJSON(p string, b []byte) (*Manifest, error) {
 	return m, nil
 }
 
+// parseManifest reads the version 2 format. It runs on every query (a
+// history of 10,000 sessions is 10,000 lines), so it makes one string of
+// the file and slices fields from it instead of allocating per line.
 func parseManifest(b []byte) (*Manifest, error) {
 	m := newManifest()
-	m.Sessions = make(map[string]SessionEntry, bytes.Count(b, []byte("\nS\t")))
-	line, rest, _ := bytes.Cut(b, []byte{'\n'})
-	if string(line) != manifestMagic {
-		if v, ok := strings.CutPrefix(string(line), "agentctl history manifest "); ok {
+	all := string(b)
+	m.Sessions = make(map[string]SessionEntry, strings.Count(all, "\nS\t"))
+	line, rest, _ := strings.Cut(all, "\n")
+	if line != manifestMagic {
+		if v, ok := strings.CutPrefix(line, "agentctl history manifest "); ok {
 			return nil, fmt.Errorf("version %s, this agentctl reads %d", v, ManifestVersion)
 		}
 		return nil, fmt.Errorf("not a manifest (first line %.40q)", line)
 	}
 	n := 1
 	ended := false
-	var f []string
+	var fa [7]string
 	for len(rest) > 0 {
-		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		line, rest, _ = strings.Cut(rest, "\n")
 		n++
 		if ended {
 			return nil, fmt.Errorf("line %d: data after the end line", n)
 		}
-		f = splitTabs(f[:0], line)
+		f := splitTabs(fa[:0], line)
 		bad := func(what string) error { return fmt.Errorf("line %d: %s: %.60q", n, what, line) }
-		var err error
 		switch {
 		case f[0] == "S" && len(f) == 6:
-			var e SessionEntry
-			id, err1 := unesc(f[1])
-			fi, err2 := strconv.Atoi(f[2])
-			e.LastSeq, err = strconv.ParseInt(f[3], 10, 64)
-			e.LogSize, err = errOr(err, f[4])
-			if err = errors.Join(err1, err2, err); err != nil || fi < 0 || fi >= len(m.Files) {
+			id, err := unesc(f[1])
+			fi, ok1 := atoi(f[2])
+			last, ok2 := atoi(f[3])
+			size, ok3 := atoi(f[4])
+			if err != nil || !ok1 || !ok2 || !ok3 || fi >= int64(len(m.Files)) {
 				return nil, bad("bad session")
 			}
-			e.File = m.Files[fi].Path
-			e.Final, e.Torn = strings.Contains(f[5], "f"), strings.Contains(f[5], "t")
-			m.Sessions[id] = e
+			m.Sessions[id] = SessionEntry{
+				File: m.Files[fi].Path, LastSeq: last, LogSize: size,
+				Final: strings.IndexByte(f[5], 'f') >= 0, Torn: strings.IndexByte(f[5], 't') >= 0,
+			}
 		case f[0] == "F" && len(f) == 6:
 			fe := FileEntry{Path: f[1], Segment: f[5] == "1"}
-			fe.Rows, err = strconv.ParseInt(f[2], 10, 64)
-			fe.Bytes, err = errOr(err, f[3])
-			var s int64
-			s, err = errOr(err, f[4])
-			if err != nil || fe.Path == "" {
+			var ok1, ok2, ok3 bool
+			var sessions int64
+			fe.Rows, ok1 = atoi(f[2])
+			fe.Bytes, ok2 = atoi(f[3])
+			sessions, ok3 = atoi(f[4])
+			if !ok1 || !ok2 || !ok3 || fe.Path == "" {
 				return nil, bad("bad file")
 			}
-			fe.Sessions = int(s)
+			fe.Sessions = int(sessions)
 			m.Files = append(m.Files, fe)
 		case f[0] == "D" && len(f) == 2 && len(m.Files) > 0:
 			id, err := unesc(f[1])
@@ -225,17 +230,19 @@ func parseManifest(b []byte) (*Manifest, error) {
 			}
 			m.SessionsDir.Unsealed = append(m.SessionsDir.Unsealed, id)
 		case f[0] == "generation" && len(f) == 2:
-			if m.Generation, err = strconv.ParseInt(f[1], 10, 64); err != nil {
+			var ok bool
+			if m.Generation, ok = atoi(f[1]); !ok {
 				return nil, bad("bad generation")
 			}
 		case f[0] == "sessions-dir" && len(f) == 3:
-			if m.SessionsDir.MTime, err = strconv.ParseInt(f[1], 10, 64); err != nil {
+			var ok bool
+			if m.SessionsDir.MTime, ok = atoi(f[1]); !ok {
 				return nil, bad("bad sessions-dir")
 			}
 		case f[0] == "end" && len(f) == 3:
-			nf, err1 := strconv.Atoi(f[1])
-			ns, err2 := strconv.Atoi(f[2])
-			if err1 != nil || err2 != nil || nf != len(m.Files) || ns != len(m.Sessions) {
+			nf, ok1 := atoi(f[1])
+			ns, ok2 := atoi(f[2])
+			if !ok1 || !ok2 || nf != int64(len(m.Files)) || ns != int64(len(m.Sessions)) {
 				return nil, bad(fmt.Sprintf("end line does not match %d files, %d sessions", len(m.Files), len(m.Sessions)))
 			}
 			ended = true
@@ -249,17 +256,28 @@ func parseManifest(b []byte) (*Manifest, error) {
 	return m, nil
 }
 
-func errOr(err error, s string) (int64, error) {
-	v, perr := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return v, err
+// atoi parses a non-negative decimal (every number in the manifest is one;
+// the mtime of a folder is a positive Unix time) without allocating.
+func atoi(s string) (int64, bool) {
+	if s == "" || len(s) > 19 {
+		return 0, false
 	}
-	return v, perr
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		v = v*10 + uint64(c)
+	}
+	if v > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(v), true
 }
 
-// splitTabs splits line into dst; the fields share one string.
-func splitTabs(dst []string, line []byte) []string {
-	s := string(line)
+// splitTabs splits line into dst; the fields share line's memory.
+func splitTabs(dst []string, s string) []string {
 	for {
 		i := strings.IndexByte(s, '\t')
 		if i < 0 {

@@ -39,6 +39,7 @@ type DB struct {
 	tmp  string
 
 	m       *history.Manifest
+	derived bool                // the sessions and tool_calls views exist
 	logs    map[string]LogState // sessions read from their logs
 	skipped map[string]bool     // corrupt history files, by absolute path
 }
@@ -110,7 +111,7 @@ func (d *DB) fromLogs(m *history.Manifest) (ids []string, mayBeGone map[string]b
 		}
 	}
 	for id, e := range m.Sessions {
-		if d.skipped[filepath.Join(d.hist.Dir, filepath.FromSlash(e.File))] {
+		if len(d.skipped) > 0 && d.skipped[filepath.Join(d.hist.Dir, filepath.FromSlash(e.File))] {
 			ids, mayBeGone[id] = append(ids, id), true
 			continue
 		}
@@ -219,14 +220,39 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	if livePath != "" {
 		parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", quote(livePath)))
 	}
-	stmts := []string{
-		"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL "),
-		sessionsView,
-		toolCallsView,
+	stmts := []string{"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL ")}
+	if d.derived {
+		stmts = append(stmts, sessionsView, toolCallsView)
 	}
 	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
 	}
+	return nil
+}
+
+// needDerived reports whether q may use the sessions or tool_calls views:
+// it names one, or lists the catalog. Binding those two views costs more
+// than a simple query over events, so they are made on first use.
+func needDerived(q string) bool {
+	q = strings.ToLower(q)
+	for _, w := range []string{"sessions", "tool_calls", "show", "describe", "summarize", "information_schema", "duckdb_", "pragma"} {
+		if strings.Contains(q, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureDerived creates the sessions and tool_calls views if q may use
+// them and they do not exist yet.
+func (d *DB) ensureDerived(ctx context.Context, q string) error {
+	if d.derived || !needDerived(q) {
+		return nil
+	}
+	if _, err := d.db.ExecContext(ctx, sessionsView+";\n"+toolCallsView); err != nil {
+		return fmt.Errorf("query: create views: %w", err)
+	}
+	d.derived = true
 	return nil
 }
 
@@ -291,6 +317,9 @@ type Result struct {
 func (d *DB) Query(ctx context.Context, q string) (*Result, error) {
 	var res *Result
 	err := d.retry(ctx, func() error {
+		if err := d.ensureDerived(ctx, q); err != nil {
+			return err
+		}
 		var err error
 		res, err = d.run(ctx, q)
 		return err

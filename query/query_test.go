@@ -135,3 +135,41 @@ func TestSQLErrorListsViews(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// The sessions and tool_calls views are made on first use; every way of
+// reaching them must still find them.
+func TestDerivedViewsMadeOnUse(t *testing.T) {
+	home := t.TempDir()
+	record(t, recorder.Store{Root: home}, "d000000000000001", true)
+	for _, tt := range []struct{ q, want string }{
+		{"SELECT count(*) FROM events", "5"},
+		{"SELECT count(*) FROM Sessions", "1"},
+		{"SELECT status FROM TOOL_CALLS", "error"},
+		{"SELECT count(*) FROM information_schema.tables WHERE table_name IN ('sessions', 'tool_calls')", "2"},
+		{"SELECT count(*) FROM duckdb_views() WHERE view_name = 'tool_calls'", "1"},
+	} {
+		db, err := query.Open(context.Background(), home, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := scalar(t, db, tt.q); got != tt.want {
+			t.Errorf("%s = %s, want %s", tt.q, got, tt.want)
+		}
+		db.Close()
+	}
+	db, err := query.Open(context.Background(), home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Query(context.Background(), "SHOW TABLES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Rows) != "[[events] [sessions] [tool_calls]]" {
+		t.Errorf("SHOW TABLES = %v, want the three views", res.Rows)
+	}
+	if ss, err := db.Sessions(context.Background()); err != nil || len(ss) != 1 {
+		t.Errorf("Sessions() = %v, %v", ss, err)
+	}
+}

@@ -18,6 +18,9 @@ import (
 func (d *DB) Sessions(ctx context.Context) ([]recorder.Summary, error) {
 	var out []recorder.Summary
 	err := d.retry(ctx, func() error {
+		if err := d.ensureDerived(ctx, "sessions"); err != nil {
+			return err
+		}
 		var err error
 		out, err = d.sessions(ctx)
 		return err
