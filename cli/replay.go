@@ -122,23 +122,22 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 	return nil
 }
 
-// verifyMany verifies sessions in parallel, one log in memory per worker,
-// and returns the reports in the order of ids.
+// verifyMany verifies sessions in parallel, one worker per CPU, each log
+// decoded and verified as it is read (replay.VerifyLog), and returns the
+// reports in the order of ids. A single session has the CPUs to itself:
+// its decode and its verify run on two goroutines.
 func verifyMany(st recorder.Store, ids []string) []replay.Report {
 	reps := make([]replay.Report, len(ids))
+	workers := min(runtime.GOMAXPROCS(0), max(len(ids), 1))
+	pipeline := workers == 1 && runtime.GOMAXPROCS(0) > 1
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(len(ids), 1)) {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				evs, _, err := st.Load(ids[i])
-				if err != nil {
-					reps[i] = replay.Report{SessionID: ids[i], Status: replay.StatusError, Events: int64(len(evs)), Error: err.Error()}
-					continue
-				}
-				reps[i] = replay.Verify(ids[i], evs, replay.VerifyOptions{})
+				reps[i] = replay.VerifyLog(ids[i], st.LogPath(ids[i]), pipeline)
 			}
 		}()
 	}

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/session"
 )
@@ -52,11 +53,17 @@ type Verifier struct {
 	orig     *session.Projector
 	od       *digester
 	buf      []origEvent
+	wantOrig bool // a compaction call has been checked: keep orig current
+	lostOrig bool // buf outgrew maxOrigBuf before any was: Report asks for Verify if one comes
 	fedMax   int64
 	lastSeq  int64
 	unsorted bool
 	redo     bool // cannot verify in one pass; see Report
 }
+
+// maxOrigBuf is how many originals a Verifier keeps for a compaction call
+// before it has seen one whose digest it must check (a variable for tests).
+var maxOrigBuf = 4096
 
 // origEvent keeps the fields Projector.Add reads from the conversational
 // events runner.CompactionMessages collects.
@@ -136,12 +143,21 @@ func (v *Verifier) step(e, next *session.Event) {
 	switch e.Kind {
 	case session.KindUserMessage, session.KindAssistantMessage, session.KindToolResult,
 		session.KindReconciled, session.KindApprovalDenied, session.KindInterrupted:
+		if v.lostOrig {
+			break
+		}
+		if !v.wantOrig && len(v.buf) >= maxOrigBuf {
+			// No compaction call with a digest so far (an older log, or
+			// none compacts): stop keeping originals for one.
+			v.buf, v.lostOrig = nil, true
+			break
+		}
 		v.buf = append(v.buf, origEvent{kind: e.Kind, seq: e.Seq, text: e.Text, callID: e.CallID, tool: e.Tool,
 			output: e.Output, errText: e.Error, status: e.Status, out: e.Outcome, reas: e.Reason, calls: e.ToolCalls})
 	case session.KindCompaction:
 		// Later compactions reach at least this far (else Report asks for
 		// Verify): fold the originals up to here so buf stays short.
-		if !v.unsorted && e.Through >= v.fedMax {
+		if v.wantOrig && !v.unsorted && e.Through >= v.fedMax {
 			v.feed(e.Through)
 		}
 	}
@@ -264,10 +280,80 @@ func (v *Verifier) check(call, after *session.Event) bool {
 // far, through seq through. The originals' projection only grows between
 // compactions, so it is fed from where the last one stopped.
 func (v *Verifier) compactionMessages(through int64) ([]session.Message, bool) {
-	if v.unsorted || through < v.fedMax {
+	if v.unsorted || v.lostOrig || through < v.fedMax {
 		return nil, false
 	}
+	v.wantOrig = true
 	v.feed(through)
 	prompt, _ := runner.CompactionMessages(nil, 0)
 	return append(prompt, v.orig.Messages()...), true
+}
+
+// VerifyLog verifies the log at path as it is read: recorder.ScanFile
+// decodes it and a Verifier folds each event, so no more than the file's
+// bytes and the projection are held. With pipeline set, decoding and
+// verifying run on two goroutines (for one long log on a machine with a
+// core to spare; for many logs, verify several at once instead). A log the
+// Verifier hands back is read again whole for Verify. A log that cannot be
+// read gives a report with StatusError, whose Events counts the good
+// events before the damage.
+func VerifyLog(id, path string, pipeline bool) Report {
+	v := NewVerifier(id)
+	var n int
+	var err error
+	if pipeline {
+		n, err = scanPipelined(path, v)
+	} else {
+		n, _, err = recorder.ScanFile(path, v.Add)
+	}
+	if err != nil {
+		return Report{SessionID: id, Status: StatusError, Events: int64(n), Error: err.Error()}
+	}
+	if rep, ok := v.Report(); ok {
+		return rep
+	}
+	evs, _, err := recorder.ReadFile(path)
+	if err != nil {
+		return Report{SessionID: id, Status: StatusError, Events: int64(len(evs)), Error: err.Error()}
+	}
+	return verifyBatch(id, evs, VerifyOptions{})
+}
+
+// batchSize is how many events travel together from the decoding
+// goroutine to the verifying one: enough to make the hand-off rare, few
+// enough to stay in cache.
+const batchSize = 128
+
+// scanPipelined is recorder.ScanFile(path, v.Add) with the fold on a
+// second goroutine.
+func scanPipelined(path string, v *Verifier) (int, error) {
+	full := make(chan []session.Event, 4)
+	free := make(chan []session.Event, 4)
+	for range cap(free) {
+		free <- make([]session.Event, 0, batchSize)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range full {
+			for i := range b {
+				v.Add(b[i])
+			}
+			free <- b[:0]
+		}
+	}()
+	b := <-free
+	n, _, err := recorder.ScanFile(path, func(e session.Event) {
+		b = append(b, e)
+		if len(b) == batchSize {
+			full <- b
+			b = <-free
+		}
+	})
+	if len(b) > 0 {
+		full <- b
+	}
+	close(full)
+	<-done
+	return n, err
 }

@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -94,22 +96,72 @@ func TestVerifierMatchesBatch(t *testing.T) {
 	logs["redigested output cap"] = redigest(clean, capOutputs)
 
 	cases, redo := 0, 0
-	for name, evs := range logs {
-		for vname, x := range variants(r, evs) {
-			want := verifyBatch("id", x, VerifyOptions{})
-			got, ok := stream("id", x)
-			cases++
-			if !ok {
-				redo++
-				got = Verify("id", x, VerifyOptions{})
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("%s, %s: Verifier (ok %v) =\n%s%+v\nverifyBatch =\n%s%+v", name, vname, ok, got.Text(), got, want.Text(), want)
+	defer func(n int) { maxOrigBuf = n }(maxOrigBuf)
+	for _, maxBuf := range []int{maxOrigBuf, 3} {
+		maxOrigBuf = maxBuf
+		for name, evs := range logs {
+			for vname, x := range variants(r, evs) {
+				want := verifyBatch("id", x, VerifyOptions{})
+				got, ok := stream("id", x)
+				cases++
+				if !ok {
+					redo++
+					got = Verify("id", x, VerifyOptions{})
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s, %s, max buffer %d: Verifier (ok %v) =\n%s%+v\nverifyBatch =\n%s%+v", name, vname, maxBuf, ok, got.Text(), got, want.Text(), want)
+				}
 			}
 		}
 	}
 	t.Logf("%d logs, %d cases, %d handed back to verifyBatch", len(logs), cases, redo)
-	if redo == 0 || redo > cases/10 {
+	if redo == 0 || redo > cases/4 {
 		t.Errorf("%d of %d cases handed back to verifyBatch, want some but few", redo, cases)
+	}
+}
+
+// TestVerifyLog: verifying from disk as the log is read, on one goroutine
+// or two, reports what Verify of the whole log (or its read error) does,
+// for every fixture log, a torn one and a corrupt one included.
+func TestVerifyLog(t *testing.T) {
+	type log struct{ id, path string }
+	var logs []log
+	for _, home := range []string{fixtureHome, filepath.Join("..", "fixtures", "home"), filepath.Join("..", "fixtures", "diagnose", "home")} {
+		st := recorder.Store{Root: home}
+		ids, err := st.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			logs = append(logs, log{id, st.LogPath(id)})
+		}
+	}
+	data, err := os.ReadFile(logs[0].path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	corrupt := bytes.Clone(data)
+	corrupt[len(corrupt)/2] ^= 0x20
+	torn := data[:len(data)-3]
+	for name, b := range map[string][]byte{"corrupt": corrupt, "torn": torn} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, log{name, p})
+	}
+	logs = append(logs, log{"missing", filepath.Join(dir, "missing")})
+	for _, l := range logs {
+		evs, _, err := recorder.ReadFile(l.path)
+		want := Verify(l.id, evs, VerifyOptions{})
+		if err != nil {
+			want = Report{SessionID: l.id, Status: StatusError, Events: int64(len(evs)), Error: err.Error()}
+		}
+		for _, pipe := range []bool{false, true} {
+			if got := VerifyLog(l.id, l.path, pipe); !reflect.DeepEqual(got, want) {
+				t.Errorf("VerifyLog(%s, pipeline %v) =\n%+v\nwant\n%+v", l.path, pipe, got, want)
+			}
+		}
 	}
 }

@@ -65,18 +65,23 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 
-	t0 := time.Now()
-	evs, _, err := st.Load("b000000000000000")
+	fi, err := os.Stat(st.LogPath("b000000000000000"))
 	check(err)
-	rep := replay.Verify("b000000000000000", evs, replay.VerifyOptions{})
-	d := time.Since(t0)
-	must(rep)
-	fmt.Printf("verify from disk, one session of %d events: %v, %.2f M events/s\n", nBig, d.Round(time.Millisecond), float64(nBig)/d.Seconds()/1e6)
-	evs, rep = nil, replay.Report{}
+	fmt.Printf("log of the long session: %.1f MB, %d bytes/event\n", float64(fi.Size())/1e6, fi.Size()/int64(nBig))
+	for _, pipe := range []bool{false, true} {
+		t0 := time.Now()
+		must(replay.VerifyLog("b000000000000000", st.LogPath("b000000000000000"), pipe))
+		d := time.Since(t0)
+		how := "1 goroutine"
+		if pipe {
+			how = "decode and verify pipelined"
+		}
+		fmt.Printf("verify from disk, one session of %d events, %s: %v, %.2f M events/s\n", nBig, how, d.Round(time.Millisecond), float64(nBig)/d.Seconds()/1e6)
+	}
 
-	t0 = time.Now()
+	t0 := time.Now()
 	total := verifyAll(st, ids, 1)
-	d = time.Since(t0)
+	d := time.Since(t0)
 	fmt.Printf("verify from disk, %d sessions of %d events, 1 worker: %v, %.2f M events/s\n", len(ids), *short, d.Round(time.Millisecond), float64(total)/d.Seconds()/1e6)
 	w := runtime.GOMAXPROCS(0)
 	t0 = time.Now()
@@ -114,11 +119,10 @@ func verifyAll(st recorder.Store, ids []string, workers int) int64 {
 		go func() {
 			defer wg.Done()
 			for id := range next {
-				evs, _, err := st.Load(id)
-				check(err)
-				must(replay.Verify(id, evs, replay.VerifyOptions{}))
+				rep := replay.VerifyLog(id, st.LogPath(id), false)
+				must(rep)
 				mu.Lock()
-				total += int64(len(evs))
+				total += rep.Events
 				mu.Unlock()
 			}
 		}()
