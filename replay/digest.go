@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"hash"
+	"unicode/utf8"
 
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,9 +35,10 @@ type wireMessage struct {
 // over. Not safe for concurrent use.
 type digester struct {
 	h    hash.Hash
-	enc  *json.Encoder
 	n    int             // messages in the running hash
 	last session.Message // payload[n-1] when it was hashed
+	line []byte          // scratch for one encoded message
+	args bytes.Buffer    // scratch for compacting tool call args
 }
 
 func newDigester() *digester {
@@ -46,7 +49,6 @@ func newDigester() *digester {
 
 func (d *digester) reset() {
 	d.h = sha256.New()
-	d.enc = json.NewEncoder(d.h)
 	d.n = 0
 	d.last = session.Message{}
 }
@@ -69,7 +71,7 @@ func (d *digester) digest(msgs []session.Message, tools []string) string {
 		end--
 	}
 	for i := d.n; i < end; i++ {
-		encodeMessage(d.enc, msgs[i])
+		d.write(d.h, msgs[i])
 	}
 	if end > d.n {
 		d.n, d.last = end, msgs[end-1]
@@ -78,14 +80,146 @@ func (d *digester) digest(msgs []session.Message, tools []string) string {
 	if err != nil { // never for crypto/sha256; fall back to the batch form
 		return session.Digest(msgs, tools)
 	}
-	enc := json.NewEncoder(c)
 	for _, m := range msgs[end:] {
-		encodeMessage(enc, m)
+		d.write(c, m)
 	}
-	_ = enc.Encode(tools)
-	return "sha256:" + hex.EncodeToString(c.Sum(nil))
+	d.line = appendTools(d.line[:0], tools)
+	c.Write(d.line)
+	var sum [sha256.Size]byte
+	return "sha256:" + hex.EncodeToString(c.Sum(sum[:0]))
+}
+
+// write hashes m as json.Encoder would write it.
+func (d *digester) write(h hash.Hash, m session.Message) {
+	line, ok := d.appendMessage(d.line[:0], m)
+	if !ok {
+		encodeMessage(json.NewEncoder(h), m)
+		return
+	}
+	d.line = line
+	h.Write(line)
 }
 
 func encodeMessage(enc *json.Encoder, m session.Message) {
 	_ = enc.Encode(wireMessage{m.Role, m.Content, m.ToolCalls, m.ToolCallID, m.Name})
+}
+
+// appendMessage appends the line json.Encoder.Encode writes for m's
+// wireMessage, without reflection. It reports false when a tool call's
+// args are not valid JSON: the encoder fails then and writes nothing, and
+// the caller leaves the case to it.
+func (d *digester) appendMessage(dst []byte, m session.Message) ([]byte, bool) {
+	dst = append(dst, `{"role":`...)
+	dst = appendString(dst, m.Role)
+	dst = append(dst, `,"content":`...)
+	dst = appendString(dst, m.Content)
+	if len(m.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for i, c := range m.ToolCalls {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			dst = appendString(dst, c.ID)
+			dst = append(dst, `,"name":`...)
+			dst = appendString(dst, c.Name)
+			if len(c.Args) > 0 {
+				dst = append(dst, `,"args":`...)
+				// json.RawMessage is written compacted, <, > and & escaped.
+				d.args.Reset()
+				if json.Compact(&d.args, c.Args) != nil {
+					return dst, false
+				}
+				var esc bytes.Buffer
+				if bytes.ContainsAny(d.args.Bytes(), "<>&\u2028\u2029") {
+					json.HTMLEscape(&esc, d.args.Bytes())
+					dst = append(dst, esc.Bytes()...)
+				} else {
+					dst = append(dst, d.args.Bytes()...)
+				}
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if m.ToolCallID != "" {
+		dst = append(dst, `,"tool_call_id":`...)
+		dst = appendString(dst, m.ToolCallID)
+	}
+	if m.Name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendString(dst, m.Name)
+	}
+	return append(dst, '}', '\n'), true
+}
+
+// appendTools appends the line json.Encoder.Encode writes for tools.
+func appendTools(dst []byte, tools []string) []byte {
+	if tools == nil {
+		return append(dst, "null\n"...)
+	}
+	dst = append(dst, '[')
+	for i, t := range tools {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, t)
+	}
+	return append(dst, ']', '\n')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s quoted as encoding/json does with HTML escaping
+// on (json.Encoder's default): <, > and & as \u003c..., control bytes
+// escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
