@@ -2,6 +2,8 @@ package replay
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
@@ -356,4 +358,29 @@ func scanPipelined(path string, v *Verifier) (int, error) {
 	close(full)
 	<-done
 	return n, err
+}
+
+// VerifyLogs verifies many logs (path gives the log of each id) with
+// VerifyLog, as many at once as there are CPUs, and returns the reports in
+// the order of ids. A single log gets the CPUs to itself: its decode and
+// its verify run on two goroutines.
+func VerifyLogs(ids []string, path func(id string) string) []Report {
+	reps := make([]Report, len(ids))
+	workers := min(runtime.GOMAXPROCS(0), max(len(ids), 1))
+	pipeline := workers == 1 && runtime.GOMAXPROCS(0) > 1
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				reps[i] = VerifyLog(ids[i], path(ids[i]), pipeline)
+			}
+		})
+	}
+	for i := range ids {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return reps
 }

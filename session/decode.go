@@ -31,9 +31,18 @@ type Decoder struct {
 	key  uint64 // fields seen in the current record
 }
 
-// arenaChunk is the size of a fresh arena chunk. A chunk is never grown in
+// Arena chunks start at minChunk and double up to maxChunk, so a short
+// log does not pay for clearing a large one. A chunk is never grown in
 // place: what was handed out keeps pointing at the old one.
-const arenaChunk = 64 << 10
+const (
+	minChunk = 1 << 10
+	maxChunk = 64 << 10
+)
+
+// chunk returns a fresh arena chunk with room for n bytes, after old.
+func chunk(old []byte, n int) []byte {
+	return make([]byte, 0, max(n, min(maxChunk, 2*cap(old)), minChunk))
+}
 
 // Decode parses one JSON-encoded event; see Decoder.
 func (d *Decoder) Decode(b []byte) (Event, error) {
@@ -324,6 +333,10 @@ func (p *parser) str() (string, bool) {
 	esc, high := false, false
 	for p.i < len(p.b) {
 		c := p.b[p.i]
+		if plain[c] {
+			p.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			span := p.b[start:p.i]
@@ -349,6 +362,14 @@ func (p *parser) str() (string, bool) {
 	return "", false
 }
 
+// plain marks the bytes a string may hold that need no second look.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 func (d *Decoder) share(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -362,7 +383,7 @@ func (d *Decoder) share(b []byte) string {
 // alloc returns n bytes of a string arena chunk, to be filled once.
 func (d *Decoder) alloc(n int) []byte {
 	if cap(d.strs)-len(d.strs) < n {
-		d.strs = make([]byte, 0, max(arenaChunk, n))
+		d.strs = chunk(d.strs, n)
 	}
 	d.strs = d.strs[:len(d.strs)+n]
 	return d.strs[len(d.strs)-n:]
@@ -645,7 +666,7 @@ func (p *parser) raw() (json.RawMessage, bool) {
 	}
 	d := p.d
 	if cap(d.raws)-len(d.raws) < len(span) {
-		d.raws = make([]byte, 0, max(arenaChunk, len(span)))
+		d.raws = chunk(d.raws, len(span))
 	}
 	n := len(d.raws)
 	d.raws = append(d.raws, span...)

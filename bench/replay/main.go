@@ -15,9 +15,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/recorder"
@@ -30,6 +32,8 @@ func main() {
 	sessions := flag.Int("sessions", 1000, "number of short sessions")
 	short := flag.Int("short", 100, "events per short session")
 	every := flag.Int("compact-every", 10, "turns between compactions (0: never)")
+	gcPercent := flag.Int("gogc", 400, "GC percent while verifying from disk (agentctl replay verify sets 400)")
+	runs := flag.Int("runs", 5, "times each from-disk figure is measured (best and median are shown)")
 	memory := flag.Bool("memory", true, "also measure verify in memory")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the from-disk runs to `file`")
 	flag.Parse()
@@ -68,26 +72,22 @@ func main() {
 	fi, err := os.Stat(st.LogPath("b000000000000000"))
 	check(err)
 	fmt.Printf("log of the long session: %.1f MB, %d bytes/event\n", float64(fi.Size())/1e6, fi.Size()/int64(nBig))
-	for _, pipe := range []bool{false, true} {
-		t0 := time.Now()
-		must(replay.VerifyLog("b000000000000000", st.LogPath("b000000000000000"), pipe))
-		d := time.Since(t0)
-		how := "1 goroutine"
-		if pipe {
-			how = "decode and verify pipelined"
-		}
-		fmt.Printf("verify from disk, one session of %d events, %s: %v, %.2f M events/s\n", nBig, how, d.Round(time.Millisecond), float64(nBig)/d.Seconds()/1e6)
-	}
-
-	t0 := time.Now()
-	total := verifyAll(st, ids, 1)
-	d := time.Since(t0)
-	fmt.Printf("verify from disk, %d sessions of %d events, 1 worker: %v, %.2f M events/s\n", len(ids), *short, d.Round(time.Millisecond), float64(total)/d.Seconds()/1e6)
-	w := runtime.GOMAXPROCS(0)
-	t0 = time.Now()
-	total = verifyAll(st, ids, w)
-	d = time.Since(t0)
-	fmt.Printf("verify from disk, %d sessions of %d events, %d workers: %v, %.2f M events/s\n", len(ids), *short, w, d.Round(time.Millisecond), float64(total)/d.Seconds()/1e6)
+	// As `agentctl replay verify` does while it verifies (cli verifyMany).
+	debug.SetGCPercent(*gcPercent)
+	long := []string{"b000000000000000"}
+	repeat(*runs, fmt.Sprintf("verify from disk, one session of %d events, 1 goroutine", nBig), func() int64 {
+		return verifyAll(st, long)
+	})
+	repeat(*runs, fmt.Sprintf("verify from disk, one session of %d events, as the CLI (decode and verify pipelined)", nBig), func() int64 {
+		return verifyCLI(st, long)
+	})
+	repeat(*runs, fmt.Sprintf("verify from disk, %d sessions of %d events, 1 goroutine", len(ids), *short), func() int64 {
+		return verifyAll(st, ids)
+	})
+	repeat(*runs, fmt.Sprintf("verify from disk, %d sessions of %d events, as the CLI (%d workers)", len(ids), *short, runtime.GOMAXPROCS(0)), func() int64 {
+		return verifyCLI(st, ids)
+	})
+	debug.SetGCPercent(100)
 
 	pprof.StopCPUProfile()
 
@@ -95,6 +95,34 @@ func main() {
 		nc := gen(10_000, 0)
 		inMemory("no compaction (payload grows without bound), %d events", nc)
 	}
+}
+
+// repeat measures f (which returns the events it verified) n times and
+// prints the best and median wall-clock time and process CPU time (user +
+// system, all threads). Other work on the machine stretches wall time; the
+// best run and CPU time are the steadier figures.
+func repeat(n int, label string, f func() int64) {
+	var walls, cpus []time.Duration
+	var events int64
+	for range max(n, 1) {
+		t0, c0 := time.Now(), cpuTime()
+		events = f()
+		walls = append(walls, time.Since(t0))
+		cpus = append(cpus, cpuTime()-c0)
+	}
+	slices.Sort(walls)
+	slices.Sort(cpus)
+	rate := func(d time.Duration) float64 { return float64(events) / d.Seconds() / 1e6 }
+	best, med := walls[0], walls[len(walls)/2]
+	fmt.Printf("%s:\n  wall best %v (%.2f M events/s), median %v (%.2f M/s); CPU best %v (%.2f M events per CPU second), median %v\n",
+		label, best.Round(time.Millisecond), rate(best), med.Round(time.Millisecond), rate(med),
+		cpus[0].Round(time.Millisecond), rate(cpus[0]), cpus[len(cpus)/2].Round(time.Millisecond))
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	check(syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func inMemory(label string, evs []session.Event) float64 {
@@ -109,29 +137,24 @@ func inMemory(label string, evs []session.Event) float64 {
 	return ns
 }
 
-func verifyAll(st recorder.Store, ids []string, workers int) int64 {
+// verifyAll verifies the sessions one after the other on one goroutine.
+func verifyAll(st recorder.Store, ids []string) int64 {
 	var total int64
-	var mu sync.Mutex
-	next := make(chan string)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for id := range next {
-				rep := replay.VerifyLog(id, st.LogPath(id), false)
-				must(rep)
-				mu.Lock()
-				total += rep.Events
-				mu.Unlock()
-			}
-		}()
-	}
 	for _, id := range ids {
-		next <- id
+		rep := replay.VerifyLog(id, st.LogPath(id), false)
+		must(rep)
+		total += rep.Events
 	}
-	close(next)
-	wg.Wait()
+	return total
+}
+
+// verifyCLI verifies the sessions as `agentctl replay verify` does.
+func verifyCLI(st recorder.Store, ids []string) int64 {
+	var total int64
+	for _, rep := range replay.VerifyLogs(ids, st.LogPath) {
+		must(rep)
+		total += rep.Events
+	}
 	return total
 }
 
