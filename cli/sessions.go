@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/session"
 	"text/tabwriter"
 	"time"
 
@@ -50,13 +48,8 @@ func sessionsRun(f *Factory, opts *sessionsOptions) error {
 	if err != nil {
 		return err
 	}
-	// A log with no session_finished is either being written now or was
-	// left by a process that died; the lease tells which.
-	for i := range list {
-		if list[i].Status == session.StatusRunning && !recorder.Live(f.Store().SessionDir(list[i].SessionID)) {
-			list[i].Status = session.StatusCrashed
-		}
-	}
+	// A log with no session_finished is running while a process holds its
+	// lease and crashed otherwise: the sessions view says which.
 	if opts.JSON {
 		enc := json.NewEncoder(f.Out)
 		if list == nil {

@@ -13,7 +13,9 @@
 //	events      read_parquet over the live history files (less the rows
 //	            the manifest marks dropped, and less the sealed rows of
 //	            sessions read from their logs), UNION ALL the temp file, if any
-//	sessions    one row per session, totals as recorder.Summarize makes them
+//	sessions    one row per session, totals as recorder.Summarize makes them;
+//	            a log with no end is running while a process holds its
+//	            lease, crashed when none does
 //	tool_calls  each call's tool_intent joined with its last tool_result
 //
 // # Example

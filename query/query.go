@@ -222,7 +222,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	}
 	stmts := []string{"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL ")}
 	if d.derived {
-		stmts = append(stmts, sessionsView, toolCallsView)
+		stmts = append(stmts, d.sessionsView(), toolCallsView)
 	}
 	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
@@ -249,15 +249,39 @@ func (d *DB) ensureDerived(ctx context.Context, q string) error {
 	if d.derived || !needDerived(q) {
 		return nil
 	}
-	if _, err := d.db.ExecContext(ctx, sessionsView+";\n"+toolCallsView); err != nil {
+	if _, err := d.db.ExecContext(ctx, d.sessionsView()+";\n"+toolCallsView); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
 	}
 	d.derived = true
 	return nil
 }
 
+// sessionsView returns the sessions view's statement with the sessions a
+// process is writing now (it holds the lease; see recorder.Live), which
+// tell a running session from a crashed one when the log has no end. Only
+// sessions that may lack an end are probed: those read from their logs and
+// those sealed as not final.
+func (d *DB) sessionsView() string {
+	live := []string{"NULL"}
+	probe := func(id string) {
+		if recorder.Live(d.hist.Store.SessionDir(id)) {
+			live = append(live, quote(id))
+		}
+	}
+	for id := range d.logs {
+		probe(id)
+	}
+	for id, e := range d.m.Sessions {
+		if _, read := d.logs[id]; !read && !e.Final {
+			probe(id)
+		}
+	}
+	return strings.Replace(sessionsView, "$LIVE", strings.Join(live, ", "), 1)
+}
+
 // sessionsView mirrors recorder.Summarize: the status is that of the last
-// event if it is session_finished, else running; tokens and cost are summed
+// event if it is session_finished, else running while a process holds the
+// session's lease and crashed when none does; tokens and cost are summed
 // over model_call events; tool_calls counts tool_result events; errors
 // counts error events and tool results with status error.
 const sessionsView = `CREATE OR REPLACE VIEW sessions AS
@@ -269,7 +293,8 @@ FROM (
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
     arg_min(provider, seq) FILTER (WHERE kind = 'session_started') AS provider,
     arg_min(model, seq) FILTER (WHERE kind = 'session_started') AS model,
-    CASE WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(status, seq) ELSE 'running' END AS status,
+    CASE WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(status, seq)
+      WHEN session_id IN ($LIVE) THEN 'running' ELSE 'crashed' END AS status,
     arg_min(ts, seq) FILTER (WHERE kind = 'session_started') AS started,
     CASE WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(ts, seq) END AS ended,
     count(*) AS events,

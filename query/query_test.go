@@ -65,9 +65,24 @@ func TestViewsOverSealedAndLiveSessions(t *testing.T) {
 	if got := scalar(t, db, "SELECT count(*) FROM events"); got != "19" {
 		t.Errorf("events = %s, want 19 (3 sealed x 5 + 1 live x 4)", got)
 	}
-	if got := scalar(t, db, "SELECT string_agg(status, ',' ORDER BY session_id) FROM sessions"); got != "done,done,done,running" {
+	// The fourth log has no end and no process holds its lease: crashed.
+	if got := scalar(t, db, "SELECT string_agg(status, ',' ORDER BY session_id) FROM sessions"); got != "done,done,done,crashed" {
 		t.Errorf("statuses = %s", got)
 	}
+	// While a process has it open, it is running.
+	w, _, err := st.Open("e000000000000003", recorder.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db2, err := query.Open(context.Background(), home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scalar(t, db2, "SELECT status FROM sessions WHERE session_id = 'e000000000000003'"); got != "running" {
+		t.Errorf("status with the lease held = %s, want running", got)
+	}
+	db2.Close()
+	w.Close()
 	if got := scalar(t, db, "SELECT sum(tokens), sum(cost_usd), sum(errors), sum(tool_calls) FROM sessions"); got != "60 2 4 4" {
 		t.Errorf("totals = %s, want 60 2 4 4", got)
 	}
@@ -88,6 +103,9 @@ func TestViewsOverSealedAndLiveSessions(t *testing.T) {
 	for _, s := range sums {
 		evs, tail, _ := st.Load(s.SessionID)
 		want := recorder.Summarize(s.SessionID, evs, tail)
+		if want.Status == session.StatusRunning {
+			want.Status = session.StatusCrashed // no lease held
+		}
 		if s.Status != want.Status || s.Events != want.Events || s.InputTokens != want.InputTokens || s.Errors != want.Errors || !s.Started.Equal(want.Started) {
 			t.Errorf("Sessions %s = %+v, want %+v", s.SessionID, s, want)
 		}
