@@ -33,8 +33,9 @@ type archive struct {
 	buf     []byte
 }
 
-// newArchive starts the outer stream. Its members other than the workspace
-// are small, so one goroutine and a 1 MiB window do.
+// newArchive starts the outer stream. Its encoder has the workspace
+// encoders' options (newEncoder): while a workspace is streamed, the outer
+// frame is closed and the encoder compresses workspace frames instead.
 func newArchive(w io.Writer, level zstd.EncoderLevel, mtime time.Time) (*archive, error) {
 	a := &archive{mtime: mtime.UTC().Truncate(time.Second), buf: make([]byte, 64<<10)}
 	a.cw.w = w
@@ -46,17 +47,29 @@ func newArchive(w io.Writer, level zstd.EncoderLevel, mtime time.Time) (*archive
 			}
 		}
 	}
-	enc, err := zstd.NewWriter(a.out, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
+	enc, err := newEncoder(level)
 	if err != nil {
 		return nil, err
 	}
+	enc.Reset(a.out)
 	a.enc = enc
 	a.sw.w = enc
 	a.raw.w = a.out
 	a.tw = tar.NewWriter(&a.sw)
 	return a, nil
 }
+
+// endFrame pads the last member and ends the compressed frame, so that the
+// encoder can be used for something else until restartFrame.
+func (a *archive) endFrame() error {
+	if err := a.tw.Flush(); err != nil {
+		return err
+	}
+	return a.enc.Close()
+}
+
+// restartFrame points the encoder at the archive again after endFrame.
+func (a *archive) restartFrame() { a.enc.Reset(a.out) }
 
 // switchWriter forwards to whichever writer is current.
 type switchWriter struct{ w io.Writer }
@@ -91,7 +104,7 @@ func (a *archive) add(name string, size int64, r io.Reader, stored bool) error {
 		if err := a.raw.finish(); err != nil {
 			return fmt.Errorf("bundle: write %s: %w", name, err)
 		}
-		a.enc.Reset(a.out)
+		a.restartFrame()
 		a.sw.w = a.enc
 	}
 	a.members = append(a.members, Member{Name: name, Size: size, SHA256: hex.EncodeToString(h.Sum(nil))})
@@ -112,11 +125,9 @@ func (a *archive) addStream(name string, fill func(w io.Writer) error) error {
 	if err != nil {
 		return fmt.Errorf("bundle: write %s: %w", name, err)
 	}
-	// Pad the previous member and end the compressed frame.
-	if err := a.tw.Flush(); err != nil {
-		return fmt.Errorf("bundle: write %s: %w", name, err)
-	}
-	if err := a.enc.Close(); err != nil {
+	// Pad the previous member and end the compressed frame; fill may use
+	// the encoder.
+	if err := a.endFrame(); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", name, err)
 	}
 	// The raw frame's header (6 bytes) and first block header (3 bytes)
@@ -149,7 +160,7 @@ func (a *archive) addStream(name string, fill func(w io.Writer) error) error {
 	if _, err := a.at.WriteAt(final, at); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", name, err)
 	}
-	a.enc.Reset(a.out)
+	a.restartFrame()
 	a.members = append(a.members, Member{Name: name, Size: hw.n, SHA256: hex.EncodeToString(hw.h.Sum(nil))})
 	return nil
 }

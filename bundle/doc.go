@@ -34,15 +34,21 @@
 //	                     above, its name, size and sha256; always the last member
 //
 // workspace.tar.zst is stored in raw (uncompressed) zstd blocks of the
-// outer stream, so its bytes are not compressed twice. It is a sequence of
-// independent zstd frames of 2 MiB of tar each, compressed on
-// Options.Concurrency goroutines (one frame when Concurrency is 1). When
-// the output is a file, it is written straight into the bundle: its tar
-// header goes out with size 0 and is rewritten in place at the end; other
-// outputs get it through a temporary file.
+// outer stream, so its bytes are compressed once. Its tar has plain USTAR
+// headers, as `tar -c` writes them (PAX only for names USTAR cannot hold):
+// no owners, no access or change times, modification times in whole
+// seconds, entries in sorted order. It is a sequence of independent zstd
+// frames of about 4 MiB of tar each (1 MiB window), compressed on
+// Options.Concurrency goroutines that each read the files of their frame
+// (one frame when Concurrency is 1). When the output is a file, it is
+// written straight into the bundle: its tar header goes out with size 0 and
+// is rewritten in place at the end; other outputs get it through a
+// temporary file.
 //
-// Memory: about 8 MiB per compressing goroutine plus a 1 MiB-window encoder
-// for the other members, whatever the workspace's size.
+// Memory: about 3.5 MiB per compressing goroutine (the encoder's window and
+// match tables, a read buffer and the compressed frame it holds until the
+// frames before it are written), whatever the workspace's size; the outer
+// stream's encoder is one of them.
 //
 // # Secrets
 //

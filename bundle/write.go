@@ -69,8 +69,8 @@ type Options struct {
 	Trace Tracer
 	// Level is the zstd level (default zstd.SpeedDefault, about zstd -3).
 	Level zstd.EncoderLevel
-	// Concurrency is the number of goroutines that compress the
-	// workspace, each holding about 8 MiB (default min(GOMAXPROCS, 4)).
+	// Concurrency is the number of goroutines that read and compress the
+	// workspace, each holding about 3.5 MiB (default min(GOMAXPROCS, 4)).
 	Concurrency int
 	// TempDir holds intermediate files (default os.TempDir()).
 	TempDir string
@@ -187,6 +187,23 @@ type builder struct {
 	opts Options
 	tmp  string
 	n    int
+	encs []*zstd.Encoder // the workspace's: the archive's, then more
+}
+
+// encoders returns opts.Concurrency encoders for a workspace, the first
+// being the archive's own (idle while the workspace is written).
+func (b *builder) encoders() ([]*zstd.Encoder, error) {
+	if b.encs == nil {
+		b.encs = []*zstd.Encoder{b.a.enc}
+	}
+	for len(b.encs) < b.opts.Concurrency {
+		enc, err := newEncoder(b.opts.Level)
+		if err != nil {
+			return nil, fmt.Errorf("bundle: %w", err)
+		}
+		b.encs = append(b.encs, enc)
+	}
+	return b.encs, nil
 }
 
 // temp writes a member through a temporary file, then adds it.
@@ -338,8 +355,12 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 // the bundle when the output can be patched in place (a file), else
 // through a temporary file, since a tar header needs the size first.
 func (b *builder) workspace(ctx context.Context, name, ws string, red *redact.Redactor) error {
+	encs, err := b.encoders()
+	if err != nil {
+		return err
+	}
 	if b.a.canStream() {
-		return b.a.addStream(name, func(w io.Writer) error { return writeWorkspace(ctx, w, ws, red, b.opts) })
+		return b.a.addStream(name, func(w io.Writer) error { return writeWorkspace(ctx, w, ws, red, encs) })
 	}
 	b.n++
 	p := filepath.Join(b.tmp, strconv.Itoa(b.n)+".tar.zst")
@@ -349,7 +370,10 @@ func (b *builder) workspace(ctx context.Context, name, ws string, red *redact.Re
 		return fmt.Errorf("bundle: %w", err)
 	}
 	bw := bufio.NewWriterSize(f, 256<<10)
-	err = writeWorkspace(ctx, bw, ws, red, b.opts)
+	if err = b.a.endFrame(); err == nil {
+		err = writeWorkspace(ctx, bw, ws, red, encs)
+		b.a.restartFrame()
+	}
 	if err == nil {
 		err = bw.Flush()
 	}

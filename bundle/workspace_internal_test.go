@@ -1,0 +1,118 @@
+package bundle
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// TestSeqWriterOrder: jobs finished in any order by several goroutines
+// come out in their sequence order, whether a job wrote through (its turn
+// had come), buffered, or waited for its turn with maxPending buffered.
+func TestSeqWriterOrder(t *testing.T) {
+	var out bytes.Buffer
+	sw := &seqWriter{w: &out}
+	sw.cond.L = &sw.mu
+	const jobs, workers = 200, 4
+	ch := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := range ch {
+				j := &seqJob{s: sw, seq: seq, direct: sw.turn(seq)}
+				for k := range seq % 7 {
+					fmt.Fprintf(j, "%d.%d ", seq, k)
+					runtime.Gosched()
+				}
+				if seq%40 == 5 {
+					j.Write(big(seq, maxPending/2))
+					j.Write(big(seq, maxPending/2+1))
+				}
+				if len(j.buf) > maxPending {
+					t.Errorf("job %d buffered %d bytes", seq, len(j.buf))
+				}
+				if err := j.finish(); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	var want bytes.Buffer
+	for seq := range jobs {
+		for k := range seq % 7 {
+			fmt.Fprintf(&want, "%d.%d ", seq, k)
+		}
+		if seq%40 == 5 {
+			want.Write(big(seq, maxPending/2))
+			want.Write(big(seq, maxPending/2+1))
+		}
+		ch <- seq
+	}
+	close(ch)
+	wg.Wait()
+	if !bytes.Equal(out.Bytes(), want.Bytes()) {
+		t.Errorf("out of order:\n got %.200s\nwant %.200s", out.Bytes(), want.Bytes())
+	}
+}
+
+func big(seq, n int) []byte { return bytes.Repeat([]byte{byte(seq)}, n) }
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if f.n == 0 {
+		return 0, errors.New("disk full")
+	}
+	f.n--
+	return len(p), nil
+}
+
+// TestSeqWriterError: after the output fails, every job's finish returns
+// the error instead of waiting for a turn that never comes.
+func TestSeqWriterError(t *testing.T) {
+	sw := &seqWriter{w: &failWriter{n: 3}}
+	sw.cond.L = &sw.mu
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	for seq := 9; seq >= 0; seq-- { // later jobs wait first
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j := &seqJob{s: sw, seq: seq, direct: sw.turn(seq)}
+			j.Write([]byte("data"))
+			errs[seq] = j.finish()
+		}()
+	}
+	wg.Wait()
+	for seq, err := range errs {
+		if (seq < 3) != (err == nil) {
+			t.Errorf("job %d: %v", seq, err)
+		}
+	}
+}
+
+// TestCopyFile: a piece is read from its offset; a file shorter than the
+// size the walk saw is an error.
+func TestCopyFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(p, []byte("0123456789"), 0o644)
+	var out bytes.Buffer
+	if err := copyFile(&out, p, 3, 4, make([]byte, 3)); err != nil || out.String() != "3456" {
+		t.Errorf("copyFile(3, 4) = %q, %v", out.String(), err)
+	}
+	out.Reset()
+	if err := copyFile(&out, p, 0, 12, make([]byte, 5)); !errors.Is(err, errShrank) {
+		t.Errorf("copyFile(0, 12) of 10 bytes = %v, want errShrank", err)
+	}
+	os.Symlink(p, p+".link")
+	if err := copyFile(&out, p+".link", 0, 10, make([]byte, 5)); err == nil {
+		t.Errorf("copyFile followed a link")
+	}
+}
