@@ -28,8 +28,17 @@
 //
 // Only one process may write a session: [Store.Create] and [Store.Open] take
 // the session's [Lease] (an exclusive flock) first. Readers ([ReadFile],
-// [Reader]) take no lock and never modify the file; reading a log that is
-// being written may report a torn tail, which is the record in flight.
+// [ScanFile], [Reader]) take no lock and never modify the file; reading a
+// log that is being written may report a torn tail, which is the record in
+// flight.
+//
+// [ReadFile] and [ScanFile] read the file whole into one buffer and decode
+// each record in place with a session.Decoder, whose strings share that
+// buffer (it is never written again); [ScanFile] hands events to a callback
+// instead of collecting them, for callers that fold a log (replay verify).
+// Both make the same checks, in the same order, with the same errors as
+// [Reader], which streams from any io.Reader; a test and the fuzz target
+// hold them to that.
 //
 // # Format
 //

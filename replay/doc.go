@@ -13,14 +13,23 @@
 // payloads, the log's side is rebuilt by trying the earlier projection
 // rules in Rules, and when none reproduces the digest the messages new since
 // the last agreeing call are listed as suspects. Compaction calls are
-// skipped (their prompt is the runner's; Anchors checks what they read).
-// Sessions imported from other tools have no digests: their structure only
-// is checked.
+// recomputed with runner.CompactionMessages over the originals (Anchors
+// checks what they read). Sessions imported from other tools have no
+// digests: their structure only is checked.
 //
 //	rep := replay.Verify(id, evs, replay.VerifyOptions{})
 //	if rep.Divergence != nil {
 //		fmt.Print(rep.Divergence.Text())
 //	}
+//
+// A Verifier is the same fold fed one event at a time; VerifyLog drives it
+// from recorder.ScanFile, so verifying from disk never holds the log's
+// events (optionally decoding on one goroutine and folding on another),
+// and VerifyLogs verifies many logs on all CPUs, as `agentctl replay
+// verify` does. A test holds the Verifier to the batch fold on every
+// fixture and damaged variants of them; the few logs it cannot fold in one
+// pass (seqs out of order, a compaction through a seq before an earlier
+// one's) are handed back and verified whole.
 //
 // # Run, Fork, Diff, Anchors
 //
