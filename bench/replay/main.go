@@ -1,11 +1,14 @@
 // Command replay measures `agentctl replay verify` throughput: one session
 // of 100,000 events and 1,000 sessions of 100 events, generated with real
 // request digests and written as real logs, then verified from disk (read
-// + fold + hash) and in memory (fold + hash). Linear growth shows as the
-// same ns/event at 10,000 and 100,000 events.
+// + fold + hash, replay.VerifyLog and replay.VerifyLogs as the CLI runs
+// them) and in memory (fold + hash). Linear growth shows as the same
+// ns/event at 10,000 and 100,000 events. Each from-disk figure is the best
+// and median of -runs, in wall-clock and in process CPU time.
 //
-//	go run ./bench/replay            # the figures in bench/README.md
+//	go run ./bench/replay            # the figures in bench/replay/README.md
 //	go run ./bench/replay -events 1000000
+//	go run ./bench/replay -memory=false -cpuprofile cpu.prof
 package main
 
 import (
@@ -54,7 +57,8 @@ func main() {
 
 	write(st, "b000000000000000", big)
 	// The CLI holds no generated copy: let the GC forget them.
-	nBig := len(big)
+	write(st, "a000000000000000", small)
+	nBig, nSmall := len(big), len(small)
 	small, big = nil, nil
 	var ids []string
 	for i := range *sessions {
@@ -75,9 +79,14 @@ func main() {
 	// As `agentctl replay verify` does while it verifies (cli verifyMany).
 	debug.SetGCPercent(*gcPercent)
 	long := []string{"b000000000000000"}
-	repeat(*runs, fmt.Sprintf("verify from disk, one session of %d events, 1 goroutine", nBig), func() int64 {
+	cpuSmall := repeat(*runs, fmt.Sprintf("verify from disk, one session of %d events, 1 goroutine", nSmall), func() int64 {
+		return verifyAll(st, []string{"a000000000000000"})
+	})
+	cpuBig := repeat(*runs, fmt.Sprintf("verify from disk, one session of %d events, 1 goroutine", nBig), func() int64 {
 		return verifyAll(st, long)
 	})
+	fmt.Printf("  growth 10x events from disk: %.2fx CPU ns/event (1.0 = linear)\n",
+		(float64(cpuBig)/float64(nBig))/(float64(cpuSmall)/float64(nSmall)))
 	repeat(*runs, fmt.Sprintf("verify from disk, one session of %d events, as the CLI (decode and verify pipelined)", nBig), func() int64 {
 		return verifyCLI(st, long)
 	})
@@ -100,8 +109,9 @@ func main() {
 // repeat measures f (which returns the events it verified) n times and
 // prints the best and median wall-clock time and process CPU time (user +
 // system, all threads). Other work on the machine stretches wall time; the
-// best run and CPU time are the steadier figures.
-func repeat(n int, label string, f func() int64) {
+// best run and CPU time are the steadier figures. It returns the best CPU
+// time.
+func repeat(n int, label string, f func() int64) time.Duration {
 	var walls, cpus []time.Duration
 	var events int64
 	for range max(n, 1) {
@@ -117,6 +127,7 @@ func repeat(n int, label string, f func() int64) {
 	fmt.Printf("%s:\n  wall best %v (%.2f M events/s), median %v (%.2f M/s); CPU best %v (%.2f M events per CPU second), median %v\n",
 		label, best.Round(time.Millisecond), rate(best), med.Round(time.Millisecond), rate(med),
 		cpus[0].Round(time.Millisecond), rate(cpus[0]), cpus[len(cpus)/2].Round(time.Millisecond))
+	return cpus[0]
 }
 
 func cpuTime() time.Duration {
