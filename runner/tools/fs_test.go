@@ -147,7 +147,7 @@ func TestEditFile(t *testing.T) {
 		{"three\n", "", "", "one two two "},
 		{"two", "2", "edit f.txt: old text occurs 2 times, want exactly 1", orig},
 		{"four", "4", "edit f.txt: old text occurs 0 times, want exactly 1", orig},
-		{"", "x", `invalid arguments for edit_file: at /old: minLength: got 0, want 1`, orig},
+		{"", "x", `invalid arguments for edit_file: at /old: minLength: got 0 characters, want at least 1`, orig},
 	}
 	for _, tt := range tests {
 		ws := t.TempDir()
