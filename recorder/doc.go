@@ -33,9 +33,10 @@
 // flight.
 //
 // [ReadFile] and [ScanFile] read the file whole into one buffer and decode
-// each record in place with a session.Decoder, whose strings share that
-// buffer (it is never written again); [ScanFile] hands events to a callback
-// instead of collecting them, for callers that fold a log (replay verify).
+// each record in place with a session.Decoder. [ScanFile] hands events to a
+// callback instead of collecting them, for callers that fold a log (replay
+// verify), and its events' strings share the buffer (it is never written
+// again); ReadFile's are copies.
 // Both make the same checks, in the same order, with the same errors as
 // [Reader], which streams from any io.Reader; a test and the fuzz target
 // hold them to that.

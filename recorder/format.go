@@ -246,15 +246,15 @@ type Tail struct {
 // the good events and a Tail with Torn set, and a nil error. On mid-log
 // corruption it returns the events before the damage and a *CorruptError.
 //
-// The file is read into one buffer that is never written again, and the
-// events' strings share it (see session.Decoder): a log costs one read and
-// about one allocation per record, not one per field.
+// The file is read whole and its records decoded in place by a
+// session.Decoder; the events' strings are copies, so keeping one keeps no
+// more than itself.
 func ReadFile(path string) ([]session.Event, Tail, error) {
 	data, size, err := readWhole(path)
 	if err != nil {
 		return nil, Tail{}, err
 	}
-	return readBytes(data, path, size)
+	return readBytes(data, path, size, false)
 }
 
 // ScanFile reads the log at path as ReadFile does (same checks, same Tail
@@ -262,12 +262,17 @@ func ReadFile(path string) ([]session.Event, Tail, error) {
 // returning them, so a caller that folds a log never holds all its events
 // at once. It returns how many events fn received. Events reach fn before
 // the read knows how the log ends: on an error, discard what fn built.
+//
+// The events' strings share the buffer the file was read into (it is never
+// written again), which saves an allocation per field: a string kept after
+// ScanFile returns keeps the whole buffer alive, so strings.Clone what
+// outlives the fold.
 func ScanFile(path string, fn func(session.Event)) (int, Tail, error) {
 	data, size, err := readWhole(path)
 	if err != nil {
 		return 0, Tail{}, err
 	}
-	fr := newFrames(data, path)
+	fr := newFrames(data, path, true)
 	n := 0
 	for {
 		ev, err := fr.next()
@@ -339,10 +344,10 @@ func readEnd(err error, off, size int64) (Tail, error) {
 }
 
 // readBytes is readAll of a log held whole in data (size is the file size
-// to report), which the caller never modifies afterwards: the events'
-// strings share it.
-func readBytes(data []byte, path string, size int64) ([]session.Event, Tail, error) {
-	fr := newFrames(data, path)
+// to report). With shared set the events' strings share data, which the
+// caller must never modify afterwards.
+func readBytes(data []byte, path string, size int64, shared bool) ([]session.Event, Tail, error) {
+	fr := newFrames(data, path, shared)
 	evs := make([]session.Event, 0, countFrames(data))
 	for {
 		ev, err := fr.next()
@@ -371,8 +376,8 @@ func countFrames(data []byte) int {
 }
 
 // frames is Reader over a log held in memory: the same checks in the same
-// order with the same errors, but records are decoded in place, their
-// strings sharing data. Not safe for concurrent use.
+// order with the same errors, but records are decoded in place (their
+// strings sharing data if shared). Not safe for concurrent use.
 type frames struct {
 	data    []byte
 	path    string
@@ -383,8 +388,8 @@ type frames struct {
 	err     error
 }
 
-func newFrames(data []byte, path string) *frames {
-	return &frames{data: data, path: path, dec: session.Decoder{Shared: true}}
+func newFrames(data []byte, path string, shared bool) *frames {
+	return &frames{data: data, path: path, dec: session.Decoder{Shared: shared}}
 }
 
 func (r *frames) next() (session.Event, error) {

@@ -253,9 +253,11 @@ func TestReadPathsAgree(t *testing.T) {
 	same := func(name string, data []byte) {
 		t.Helper()
 		want, wantTail, wantErr := readAll(bytes.NewReader(data), "x", int64(len(data)))
-		got, tail, err := readBytes(bytes.Clone(data), "x", int64(len(data)))
-		if fmt.Sprint(err) != fmt.Sprint(wantErr) || tail != wantTail || !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s: readBytes = %d events, %+v, %v; readAll = %d events, %+v, %v", name, len(got), tail, err, len(want), wantTail, wantErr)
+		for _, shared := range []bool{false, true} {
+			got, tail, err := readBytes(bytes.Clone(data), "x", int64(len(data)), shared)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) || tail != wantTail || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: readBytes(shared %v) = %d events, %+v, %v; readAll = %d events, %+v, %v", name, shared, len(got), tail, err, len(want), wantTail, wantErr)
+			}
 		}
 	}
 	for _, path := range logs {

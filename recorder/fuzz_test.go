@@ -47,9 +47,11 @@ func FuzzReader(f *testing.F) {
 
 		// ReadFile's in-memory path (frames, session.Decoder) reads the
 		// same events and ends the same way as the streaming Reader.
-		mem, memTail, memErr := readBytes(bytes.Clone(data), "", int64(len(data)))
-		if fmt.Sprint(memErr) != fmt.Sprint(err) || memTail != tail || !reflect.DeepEqual(mem, evs) {
-			t.Fatalf("readBytes = %d events, %+v, %v; readAll = %d events, %+v, %v", len(mem), memTail, memErr, len(evs), tail, err)
+		for _, shared := range []bool{false, true} {
+			mem, memTail, memErr := readBytes(bytes.Clone(data), "", int64(len(data)), shared)
+			if fmt.Sprint(memErr) != fmt.Sprint(err) || memTail != tail || !reflect.DeepEqual(mem, evs) {
+				t.Fatalf("readBytes(shared %v) = %d events, %+v, %v; readAll = %d events, %+v, %v", shared, len(mem), memTail, memErr, len(evs), tail, err)
+			}
 		}
 		if tail.GoodSize < 0 || tail.GoodSize > int64(len(data)) || tail.FileSize != int64(len(data)) {
 			t.Fatalf("tail %+v for %d bytes", tail, len(data))

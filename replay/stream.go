@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/agentctl/agentctl/recorder"
@@ -312,13 +313,43 @@ func VerifyLog(id, path string, pipeline bool) Report {
 		return Report{SessionID: id, Status: StatusError, Events: int64(n), Error: err.Error()}
 	}
 	if rep, ok := v.Report(); ok {
-		return rep
+		return detach(rep)
 	}
 	evs, _, err := recorder.ReadFile(path)
 	if err != nil {
 		return Report{SessionID: id, Status: StatusError, Events: int64(len(evs)), Error: err.Error()}
 	}
 	return verifyBatch(id, evs, VerifyOptions{})
+}
+
+// detach copies the strings of rep's divergence, which may share the
+// buffer recorder.ScanFile read the log into, so that a report kept (the
+// CLI keeps one per session) does not keep its whole log.
+func detach(rep Report) Report {
+	d := rep.Divergence
+	if d == nil {
+		return rep
+	}
+	c := *d
+	c.LogDigest, c.ReplayDigest = strings.Clone(d.LogDigest), strings.Clone(d.ReplayDigest)
+	c.Diffs = make([]FieldDiff, len(d.Diffs))
+	for i, f := range d.Diffs {
+		f.Role, f.Field, f.Log, f.Replay = strings.Clone(f.Role), strings.Clone(f.Field), strings.Clone(f.Log), strings.Clone(f.Replay)
+		c.Diffs[i] = f
+	}
+	c.Suspects = make([]MessageRef, len(d.Suspects))
+	for i, m := range d.Suspects {
+		m.Role, m.Preview = strings.Clone(m.Role), strings.Clone(m.Preview)
+		c.Suspects[i] = m
+	}
+	if d.Diffs == nil {
+		c.Diffs = nil
+	}
+	if d.Suspects == nil {
+		c.Suspects = nil
+	}
+	rep.Divergence = &c
+	return rep
 }
 
 // batchSize is how many events travel together from the decoding
