@@ -12,15 +12,18 @@ import (
 )
 
 // Verifier is Verify for a log read one event at a time (recorder.ScanFile):
-// it holds the projection, one event of lookahead and the few events a
+// it holds the projection, one event of lookahead and the events a
 // compaction call may still need, never the whole log, so verifying from
-// disk costs no memory or GC work per event beyond the decode. Feed it the
-// events in order with Add, then call Report; the result is the one Verify
-// gives for the same events.
+// disk needs no slice of every event (672 bytes each, full of pointers for
+// the GC to scan). Feed it the events in order with Add, then call Report;
+// the result is the one Verify gives for the same events.
 //
-// A few logs cannot be checked in one pass (seqs out of order, or a
-// compaction through a seq before an earlier compaction's): Report then
-// returns ok false, and the caller verifies the log with Verify instead.
+// A few logs cannot be checked in one pass: seqs out of order, a
+// compaction through a seq before an earlier compaction's, or a first
+// compaction call with a digest after more than maxOrigBuf conversational
+// events (the Verifier stops keeping them when no call has needed them).
+// Report then returns ok false, and the caller verifies the log with
+// Verify instead.
 //
 // A Verifier is not safe for concurrent use.
 type Verifier struct {
@@ -31,7 +34,6 @@ type Verifier struct {
 	skip     bool // the held event is a model_call already folded with its answer
 
 	// Set from the header.
-	started   bool
 	noHeader  bool
 	imported  bool
 	tools     []string
@@ -66,7 +68,7 @@ type Verifier struct {
 
 // maxOrigBuf is how many originals a Verifier keeps for a compaction call
 // before it has seen one whose digest it must check (a variable for tests).
-var maxOrigBuf = 4096
+var maxOrigBuf = 16384
 
 // origEvent keeps the fields Projector.Add reads from the conversational
 // events runner.CompactionMessages collects.
