@@ -97,6 +97,21 @@ func (v *Verifier) Add(e session.Event) {
 	v.held, v.haveHeld = e, true
 }
 
+// addAll is Add of each event of evs in turn, without copying them (an
+// Event is 672 bytes): only the last is kept, as the lookahead.
+func (v *Verifier) addAll(evs []session.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	if v.haveHeld {
+		v.step(&v.held, &evs[0])
+	}
+	for i := range len(evs) - 1 {
+		v.step(&evs[i], &evs[i+1])
+	}
+	v.held, v.haveHeld = evs[len(evs)-1], true
+}
+
 // Report finishes the fold and returns Verify's report, or ok false when
 // the log must be verified with Verify (see Verifier).
 func (v *Verifier) Report() (rep Report, ok bool) {
@@ -304,13 +319,7 @@ func (v *Verifier) compactionMessages(through int64) ([]session.Message, bool) {
 // events before the damage.
 func VerifyLog(id, path string, pipeline bool) Report {
 	v := NewVerifier(id)
-	var n int
-	var err error
-	if pipeline {
-		n, err = scanPipelined(path, v)
-	} else {
-		n, _, err = recorder.ScanFile(path, v.Add)
-	}
+	n, err := scan(path, v, pipeline)
 	if err != nil {
 		return Report{SessionID: id, Status: StatusError, Events: int64(n), Error: err.Error()}
 	}
@@ -359,9 +368,21 @@ func detach(rep Report) Report {
 // enough to stay in cache.
 const batchSize = 128
 
-// scanPipelined is recorder.ScanFile(path, v.Add) with the fold on a
-// second goroutine.
-func scanPipelined(path string, v *Verifier) (int, error) {
+// scan is recorder.ScanFile(path, v.Add), handing events over in batches;
+// with pipeline set, the fold runs on a second goroutine.
+func scan(path string, v *Verifier, pipeline bool) (int, error) {
+	if !pipeline {
+		b := make([]session.Event, 0, batchSize)
+		n, _, err := recorder.ScanFile(path, func(e session.Event) {
+			b = append(b, e)
+			if len(b) == batchSize {
+				v.addAll(b)
+				b = b[:0]
+			}
+		})
+		v.addAll(b)
+		return n, err
+	}
 	full := make(chan []session.Event, 4)
 	free := make(chan []session.Event, 4)
 	for range cap(free) {
@@ -371,9 +392,7 @@ func scanPipelined(path string, v *Verifier) (int, error) {
 	go func() {
 		defer close(done)
 		for b := range full {
-			for i := range b {
-				v.Add(b[i])
-			}
+			v.addAll(b)
 			free <- b[:0]
 		}
 	}()

@@ -186,9 +186,7 @@ func isCompactionCall(e session.Event) bool {
 func Verify(id string, evs []session.Event, opts VerifyOptions) Report {
 	if opts.Project == nil {
 		v := NewVerifier(id)
-		for _, e := range evs {
-			v.Add(e)
-		}
+		v.addAll(evs)
 		if rep, ok := v.Report(); ok {
 			return rep
 		}
