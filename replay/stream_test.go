@@ -108,6 +108,9 @@ func TestVerifierMatchesBatch(t *testing.T) {
 					redo++
 					got = Verify("id", x, VerifyOptions{})
 				}
+				if all := Verify("id", x, VerifyOptions{}); !reflect.DeepEqual(all, want) {
+					t.Fatalf("%s, %s, max buffer %d: Verify =\n%s%+v\nverifyBatch =\n%s%+v", name, vname, maxBuf, all.Text(), all, want.Text(), want)
+				}
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("%s, %s, max buffer %d: Verifier (ok %v) =\n%s%+v\nverifyBatch =\n%s%+v", name, vname, maxBuf, ok, got.Text(), got, want.Text(), want)
 				}
