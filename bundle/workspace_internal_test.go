@@ -1,14 +1,17 @@
 package bundle
 
 import (
+	"archive/tar"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestSeqWriterOrder: jobs finished in any order by several goroutines
@@ -114,5 +117,46 @@ func TestCopyFile(t *testing.T) {
 	os.Symlink(p, p+".link")
 	if err := copyFile(&out, p+".link", 0, 10, make([]byte, 5)); err == nil {
 		t.Errorf("copyFile followed a link")
+	}
+}
+
+// TestUSTARHeader: ustarHeader writes the block archive/tar writes, and
+// leaves what needs more than one USTAR block to tar.Writer.
+func TestUSTARHeader(t *testing.T) {
+	mtime := time.Date(2026, 11, 29, 23, 12, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		hdr  tar.Header
+		fits bool
+	}{
+		{tar.Header{Name: "Makefile", Typeflag: tar.TypeReg, Mode: 0o644, Size: 59, ModTime: mtime}, true},
+		{tar.Header{Name: "copy1/src/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime}, true},
+		{tar.Header{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "../Makefile", Mode: 0o777, ModTime: mtime}, true},
+		{tar.Header{Name: "bin/suid", Typeflag: tar.TypeReg, Mode: 0o4755 | 0o2000 | 0o1000, Size: 1 << 32, ModTime: mtime}, true},
+		{tar.Header{Name: strings.Repeat("n", 100), Typeflag: tar.TypeReg, Mode: 0o600, Size: 1<<33 - 1, ModTime: time.Unix(0, 0)}, true},
+		{tar.Header{Name: "empty", Typeflag: tar.TypeReg, Mode: 0o644, ModTime: mtime}, true},
+		{tar.Header{Name: strings.Repeat("d/", 50) + "f", Typeflag: tar.TypeReg, Mode: 0o644, ModTime: mtime}, false},
+		{tar.Header{Name: "été.txt", Typeflag: tar.TypeReg, Mode: 0o644, ModTime: mtime}, false},
+		{tar.Header{Name: "big", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1 << 33, ModTime: mtime}, false},
+		{tar.Header{Name: "old", Typeflag: tar.TypeReg, Mode: 0o644, ModTime: time.Unix(-1, 0)}, false},
+		{tar.Header{Name: "l", Typeflag: tar.TypeSymlink, Linkname: strings.Repeat("x", 101), ModTime: mtime}, false},
+		{tar.Header{Name: "subsecond", Typeflag: tar.TypeReg, ModTime: mtime.Add(time.Millisecond)}, false},
+	} {
+		var blk [512]byte
+		h := tc.hdr
+		if got := ustarHeader(&blk, &h); got != tc.fits {
+			t.Errorf("%.20s: fits = %v, want %v", h.Name, got, tc.fits)
+			continue
+		}
+		if !tc.fits {
+			continue
+		}
+		var want bytes.Buffer
+		h.Format = tar.FormatUSTAR
+		if err := tar.NewWriter(&want).WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(blk[:], want.Bytes()) {
+			t.Errorf("%s: ustarHeader\n%q\narchive/tar\n%q", h.Name, blk[:], want.Bytes())
+		}
 	}
 }
