@@ -54,12 +54,15 @@ runner recorded. The first diverging turn is reported with a stable code
 which message, which field, "log has X, replay produced Y". The log keeps
 digests, not payloads, so the log's side is rebuilt from the known earlier
 projection rules; when none reproduces it, the messages new since the last
-agreeing turn are listed. Compaction calls are skipped (see 'replay
-anchors'). Imported sessions have no digests: only their structure is
-checked, and verify says so.
+agreeing turn are listed. Compaction calls are recomputed from the
+original events they summarised ('replay anchors' checks what they kept).
+Imported sessions have no digests: only their structure is checked, and
+verify says so.
 
-With several sessions (or --all), a summary table comes first. --json
-prints one object per session per line.
+Each log is verified as it is read, without holding its events; several
+sessions are verified at once, one per CPU. With several sessions (or
+--all), a summary table comes first. --json prints one object per session
+per line.
 
 Exit status: 0 every session ok or structure-only, 6 a divergence or a
 structural problem, 1 an error.`,
