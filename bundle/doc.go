@@ -45,10 +45,10 @@
 // is rewritten in place at the end; other outputs get it through a
 // temporary file.
 //
-// Memory: about 3.5 MiB per compressing goroutine (the encoder's window and
-// match tables, a read buffer and the compressed frame it holds until the
-// frames before it are written), whatever the workspace's size; the outer
-// stream's encoder is one of them.
+// Memory: about 5 MiB per compressing goroutine (the encoder's history of
+// twice the window and its match tables, a read buffer, and up to 1 MiB of
+// compressed frames held until the frames before them are written),
+// whatever the workspace's size; the outer stream's encoder is one of them.
 //
 // # Secrets
 //

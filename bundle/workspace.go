@@ -75,16 +75,15 @@ type wsJob struct {
 // goroutine per encoder reads the files of a job and compresses them into
 // an independent frame; frames are written in order (see seqWriter). File
 // reads and compression so overlap on every CPU, and memory is the
-// encoders plus, for each goroutine, a 128 KiB read buffer and the
-// compressed frame it holds while an earlier one is being written.
+// encoders plus, for each goroutine, a 128 KiB read buffer and up to 1 MiB
+// of compressed frames held until the frames before them are written.
 func writeWorkspace(ctx context.Context, w io.Writer, ws string, red *redact.Redactor, encs []*zstd.Encoder) error {
 	if len(encs) == 1 {
 		return writeWorkspaceSeq(ctx, w, ws, red, encs[0])
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sw := &seqWriter{w: w}
-	sw.cond.L = &sw.mu
+	sw := newSeqWriter(w, len(encs)*pendingPerWorker)
 	jobs := make(chan *wsJob, len(encs))
 	var wg sync.WaitGroup
 	for _, enc := range encs {
@@ -250,16 +249,14 @@ func wsHeader(name string, info fs.FileInfo, link string) *tar.Header {
 
 // wsWorker writes entries into an encoder, reading files through buf.
 type wsWorker struct {
-	buf     []byte
-	hdr     bytes.Buffer
-	blk     [512]byte
-	pending []byte // kept for the next frame's seqJob
+	buf []byte
+	hdr bytes.Buffer
+	blk [512]byte
 }
 
 // frame compresses job j into one frame and writes it when its turn comes.
 func (wk *wsWorker) frame(enc *zstd.Encoder, sw *seqWriter, j *wsJob) error {
-	out := &seqJob{s: sw, seq: j.seq, direct: sw.turn(j.seq), buf: wk.pending[:0]}
-	defer func() { wk.pending = out.buf[:0] }()
+	out := sw.job(j.seq)
 	enc.Reset(out)
 	for i := range j.entries {
 		if err := wk.entry(enc, &j.entries[i]); err != nil {
@@ -378,28 +375,52 @@ func isASCII(s string) bool {
 var errShrank = errors.New("the file shrank while it was read")
 
 // seqWriter writes the frames of several goroutines to w in the order of
-// their sequence numbers: the job whose turn it is writes through, the
-// others buffer up to maxPending bytes, then wait for their turn. Only one
-// job writes to w at a time, so w need not be safe for concurrent use.
-// No job waits for a later one, so there is no deadlock; after an error
-// nobody waits.
+// their sequence numbers. The job whose turn it is writes through; the
+// others buffer, and a job that ends before its turn parks its buffer and
+// its goroutine goes on to the next job: whoever passes the turn on writes
+// the parked frames that follow. Buffers together stay within budget bytes;
+// a job that would pass it waits for its turn instead. Only one job writes
+// to w at a time, so w need not be safe for concurrent use. No job waits
+// for a later one, so there is no deadlock; after an error nobody waits.
 type seqWriter struct {
-	w    io.Writer
-	mu   sync.Mutex
-	cond sync.Cond
-	next int   // the sequence number whose turn it is
-	err  error // the first error of any job; every job stops
+	w      io.Writer
+	budget int
+	mu     sync.Mutex
+	cond   sync.Cond
+	next   int            // the sequence number whose turn it is
+	parked map[int][]byte // frames that ended before their turn
+	held   int            // bytes buffered by jobs, parked or not
+	free   [][]byte       // buffers to reuse
+	err    error          // the first error of any job; every job stops
 }
 
-// maxPending bounds what a job buffers before its turn: a frame of source
-// text compresses to about 1 MiB or less, so a job rarely waits; one of
-// incompressible data waits rather than holding 4 MiB.
-const maxPending = 1 << 20
+// pendingPerWorker is the buffering budget per goroutine: a 4 MiB frame of
+// source text compresses to under 1 MiB, so a goroutine rarely waits; with
+// incompressible data it waits rather than holding frames.
+const pendingPerWorker = 1 << 20
 
-func (s *seqWriter) turn(seq int) bool {
+func newSeqWriter(w io.Writer, budget int) *seqWriter {
+	s := &seqWriter{w: w, budget: budget, parked: map[int][]byte{}}
+	s.cond.L = &s.mu
+	return s
+}
+
+// job returns the writer of job seq.
+func (s *seqWriter) job(seq int) *seqJob {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.next == seq
+	j := &seqJob{s: s, seq: seq, direct: s.next == seq}
+	if n := len(s.free); n > 0 {
+		j.buf, s.free = s.free[n-1][:0], s.free[:n-1]
+	}
+	return j
+}
+
+// keep keeps b for reuse, up to one buffer per pendingPerWorker of budget.
+func (s *seqWriter) keep(b []byte) {
+	if b != nil && len(s.free) < s.budget/pendingPerWorker {
+		s.free = append(s.free, b[:0])
+	}
 }
 
 // wait blocks until it is seq's turn or a job failed.
@@ -414,10 +435,14 @@ func (s *seqWriter) wait(seq int) error {
 
 func (s *seqWriter) fail(err error) {
 	s.mu.Lock()
+	s.failLocked(err)
+	s.mu.Unlock()
+}
+
+func (s *seqWriter) failLocked(err error) {
 	if s.err == nil {
 		s.err = err
 	}
-	s.mu.Unlock()
 	s.cond.Broadcast()
 }
 
@@ -437,26 +462,29 @@ type seqJob struct {
 }
 
 func (j *seqJob) Write(p []byte) (int, error) {
-	if !j.direct && (j.s.turn(j.seq) || len(j.buf)+len(p) > maxPending) {
-		if err := j.s.wait(j.seq); err != nil {
+	s := j.s
+	if !j.direct {
+		s.mu.Lock()
+		if s.next != j.seq && s.err == nil && s.held+len(p) <= s.budget {
+			s.held += len(p)
+			s.mu.Unlock()
+			j.buf = append(j.buf, p...)
+			return len(p), nil
+		}
+		s.mu.Unlock()
+		// Its turn, or over budget: wait for the turn and write through.
+		if err := s.wait(j.seq); err != nil {
 			return 0, err
 		}
 		if err := j.flush(); err != nil {
 			return 0, err
 		}
 	}
-	if j.direct {
-		n, err := j.s.w.Write(p)
-		if err != nil {
-			j.s.fail(err)
-		}
-		return n, err
+	n, err := s.w.Write(p)
+	if err != nil {
+		s.fail(err)
 	}
-	if j.buf == nil {
-		j.buf = make([]byte, 0, maxPending)
-	}
-	j.buf = append(j.buf, p...)
-	return len(p), nil
+	return n, err
 }
 
 // flush writes what was buffered once it is this job's turn.
@@ -466,6 +494,9 @@ func (j *seqJob) flush() error {
 		return nil
 	}
 	_, err := j.s.w.Write(j.buf)
+	j.s.mu.Lock()
+	j.s.held -= len(j.buf)
+	j.s.mu.Unlock()
 	j.buf = j.buf[:0]
 	if err != nil {
 		j.s.fail(err)
@@ -473,21 +504,46 @@ func (j *seqJob) flush() error {
 	return err
 }
 
-// finish waits for the job's turn, writes what it buffered and passes the
-// turn on.
+// finish ends the job: at its turn, it passes the turn on and writes the
+// parked frames that follow; before, it parks its buffer. It does not wait.
 func (j *seqJob) finish() error {
 	s := j.s
-	if err := s.wait(j.seq); err != nil {
-		return err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
 	}
-	if !j.direct {
-		if err := j.flush(); err != nil {
+	if s.next != j.seq {
+		s.parked[j.seq] = j.buf
+		j.buf = nil
+		return nil
+	}
+	if len(j.buf) > 0 { // the turn came after its last write
+		if _, err := s.w.Write(j.buf); err != nil {
+			s.failLocked(err)
 			return err
 		}
+		s.held -= len(j.buf)
 	}
-	s.mu.Lock()
+	s.keep(j.buf)
+	j.buf = nil
 	s.next++
-	s.mu.Unlock()
+	// Write the parked frames whose turn this makes, holding the lock so
+	// that no job sees its turn before the frames before it are out.
+	for {
+		b, ok := s.parked[s.next]
+		if !ok {
+			break
+		}
+		delete(s.parked, s.next)
+		if _, err := s.w.Write(b); err != nil {
+			s.failLocked(err)
+			return err
+		}
+		s.held -= len(b)
+		s.keep(b)
+		s.next++
+	}
 	s.cond.Broadcast()
 	return nil
 }

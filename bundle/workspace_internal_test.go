@@ -16,11 +16,12 @@ import (
 
 // TestSeqWriterOrder: jobs finished in any order by several goroutines
 // come out in their sequence order, whether a job wrote through (its turn
-// had come), buffered, or waited for its turn with maxPending buffered.
+// had come), buffered and parked its frame, or waited for its turn because
+// the buffers were at their budget; the buffers never pass the budget.
 func TestSeqWriterOrder(t *testing.T) {
 	var out bytes.Buffer
-	sw := &seqWriter{w: &out}
-	sw.cond.L = &sw.mu
+	const budget = 1 << 20
+	sw := newSeqWriter(&out, budget)
 	const jobs, workers = 200, 4
 	ch := make(chan int)
 	var wg sync.WaitGroup
@@ -29,18 +30,20 @@ func TestSeqWriterOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for seq := range ch {
-				j := &seqJob{s: sw, seq: seq, direct: sw.turn(seq)}
+				j := sw.job(seq)
 				for k := range seq % 7 {
 					fmt.Fprintf(j, "%d.%d ", seq, k)
 					runtime.Gosched()
 				}
 				if seq%40 == 5 {
-					j.Write(big(seq, maxPending/2))
-					j.Write(big(seq, maxPending/2+1))
+					j.Write(big(seq, budget/2))
+					j.Write(big(seq, budget/2+1))
 				}
-				if len(j.buf) > maxPending {
-					t.Errorf("job %d buffered %d bytes", seq, len(j.buf))
+				sw.mu.Lock()
+				if sw.held > budget {
+					t.Errorf("job %d: %d bytes buffered", seq, sw.held)
 				}
+				sw.mu.Unlock()
 				if err := j.finish(); err != nil {
 					t.Error(err)
 				}
@@ -53,13 +56,16 @@ func TestSeqWriterOrder(t *testing.T) {
 			fmt.Fprintf(&want, "%d.%d ", seq, k)
 		}
 		if seq%40 == 5 {
-			want.Write(big(seq, maxPending/2))
-			want.Write(big(seq, maxPending/2+1))
+			want.Write(big(seq, budget/2))
+			want.Write(big(seq, budget/2+1))
 		}
 		ch <- seq
 	}
 	close(ch)
 	wg.Wait()
+	if sw.held != 0 || len(sw.parked) != 0 || sw.next != jobs {
+		t.Errorf("after the last job: %d bytes held, %d frames parked, next %d", sw.held, len(sw.parked), sw.next)
+	}
 	if !bytes.Equal(out.Bytes(), want.Bytes()) {
 		t.Errorf("out of order:\n got %.200s\nwant %.200s", out.Bytes(), want.Bytes())
 	}
@@ -77,26 +83,31 @@ func (f *failWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestSeqWriterError: after the output fails, every job's finish returns
-// the error instead of waiting for a turn that never comes.
+// TestSeqWriterError: after the output fails nobody waits for a turn that
+// never comes, and the first error is kept; no job reports success for a
+// frame that was due after the failure and was not parked.
 func TestSeqWriterError(t *testing.T) {
-	sw := &seqWriter{w: &failWriter{n: 3}}
-	sw.cond.L = &sw.mu
-	var wg sync.WaitGroup
-	errs := make([]error, 10)
-	for seq := 9; seq >= 0; seq-- { // later jobs wait first
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j := &seqJob{s: sw, seq: seq, direct: sw.turn(seq)}
-			j.Write([]byte("data"))
-			errs[seq] = j.finish()
-		}()
-	}
-	wg.Wait()
-	for seq, err := range errs {
-		if (seq < 3) != (err == nil) {
-			t.Errorf("job %d: %v", seq, err)
+	for range 50 {
+		fw := &failWriter{n: 3}
+		sw := newSeqWriter(fw, 6) // room for one parked frame
+		var wg sync.WaitGroup
+		for seq := 9; seq >= 0; seq-- { // later jobs first
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				j := sw.job(seq)
+				if _, err := j.Write([]byte("data")); err != nil { // over budget: waits
+					return
+				}
+				j.finish()
+			}()
+		}
+		wg.Wait()
+		if err := sw.error(); err == nil || err.Error() != "disk full" {
+			t.Fatalf("error = %v, want disk full", err)
+		}
+		if fw.n != 0 || sw.next != 3 {
+			t.Fatalf("%d writes left, next %d: want 0 and 3", fw.n, sw.next)
 		}
 	}
 }

@@ -277,12 +277,12 @@ func TestWorkspaceMemory(t *testing.T) {
 	}
 	grew := int64(peak) - int64(base.HeapInuse)
 	t.Logf("workspace.tar.zst %d MB; heap in use grew by %.1f MB at most", ws64>>20, float64(grew)/(1<<20))
-	// Two encoders of ~2.5 MiB, a frame of up to 1 MiB waiting its turn
-	// for each, read buffers, the GC's 25%: about 10 MiB (measured 10.2,
-	// 10.4 with -race). Holding the member, a file or the incompressible
-	// frames whole would pass 20 MiB.
-	if grew > 20<<20 {
-		t.Errorf("heap in use grew by %d MB bundling a %d MB workspace, want under 20 MB", grew>>20, ws64>>20)
+	// Two encoders of ~3.5 MiB, frames buffered or parked before their
+	// turn (2 MiB, plus their buffers' growth), read buffers, the GC's 25%:
+	// measured 15.6 MiB. Holding the member, a file or the incompressible
+	// frames whole would pass 24 MiB.
+	if grew > 24<<20 {
+		t.Errorf("heap in use grew by %d MB bundling a %d MB workspace, want under 24 MB", grew>>20, ws64>>20)
 	}
 }
 

@@ -70,7 +70,7 @@ type Options struct {
 	// Level is the zstd level (default zstd.SpeedDefault, about zstd -3).
 	Level zstd.EncoderLevel
 	// Concurrency is the number of goroutines that read and compress the
-	// workspace, each holding about 3.5 MiB (default min(GOMAXPROCS, 4)).
+	// workspace, each holding about 5 MiB (default min(GOMAXPROCS, 4)).
 	Concurrency int
 	// TempDir holds intermediate files (default os.TempDir()).
 	TempDir string
