@@ -50,6 +50,7 @@ type Verifier struct {
 	p       *session.Projector
 	d       *digester
 	prev    []session.Message
+	spare   []session.Message // prev's twin, reused for the next payload
 	agreed  int64
 
 	// Compaction calls: the originals up to a compaction's through,
@@ -284,10 +285,11 @@ func (v *Verifier) check(call, after *session.Event) bool {
 		return true
 	}
 	rep.Checked++
-	msgs := v.p.Messages()
+	// Two slices take turns: msgs is built in the one prev does not hold.
+	msgs := v.p.AppendMessages(v.spare[:0])
 	got := v.d.digest(msgs, v.tools)
 	if got == call.RequestDigest {
-		v.prev, v.agreed = msgs, call.Seq
+		v.spare, v.prev, v.agreed = v.prev, msgs, call.Seq
 		return true
 	}
 	rep.Status = StatusDiverged

@@ -168,13 +168,12 @@ func (p *Projector) closePending() {
 		p.pendingOrder = p.pendingOrder[:0]
 		return
 	}
-	p.tail = append(p.tail, p.closures()...)
+	p.tail = p.appendClosures(p.tail)
 	clear(p.pending)
 	p.pendingOrder = p.pendingOrder[:0]
 }
 
-func (p *Projector) closures() []Message {
-	var out []Message
+func (p *Projector) appendClosures(out []Message) []Message {
 	for _, id := range p.pendingOrder {
 		name, ok := p.pending[id]
 		if !ok {
@@ -230,7 +229,13 @@ func effectiveSeq(ms []Message, i int) int64 {
 // still pending are closed as cancelled at the end so the payload is well
 // formed; the runner never asks while its own calls are in flight.
 func (p *Projector) Messages() []Message {
-	out := make([]Message, 0, len(p.tail)+3)
+	return p.AppendMessages(make([]Message, 0, len(p.tail)+3))
+}
+
+// AppendMessages appends what Messages returns to out: replay verify asks
+// for the projection at every model call of a log, and reusing one slice
+// spares it an allocation (and its garbage) per call.
+func (p *Projector) AppendMessages(out []Message) []Message {
 	if p.system != "" {
 		out = append(out, Message{Role: RoleSystem, Content: p.system})
 	}
@@ -241,7 +246,7 @@ func (p *Projector) Messages() []Message {
 		}
 	}
 	out = append(out, p.tail...)
-	return append(out, p.closures()...)
+	return p.appendClosures(out)
 }
 
 // Through is the last seq replaced by the latest compaction (0 if none).
