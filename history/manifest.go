@@ -44,6 +44,11 @@ type Manifest struct {
 	Files       []FileEntry
 	Sessions    map[string]SessionEntry
 	SessionsDir SessionsSnapshot
+
+	// Partial is set by LoadManifestChanging: Sessions then lacks the
+	// sessions that are final and were sealed whole. Such a manifest is
+	// never written back.
+	Partial bool
 }
 
 // SessionsSnapshot is what the sessions folder held when the manifest was
@@ -120,7 +125,27 @@ func LoadManifest(dir string) (*Manifest, error) {
 		// encodes a Manifest with encoding/json writes.
 		return decodeJSON(p, b)
 	}
-	m, err := parseManifest(b)
+	m, err := parseManifest(b, false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, p, err)
+	}
+	return m, nil
+}
+
+// LoadManifestChanging is LoadManifest for a reader that needs only the
+// sessions whose rows may still change, and whether a session is sealed
+// otherwise does not matter to it: Sessions leaves out the sessions that
+// are final with no torn tail (looking one up finds nothing, as for a
+// session never sealed), and Partial is set. A query over a history of
+// 10,000 finished sessions then builds a map of none instead of 10,000,
+// which in a fresh process costs 5-10 ms of the query's ~100.
+func LoadManifestChanging(dir string) (*Manifest, error) {
+	p := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(p)
+	if err != nil || len(b) == 0 || b[0] == '{' {
+		return LoadManifest(dir)
+	}
+	m, err := parseManifest(b, true)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, p, err)
 	}
@@ -169,10 +194,15 @@ func decodeJSON(p string, b []byte) (*Manifest, error) {
 // parseManifest reads the version 2 format. It runs on every query (a
 // history of 10,000 sessions is 10,000 lines), so it makes one string of
 // the file and slices fields from it instead of allocating per line.
-func parseManifest(b []byte) (*Manifest, error) {
+func parseManifest(b []byte, changing bool) (*Manifest, error) {
 	m := newManifest()
 	all := string(b)
-	m.Sessions = make(map[string]SessionEntry, strings.Count(all, "\nS\t"))
+	sealed := 0 // S lines, for the end line's count
+	if changing {
+		m.Partial = true
+	} else {
+		m.Sessions = make(map[string]SessionEntry, strings.Count(all, "\nS\t"))
+	}
 	line, rest, _ := strings.Cut(all, "\n")
 	if line != manifestMagic {
 		if v, ok := strings.CutPrefix(line, "agentctl history manifest "); ok {
@@ -193,6 +223,10 @@ func parseManifest(b []byte) (*Manifest, error) {
 		bad := func(what string) error { return fmt.Errorf("line %d: %s: %.60q", n, what, line) }
 		switch {
 		case f[0] == "S" && len(f) == 6:
+			sealed++
+			if changing && f[5] == "f" {
+				continue // final, sealed whole: never read again
+			}
 			id, err := unesc(f[1])
 			fi, ok1 := atoi(f[2])
 			last, ok2 := atoi(f[3])
@@ -242,8 +276,8 @@ func parseManifest(b []byte) (*Manifest, error) {
 		case f[0] == "end" && len(f) == 3:
 			nf, ok1 := atoi(f[1])
 			ns, ok2 := atoi(f[2])
-			if !ok1 || !ok2 || nf != int64(len(m.Files)) || ns != int64(len(m.Sessions)) {
-				return nil, bad(fmt.Sprintf("end line does not match %d files, %d sessions", len(m.Files), len(m.Sessions)))
+			if !ok1 || !ok2 || nf != int64(len(m.Files)) || ns != int64(sealed) {
+				return nil, bad(fmt.Sprintf("end line does not match %d files, %d sessions", len(m.Files), sealed))
 			}
 			ended = true
 		default:
@@ -364,6 +398,9 @@ func (m *Manifest) encode() []byte {
 // save swaps in m as the manifest: temp file, fsync, rename, fsync dir.
 // Every session in m.Sessions must point at a file in m.Files.
 func (m *Manifest) save(dir string, noSync bool) error {
+	if m.Partial {
+		return errors.New("history: write manifest: a partial manifest (LoadManifestChanging) cannot be written")
+	}
 	m.Version = ManifestVersion
 	b := m.encode()
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -153,10 +153,29 @@ func (d *DB) fromLogs(m *history.Manifest) (ids []string, mayBeGone map[string]b
 	return ids, mayBeGone, nil
 }
 
+// manifest loads the manifest, without the sessions that are final and
+// sealed whole (history.LoadManifestChanging) when the snapshot of the
+// sessions folder still holds and no file is skipped: nothing then asks
+// about those sessions. Otherwise fromLogs needs every sealed session.
+func (d *DB) manifest() (*history.Manifest, error) {
+	if len(d.skipped) == 0 {
+		m, err := history.LoadManifestChanging(d.hist.Dir)
+		if err != nil {
+			return nil, err
+		}
+		st, serr := os.Stat(filepath.Join(d.home, "sessions"))
+		if !m.Partial || errors.Is(serr, os.ErrNotExist) ||
+			serr == nil && m.SessionsDir.MTime != 0 && st.ModTime().UnixNano() == m.SessionsDir.MTime {
+			return m, nil
+		}
+	}
+	return d.hist.Manifest()
+}
+
 // load reads the manifest and the logs to read and (re)creates the views.
 func (d *DB) load(ctx context.Context) error {
 	d.m = nil
-	m, err := d.hist.Manifest()
+	m, err := d.manifest()
 	if err != nil {
 		return err
 	}
