@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 
 	"github.com/agentctl/agentctl/session"
 )
@@ -250,7 +249,7 @@ type Tail struct {
 // session.Decoder; the events' strings are copies, so keeping one keeps no
 // more than itself.
 func ReadFile(path string) ([]session.Event, Tail, error) {
-	data, size, err := readWhole(path)
+	data, size, err := readWhole(path, nil)
 	if err != nil {
 		return nil, Tail{}, err
 	}
@@ -268,9 +267,20 @@ func ReadFile(path string) ([]session.Event, Tail, error) {
 // ScanFile returns keeps the whole buffer alive, so strings.Clone what
 // outlives the fold.
 func ScanFile(path string, fn func(session.Event)) (int, Tail, error) {
-	data, size, err := readWhole(path)
+	n, tail, _, err := ScanFileInto(path, nil, fn)
+	return n, tail, err
+}
+
+// ScanFileInto is ScanFile reading the file into buf when it is large
+// enough (else into a new buffer), and returning the buffer it used. The
+// events' strings alias that buffer: a caller that folds many logs one
+// after the other may pass it back for the next log (sparing an
+// allocation, its clearing and its page faults per log) only once nothing
+// it kept from the events refers to it.
+func ScanFileInto(path string, buf []byte, fn func(session.Event)) (int, Tail, []byte, error) {
+	data, size, err := readWhole(path, buf)
 	if err != nil {
-		return 0, Tail{}, err
+		return 0, Tail{}, buf, err
 	}
 	fr := newFrames(data, path, true)
 	n := 0
@@ -282,24 +292,24 @@ func ScanFile(path string, fn func(session.Event)) (int, Tail, error) {
 			continue
 		}
 		tail, err := readEnd(err, fr.off, size)
-		return n, tail, err
+		return n, tail, data, err
 	}
 }
 
-// readWhole returns the bytes of the file at path, at most the size seen
-// when it was opened (a writer may be appending), and that size.
-func readWhole(path string) ([]byte, int64, error) {
-	f, err := os.Open(path)
+// readWhole returns the bytes of the file at path (in buf if it is large
+// enough), at most the size seen when it was opened (a writer may be
+// appending), and that size.
+func readWhole(path string, buf []byte) ([]byte, int64, error) {
+	f, size, err := openSized(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("recorder: read log: %w", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, fmt.Errorf("recorder: read log: %w", err)
+	defer f.close()
+	data := buf
+	if int64(cap(data)) < size {
+		data = make([]byte, size)
 	}
-	size := fi.Size()
-	data := make([]byte, size)
+	data = data[:size]
 	n, err := readFull(f, data)
 	if err != nil {
 		return nil, 0, fmt.Errorf("recorder: read %s: %w", path, err)

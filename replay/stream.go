@@ -320,8 +320,20 @@ func (v *Verifier) compactionMessages(through int64) ([]session.Message, bool) {
 // read gives a report with StatusError, whose Events counts the good
 // events before the damage.
 func VerifyLog(id, path string, pipeline bool) Report {
+	return verifyLog(id, path, pipeline, &scratch{})
+}
+
+// scratch is what verifying one log after another can reuse: the file
+// buffer (the events' strings alias it, so it is reused only once the
+// report is detached from it) and the batch of events.
+type scratch struct {
+	data  []byte
+	batch []session.Event
+}
+
+func verifyLog(id, path string, pipeline bool, sc *scratch) Report {
 	v := NewVerifier(id)
-	n, err := scan(path, v, pipeline)
+	n, err := scan(path, v, pipeline, sc)
 	if err != nil {
 		return Report{SessionID: id, Status: StatusError, Events: int64(n), Error: err.Error()}
 	}
@@ -339,6 +351,7 @@ func VerifyLog(id, path string, pipeline bool) Report {
 // buffer recorder.ScanFile read the log into, so that a report kept (the
 // CLI keeps one per session) does not keep its whole log.
 func detach(rep Report) Report {
+	rep.ImportedFrom = strings.Clone(rep.ImportedFrom)
 	d := rep.Divergence
 	if d == nil {
 		return rep
@@ -372,10 +385,13 @@ const batchSize = 128
 
 // scan is recorder.ScanFile(path, v.Add), handing events over in batches;
 // with pipeline set, the fold runs on a second goroutine.
-func scan(path string, v *Verifier, pipeline bool) (int, error) {
+func scan(path string, v *Verifier, pipeline bool, sc *scratch) (int, error) {
 	if !pipeline {
-		b := make([]session.Event, 0, batchSize)
-		n, _, err := recorder.ScanFile(path, func(e session.Event) {
+		if sc.batch == nil {
+			sc.batch = make([]session.Event, 0, batchSize)
+		}
+		b := sc.batch[:0]
+		n, _, data, err := recorder.ScanFileInto(path, sc.data, func(e session.Event) {
 			b = append(b, e)
 			if len(b) == batchSize {
 				v.addAll(b)
@@ -383,6 +399,8 @@ func scan(path string, v *Verifier, pipeline bool) (int, error) {
 			}
 		})
 		v.addAll(b)
+		clear(b) // the events' strings alias data, which is reused
+		sc.data = data
 		return n, err
 	}
 	full := make(chan []session.Event, 4)
@@ -426,8 +444,9 @@ func VerifyLogs(ids []string, path func(id string) string) []Report {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			sc := &scratch{}
 			for i := range next {
-				reps[i] = VerifyLog(ids[i], path(ids[i]), pipeline)
+				reps[i] = verifyLog(ids[i], path(ids[i]), pipeline, sc)
 			}
 		})
 	}

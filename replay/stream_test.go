@@ -155,16 +155,40 @@ func TestVerifyLog(t *testing.T) {
 		logs = append(logs, log{name, p})
 	}
 	logs = append(logs, log{"missing", filepath.Join(dir, "missing")})
+	var wants []Report
 	for _, l := range logs {
 		evs, _, err := recorder.ReadFile(l.path)
 		want := Verify(l.id, evs, VerifyOptions{})
 		if err != nil {
 			want = Report{SessionID: l.id, Status: StatusError, Events: int64(len(evs)), Error: err.Error()}
 		}
+		wants = append(wants, want)
 		for _, pipe := range []bool{false, true} {
 			if got := VerifyLog(l.id, l.path, pipe); !reflect.DeepEqual(got, want) {
 				t.Errorf("VerifyLog(%s, pipeline %v) =\n%+v\nwant\n%+v", l.path, pipe, got, want)
 			}
+		}
+	}
+	// One scratch for every log in turn, as a VerifyLogs worker does: the
+	// reports (divergences included) must not change when later logs are
+	// read into the same buffer.
+	sc := &scratch{}
+	var got []Report
+	for _, l := range logs {
+		got = append(got, verifyLog(l.id, l.path, false, sc))
+	}
+	ids := make([]string, len(logs))
+	paths := map[string]string{}
+	for i, l := range logs {
+		ids[i], paths[l.id] = l.id, l.path
+	}
+	all := VerifyLogs(ids, func(id string) string { return paths[id] })
+	for i := range logs {
+		if !reflect.DeepEqual(got[i], wants[i]) {
+			t.Errorf("%s after the others were read into its buffer =\n%+v\nwant\n%+v", logs[i].id, got[i], wants[i])
+		}
+		if !reflect.DeepEqual(all[i], wants[i]) {
+			t.Errorf("VerifyLogs: %s =\n%+v\nwant\n%+v", logs[i].id, all[i], wants[i])
 		}
 	}
 }

@@ -1,0 +1,22 @@
+//go:build !unix
+
+package recorder
+
+import "os"
+
+type rawFile struct{ *os.File }
+
+func openSized(path string) (*rawFile, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return &rawFile{f}, fi.Size(), nil
+}
+
+func (f *rawFile) close() { f.File.Close() }
