@@ -67,6 +67,9 @@ type Verifier struct {
 	redo     bool // cannot verify in one pass; see Report
 }
 
+// tailReserve is the room a Verifier makes for a projection's messages.
+const tailReserve = 64
+
 // maxOrigBuf is how many originals a Verifier keeps for a compaction call
 // before it has seen one whose digest it must check (a variable for tests).
 var maxOrigBuf = 16384
@@ -147,6 +150,10 @@ func (v *Verifier) step(e, next *session.Event) {
 			v.imported = v.rep.ImportedFrom != ""
 			v.tools, v.haveTools = HeaderTools(*e)
 			v.p = session.NewProjector(e.System)
+			// Room for a typical context between compactions, so that a
+			// thousand short logs do not each grow it from empty.
+			v.p.Reserve(tailReserve)
+			v.spare = make([]session.Message, 0, tailReserve+4)
 			v.d = newDigester()
 		}
 	}
@@ -289,6 +296,9 @@ func (v *Verifier) check(call, after *session.Event) bool {
 	msgs := v.p.AppendMessages(v.spare[:0])
 	got := v.d.digest(msgs, v.tools)
 	if got == call.RequestDigest {
+		if v.prev == nil {
+			v.prev = make([]session.Message, 0, cap(msgs))
+		}
 		v.spare, v.prev, v.agreed = v.prev, msgs, call.Seq
 		return true
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"sort"
 )
 
@@ -78,6 +79,13 @@ func NewProjector(system string) *Projector {
 		system:  system,
 		pending: map[string]string{},
 	}
+}
+
+// Reserve makes room for n messages after the latest compaction, for a
+// caller that folds many short sessions and knows roughly how long a
+// context grows: the tail then does not grow from empty by doubling.
+func (p *Projector) Reserve(n int) {
+	p.tail = slices.Grow(p.tail, n)
 }
 
 // Add folds one event into the projection.
@@ -194,7 +202,11 @@ func (p *Projector) compact(e Event) {
 	p.through = e.Through
 	p.summary = &Message{Role: RoleSystem, Content: SummaryPrefix + e.Summary, Seq: e.Seq}
 	cut := sort.Search(len(p.tail), func(i int) bool { return effectiveSeq(p.tail, i) > e.Through })
-	p.tail = append([]Message(nil), p.tail[cut:]...)
+	// In place (no one else holds tail: State copies it); the vacated
+	// slots are cleared so they keep no old message alive.
+	n := copy(p.tail, p.tail[cut:])
+	clear(p.tail[n:])
+	p.tail = p.tail[:n]
 	// Calls whose assistant message was cut are no longer answerable.
 	known := map[string]bool{}
 	for _, m := range p.tail {
