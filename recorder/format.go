@@ -133,6 +133,37 @@ func readFull(r io.Reader, b []byte) (int, error) {
 	return n, err
 }
 
+// headerFault is what is wrong with a log's file header.
+type headerFault int
+
+const (
+	headerOK headerFault = iota
+	headerTorn
+	headerBadMagic
+	headerBadVersion
+)
+
+// checkHeader judges h, the first bytes of a log (all of them when there
+// are fewer than FileHeaderSize): a short header that is a prefix of a good
+// one is torn, anything else short or with another magic is not a log, and
+// a full header must carry this Version (returned when it does not).
+func checkHeader(h []byte) (headerFault, uint32) {
+	want := fileHeader()
+	m := min(len(h), len(Magic))
+	switch {
+	case len(h) < FileHeaderSize && bytes.Equal(h, want[:len(h)]):
+		return headerTorn, 0
+	case len(h) < len(Magic) || !bytes.Equal(h[:m], want[:m]):
+		return headerBadMagic, 0
+	case len(h) < FileHeaderSize:
+		return headerTorn, 0
+	}
+	if v := binary.LittleEndian.Uint32(h[len(Magic):]); v != Version {
+		return headerBadVersion, v
+	}
+	return headerOK, 0
+}
+
 func (r *Reader) next() (session.Event, error) {
 	if !r.started {
 		h := make([]byte, FileHeaderSize)
@@ -140,16 +171,12 @@ func (r *Reader) next() (session.Event, error) {
 		if err != nil {
 			return session.Event{}, r.ioErr(err)
 		}
-		want := fileHeader()
-		switch {
-		case n < FileHeaderSize && bytes.Equal(h[:n], want[:n]):
+		switch fault, v := checkHeader(h[:n]); fault {
+		case headerTorn:
 			return session.Event{}, r.torn("file header incomplete")
-		case !bytes.Equal(h[:len(Magic)], want[:len(Magic)]):
+		case headerBadMagic:
 			return session.Event{}, r.corrupt(0, "not an agentctl log (bad magic %q)", h[:min(n, len(Magic))])
-		case n < FileHeaderSize:
-			return session.Event{}, r.torn("file header incomplete")
-		}
-		if v := binary.LittleEndian.Uint32(h[len(Magic):]); v != Version {
+		case headerBadVersion:
 			return session.Event{}, fmt.Errorf("recorder: read %s: version %d: %w", r.name(), v, ErrUnsupportedVersion)
 		}
 		r.started = true
@@ -442,16 +469,12 @@ func (r *frames) read() (session.Event, error) {
 	if !r.started {
 		n := min(len(data), FileHeaderSize)
 		h := data[:n]
-		want := fileHeader()
-		switch {
-		case n < FileHeaderSize && bytes.Equal(h, want[:n]):
+		switch fault, v := checkHeader(h); fault {
+		case headerTorn:
 			return session.Event{}, r.torn("file header incomplete")
-		case !bytes.Equal(h[:min(n, len(Magic))], want[:min(n, len(Magic))]) || n < len(Magic):
+		case headerBadMagic:
 			return session.Event{}, r.corrupt(0, "not an agentctl log (bad magic %q)", h[:min(n, len(Magic))])
-		case n < FileHeaderSize:
-			return session.Event{}, r.torn("file header incomplete")
-		}
-		if v := binary.LittleEndian.Uint32(h[len(Magic):]); v != Version {
+		case headerBadVersion:
 			return session.Event{}, fmt.Errorf("recorder: read %s: version %d: %w", r.name(), v, ErrUnsupportedVersion)
 		}
 		r.started = true
