@@ -79,7 +79,7 @@ func TestCrashRealProcess(t *testing.T) {
 	total, torn := 0, 0
 	for it := range iterations {
 		path := filepath.Join(t.TempDir(), LogFile)
-		acked, stderr := runAndKill(t, path, time.Duration(rng.IntN(150))*time.Millisecond)
+		acked, stderr := runAndKill(t, path, time.Duration(rng.IntN(150))*time.Millisecond, it%2 == 1)
 
 		evs, tail, err := ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) {
@@ -142,7 +142,11 @@ func TestCrashRealProcess(t *testing.T) {
 
 // runAndKill starts a crash child on path, SIGKILLs it after delay, and
 // returns the seqs it acknowledged (complete lines only) and its stderr.
-func runAndKill(t *testing.T, path string, delay time.Duration) ([]int64, string) {
+// runAndKill starts the child and SIGKILLs it delay after it started or,
+// with afterAck, delay after its first acknowledged append (so that a
+// slow start on a loaded machine cannot make every kill land before any
+// event was written).
+func runAndKill(t *testing.T, path string, delay time.Duration, afterAck bool) ([]int64, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
@@ -157,7 +161,10 @@ func runAndKill(t *testing.T, path string, delay time.Duration) ([]int64, string
 	}
 	var acked []int64
 	done := make(chan error, 1)
+	first := make(chan struct{}) // closed at the first ack, or when the output ends
+	var once sync.Once
 	go func() {
+		defer once.Do(func() { close(first) })
 		br := bufio.NewReader(out)
 		for {
 			line, err := br.ReadString('\n')
@@ -174,8 +181,17 @@ func runAndKill(t *testing.T, path string, delay time.Duration) ([]int64, string
 				return
 			}
 			acked = append(acked, s)
+			if len(acked) == 1 {
+				once.Do(func() { close(first) })
+			}
 		}
 	}()
+	if afterAck {
+		select {
+		case <-first:
+		case <-time.After(30 * time.Second):
+		}
+	}
 	time.Sleep(delay)
 	cmd.Process.Signal(syscall.SIGKILL)
 	if err := <-done; err != nil {
