@@ -115,7 +115,7 @@ func TestDebianTools(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	st, id, _ := newSession(t)
+	st, id, srcWS := newSession(t)
 	p, m := writeBundle(t, st, id)
 	if out, err := exec.Command("zstd", "-t", "-q", p).CombinedOutput(); err != nil {
 		t.Fatalf("zstd -t: %v %s", err, out)
@@ -158,6 +158,13 @@ func TestDebianTools(t *testing.T) {
 	}
 	if strings.Contains(diff, secret) {
 		t.Errorf("workspace.diff holds the secret:\n%s", diff)
+	}
+	// Untracked files were diffed through a copy of the index: the
+	// workspace's own index still has them untracked.
+	cmd := exec.Command("git", "status", "--porcelain", "--", "new.go")
+	cmd.Dir = srcWS
+	if out, err := cmd.Output(); err != nil || string(out) != "?? new.go\n" {
+		t.Errorf("git status new.go after bundling = %q, %v; want it untracked", out, err)
 	}
 	csv := read("tool_calls.csv")
 	if !strings.HasPrefix(csv, "ts,tool,input_hash,latency_ms,status,error,") || strings.Count(csv, "\n") != 4 {

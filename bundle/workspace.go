@@ -582,38 +582,49 @@ func initializerCommit(ws, checkpoints string) string {
 	return lines[len(lines)-1]
 }
 
-// gitDiff writes the diff of the working tree against base, then a
-// new-file diff for each untracked file that is not ignored. No external
-// diff or textconv program runs.
+// gitDiff writes the diff of the working tree against base, untracked
+// files that are not ignored included as new files. They are marked
+// intent-to-add in a copy of the index (the workspace's own index is never
+// written), so one git diff covers them all instead of a process per file.
+// No external diff or textconv program runs.
 func gitDiff(ctx context.Context, ws, base string, w io.Writer) error {
 	fmt.Fprintf(w, "# git diff %s (working tree, untracked files included)\n", base)
-	cmd := git(ctx, ws, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "--binary", base, "--")
-	cmd.Stdout = w
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("git diff %s: %v: %s", base, err, strings.TrimSpace(stderr.String()))
-	}
-	out, err := git(ctx, ws, "ls-files", "--others", "--exclude-standard", "-z").Output()
+	index, err := os.CreateTemp("", "agentctl-bundle-index-*")
 	if err != nil {
-		return fmt.Errorf("git ls-files: %w", err)
+		return fmt.Errorf("git diff: %w", err)
 	}
-	for i, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		if name == "" {
-			continue
-		}
-		if i >= 10000 {
-			fmt.Fprintf(w, "# more untracked files left out\n")
-			break
-		}
-		cmd := git(ctx, ws, "diff", "--no-index", "--no-ext-diff", "--no-textconv", "--no-color", "--binary", "--", "/dev/null", name)
-		cmd.Stdout = w
-		if err := cmd.Run(); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 1 { // 1: the files differ
-				return fmt.Errorf("git diff %s: %w", name, err)
+	index.Close()
+	defer os.Remove(index.Name())
+	env := []string{"GIT_INDEX_FILE=" + index.Name()}
+	if p, err := git(ctx, ws, "rev-parse", "--path-format=absolute", "--git-path", "index").Output(); err == nil {
+		if b, err := os.ReadFile(strings.TrimSpace(string(p))); err == nil {
+			if err := os.WriteFile(index.Name(), b, 0o600); err != nil {
+				return fmt.Errorf("git diff: %w", err)
 			}
 		}
+	}
+	run := func(stdin io.Reader, stdout io.Writer, args ...string) error {
+		cmd := git(ctx, ws, args...)
+		cmd.Env = append(cmd.Env, env...)
+		cmd.Stdin, cmd.Stdout = stdin, stdout
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		}
+		return nil
+	}
+	var untracked bytes.Buffer
+	if err := run(nil, &untracked, "ls-files", "--others", "--exclude-standard", "-z"); err != nil {
+		return err
+	}
+	if untracked.Len() > 0 {
+		if err := run(&untracked, io.Discard, "add", "--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return err
+		}
+	}
+	if err := run(nil, w, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "--binary", base, "--"); err != nil {
+		return err
 	}
 	if lr, ok := w.(*lineRedactor); ok {
 		return lr.flush()
