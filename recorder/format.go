@@ -164,6 +164,57 @@ func checkHeader(h []byte) (headerFault, uint32) {
 	return headerOK, 0
 }
 
+// logErrs is how the streaming Reader and the in-memory frames report
+// what they find, so both judge a log by the same checks below.
+type logErrs interface {
+	torn(reason string) error
+	corrupt(off int64, format string, args ...any) error
+	name() string
+}
+
+// headerErr is the error for a log whose first bytes are h, nil if good.
+func headerErr(l logErrs, h []byte) error {
+	switch fault, v := checkHeader(h); fault {
+	case headerTorn:
+		return l.torn("file header incomplete")
+	case headerBadMagic:
+		return l.corrupt(0, "not an agentctl log (bad magic %q)", h[:min(len(h), len(Magic))])
+	case headerBadVersion:
+		return fmt.Errorf("recorder: read %s: version %d: %w", l.name(), v, ErrUnsupportedVersion)
+	}
+	return nil
+}
+
+// frameFault says why a whole frame (type typ, checksum sum, payload) is
+// bad, "" if it is not; whether that is a torn tail or corruption depends
+// on what follows it (the readers' bad methods).
+func frameFault(typ byte, sum uint32, payload []byte) string {
+	switch {
+	case typ == RecordInvalid && len(payload) == 0 && sum == 0:
+		return "zero frame"
+	case typ == RecordInvalid:
+		return "invalid record type 0"
+	case frameCRC(typ, payload) != sum:
+		return "checksum mismatch"
+	}
+	return ""
+}
+
+// recordErr judges a checksum-valid record at start: its type, the
+// decoding of its event (ev, decErr, done only for an event record) and
+// its seq after last.
+func recordErr(l logErrs, start int64, typ byte, ev session.Event, decErr error, last int64) error {
+	switch {
+	case typ != RecordEvent:
+		return l.corrupt(start, "unknown record type %d", typ)
+	case decErr != nil:
+		return l.corrupt(start, "checksum-valid record does not decode: %v", decErr)
+	case ev.Seq != last+1:
+		return l.corrupt(start, "record has seq %d, want %d", ev.Seq, last+1)
+	}
+	return nil
+}
+
 func (r *Reader) next() (session.Event, error) {
 	if !r.started {
 		h := make([]byte, FileHeaderSize)
@@ -171,13 +222,8 @@ func (r *Reader) next() (session.Event, error) {
 		if err != nil {
 			return session.Event{}, r.ioErr(err)
 		}
-		switch fault, v := checkHeader(h[:n]); fault {
-		case headerTorn:
-			return session.Event{}, r.torn("file header incomplete")
-		case headerBadMagic:
-			return session.Event{}, r.corrupt(0, "not an agentctl log (bad magic %q)", h[:min(n, len(Magic))])
-		case headerBadVersion:
-			return session.Event{}, fmt.Errorf("recorder: read %s: version %d: %w", r.name(), v, ErrUnsupportedVersion)
+		if err := headerErr(r, h[:n]); err != nil {
+			return session.Event{}, err
 		}
 		r.started = true
 		r.off = int64(FileHeaderSize)
@@ -210,21 +256,16 @@ func (r *Reader) next() (session.Event, error) {
 		return session.Event{}, r.ioErr(err)
 	case n < len(payload):
 		return session.Event{}, r.bad(start, fh[:], payload[:n], fmt.Sprintf("record of %d bytes runs past the end of the file (%d present)", length, n))
-	case typ == RecordInvalid && length == 0 && sum == 0:
-		return session.Event{}, r.bad(start, fh[:], payload, "zero frame")
-	case typ == RecordInvalid:
-		return session.Event{}, r.bad(start, fh[:], payload, "invalid record type 0")
-	case frameCRC(typ, payload) != sum:
-		return session.Event{}, r.bad(start, fh[:], payload, "checksum mismatch")
-	case typ != RecordEvent:
-		return session.Event{}, r.corrupt(start, "unknown record type %d", typ)
 	}
-	ev, err := session.Decode(payload)
-	if err != nil {
-		return session.Event{}, r.corrupt(start, "checksum-valid record does not decode: %v", err)
+	if reason := frameFault(typ, sum, payload); reason != "" {
+		return session.Event{}, r.bad(start, fh[:], payload, reason)
 	}
-	if ev.Seq != r.lastSeq+1 {
-		return session.Event{}, r.corrupt(start, "record has seq %d, want %d", ev.Seq, r.lastSeq+1)
+	var ev session.Event
+	if typ == RecordEvent {
+		ev, err = session.Decode(payload)
+	}
+	if err := recordErr(r, start, typ, ev, err, r.lastSeq); err != nil {
+		return session.Event{}, err
 	}
 	r.lastSeq = ev.Seq
 	r.off = start + FrameHeaderSize + int64(length)
@@ -469,13 +510,8 @@ func (r *frames) read() (session.Event, error) {
 	if !r.started {
 		n := min(len(data), FileHeaderSize)
 		h := data[:n]
-		switch fault, v := checkHeader(h); fault {
-		case headerTorn:
-			return session.Event{}, r.torn("file header incomplete")
-		case headerBadMagic:
-			return session.Event{}, r.corrupt(0, "not an agentctl log (bad magic %q)", h[:min(n, len(Magic))])
-		case headerBadVersion:
-			return session.Event{}, fmt.Errorf("recorder: read %s: version %d: %w", r.name(), v, ErrUnsupportedVersion)
+		if err := headerErr(r, h); err != nil {
+			return session.Event{}, err
 		}
 		r.started = true
 		r.off = int64(FileHeaderSize)
@@ -500,22 +536,16 @@ func (r *frames) read() (session.Event, error) {
 		return session.Event{}, r.bad(start, fmt.Sprintf("record of %d bytes runs past the end of the file (%d present)", length, len(body)))
 	}
 	payload := body[:length:length]
-	switch {
-	case typ == RecordInvalid && length == 0 && sum == 0:
-		return session.Event{}, r.bad(start, "zero frame")
-	case typ == RecordInvalid:
-		return session.Event{}, r.bad(start, "invalid record type 0")
-	case frameCRC(typ, payload) != sum:
-		return session.Event{}, r.bad(start, "checksum mismatch")
-	case typ != RecordEvent:
-		return session.Event{}, r.corrupt(start, "unknown record type %d", typ)
+	if reason := frameFault(typ, sum, payload); reason != "" {
+		return session.Event{}, r.bad(start, reason)
 	}
-	ev, err := r.dec.Decode(payload)
-	if err != nil {
-		return session.Event{}, r.corrupt(start, "checksum-valid record does not decode: %v", err)
+	var ev session.Event
+	var err error
+	if typ == RecordEvent {
+		ev, err = r.dec.Decode(payload)
 	}
-	if ev.Seq != r.lastSeq+1 {
-		return session.Event{}, r.corrupt(start, "record has seq %d, want %d", ev.Seq, r.lastSeq+1)
+	if err := recordErr(r, start, typ, ev, err, r.lastSeq); err != nil {
+		return session.Event{}, err
 	}
 	r.lastSeq = ev.Seq
 	r.off = start + FrameHeaderSize + int64(length)
