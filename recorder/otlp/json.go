@@ -166,6 +166,15 @@ func jsonAttrs(kvs []attribute.KeyValue) []jsonKeyValue {
 	return out
 }
 
+// jsonArray is the OTLP JSON array of the values of xs.
+func jsonArray[T any](xs []T, value func(T) attribute.Value) jsonValue {
+	var vs []jsonValue
+	for _, x := range xs {
+		vs = append(vs, jsonValueOf(value(x)))
+	}
+	return jsonValue{ArrayValue: &jsonValues{Values: vs}}
+}
+
 func jsonValueOf(v attribute.Value) jsonValue {
 	switch v.Type() {
 	case attribute.BOOL:
@@ -178,29 +187,13 @@ func jsonValueOf(v attribute.Value) jsonValue {
 		f := v.AsFloat64()
 		return jsonValue{DoubleValue: &f}
 	case attribute.BOOLSLICE:
-		var vs []jsonValue
-		for _, b := range v.AsBoolSlice() {
-			vs = append(vs, jsonValueOf(attribute.BoolValue(b)))
-		}
-		return jsonValue{ArrayValue: &jsonValues{Values: vs}}
+		return jsonArray(v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		var vs []jsonValue
-		for _, i := range v.AsInt64Slice() {
-			vs = append(vs, jsonValueOf(attribute.Int64Value(i)))
-		}
-		return jsonValue{ArrayValue: &jsonValues{Values: vs}}
+		return jsonArray(v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		var vs []jsonValue
-		for _, f := range v.AsFloat64Slice() {
-			vs = append(vs, jsonValueOf(attribute.Float64Value(f)))
-		}
-		return jsonValue{ArrayValue: &jsonValues{Values: vs}}
+		return jsonArray(v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		var vs []jsonValue
-		for _, s := range v.AsStringSlice() {
-			vs = append(vs, jsonValueOf(attribute.StringValue(s)))
-		}
-		return jsonValue{ArrayValue: &jsonValues{Values: vs}}
+		return jsonArray(v.AsStringSlice(), attribute.StringValue)
 	default:
 		s := v.Emit()
 		return jsonValue{StringValue: &s}
