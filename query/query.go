@@ -117,14 +117,12 @@ func (d *DB) Logs() map[string]LogState { return d.logs }
 // the history: those not sealed, those sealed whose log has changed since,
 // and those whose history file is skipped as corrupt (mayBeGone: such a
 // log may no longer exist, and then the session is left out).
-func (d *DB) fromLogs(m *history.Manifest) (ids []string, mayBeGone map[string]bool, err error) {
+func (d *DB) fromLogs(m *history.Manifest, dir dirState) (ids []string, mayBeGone map[string]bool, err error) {
 	mayBeGone = map[string]bool{}
-	sessDir := filepath.Join(d.home, "sessions")
-	st, serr := os.Stat(sessDir)
-	switch {
-	case serr == nil && m.SessionsDir.MTime != 0 && st.ModTime().UnixNano() == m.SessionsDir.MTime:
+	switch dir {
+	case dirAsSnapshot:
 		ids = append(ids, m.SessionsDir.Unsealed...)
-	case serr != nil && errors.Is(serr, os.ErrNotExist):
+	case dirAbsent:
 		// No logs at all: the history answers alone.
 	default:
 		all, err := d.hist.Store.IDs()
@@ -153,34 +151,57 @@ func (d *DB) fromLogs(m *history.Manifest) (ids []string, mayBeGone map[string]b
 	return ids, mayBeGone, nil
 }
 
+// dirState is what the sessions folder is now, against the manifest's
+// snapshot of it (history.SessionsSnapshot).
+type dirState int
+
+const (
+	dirChanged    dirState = iota // listed to find the sessions not sealed
+	dirAsSnapshot                 // the snapshot's Unsealed are the sessions not sealed
+	dirAbsent                     // no logs at all
+)
+
+func (d *DB) sessionsDir(m *history.Manifest) dirState {
+	st, err := os.Stat(filepath.Join(d.home, "sessions"))
+	switch {
+	case err == nil && m.SessionsDir.MTime != 0 && st.ModTime().UnixNano() == m.SessionsDir.MTime:
+		return dirAsSnapshot
+	case errors.Is(err, os.ErrNotExist):
+		return dirAbsent
+	}
+	return dirChanged
+}
+
 // manifest loads the manifest, without the sessions that are final and
-// sealed whole (history.LoadManifestChanging) when the snapshot of the
-// sessions folder still holds and no file is skipped: nothing then asks
-// about those sessions. Otherwise fromLogs needs every sealed session.
-func (d *DB) manifest() (*history.Manifest, error) {
+// sealed whole (history.LoadManifestChanging) when the sessions folder is
+// as the snapshot says and no file is skipped: nothing then asks about
+// those sessions. Otherwise fromLogs needs every sealed session.
+func (d *DB) manifest() (*history.Manifest, dirState, error) {
 	if len(d.skipped) == 0 {
 		m, err := history.LoadManifestChanging(d.hist.Dir)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		st, serr := os.Stat(filepath.Join(d.home, "sessions"))
-		if !m.Partial || errors.Is(serr, os.ErrNotExist) ||
-			serr == nil && m.SessionsDir.MTime != 0 && st.ModTime().UnixNano() == m.SessionsDir.MTime {
-			return m, nil
+		if dir := d.sessionsDir(m); !m.Partial || dir != dirChanged {
+			return m, dir, nil
 		}
 	}
-	return d.hist.Manifest()
+	m, err := d.hist.Manifest()
+	if err != nil {
+		return nil, 0, err
+	}
+	return m, d.sessionsDir(m), nil
 }
 
 // load reads the manifest and the logs to read and (re)creates the views.
 func (d *DB) load(ctx context.Context) error {
 	d.m = nil
-	m, err := d.manifest()
+	m, dir, err := d.manifest()
 	if err != nil {
 		return err
 	}
 	d.m = m
-	ids, mayBeGone, err := d.fromLogs(m)
+	ids, mayBeGone, err := d.fromLogs(m, dir)
 	if err != nil {
 		return err
 	}
