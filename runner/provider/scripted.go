@@ -98,24 +98,34 @@ func yamlArgs(v *yaml.Node) (json.RawMessage, error) {
 		return nil, fmt.Errorf("line %d:%d: args: want a mapping", v.Line, v.Column)
 	}
 	var b strings.Builder
-	if err := nodeJSON(&b, v); err != nil {
+	budget := maxArgNodes
+	if err := nodeJSON(&b, v, &budget); err != nil {
 		return nil, err
 	}
 	return json.RawMessage(b.String()), nil
 }
 
+// maxArgNodes bounds the YAML nodes one call's args may expand to, aliases
+// counted at every use. A script is input like a spec: a few nested
+// aliases ("billion laughs") would otherwise expand to gigabytes.
+const maxArgNodes = 100_000
+
 // nodeJSON writes a YAML node as JSON, keeping mapping key order (decoding
-// into a map would sort the keys and change the args' bytes).
-func nodeJSON(b *strings.Builder, n *yaml.Node) error {
+// into a map would sort the keys and change the args' bytes). Each node
+// written, through an alias or not, spends one of *budget.
+func nodeJSON(b *strings.Builder, n *yaml.Node, budget *int) error {
+	if *budget--; *budget < 0 {
+		return fmt.Errorf("line %d:%d: args: excessive aliasing: the value expands to more than %d YAML nodes; write it out or use fewer aliases", n.Line, n.Column, maxArgNodes)
+	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		return nodeJSON(b, n.Alias)
+		return nodeJSON(b, n.Alias, budget)
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			b.WriteString("null")
 			return nil
 		}
-		return nodeJSON(b, n.Content[0])
+		return nodeJSON(b, n.Content[0], budget)
 	case yaml.MappingNode:
 		b.WriteByte('{')
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -125,7 +135,7 @@ func nodeJSON(b *strings.Builder, n *yaml.Node) error {
 			key, _ := plainJSON(n.Content[i].Value)
 			b.Write(key)
 			b.WriteByte(':')
-			if err := nodeJSON(b, n.Content[i+1]); err != nil {
+			if err := nodeJSON(b, n.Content[i+1], budget); err != nil {
 				return err
 			}
 		}
@@ -136,7 +146,7 @@ func nodeJSON(b *strings.Builder, n *yaml.Node) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := nodeJSON(b, c); err != nil {
+			if err := nodeJSON(b, c, budget); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +224,22 @@ func TestCost(t *testing.T) {
 		if got := Cost(tt.model, tt.in, tt.out); got < tt.want-1e-9 || got > tt.want+1e-9 {
 			t.Errorf("Cost(%q, %d, %d) = %v, want %v", tt.model, tt.in, tt.out, got, tt.want)
 		}
+	}
+}
+
+// TestScriptArgsAliasBudget: args decoded straight from YAML (without the
+// spec loader's document check) still cannot expand without bound.
+func TestScriptArgsAliasBudget(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("turns:\n  - tool_calls:\n      - name: bash\n        args:\n")
+	b.WriteString("          a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 7; i++ {
+		fmt.Fprintf(&b, "          a%d: &a%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", "))
+	}
+	b.WriteString("          command: *a6\n")
+	var s Script
+	err := yaml.Unmarshal([]byte(b.String()), &s)
+	if err == nil || !strings.Contains(err.Error(), "excessive aliasing") {
+		t.Fatalf("Unmarshal = %v, want an excessive aliasing error", err)
 	}
 }

@@ -257,12 +257,47 @@ func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 	if len(doc.Content) == 0 {
 		return nil, &Error{File: file, Msg: "the file is empty"}
 	}
+	if n := expanded(&doc, maxExpandedNodes); n > maxExpandedNodes {
+		return nil, &Error{File: file, Msg: fmt.Sprintf("excessive aliasing: the document expands to more than %d YAML nodes once its aliases are resolved; write the values out or use fewer aliases", maxExpandedNodes)}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
 		return nil, yamlError(file, err)
 	}
 	return doc.Content[0], nil
+}
+
+// maxExpandedNodes bounds what a spec, script or suite may expand to with
+// its aliases resolved. yaml.v3 guards its own struct decoding, but custom
+// unmarshalers (a script's tool-call args) walk the node tree themselves,
+// where a few nested aliases ("billion laughs") would expand without end.
+const maxExpandedNodes = 1_000_000
+
+// expanded counts the nodes of n with every alias resolved at each of its
+// uses, stopping once the count passes limit.
+func expanded(n *yaml.Node, limit int) int {
+	count := 0
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		if n == nil || count > limit {
+			return
+		}
+		count++
+		if depth > 10_000 {
+			count = limit + 1 // an alias cycle yaml.v3 did not refuse
+			return
+		}
+		if n.Kind == yaml.AliasNode {
+			walk(n.Alias, depth+1)
+			return
+		}
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return count
 }
 
 // yamlError turns yaml.v3's messages ("yaml: unmarshal errors:\n  line 3:
