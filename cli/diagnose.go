@@ -12,6 +12,7 @@ import (
 	"github.com/agentctl/agentctl/bundle"
 	"github.com/agentctl/agentctl/diagnose"
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/termsafe"
 )
 
 type diagnoseOptions struct {
@@ -93,7 +94,7 @@ func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
 		_, err = fmt.Fprintln(f.Out, string(b))
 		return err
 	}
-	return rep.WriteText(f.Out)
+	return rep.WriteText(termsafe.Writer(f.Out))
 }
 
 // bundleEvents reads the session id and events.jsonl of a bundle (verified

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/termsafe"
 )
 
 // liveView prints a run as it happens on stderr. On a terminal it streams
@@ -40,7 +41,7 @@ func (v *liveView) Text(delta string) {
 		fmt.Fprint(v.w, "\x1b[2m")
 		v.inText = true
 	}
-	fmt.Fprint(v.w, delta)
+	fmt.Fprint(v.w, termsafe.String(delta))
 }
 
 func (v *liveView) endText() {

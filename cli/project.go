@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/termsafe"
 )
 
 type projectOptions struct {
@@ -60,6 +61,7 @@ func projectRun(f *Factory, opts *projectOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(msgs)
 	}
+	out := termsafe.Writer(f.Out) // recorded text may hold terminal escapes
 	for i, m := range msgs {
 		src := "synthetic"
 		if m.Seq > 0 {
@@ -67,16 +69,16 @@ func projectRun(f *Factory, opts *projectOptions) error {
 		} else if i == 0 && m.Role == session.RoleSystem {
 			src = "system prompt"
 		}
-		fmt.Fprintf(f.Out, "── %d. %s (%s)", i+1, m.Role, src)
+		fmt.Fprintf(out, "── %d. %s (%s)", i+1, m.Role, src)
 		if m.ToolCallID != "" {
-			fmt.Fprintf(f.Out, " reply to %s [%s]", m.Name, m.ToolCallID)
+			fmt.Fprintf(out, " reply to %s [%s]", m.Name, m.ToolCallID)
 		}
-		fmt.Fprintln(f.Out)
+		fmt.Fprintln(out)
 		if m.Content != "" {
-			fmt.Fprintln(f.Out, m.Content)
+			fmt.Fprintln(out, m.Content)
 		}
 		for _, c := range m.ToolCalls {
-			fmt.Fprintf(f.Out, "→ %s(%s) [%s]\n", c.Name, c.Args, c.ID)
+			fmt.Fprintf(out, "→ %s(%s) [%s]\n", c.Name, c.Args, c.ID)
 		}
 	}
 	return nil

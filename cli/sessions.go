@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/query"
+	"github.com/agentctl/agentctl/termsafe"
 )
 
 type sessionsOptions struct {
@@ -62,7 +63,7 @@ func sessionsRun(f *Factory, opts *sessionsOptions) error {
 		fmt.Fprintf(f.Err, "no sessions under %s; run 'agentctl run SPEC.yaml' to record one\n", f.Home)
 		return nil
 	}
-	tw := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(termsafe.Writer(f.Out), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tNAME\tSTARTED\tSTATUS\tMODEL\tEVENTS")
 	for _, s := range list {
 		status := string(s.Status)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/termsafe"
 )
 
 type showOptions struct {
@@ -86,7 +87,7 @@ func showRun(f *Factory, opts *showOptions) error {
 
 // writeTimelineLine prints one event as "seq  time  kind  details".
 func writeTimelineLine(w io.Writer, e session.Event) {
-	fmt.Fprintf(w, "%5d  %s  %-17s %s\n", e.Seq, e.TS.Local().Format("15:04:05.000"), e.Kind, describe(e))
+	fmt.Fprintf(w, "%5d  %s  %-17s %s\n", e.Seq, e.TS.Local().Format("15:04:05.000"), termsafe.String(string(e.Kind)), termsafe.String(describe(e)))
 }
 
 // describe is the human summary of one event: what a reader needs to follow
@@ -183,7 +184,7 @@ func quote(s string, n int) string { return fmt.Sprintf("%q", clip(s, n)) }
 
 // clip shortens s to n runes with an ellipsis, on one line.
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = termsafe.String(strings.Join(strings.Fields(s), " "))
 	r := []rune(s)
 	if len(r) <= n {
 		return s

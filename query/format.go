@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/termsafe"
 )
 
 // Formats lists the output formats of Write.
@@ -87,7 +89,7 @@ const maxCell = 60
 
 func writeTable(w io.Writer, res *Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(res.Columns, "\t"))
+	fmt.Fprintln(tw, termsafe.String(strings.Join(res.Columns, "\t")))
 	for _, row := range res.Rows {
 		cells := make([]string, len(row))
 		for i, v := range row {
@@ -95,7 +97,7 @@ func writeTable(w io.Writer, res *Result) error {
 				cells[i] = "NULL"
 				continue
 			}
-			s := strings.NewReplacer("\n", `\n`, "\t", `\t`, "\r", `\r`).Replace(text(v))
+			s := termsafe.String(strings.NewReplacer("\n", `\n`, "\t", `\t`, "\r", `\r`).Replace(text(v)))
 			if utf8.RuneCountInString(s) > maxCell {
 				s = string([]rune(s)[:maxCell-1]) + "…"
 			}
