@@ -37,7 +37,7 @@ func newSession(t *testing.T) (recorder.Store, string, string) {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	ws := filepath.Join(home, "ws")
+	ws := filepath.Join(home, "sessions", "b0b0000000000001", "workspace") // the session's own folder: a header never chooses another
 	os.MkdirAll(ws, 0o755)
 	write := func(name, body string) {
 		t.Helper()

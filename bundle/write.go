@@ -78,6 +78,11 @@ type Options struct {
 	Now func() time.Time
 	// Warn receives warnings (a torn tail, an unreadable workspace).
 	Warn io.Writer
+	// Workspace is the bundled session's workspace when it is not the
+	// session's own folder (a spec's workspace.path), as the user names
+	// it. The header alone never chooses the folder that is archived (see
+	// recorder.Store.Workspace); children use their own folders.
+	Workspace string
 }
 
 // Progress files are copied from the workspace root into progress/.
@@ -302,7 +307,15 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		return nil, err
 	}
 
-	ws := hdr.Workspace
+	want := ""
+	if prefix == "" {
+		want = b.opts.Workspace
+	}
+	ws, err := b.st.Workspace(id, hdr, want)
+	if err != nil {
+		fmt.Fprintf(b.opts.Warn, "agentctl: warning: the bundle has no workspace: %v\n", err)
+		ws = ""
+	}
 	wsOK := false
 	if ws != "" {
 		if fi, err := os.Stat(ws); err == nil && fi.IsDir() {

@@ -23,6 +23,7 @@ type bundleOptions struct {
 	Output       string
 	WithChildren bool
 	JSON         bool
+	Workspace    string
 }
 
 // bundleResult is what `agentctl bundle` and `bundle open` report; its JSON
@@ -71,6 +72,7 @@ Read it with 'agentctl bundle open', 'agentctl query --bundle',
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "bundle file to write (default <session>.tar.zst)")
 	cmd.Flags().BoolVar(&opts.WithChildren, "with-children", false, "include subagent and forked sessions")
+	cmd.Flags().StringVar(&opts.Workspace, "workspace", "", "the session's workspace `DIR` when it is not the session's own folder (a spec's workspace.path); a folder named only by the log is never archived")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
 	cmd.AddCommand(newBundleOpenCmd(f, openRunF))
 	return cmd
@@ -104,7 +106,7 @@ func bundleRun(ctx context.Context, f *Factory, opts *bundleOptions) error {
 		return fmt.Errorf("bundle: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	m, err := bundle.Write(ctx, newWritebackFile(tmp), st, id, bundle.Options{WithChildren: opts.WithChildren, Trace: trace, Warn: f.Err})
+	m, err := bundle.Write(ctx, newWritebackFile(tmp), st, id, bundle.Options{WithChildren: opts.WithChildren, Trace: trace, Warn: f.Err, Workspace: opts.Workspace})
 	if err == nil {
 		err = tmp.Sync()
 	}

@@ -20,6 +20,7 @@ type replayRunOptions struct {
 	Session       string
 	Strict        bool
 	WorkspaceFrom string
+	Spec          string
 	Keep          bool
 	JSON          bool
 	Quiet         bool
@@ -55,6 +56,7 @@ Exit status: 0 no difference, 6 differences, 1 an error.`,
 	}
 	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "stop at the first tool result that differs")
 	cmd.Flags().StringVar(&opts.WorkspaceFrom, "workspace-from", "", "initial workspace to copy instead of the spec's workspace.from")
+	cmd.Flags().StringVar(&opts.Spec, "spec", "", "spec `FILE` whose tools run (default: the file the session ran from; the log's copy is never run)")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "record the replay under --home and keep it")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as one JSON object")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
@@ -69,10 +71,11 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	if len(evs) == 0 {
 		return fmt.Errorf("replay run %s: the log has no events", id)
 	}
-	sp, err := spec.FromHeader(evs[0].Spec)
+	sp, changes, err := sessionSpec(f, evs[0], opts.Spec, "", false)
 	if err != nil {
 		return fmt.Errorf("replay run %s: %w", id, err)
 	}
+	warnSpecChanges(f, "replay run", id, sp, changes)
 	if opts.WorkspaceFrom != "" {
 		abs, err := filepath.Abs(opts.WorkspaceFrom)
 		if err != nil {
@@ -157,6 +160,7 @@ type replayForkOptions struct {
 	From    int64
 	Model   string
 	Script  string
+	Spec    string
 	Prompt  string
 	ForkID  string
 	JSON    bool
@@ -197,6 +201,7 @@ Exit status: as 'agentctl run' (0 done, 3 awaiting approval, 4 budget,
 	cmd.Flags().Int64Var(&opts.From, "from", 0, "keep the events up to and including `SEQ`")
 	cmd.Flags().StringVar(&opts.Model, "model", "", "continue against `PROVIDER/ID` instead of the pinned model")
 	cmd.Flags().StringVar(&opts.Script, "script", "", "turns of the scripted model (with --model scripted/ID)")
+	cmd.Flags().StringVar(&opts.Spec, "spec", "", "spec `FILE` whose tools run (default: the file the session ran from; the log's copy is never run)")
 	cmd.Flags().StringVar(&opts.Prompt, "prompt", "", "a user message to add before continuing")
 	cmd.Flags().StringVar(&opts.ForkID, "session-id", "", "use this id for the new session (default: random)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object with the outcome at the end")
@@ -213,10 +218,11 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 	if len(evs) == 0 {
 		return fmt.Errorf("replay fork %s: the log has no events", id)
 	}
-	sp, err := spec.FromHeader(evs[0].Spec)
+	sp, changes, err := sessionSpec(f, evs[0], opts.Spec, "", false)
 	if err != nil {
 		return fmt.Errorf("replay fork %s: %w", id, err)
 	}
+	warnSpecChanges(f, "replay fork", id, sp, changes)
 	if opts.Model != "" {
 		p, m, ok := strings.Cut(opts.Model, "/")
 		if !ok || p == "" || m == "" {

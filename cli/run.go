@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -181,6 +182,10 @@ type resumeOptions struct {
 	Quiet            bool
 	Model            string
 	AllowModelChange bool
+	Spec             string
+	Workspace        string
+	AllowSpecChange  bool
+	Unsandboxed      bool
 }
 
 func newResumeCmd(f *Factory, runF func(context.Context, *resumeOptions) error) *cobra.Command {
@@ -192,8 +197,14 @@ func newResumeCmd(f *Factory, runF func(context.Context, *resumeOptions) error) 
 'deny', after an interruption, after a budget stop or a provider error, or
 after a crash. Resume takes the session's lease (a live writer is refused),
 cuts a torn log tail, folds the log, settles tool calls that were in flight,
-then goes on with the spec and the pinned model recorded in the header.`,
-		Example: "  agentctl resume 3f2a",
+then goes on with the pinned model recorded in the header.
+
+Tools, commands and the workspace come from the spec file the session ran
+from (or --spec), never from the copy inside the log: a log is not signed.
+A spec file that differs from the recorded one is refused unless
+--allow-spec-change says the change is wanted (it is recorded). The
+workspace is the session's own folder, or the one the spec names.`,
+		Example: "  agentctl resume 3f2a\n  agentctl resume 3f2a --spec agents/fix.yaml --allow-spec-change",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
@@ -207,6 +218,10 @@ then goes on with the spec and the pinned model recorded in the header.`,
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
 	cmd.Flags().StringVar(&opts.Model, "model", "", "continue with `PROVIDER/ID` instead of the pinned model (needs --allow-model-change)")
 	cmd.Flags().BoolVar(&opts.AllowModelChange, "allow-model-change", false, "allow --model to differ from the pinned model; the change is recorded")
+	cmd.Flags().StringVar(&opts.Spec, "spec", "", "spec `FILE` to go on with (default: the file the session ran from)")
+	cmd.Flags().BoolVar(&opts.AllowSpecChange, "allow-spec-change", false, "go on although the spec file differs from the recorded spec; the change is recorded")
+	cmd.Flags().StringVar(&opts.Workspace, "workspace", "", "the session's workspace `DIR`, when it is not the session's own folder or the spec's workspace.path")
+	cmd.Flags().BoolVar(&opts.Unsandboxed, "unsandboxed", false, "as for run: where this machine has no namespaces, run tools unconfined")
 	return cmd
 }
 
@@ -223,9 +238,17 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
 		return fmt.Errorf("resume %s: the log has no session header", id)
 	}
-	sp, err := spec.FromHeader(evs[0].Spec)
+	sp, changes, err := sessionSpec(f, evs[0], opts.Spec, opts.Workspace, opts.Unsandboxed)
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", id, err)
+	}
+	if len(changes) > 0 && !opts.AllowSpecChange {
+		hint := "check the change, then pass --allow-spec-change to go on with it (it is recorded), or restore the file"
+		if slices.Equal(changes, []string{"sandbox"}) {
+			hint += "; if the run used --unsandboxed, pass it to resume too"
+		}
+		return fmt.Errorf("resume %s: the spec %s differs from the one the session recorded (changed: %s); %s",
+			id, sp.Path, strings.Join(changes, ", "), hint)
 	}
 	// The session's current model: the header's, or the latest change.
 	for _, e := range evs {
@@ -244,7 +267,7 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", id, err)
 	}
-	cfg.AllowModelChange = opts.AllowModelChange
+	cfg.AllowModelChange, cfg.SpecChanges = opts.AllowModelChange, changes
 	resumeTelemetry(cfg.Observer, id, evs)
 	res, err := runner.Resume(ctx, cfg, id)
 	flushTelemetry(f, cfg.Observer)

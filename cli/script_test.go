@@ -49,9 +49,10 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile":  waitFile,
-			"flipbyte":  flipByte,
-			"termlease": termLease,
+			"waitfile":    waitFile,
+			"flipbyte":    flipByte,
+			"termlease":   termLease,
+			"forgeheader": forgeHeader,
 		},
 	})
 }

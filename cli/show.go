@@ -167,6 +167,8 @@ func describe(e session.Event) string {
 		return fmt.Sprintf("child %s %s", e.ChildSessionID, clip(e.Output, 60))
 	case session.KindModelChanged:
 		return fmt.Sprintf("now %s/%s %s", e.Provider, e.Model, e.Reason)
+	case session.KindSpecChanged:
+		return fmt.Sprintf("now %s (%s) %s", e.SpecPath, e.SpecHash, e.Reason)
 	case session.KindSessionFinished:
 		return strings.TrimSpace(e.Status + " " + e.Reason)
 	}

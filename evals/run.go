@@ -248,7 +248,19 @@ func (e *engine) runOne(ctx context.Context, sc *Scenario, idx, r int) (rr RunRe
 	}
 	f := &facts{id: id, evs: evs, sum: sum}
 	if len(evs) > 0 {
-		f.ws = evs[0].Workspace
+		// Assertions and the reviewer read the workspace agentctl made for
+		// this run, never a folder the header alone names.
+		want := ""
+		if sc.Replay == nil && sc.Spec != nil {
+			want = sc.Spec.Workspace.Path
+		}
+		ws, werr := e.cfg.Store.Workspace(id, evs[0], want)
+		if werr != nil {
+			rr.Error = werr.Error()
+			rr.Results = append(rr.Results, Result{Kind: KindRun, Assertion: "run", Message: rr.Error})
+			return rr
+		}
+		f.ws = ws
 	}
 	for i := range sc.Assert {
 		a := &sc.Assert[i]
@@ -307,7 +319,9 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 	if len(evs) == 0 {
 		return replay.RunReport{}, fmt.Errorf("replay %s: the log has no events", id)
 	}
-	sp, err := spec.FromHeader(evs[0].Spec)
+	// The tools that run come from the spec file the session ran from,
+	// never from the log's copy of it (see spec.ForSession).
+	sp, err := spec.ForSession(evs[0], "")
 	if err != nil {
 		return replay.RunReport{}, fmt.Errorf("replay %s: %w", id, err)
 	}

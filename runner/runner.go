@@ -51,6 +51,11 @@ type Config struct {
 	Clock    func() time.Time
 	// SessionID, if set, is used for a new session instead of a random id.
 	SessionID string
+	// SpecChanges, on Resume, lists the top-level keys in which Spec differs
+	// from the spec the session recorded (spec.Changes). The caller has
+	// checked that the change is wanted; Resume records it as a
+	// spec_changed event before anything runs.
+	SpecChanges []string
 	// AllowModelChange lets Resume continue with a provider or model other
 	// than the one the session pinned; the change is recorded as a
 	// model_changed event. Without it such a resume is refused.
@@ -129,7 +134,7 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	}
 	ws := sp.Workspace.Path
 	if ws == "" {
-		ws = filepath.Join(cfg.Store.SessionDir(id), "workspace")
+		ws = filepath.Join(cfg.Store.SessionDir(id), recorder.WorkspaceDir)
 	}
 	ws, err = filepath.Abs(ws)
 	if err != nil {
@@ -226,7 +231,13 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		st.wallSpent += st.lastTS.Sub(st.segStart)
 		st.segStart = time.Time{}
 	}
-	r := &run{cfg: cfg, sess: sess, st: st, id: id, ws: evs[0].Workspace, started: time.Now(), fp: fp}
+	// The workspace is the session's own folder or the one the spec the
+	// user runs names, never a folder the header alone names.
+	ws, err := cfg.Store.Workspace(id, evs[0], cfg.Spec.Workspace.Path)
+	if err != nil {
+		return Result{}, fmt.Errorf("resume %s: %w", id, err)
+	}
+	r := &run{cfg: cfg, sess: sess, st: st, id: id, ws: ws, started: time.Now(), fp: fp}
 	if f := r.st.finished; f != nil && f.Seq == r.st.lastSeq && session.Status(f.Status) == session.StatusDone {
 		return r.result(), fmt.Errorf("resume %s: the session already finished with status done; fork it to continue (agentctl replay fork)", id)
 	}
@@ -250,6 +261,12 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		res.Reason = fmt.Sprintf("call %s still needs a human: check its effect, then record it with 'agentctl resolve %s %s --output TEXT' (it took effect) or '--not-done'",
 			strings.Join(ids, ", "), id, ids[0])
 		return res, nil
+	}
+	if len(cfg.SpecChanges) > 0 {
+		if err := r.append(session.Event{Kind: session.KindSpecChanged, SpecPath: cfg.Spec.Path, SpecHash: specHash(cfg.Spec),
+			Reason: "resume --allow-spec-change; changed: " + strings.Join(cfg.SpecChanges, ", ")}); err != nil {
+			return r.result(), err
+		}
 	}
 	if err := r.pinModel(); err != nil {
 		return r.result(), fmt.Errorf("resume %s: %w", id, err)

@@ -32,8 +32,12 @@ const (
 	KindSubagentStarted  Kind = "subagent_started"
 	KindSubagentFinished Kind = "subagent_finished"
 	KindModelChanged     Kind = "model_changed"
-	KindError            Kind = "error"
-	KindSessionFinished  Kind = "session_finished"
+	// KindSpecChanged records that a resume went on with a spec file that
+	// differs from the one the session recorded (spec_path, spec_hash of
+	// the new one; reason lists the changed keys).
+	KindSpecChanged     Kind = "spec_changed"
+	KindError           Kind = "error"
+	KindSessionFinished Kind = "session_finished"
 )
 
 // Kinds lists every kind this version knows, in the order DESIGN.md gives.
@@ -42,7 +46,7 @@ var Kinds = []Kind{
 	KindToolIntent, KindToolResult, KindApprovalRequest, KindApprovalGranted,
 	KindApprovalDenied, KindCompaction, KindInterrupted, KindReconciled,
 	KindBudgetExceeded, KindEvaluation, KindSubagentStarted, KindSubagentFinished,
-	KindModelChanged, KindError, KindSessionFinished,
+	KindModelChanged, KindSpecChanged, KindError, KindSessionFinished,
 }
 
 // Known reports whether k is a kind this version of agentctl understands.
