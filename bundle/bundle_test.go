@@ -405,7 +405,7 @@ func TestWorkspacePaths(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		dir := filepath.Join(t.TempDir(), "out")
-		if _, err := bundle.Extract(context.Background(), &out, dir, bundle.ExtractOptions{}); err != nil {
+		if _, err := bundle.Extract(context.Background(), bytes.NewReader(out.Bytes()), dir, bundle.ExtractOptions{}); err != nil {
 			t.Fatalf("%s: Extract: %v", tc.name, err)
 		}
 		zf, err := os.Open(filepath.Join(dir, "workspace.tar.zst"))

@@ -61,14 +61,17 @@
 //
 // # Reading hostile bundles
 //
-// Extract treats its input as hostile: the zstd decoder's memory is capped,
-// member names must be local paths (no "..", no absolute path), only regular
-// files and folders are accepted (links, devices and fifos are refused),
-// members larger than MaxMember or a total beyond MaxTotal are refused from
-// their headers before a byte is written, duplicates are refused, and every
-// member is checked against the MANIFEST. Files are written under an
-// os.Root in a fresh folder beside the target, renamed into place only when
-// everything checked out.
+// Extract treats its input as hostile and reads it twice. The first pass
+// writes nothing: the zstd decoder's memory is capped, member names must be
+// local paths (no "..", no absolute path), only regular files and folders
+// are accepted (links, devices and fifos are refused), members larger than
+// MaxMember or a total beyond MaxTotal are refused from their headers,
+// duplicates are refused, and every member is checked against the MANIFEST
+// (its last member). Only a bundle that passed is unpacked, by the second
+// pass, under an os.Root in a fresh folder beside the target, each member
+// checked at its header against what the first pass verified; the folder is
+// renamed into place when everything checked out. So a bundle whose members
+// are not the ones its MANIFEST declares costs a read, never disk space.
 //
 // # Concurrency
 //

@@ -3,7 +3,6 @@ package bundle_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,7 +46,7 @@ func TestBundleIgnoresForeignWorkspace(t *testing.T) {
 			names = append(names, mm.Name)
 		}
 		dir := t.TempDir()
-		if _, err := bundle.Extract(context.Background(), io.Reader(&out), filepath.Join(dir, "x"), bundle.ExtractOptions{}); err != nil {
+		if _, err := bundle.Extract(context.Background(), bytes.NewReader(out.Bytes()), filepath.Join(dir, "x"), bundle.ExtractOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		return names, warn.String()

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -56,11 +57,16 @@ type ExtractOptions struct {
 }
 
 // Extract reads a bundle from r and unpacks it into dir, which must not
-// exist or be an empty folder. The members are written into a fresh folder
-// beside dir, checked against the MANIFEST, and only then renamed to dir;
-// on any error nothing is left behind. See the package doc for what is
-// refused.
-func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (*Manifest, error) {
+// exist or be an empty folder. See the package doc for what is refused.
+//
+// The bundle is read twice. The first pass writes nothing: it checks every
+// member's header, size and sha256 against the MANIFEST, so a hostile
+// bundle cannot fill the disk with members it never declared. The second
+// pass writes the members into a fresh folder beside dir, refusing at its
+// header any member that differs from what the first pass verified (the
+// file changed in between), and renames the folder to dir at the end; on
+// any error nothing is left behind.
+func Extract(ctx context.Context, r io.ReadSeeker, dir string, opts ExtractOptions) (*Manifest, error) {
 	if opts.MaxMember <= 0 {
 		opts.MaxMember = DefaultMaxMember
 	}
@@ -78,6 +84,17 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("bundle: open into %s: %w", dir, err)
 	}
+	start, err := r.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	m, raw, err := scan(ctx, r, opts, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Seek(start, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
@@ -86,8 +103,7 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
-	m, err := extract(ctx, r, tmp, opts)
-	if err != nil {
+	if err := unpack(ctx, r, tmp, opts, m, raw); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
@@ -99,18 +115,64 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	return m, nil
 }
 
-func extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (*Manifest, error) {
+// unpack is Extract's second pass: it writes the members into dir, each
+// checked at its header against the verified manifest m.
+func unpack(ctx context.Context, r io.Reader, dir string, opts ExtractOptions, m *Manifest, raw []byte) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	defer root.Close()
+	want := make(map[string]Member, len(m.Members))
+	for _, mm := range m.Members {
+		want[mm.Name] = mm
+	}
+	sink := func(name string, size int64) (io.WriteCloser, error) {
+		mm, ok := want[name]
+		if !ok || mm.Size != size {
+			return nil, fmt.Errorf("%w: %q differs from the first read of the bundle (the file changed while it was opened)", ErrManifest, name)
+		}
+		if opts.Only != nil && !opts.Only(name) {
+			return nil, nil
+		}
+		if d := path.Dir(name); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return nil, fmt.Errorf("%w: %q: %v", ErrUnsafePath, name, err)
+			}
+		}
+		f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q: %v", ErrUnsafePath, name, err)
+		}
+		return f, nil
+	}
+	again, raw2, err := scan(ctx, r, opts, sink, want)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(raw, raw2) || len(again.Members) != len(m.Members) {
+		return fmt.Errorf("%w: the MANIFEST differs from the first read of the bundle (the file changed while it was opened)", ErrManifest)
+	}
+	if opts.Only == nil || opts.Only(ManifestName) {
+		if err := root.WriteFile(ManifestName, raw, 0o644); err != nil {
+			return fmt.Errorf("bundle: %w", err)
+		}
+	}
+	return nil
+}
+
+// scan reads the bundle once, checking each member's header as it comes and
+// every member against the MANIFEST at the end; it returns the manifest and
+// its bytes. sink, when set, gives the writer for a member (nil: hash only)
+// before a byte of it is read; want, when set, are the members the first
+// pass verified, whose sha256 each member must match as it ends.
+func scan(ctx context.Context, r io.Reader, opts ExtractOptions, sink func(name string, size int64) (io.WriteCloser, error), want map[string]Member) (*Manifest, []byte, error) {
 	dec, err := zstd.NewReader(r, zstd.WithDecoderMaxMemory(DecoderMaxMemory), zstd.WithDecoderMaxWindow(DecoderMaxMemory),
 		zstd.WithDecoderConcurrency(1))
 	if err != nil {
-		return nil, fmt.Errorf("bundle: %w", err)
+		return nil, nil, fmt.Errorf("bundle: %w", err)
 	}
 	defer dec.Close()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("bundle: %w", err)
-	}
-	defer root.Close()
 	tr := tar.NewReader(dec)
 	got := map[string]Member{}
 	var order []string
@@ -119,47 +181,47 @@ func extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	buf := make([]byte, 256<<10)
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+			return nil, nil, fmt.Errorf("%w: %v", ErrRefused, err)
 		}
 		if manifest != nil {
-			return nil, fmt.Errorf("%w: member %q after the MANIFEST", ErrManifest, hdr.Name)
+			return nil, nil, fmt.Errorf("%w: member %q after the MANIFEST", ErrManifest, hdr.Name)
 		}
 		name := hdr.Name
 		if !safeName(name) {
-			return nil, fmt.Errorf("%w: %q", ErrUnsafePath, name)
+			return nil, nil, fmt.Errorf("%w: %q", ErrUnsafePath, name)
 		}
 		switch hdr.Typeflag {
 		case tar.TypeReg:
 		case tar.TypeDir:
 			continue // folders are made as files need them
 		default:
-			return nil, fmt.Errorf("%w: %q is a %s", ErrMemberType, name, typeName(hdr.Typeflag))
+			return nil, nil, fmt.Errorf("%w: %q is a %s", ErrMemberType, name, typeName(hdr.Typeflag))
 		}
 		if hdr.Size < 0 || hdr.Size > opts.MaxMember {
-			return nil, fmt.Errorf("%w: member %q has %d bytes (limit %d)", ErrTooLarge, name, hdr.Size, opts.MaxMember)
+			return nil, nil, fmt.Errorf("%w: member %q has %d bytes (limit %d)", ErrTooLarge, name, hdr.Size, opts.MaxMember)
 		}
 		if total += hdr.Size; total > opts.MaxTotal {
-			return nil, fmt.Errorf("%w: members add up to more than %d bytes", ErrTooLarge, opts.MaxTotal)
+			return nil, nil, fmt.Errorf("%w: members add up to more than %d bytes", ErrTooLarge, opts.MaxTotal)
 		}
 		if _, dup := got[name]; dup {
-			return nil, fmt.Errorf("%w: member %q appears twice", ErrManifest, name)
+			return nil, nil, fmt.Errorf("%w: member %q appears twice", ErrManifest, name)
 		}
 		if len(got) >= opts.MaxMembers {
-			return nil, fmt.Errorf("%w: more than %d members", ErrTooLarge, opts.MaxMembers)
+			return nil, nil, fmt.Errorf("%w: more than %d members", ErrTooLarge, opts.MaxMembers)
 		}
 		if name == ManifestName {
 			if hdr.Size > 64<<20 {
-				return nil, fmt.Errorf("%w: MANIFEST has %d bytes", ErrTooLarge, hdr.Size)
+				return nil, nil, fmt.Errorf("%w: MANIFEST has %d bytes", ErrTooLarge, hdr.Size)
 			}
 			if manifest, err = io.ReadAll(tr); err != nil {
-				return nil, fmt.Errorf("%w: read MANIFEST: %v", ErrRefused, err)
+				return nil, nil, fmt.Errorf("%w: read MANIFEST: %v", ErrRefused, err)
 			}
 			if manifest == nil {
 				manifest = []byte{}
@@ -168,17 +230,14 @@ func extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		}
 		h := sha256.New()
 		var w io.Writer = h
-		var f *os.File
-		if opts.Only == nil || opts.Only(name) {
-			if d := path.Dir(name); d != "." {
-				if err := root.MkdirAll(d, 0o755); err != nil {
-					return nil, fmt.Errorf("%w: %q: %v", ErrUnsafePath, name, err)
-				}
+		var f io.WriteCloser
+		if sink != nil {
+			if f, err = sink(name, hdr.Size); err != nil {
+				return nil, nil, err
 			}
-			if f, err = root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err != nil {
-				return nil, fmt.Errorf("%w: %q: %v", ErrUnsafePath, name, err)
+			if f != nil {
+				w = io.MultiWriter(f, h)
 			}
-			w = io.MultiWriter(f, h)
 		}
 		n, err := io.CopyBuffer(w, tr, buf)
 		if f != nil {
@@ -187,23 +246,27 @@ func extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: member %q: %v", ErrRefused, name, err)
+			return nil, nil, fmt.Errorf("%w: member %q: %v", ErrRefused, name, err)
 		}
-		got[name] = Member{Name: name, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+		g := Member{Name: name, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+		if mm, ok := want[name]; want != nil && (!ok || mm != g) {
+			return nil, nil, fmt.Errorf("%w: %q differs from the first read of the bundle (the file changed while it was opened)", ErrManifest, name)
+		}
+		got[name] = g
 		order = append(order, name)
 	}
 	if manifest == nil {
-		return nil, fmt.Errorf("%w: no MANIFEST (not a bundle, or cut short)", ErrManifest)
+		return nil, nil, fmt.Errorf("%w: no MANIFEST (not a bundle, or cut short)", ErrManifest)
 	}
 	var m Manifest
 	if err := json.Unmarshal(manifest, &m); err != nil {
-		return nil, fmt.Errorf("%w: MANIFEST: %v", ErrManifest, err)
+		return nil, nil, fmt.Errorf("%w: MANIFEST: %v", ErrManifest, err)
 	}
 	if m.Format != Format || m.Version < 1 {
-		return nil, fmt.Errorf("%w: MANIFEST names format %q version %d", ErrManifest, m.Format, m.Version)
+		return nil, nil, fmt.Errorf("%w: MANIFEST names format %q version %d", ErrManifest, m.Format, m.Version)
 	}
 	if m.Version > Version {
-		return nil, fmt.Errorf("%w: bundle version %d is newer than this agentctl reads (%d)", ErrRefused, m.Version, Version)
+		return nil, nil, fmt.Errorf("%w: bundle version %d is newer than this agentctl reads (%d)", ErrRefused, m.Version, Version)
 	}
 	listed := map[string]bool{}
 	for _, mm := range m.Members {
@@ -211,24 +274,19 @@ func extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		g, ok := got[mm.Name]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("%w: %q is listed but missing", ErrManifest, mm.Name)
+			return nil, nil, fmt.Errorf("%w: %q is listed but missing", ErrManifest, mm.Name)
 		case g.Size != mm.Size:
-			return nil, fmt.Errorf("%w: %q has %d bytes, the MANIFEST says %d", ErrManifest, mm.Name, g.Size, mm.Size)
+			return nil, nil, fmt.Errorf("%w: %q has %d bytes, the MANIFEST says %d", ErrManifest, mm.Name, g.Size, mm.Size)
 		case g.SHA256 != mm.SHA256:
-			return nil, fmt.Errorf("%w: %q has sha256 %s, the MANIFEST says %s", ErrManifest, mm.Name, g.SHA256, mm.SHA256)
+			return nil, nil, fmt.Errorf("%w: %q has sha256 %s, the MANIFEST says %s", ErrManifest, mm.Name, g.SHA256, mm.SHA256)
 		}
 	}
 	for _, name := range order {
 		if !listed[name] {
-			return nil, fmt.Errorf("%w: %q is not in the MANIFEST", ErrManifest, name)
+			return nil, nil, fmt.Errorf("%w: %q is not in the MANIFEST", ErrManifest, name)
 		}
 	}
-	if opts.Only == nil || opts.Only(ManifestName) {
-		if err := root.WriteFile(ManifestName, manifest, 0o644); err != nil {
-			return nil, fmt.Errorf("bundle: %w", err)
-		}
-	}
-	return &m, nil
+	return &m, manifest, nil
 }
 
 // safeName reports whether a member name is a clean relative path with

@@ -169,7 +169,7 @@ func TestWorkspaceContent(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := filepath.Join(t.TempDir(), "out")
-			if _, err := bundle.Extract(context.Background(), &out, dir, bundle.ExtractOptions{}); err != nil {
+			if _, err := bundle.Extract(context.Background(), bytes.NewReader(out.Bytes()), dir, bundle.ExtractOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			arc := filepath.Join(dir, "workspace.tar.zst")
