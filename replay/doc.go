@@ -8,7 +8,7 @@
 // model_call, hashes today's projection the way the runner did
 // (session.Digest over the messages and the header's tool list) and
 // compares it with the recorded request_digest. Messages are hashed once
-// each (digester), so verify is linear in the log. The first divergence is
+// each (session.Digester), so verify is linear in the log. The first divergence is
 // reported with a stable code and both sides; as the log keeps digests, not
 // payloads, the log's side is rebuilt by trying the earlier projection
 // rules in Rules, and when none reproduces the digest the messages new since

@@ -117,7 +117,7 @@ func explain(call session.Event, turn int, got string, msgs []session.Message, t
 }
 
 func msgKey(m session.Message) string {
-	b, _ := json.Marshal(wireMessage{m.Role, m.Content, m.ToolCalls, m.ToolCallID, m.Name})
+	b, _ := json.Marshal(session.Wire(m))
 	return string(b)
 }
 

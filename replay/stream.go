@@ -48,7 +48,7 @@ type Verifier struct {
 	// The fold.
 	stopped bool // diverged: no more digests
 	p       *session.Projector
-	d       *digester
+	d       *session.Digester
 	prev    []session.Message
 	spare   []session.Message // prev's twin, reused for the next payload
 	agreed  int64
@@ -57,7 +57,7 @@ type Verifier struct {
 	// projected without compactions (runner.CompactionMessages), fed
 	// lazily from buf since through lies behind the newest event.
 	orig     *session.Projector
-	od       *digester
+	od       *session.Digester
 	buf      []origEvent
 	wantOrig bool // a compaction call has been checked: keep orig current
 	lostOrig bool // buf outgrew maxOrigBuf before any was: Report asks for Verify if one comes
@@ -154,7 +154,7 @@ func (v *Verifier) step(e, next *session.Event) {
 			// thousand short logs do not each grow it from empty.
 			v.p.Reserve(tailReserve)
 			v.spare = make([]session.Message, 0, tailReserve+4)
-			v.d = newDigester()
+			v.d = session.NewDigester()
 		}
 	}
 	if v.noHeader {
@@ -195,7 +195,7 @@ func (v *Verifier) step(e, next *session.Event) {
 func (v *Verifier) feed(through int64) {
 	if v.orig == nil {
 		v.orig = session.NewProjector("")
-		v.od = newDigester()
+		v.od = session.NewDigester()
 	}
 	n := 0
 	for n < len(v.buf) && v.buf[n].seq <= through {
@@ -278,7 +278,7 @@ func (v *Verifier) check(call, after *session.Event) bool {
 			v.redo, v.stopped = true, true
 			return false
 		}
-		got := v.od.digest(msgs, []string{})
+		got := v.od.Digest(msgs, []string{})
 		if got != call.RequestDigest {
 			rep.Status = StatusDiverged
 			rep.Divergence = explain(*call, rep.Checked, got, msgs, nil, nil, 0)
@@ -294,7 +294,7 @@ func (v *Verifier) check(call, after *session.Event) bool {
 	rep.Checked++
 	// Two slices take turns: msgs is built in the one prev does not hold.
 	msgs := v.p.AppendMessages(v.spare[:0])
-	got := v.d.digest(msgs, v.tools)
+	got := v.d.Digest(msgs, v.tools)
 	if got == call.RequestDigest {
 		if v.prev == nil {
 			v.prev = make([]session.Message, 0, cap(msgs))

@@ -172,7 +172,7 @@ func isCompactionCall(e session.Event) bool {
 // Verify re-projects every model call of a session with today's code and
 // compares the result with the request digest recorded in its model_call.
 // It folds the log once with a session.Projector and hashes each message
-// once (see digester), so it is linear in the log.
+// once (see session.Digester), so it is linear in the log.
 //
 // The request of a turn's model_call at seq m is the projection of every
 // event before m except the assistant_message at m-1 that answered it, with
@@ -210,7 +210,7 @@ func verifyBatch(id string, evs []session.Event, opts VerifyOptions) Report {
 	tools, haveTools := HeaderTools(hdr)
 
 	p := session.NewProjector(hdr.System)
-	d := newDigester()
+	d := session.NewDigester()
 	var prev []session.Message // payload of the last turn that agreed
 	var agreed int64
 	project := func(i int) []session.Message {
@@ -247,7 +247,7 @@ func verifyBatch(id string, evs []session.Event, opts VerifyOptions) Report {
 		if opts.Project != nil {
 			got = session.Digest(msgs, tools)
 		} else {
-			got = d.digest(msgs, tools)
+			got = d.Digest(msgs, tools)
 		}
 		if got == call.RequestDigest {
 			prev, agreed = msgs, call.Seq

@@ -31,12 +31,12 @@ func TestIncrementalDigestMatches(t *testing.T) {
 	home := t.TempDir()
 	for i, agent := range []string{"long-refactor", "fix-typo"} {
 		evs := record(t, home, agent, "00000000000000b"+string(rune('0'+i)))
-		d := newDigester()
+		d := session.NewDigester()
 		p := session.NewProjector(evs[0].System)
 		tools := []string{"a", "b"}
 		for k, e := range evs {
 			p.Add(e)
-			got := d.digest(p.Messages(), tools)
+			got := d.Digest(p.Messages(), tools)
 			want := session.Digest(session.Project(evs[:k+1], evs[0].System), tools)
 			if got != want {
 				t.Fatalf("%s: digest after seq %d = %s, want %s", agent, e.Seq, got, want)

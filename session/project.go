@@ -1,8 +1,6 @@
 package session
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"sort"
@@ -263,26 +261,6 @@ func (p *Projector) AppendMessages(out []Message) []Message {
 
 // Through is the last seq replaced by the latest compaction (0 if none).
 func (p *Projector) Through() int64 { return p.through }
-
-// Digest is the stable fingerprint of a request payload recorded in
-// model_call events, so replay can tell whether today's code would have
-// sent the same messages. Seq is excluded: it is bookkeeping, not payload.
-func Digest(messages []Message, tools []string) string {
-	type wire struct {
-		Role       string     `json:"role"`
-		Content    string     `json:"content"`
-		ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-		ToolCallID string     `json:"tool_call_id,omitempty"`
-		Name       string     `json:"name,omitempty"`
-	}
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	for _, m := range messages {
-		_ = enc.Encode(wire{m.Role, m.Content, m.ToolCalls, m.ToolCallID, m.Name})
-	}
-	_ = enc.Encode(tools)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
 
 // PendingCall is a tool call still waiting for its reply.
 type PendingCall struct {

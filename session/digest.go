@@ -1,29 +1,45 @@
-package replay
+package session
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"hash"
 	"unicode/utf8"
-
-	"crypto/sha256"
-	"encoding/hex"
-
-	"github.com/agentctl/agentctl/session"
 )
 
-// wireMessage is the per-message record session.Digest hashes. It must stay
-// field for field the same as the type inside session.Digest; the test
-// TestIncrementalDigestMatches checks the two agree on every fixture.
-type wireMessage struct {
-	Role       string             `json:"role"`
-	Content    string             `json:"content"`
-	ToolCalls  []session.ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string             `json:"tool_call_id,omitempty"`
-	Name       string             `json:"name,omitempty"`
+// WireMessage is the record Digest hashes for each message of a request:
+// the request digest's one definition. Seq is left out: it is bookkeeping,
+// not payload.
+type WireMessage struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
 }
 
-// digester computes session.Digest for a sequence of payloads that grow by
+// Wire returns m as Digest hashes it.
+func Wire(m Message) WireMessage {
+	return WireMessage{m.Role, m.Content, m.ToolCalls, m.ToolCallID, m.Name}
+}
+
+// Digest is the stable fingerprint of a request payload recorded in
+// model_call events, so replay can tell whether today's code would have
+// sent the same messages: SHA-256 over what json.Encoder writes for each
+// message's WireMessage, then for the tool names.
+func Digest(messages []Message, tools []string) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, m := range messages {
+		_ = enc.Encode(Wire(m))
+	}
+	_ = enc.Encode(tools)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Digester computes Digest for a sequence of payloads that grow by
 // appending, as the projection does between compactions: the messages
 // already hashed are not encoded again, so verifying a session costs time
 // linear in its events, not in the sum of its payload sizes.
@@ -33,41 +49,43 @@ type wireMessage struct {
 // part of it (the next event may answer those calls), and a payload whose
 // prefix no longer matches what was hashed (after a compaction) starts
 // over. Not safe for concurrent use.
-type digester struct {
+type Digester struct {
 	h    hash.Hash
-	n    int             // messages in the running hash
-	last session.Message // payload[n-1] when it was hashed
-	line []byte          // scratch for one encoded message
-	args bytes.Buffer    // scratch for compacting tool call args
+	n    int          // messages in the running hash
+	last Message      // payload[n-1] when it was hashed
+	line []byte       // scratch for one encoded message
+	args bytes.Buffer // scratch for compacting tool call args
 }
 
-func newDigester() *digester {
-	d := &digester{}
+// NewDigester returns a Digester with nothing hashed yet.
+func NewDigester() *Digester {
+	d := &Digester{}
 	d.reset()
 	return d
 }
 
-func (d *digester) reset() {
+func (d *Digester) reset() {
 	d.h = sha256.New()
 	d.n = 0
-	d.last = session.Message{}
+	d.last = Message{}
 }
 
 // sameMessage is a cheap identity check of a message hashed earlier: the
 // projection appends messages and never edits them, so seq, role and sizes
 // are enough to notice a payload that was rebuilt (a compaction).
-func sameMessage(a, b session.Message) bool {
+func sameMessage(a, b Message) bool {
 	return a.Seq == b.Seq && a.Role == b.Role && len(a.Content) == len(b.Content) &&
 		a.ToolCallID == b.ToolCallID && a.Name == b.Name && len(a.ToolCalls) == len(b.ToolCalls)
 }
 
-// digest returns session.Digest(msgs, tools).
-func (d *digester) digest(msgs []session.Message, tools []string) string {
+// Digest returns Digest(msgs, tools), hashing only the messages appended
+// since the previous call.
+func (d *Digester) Digest(msgs []Message, tools []string) string {
 	if d.n > len(msgs) || (d.n > 0 && !sameMessage(msgs[d.n-1], d.last)) {
 		d.reset()
 	}
 	end := len(msgs)
-	for end > d.n && msgs[end-1].Seq == 0 && msgs[end-1].Role == session.RoleTool {
+	for end > d.n && msgs[end-1].Seq == 0 && msgs[end-1].Role == RoleTool {
 		end--
 	}
 	for i := d.n; i < end; i++ {
@@ -78,7 +96,7 @@ func (d *digester) digest(msgs []session.Message, tools []string) string {
 	}
 	c, err := d.h.(hash.Cloner).Clone()
 	if err != nil { // never for crypto/sha256; fall back to the batch form
-		return session.Digest(msgs, tools)
+		return Digest(msgs, tools)
 	}
 	for _, m := range msgs[end:] {
 		d.write(c, m)
@@ -90,7 +108,7 @@ func (d *digester) digest(msgs []session.Message, tools []string) string {
 }
 
 // write hashes m as json.Encoder would write it.
-func (d *digester) write(h hash.Hash, m session.Message) {
+func (d *Digester) write(h hash.Hash, m Message) {
 	line, ok := d.appendMessage(d.line[:0], m)
 	if !ok {
 		encodeMessage(json.NewEncoder(h), m)
@@ -100,15 +118,15 @@ func (d *digester) write(h hash.Hash, m session.Message) {
 	h.Write(line)
 }
 
-func encodeMessage(enc *json.Encoder, m session.Message) {
-	_ = enc.Encode(wireMessage{m.Role, m.Content, m.ToolCalls, m.ToolCallID, m.Name})
+func encodeMessage(enc *json.Encoder, m Message) {
+	_ = enc.Encode(Wire(m))
 }
 
 // appendMessage appends the line json.Encoder.Encode writes for m's
 // wireMessage, without reflection. It reports false when a tool call's
 // args are not valid JSON: the encoder fails then and writes nothing, and
 // the caller leaves the case to it.
-func (d *digester) appendMessage(dst []byte, m session.Message) ([]byte, bool) {
+func (d *Digester) appendMessage(dst []byte, m Message) ([]byte, bool) {
 	dst = append(dst, `{"role":`...)
 	dst = appendString(dst, m.Role)
 	dst = append(dst, `,"content":`...)

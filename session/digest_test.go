@@ -1,4 +1,4 @@
-package replay
+package session
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agentctl/agentctl/session"
 )
 
 // TestAppendMessageMatchesEncoder: the digester's hand-written encoding is
@@ -28,17 +26,17 @@ func TestAppendMessageMatchesEncoder(t *testing.T) {
 		return b.String()
 	}
 	argsList := []string{"", `{"path":"a.go"}`, `{ "path" : "a<b>&c" , "n": [1, 2] }`, "{\"s\":\"\u2028\"}", `[1,`, `null`, `"x"`, ` {"a":1} `}
-	d := newDigester()
+	d := NewDigester()
 	for i := range 5000 {
-		m := session.Message{Role: str(), Content: str(), ToolCallID: str(), Name: str(), Seq: int64(i)}
+		m := Message{Role: str(), Content: str(), ToolCallID: str(), Name: str(), Seq: int64(i)}
 		if r.IntN(4) == 0 {
 			m.ToolCallID, m.Name = "", ""
 		}
 		for range r.IntN(3) {
-			m.ToolCalls = append(m.ToolCalls, session.ToolCall{ID: str(), Name: str(), Args: json.RawMessage(argsList[r.IntN(len(argsList))])})
+			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: str(), Name: str(), Args: json.RawMessage(argsList[r.IntN(len(argsList))])})
 		}
 		if r.IntN(5) == 0 {
-			m.ToolCalls = []session.ToolCall{}
+			m.ToolCalls = []ToolCall{}
 		}
 		var want bytes.Buffer
 		encodeMessage(json.NewEncoder(&want), m)
