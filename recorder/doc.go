@@ -69,6 +69,45 @@
 //   - Events carry dense sequence numbers: the first record has seq 1 and
 //     each next one the previous plus one. The first record of a log made by
 //     [Create] is the session_started header.
+//   - The payload is one event as UTF-8 JSON (session.Encode: the fields of
+//     session.Event with their snake_case names, empty ones left out; the
+//     fields each kind uses are listed in package session's FORMAT.md).
+//     ts is RFC 3339 with up to nine fraction digits, trailing zeros
+//     dropped, as Go's time.Time marshals it: "2026-01-02T03:04:06.5Z".
+//     Readers must keep keys they do not know (a newer agentctl wrote them).
+//
+// # Appends
+//
+// One Append writes its events' frames back to back with one write and one
+// fsync, but it is not atomic: a crash during it can leave any prefix of
+// its frames (the torn-tail rules below then keep the whole frames of that
+// prefix). Nothing reads two events as a unit: a caller that appends an
+// assistant_message and its model_call together may find only the first
+// after a crash, and resume folds whatever prefix survived.
+//
+// # Test vector
+//
+// A log of two events, the header and a user message, as
+// TestFormatVector decodes it from this comment:
+//
+//	00000000: 4147 4354 4c4f 4700 0100 0000 5e00 0000  AGCTLOG.....^...
+//	00000010: 8b65 c3cf 017b 2273 6571 223a 312c 2274  .e...{"seq":1,"t
+//	00000020: 7322 3a22 3230 3236 2d30 312d 3032 5430  s":"2026-01-02T0
+//	00000030: 333a 3034 3a30 355a 222c 226b 696e 6422  3:04:05Z","kind"
+//	00000040: 3a22 7365 7373 696f 6e5f 7374 6172 7465  :"session_starte
+//	00000050: 6422 2c22 7365 7373 696f 6e5f 6964 223a  d","session_id":
+//	00000060: 2230 3132 3334 3536 3738 3961 6263 6465  "0123456789abcde
+//	00000070: 6622 7d49 0000 00f0 a11c 6001 7b22 7365  f"}I......`.{"se
+//	00000080: 7122 3a32 2c22 7473 223a 2232 3032 362d  q":2,"ts":"2026-
+//	00000090: 3031 2d30 3254 3033 3a30 343a 3036 2e35  01-02T03:04:06.5
+//	000000a0: 5a22 2c22 6b69 6e64 223a 2275 7365 725f  Z","kind":"user_
+//	000000b0: 6d65 7373 6167 6522 2c22 7465 7874 223a  message","text":
+//	000000c0: 2268 6922 7d                             "hi"}
+//
+// Bytes 0-11 are the file header (magic, version 1). The first frame
+// header is 5e000000 (length 94), 8b65c3cf (CRC-32C 0xcfc3658b of the
+// type byte 01 and the 94 payload bytes), 01 (an event). The second starts
+// at offset 0x73: 49000000 (73 bytes), f0a11c60, 01.
 //
 // # Reading
 //
@@ -77,10 +116,12 @@
 //  1. Clean end ([io.EOF]): the last frame ends exactly at the end of the
 //     file.
 //  2. Torn tail ([ErrTornTail]; [ReadFile] reports it as Tail.Torn with a nil
-//     error): the file ends inside the file header (an empty file
-//     included) or a frame header, or
+//     error): the file is shorter than the file header and its bytes are a
+//     prefix of a good file header (an empty file included), or the file
+//     ends inside a frame header, or
 //     a frame is bad (payload past the end of the file, length over the
-//     maximum, type 0, zero frame, checksum mismatch) and no valid frame
+//     maximum, type 0, a zero frame (nine zero bytes: length 0, crc 0,
+//     type 0, the shape of preallocated space), checksum mismatch) and no valid frame
 //     starts anywhere in the bytes after the bad frame's first byte. That is
 //     what a crash during an append leaves: a partial write, or zeros and
 //     garbage after the last good record. The good end is the end of the
@@ -89,7 +130,8 @@
 //     path, offset and reason): a bad frame with a valid frame somewhere
 //     after it; a checksum-valid frame whose type is unknown or whose JSON
 //     does not decode; a sequence number that is not the previous plus one;
-//     or a file header with the wrong magic. A crash cannot produce these,
+//     or a file header with the wrong magic (also a file shorter than the
+//     header whose bytes are not a prefix of it). A crash cannot produce these,
 //     so they are never repaired automatically and records are never
 //     skipped. (A header with another version fails with
 //     [ErrUnsupportedVersion] instead.)

@@ -4,6 +4,9 @@
 // The log is the state: every fact about a run is an Event, appended once
 // and never edited. Everything else (provider payloads, checkpoints, Parquet
 // rows, spans) is derived from the events, so it can be rebuilt and checked.
+// FORMAT.md, beside this file, lists the fields of every kind; with
+// recorder's package documentation (the framing) it is enough to write an
+// independent reader.
 //
 // # Projection
 //

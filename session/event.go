@@ -11,7 +11,7 @@ import (
 // --json output and in Parquet, so a kind is never renamed once released.
 type Kind string
 
-// The event kinds of DESIGN.md. A log written by a newer agentctl may hold a
+// The event kinds (FORMAT.md lists each one's fields). A log written by a newer agentctl may hold a
 // kind not listed here; readers keep such events (see Event.Raw) and show
 // them rather than dropping them.
 const (
@@ -100,8 +100,9 @@ type ToolCall struct {
 
 // Event is one record of a session log. It is a flat struct rather than one
 // type per kind so that the log, --json output and Parquet columns share one
-// set of snake_case names; each kind uses the subset of fields its doc in
-// DESIGN.md names, and the rest stay empty (and are omitted from JSON).
+// set of snake_case names; each kind uses the subset of fields FORMAT.md (in
+// this folder) lists for it, and the rest stay empty (and are omitted from
+// JSON).
 type Event struct {
 	Seq       int64     `json:"seq"`
 	TS        time.Time `json:"ts"`
