@@ -39,7 +39,11 @@ func AcquireLease(dir string) (*Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recorder: acquire lease %s: %w", path, err)
 	}
-	if err := lockFile(f); err != nil {
+	err = lockFile(f)
+	if errors.Is(err, errLocked) {
+		err = awaitOrphans(f)
+	}
+	if err != nil {
 		prev, _ := readLeaseInfo(f)
 		f.Close()
 		if errors.Is(err, errLocked) {
@@ -77,6 +81,34 @@ func AcquireLease(dir string) (*Lease, error) {
 		return fail(err)
 	}
 	return l, nil
+}
+
+// orphanWait bounds how long AcquireLease waits for a dead holder's lock
+// to be released.
+const orphanWait = 3 * time.Second
+
+// awaitOrphans retries the lock for a little while when the holder named in
+// the lease file is a process of this host that is gone. A flock belongs to
+// the open file, not the process: a child the holder forked keeps a copy of
+// the descriptor until it execs (close-on-exec closes it there), so a holder
+// killed while it was starting a tool leaves its lock held for the moment
+// the child takes to exec (observed under crashtest: milliseconds, longer
+// on a loaded machine). A live holder, or one on another host, is reported
+// at once.
+func awaitOrphans(f *os.File) error {
+	prev, _ := readLeaseInfo(f)
+	host, _ := os.Hostname()
+	if prev == nil || prev.PID <= 0 || prev.Host != host || processAlive(prev.PID) {
+		return errLocked
+	}
+	deadline := time.Now().Add(orphanWait)
+	for {
+		time.Sleep(10 * time.Millisecond)
+		err := lockFile(f)
+		if !errors.Is(err, errLocked) || time.Now().After(deadline) {
+			return err
+		}
+	}
 }
 
 // readLeaseInfo reads the holder named in a lease file; nil if it is empty.

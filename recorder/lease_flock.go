@@ -28,3 +28,10 @@ func lockFile(f *os.File) error {
 		}
 	}
 }
+
+// processAlive reports whether a process with this pid exists (signal 0
+// probes without sending anything; EPERM means it exists as another user).
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

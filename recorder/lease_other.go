@@ -12,3 +12,5 @@ var errLocked = errors.New("locked")
 func lockFile(f *os.File) error {
 	return errors.New("file locks are not supported on this platform")
 }
+
+func processAlive(pid int) bool { return true }

@@ -14,9 +14,20 @@ import (
 
 // leaseChild takes the lease of dir, says so, and holds it until killed.
 func leaseChild(dir string) {
-	if _, err := AcquireLease(dir); err != nil {
+	l, err := AcquireLease(dir)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
+	}
+	if os.Getenv(leaseForkEnv) != "" {
+		// What a fork that has not exec'd yet holds: a copy of the lease
+		// descriptor, here kept by a child for half a second.
+		c := exec.Command("sleep", "0.5")
+		c.ExtraFiles = []*os.File{l.f}
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
 	}
 	fmt.Println("ready")
 	time.Sleep(time.Hour)
@@ -102,4 +113,37 @@ func TestLeaseSameProcess(t *testing.T) {
 		t.Fatalf("AcquireLease after Release = %v", err)
 	}
 	l2.Release()
+}
+
+// TestLeaseOfDeadHolderHeldByItsChild: a holder killed while a child it
+// forked still holds a copy of the lease descriptor (a fork that has not
+// exec'd yet) does not keep the session locked: AcquireLease waits for the
+// child instead of reporting the dead holder as writing.
+func TestLeaseOfDeadHolderHeldByItsChild(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), leaseChildEnv+"="+dir, leaseForkEnv+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	pid := cmd.Process.Pid
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	l, err := AcquireLease(dir)
+	if err != nil {
+		t.Fatalf("AcquireLease after the holder died, its child still holding the file = %v", err)
+	}
+	defer l.Release()
+	if l.Previous == nil || l.Previous.PID != pid {
+		t.Errorf("Lease.Previous = %+v, want the dead holder (pid %d)", l.Previous, pid)
+	}
 }

@@ -16,6 +16,7 @@ import (
 const (
 	crashChildEnv = "AGENTCTL_RECORDER_CRASH_CHILD" // log path: append until killed
 	leaseChildEnv = "AGENTCTL_RECORDER_LEASE_CHILD" // session dir: hold the lease until killed
+	leaseForkEnv  = "AGENTCTL_RECORDER_LEASE_FORK"  // with leaseChildEnv: also hand the lease file to a short-lived child
 )
 
 func TestMain(m *testing.M) {
