@@ -35,7 +35,9 @@
 // stops on cancellation like bash does.
 //
 // A mode is a tool set, not a sterner prompt: Builtins("read-only", nil)
-// returns a Registry that simply has no write_file, edit_file or bash.
+// returns a Registry that simply has no write_file, edit_file or bash, and
+// CheckMode refuses a read-only registry that holds any tool with side
+// effects (a custom tool added to it), whoever built it.
 //
 // Subprocesses (bash and custom tools) lead their own session and process
 // group, so they have no controlling terminal and no TTY on any stream; stdin
