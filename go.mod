@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/apache/arrow-go/v18 v18.8.0
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/duckdb/duckdb-go/v2 v2.10506.0
 	github.com/google/jsonschema-go v0.4.3
 	github.com/klauspost/compress v1.19.2

@@ -68,7 +68,13 @@ func buildTools(sp *spec.Spec) (*tools.Registry, error) {
 			Lookup: c.Lookup, Dir: sp.Dir,
 		}))
 	}
-	return tools.NewRegistry(all...), nil
+	reg = tools.NewRegistry(all...)
+	// Whatever the spec came from (a file, a session header on resume or
+	// fork), read-only mode brings back no tool with side effects.
+	if err := tools.CheckMode(sp.Mode, reg); err != nil {
+		return nil, err
+	}
+	return reg, nil
 }
 
 // specConfig is the part of a runner config every command derives the

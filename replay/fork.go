@@ -140,7 +140,7 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}
 	if cfg.Spec.Workspace.Path == "" {
-		n, skipped, err := rebuildWorkspace(ctx, cfg.Spec, cfg.Tools, keep, ws)
+		n, skipped, err := rebuildWorkspace(ctx, cfg.Spec, cfg.Tools, keep, ws, cfg.Store.Root)
 		rep.Reapplied, rep.Skipped = n, skipped
 		if err != nil {
 			return rep, fmt.Errorf("fork %s: rebuild the workspace at seq %d: %w", cfg.SessionID, cfg.From, err)
@@ -165,7 +165,12 @@ type noSetTurn struct{ provider.Provider }
 // calls of tools that act on the workspace only (the built-ins) that ended
 // ok, in log order. Custom tools may act on the world (a payment, an email)
 // and are never repeated.
-func rebuildWorkspace(ctx context.Context, sp *spec.Spec, reg *tools.Registry, evs []session.Event, ws string) (int, int, error) {
+func rebuildWorkspace(ctx context.Context, sp *spec.Spec, reg *tools.Registry, evs []session.Event, ws, home string) (int, int, error) {
+	// The re-applied calls hide the home as the original run's did.
+	sb, err := runner.SandboxConfig(sp, home)
+	if err != nil {
+		return 0, 0, err
+	}
 	if sp.Workspace.From != "" {
 		if err := runner.CopyTree(sp.Workspace.From, ws); err != nil {
 			return 0, 0, err
@@ -194,7 +199,7 @@ func rebuildWorkspace(ctx context.Context, sp *spec.Spec, reg *tools.Registry, e
 				skipped++
 				continue
 			}
-			res := t.Run(ctx, tools.Call{Args: c.Args, Workspace: ws})
+			res := t.Run(ctx, tools.Call{Args: c.Args, Workspace: ws, Sandbox: sb})
 			if res.Status != session.ResultOK {
 				return n, skipped, fmt.Errorf("re-run %s (call %s, seq %d): %s", c.Name, c.ID, e.Seq, res.Error)
 			}

@@ -34,6 +34,14 @@ func sandboxConfig(sp *spec.Spec, home string) (*sandbox.Config, error) {
 	}, nil
 }
 
+// SandboxConfig is the confinement a run of sp with the agentctl home at
+// home gives its tools, for callers that run tools outside a run (replay
+// fork re-applying recorded calls): the same hide list, so the file tools
+// and the sandbox hide the home there too.
+func SandboxConfig(sp *spec.Spec, home string) (*sandbox.Config, error) {
+	return sandboxConfig(sp, home)
+}
+
 // spawns reports whether a tool starts subprocesses (bash, custom
 // commands), the tools the sandbox confines.
 func spawns(t tools.Tool) bool {

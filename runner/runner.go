@@ -121,6 +121,9 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := tools.CheckMode(cfg.Spec.Mode, cfg.Tools); err != nil {
+		return Result{}, fmt.Errorf("start: %w", err)
+	}
 	sp := cfg.Spec
 	// The header carries the first user message, so a crash before it is
 	// appended can be finished by resume with the same text.
@@ -211,6 +214,9 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 	fp, err := loadFailpoint(cfg.Failpoint)
 	if err != nil {
 		return Result{}, err
+	}
+	if err := tools.CheckMode(cfg.Spec.Mode, cfg.Tools); err != nil {
+		return Result{}, fmt.Errorf("resume %s: %w", id, err)
 	}
 	sess, rec, err := cfg.Store.Open(id, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync})
 	if err != nil {
@@ -576,7 +582,7 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 			}
 			continue
 		}
-		if rule, gated := matchApproval(sp.Approvals, name, cs.Call.Args); gated && cs.Granted == "" {
+		if rule, gated := matchApproval(sp.Approvals, r.ws, name, cs.Call.Args); gated && cs.Granted == "" {
 			if r.st.sessionGrants[name] {
 				if err := r.append(session.Event{Kind: session.KindApprovalGranted, CallID: cs.Call.ID, Tool: name,
 					Scope: ScopeSession, Reason: "covered by an earlier grant for the session"}); err != nil {
@@ -623,9 +629,14 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, key string) tools.Result {
 	began := time.Now()
 	red := r.redactor()
+	var gate func(string) error
+	if cs.Granted == "" && !r.st.sessionGrants[cs.Call.Name] {
+		// Decide again on the path the tool resolves at its I/O.
+		gate = approvalGate(r.cfg.Spec.Approvals, cs.Call.Name)
+	}
 	res := t.Run(ctx, tools.Call{Args: cs.Call.Args, Workspace: r.ws, IdempotencyKey: key,
 		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env),
-		Sandbox: r.sandbox, Redactor: red, ArtifactPath: r.artifactPath(cs.Call.ID)})
+		Sandbox: r.sandbox, Redactor: red, ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
 	// Redaction at capture: nothing below sees the raw output or error.
 	res.Output, res.Error = red.String(res.Output), red.String(res.Error)
 	// Crash injection: the effect happened, its result is not durable yet.

@@ -12,12 +12,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"gopkg.in/yaml.v3"
 )
 
@@ -72,6 +74,10 @@ type CustomTool struct {
 	SideEffects bool            `yaml:"side_effects" json:"side_effects"`
 	Idempotent  bool            `yaml:"idempotent" json:"idempotent"`
 	Lookup      []string        `yaml:"lookup" json:"lookup,omitempty"`
+
+	// sideEffectsSet records that the YAML said side_effects at all, which
+	// read-only mode requires (as false).
+	sideEffectsSet bool
 }
 
 // UnmarshalYAML decodes a custom tool strictly and turns its parameters
@@ -82,7 +88,7 @@ func (c *CustomTool) UnmarshalYAML(n *yaml.Node) error {
 		Description string    `yaml:"description"`
 		Parameters  yaml.Node `yaml:"parameters"`
 		Command     []string  `yaml:"command"`
-		SideEffects bool      `yaml:"side_effects"`
+		SideEffects *bool     `yaml:"side_effects"`
 		Idempotent  bool      `yaml:"idempotent"`
 		Lookup      []string  `yaml:"lookup"`
 	}
@@ -93,8 +99,11 @@ func (c *CustomTool) UnmarshalYAML(n *yaml.Node) error {
 	if err := n.Decode(&p); err != nil {
 		return err
 	}
-	*c = CustomTool{Name: p.Name, Description: p.Description, Command: p.Command, SideEffects: p.SideEffects,
-		Idempotent: p.Idempotent, Lookup: p.Lookup}
+	*c = CustomTool{Name: p.Name, Description: p.Description, Command: p.Command,
+		Idempotent: p.Idempotent, Lookup: p.Lookup, sideEffectsSet: p.SideEffects != nil}
+	if p.SideEffects != nil {
+		c.SideEffects = *p.SideEffects
+	}
 	if p.Parameters.Kind != 0 {
 		js, err := NodeToJSON(&p.Parameters)
 		if err != nil {
@@ -106,7 +115,11 @@ func (c *CustomTool) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // Approval says which calls wait for a human: every call of Tool, or only
-// those whose path argument matches the Path glob (** crosses folders).
+// those whose path argument, resolved in the workspace, matches the Path
+// glob (doublestar syntax: ** crosses folders, * and ? do not, [abc] and
+// {a,b} as in a shell; case is ignored). For list_files and grep, whose
+// path is a folder to walk, the rule also matches a folder that could hold
+// a matching path.
 type Approval struct {
 	Tool string `yaml:"tool" json:"tool"`
 	Path string `yaml:"path" json:"path,omitempty"`
@@ -465,6 +478,14 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	}
 	seen := map[string]bool{}
 	for i, c := range s.CustomTools {
+		if s.Mode == "read-only" {
+			switch {
+			case c.SideEffects:
+				bad(fmt.Sprintf("custom tool %q has side_effects: true, and read-only mode offers no tool with side effects; use mode: write, or remove the tool", c.Name), "custom_tools", i, "side_effects")
+			case !c.sideEffectsSet:
+				bad(fmt.Sprintf("custom tool %q must say side_effects: false to be offered in read-only mode (a tool that changes nothing declares it; one that does needs mode: write)", c.Name), "custom_tools", i)
+			}
+		}
 		switch {
 		case c.Name == "":
 			bad("custom tool needs a name", "custom_tools", i)
@@ -485,6 +506,24 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	for i, a := range s.Approvals {
 		if a.Tool == "" {
 			bad("approval rule needs a tool", "approvals", i)
+			continue
+		}
+		custom := s.customTool(a.Tool)
+		if !knownTools[a.Tool] && custom == nil {
+			bad(fmt.Sprintf("approval rule names tool %q, which is neither a built-in nor one of custom_tools (a misspelt name would leave the tool ungated)", a.Tool), "approvals", i, "tool")
+			continue
+		}
+		if a.Path == "" {
+			continue
+		}
+		switch {
+		case a.Tool == "bash":
+			bad("an approval rule for bash cannot have a path: bash takes none and can change anything in the workspace; gate every bash call with {tool: bash}", "approvals", i, "path")
+		case custom != nil && !hasPathParam(custom.Parameters):
+			bad(fmt.Sprintf("custom tool %q has no path parameter, so an approval rule with a path would never match it; declare parameters.properties.path or drop the rule's path", a.Tool), "approvals", i, "path")
+		}
+		if msg := checkGlob(a.Path); msg != "" {
+			bad(msg, "approvals", i, "path")
 		}
 	}
 	if s.Budget.MaxTokens < 0 || s.Budget.MaxToolCalls < 0 || s.Budget.MaxCostUSD < 0 || s.Budget.MaxWall < 0 {
@@ -536,6 +575,47 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// customTool returns the custom tool called name, or nil.
+func (s *Spec) customTool(name string) *CustomTool {
+	for i := range s.CustomTools {
+		if s.CustomTools[i].Name == name {
+			return &s.CustomTools[i]
+		}
+	}
+	return nil
+}
+
+// hasPathParam reports whether a JSON Schema declares properties.path.
+func hasPathParam(schema json.RawMessage) bool {
+	var v struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &v) != nil {
+		return false
+	}
+	_, ok := v.Properties["path"]
+	return ok
+}
+
+// checkGlob says what is wrong with an approval path glob, or "". It must
+// parse (doublestar syntax) and be written as the clean workspace-relative
+// path it is matched against, or it would silently never match.
+func checkGlob(glob string) string {
+	if !doublestar.ValidatePattern(glob) {
+		return fmt.Sprintf("approval path %q is not a valid glob: check its brackets [...] and braces {...}, and escape a literal one with \\", glob)
+	}
+	clean := path.Clean(glob)
+	switch {
+	case strings.HasPrefix(glob, "/"):
+		return fmt.Sprintf("approval path %q is absolute; write it relative to the workspace, as %q", glob, strings.TrimLeft(clean, "/"))
+	case clean == ".." || strings.HasPrefix(clean, "../"):
+		return fmt.Sprintf("approval path %q leaves the workspace; rules match paths inside it", glob)
+	case clean != glob:
+		return fmt.Sprintf("approval path %q is not a clean relative path (./, .., doubled or trailing /); write it as %q", glob, clean)
+	}
+	return ""
 }
 
 // resolve makes every path in the spec absolute, relative to the spec file.

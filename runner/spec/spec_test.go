@@ -25,6 +25,18 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown custom key", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncustom_tools:\n  - name: t\n    comand: [x]\n", `:6: unknown key "comand"`},
 		{"custom tool clash", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncustom_tools:\n  - {name: bash, command: [x]}\n", `tool name "bash" is already taken`},
 		{"threshold", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncompaction: {threshold: 3}\n", `:4: compaction.threshold 3 must be between 0 and 1`},
+		{"bad glob", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\napprovals:\n  - tool: write_file\n    path: \"migrations/[x\"\n", `:6: approval path "migrations/[x" is not a valid glob`},
+		{"bad brace", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\napprovals: [{tool: write_file, path: \"{a,b\"}]\n", `:4: approval path "{a,b" is not a valid glob`},
+		{"absolute glob", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\napprovals: [{tool: write_file, path: /migrations/**}]\n", `:4: approval path "/migrations/**" is absolute; write it relative to the workspace, as "migrations/**"`},
+		{"dot-slash glob", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\napprovals: [{tool: write_file, path: ./migrations/**}]\n", `:4: approval path "./migrations/**" is not a clean relative path (./, .., doubled or trailing /); write it as "migrations/**"`},
+		{"trailing-slash glob", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\napprovals: [{tool: write_file, path: migrations/}]\n", `write it as "migrations"`},
+		{"doubled-slash glob", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\napprovals: [{tool: write_file, path: a//b}]\n", `write it as "a/b"`},
+		{"glob out of the workspace", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\napprovals: [{tool: write_file, path: ../x/**}]\n", `approval path "../x/**" leaves the workspace`},
+		{"path rule for bash", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\napprovals: [{tool: bash, path: migrations/**}]\n", `:4: an approval rule for bash cannot have a path`},
+		{"rule for an unknown tool", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\napprovals:\n  - tool: wirte_file\n", `:5: approval rule names tool "wirte_file", which is neither a built-in nor one of custom_tools`},
+		{"path rule for a custom tool without path", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncustom_tools: [{name: deploy, command: [d]}]\napprovals: [{tool: deploy, path: prod/**}]\n", `:5: custom tool "deploy" has no path parameter`},
+		{"side effects in read-only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nmode: read-only\ncustom_tools:\n  - name: send_email\n    command: [s]\n    side_effects: true\n", `:8: custom tool "send_email" has side_effects: true, and read-only mode offers no tool with side effects`},
+		{"undeclared side effects in read-only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nmode: read-only\ncustom_tools:\n  - name: lookup_order\n    command: [s]\n", `:6: custom tool "lookup_order" must say side_effects: false to be offered in read-only mode`},
 		{"empty", "", "the file is empty"},
 		{"not yaml", "name: [x\n", "did not find expected"},
 	}
@@ -106,5 +118,20 @@ func TestLoadScriptRefusesExcessiveAliasing(t *testing.T) {
 	}
 	if _, err := LoadScript(path); err != nil {
 		t.Fatalf("LoadScript(depth 2) = %v", err)
+	}
+}
+
+// TestLoadAcceptsGoodRules: the forms the checks above must not refuse.
+func TestLoadAcceptsGoodRules(t *testing.T) {
+	for _, y := range []string{
+		"approvals: [{tool: write_file, path: migrations/**}, {tool: edit_file, path: \"**/*.{sql,go}\"}, {tool: grep, path: \"db/[a-z]?/x\"}, {tool: bash}]\n",
+		"custom_tools:\n  - {name: deploy, command: [d], side_effects: true, parameters: {type: object, properties: {path: {type: string}}}}\napprovals: [{tool: deploy, path: prod/**}]\n",
+		"mode: read-only\ntools: [read_file]\ncustom_tools:\n  - {name: lookup_order, command: [s], side_effects: false}\n",
+	} {
+		p := filepath.Join(t.TempDir(), "agent.yaml")
+		os.WriteFile(p, []byte("name: x\nmodel: {provider: openai, id: g}\nprompt: hi\n"+y), 0o644)
+		if _, err := Load(p); err != nil {
+			t.Errorf("Load(%q) = %v, want it accepted", y, err)
+		}
 	}
 }

@@ -41,7 +41,42 @@ func (t *builtin) Run(ctx context.Context, call Call) Result {
 	if err := checkWorkspace(call.Workspace); err != nil {
 		return failed(err)
 	}
-	return t.run(ctx, t, call)
+	if t.name == NameBash {
+		return t.run(ctx, t, call) // the subprocess keeps its own deadline
+	}
+	return t.runFileTool(ctx, call)
+}
+
+// runFileTool runs a file tool under the call's timeout. Reads and walks
+// check the deadline between chunks and entries. A tool without side
+// effects is also abandoned at the deadline should one system call hang
+// (a stuck network file system): the harness gets its result on time and
+// the goroutine ends whenever the kernel lets it. A writing tool is never
+// abandoned, so that its result always says what it did to the workspace;
+// its I/O is bounded by MaxFileSize and the size of its arguments.
+func (t *builtin) runFileTool(parent context.Context, call Call) Result {
+	timeout := call.timeout()
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	var res Result
+	if t.sideEffects {
+		res = t.run(ctx, t, call)
+	} else {
+		done := make(chan Result, 1)
+		go func() { done <- t.run(ctx, t, call) }()
+		select {
+		case res = <-done:
+		case <-ctx.Done():
+			res = Result{Status: statusError, Error: "stopped"}
+		}
+	}
+	if res.Status == statusOK || ctx.Err() == nil {
+		return res
+	}
+	if parent.Err() != nil {
+		return Result{Status: statusCancelled, Error: "cancelled"}
+	}
+	return Result{Status: statusError, Error: fmt.Sprintf("timed out after %s", timeout)}
 }
 
 // checkWorkspace refuses a workspace that is not an absolute directory, so

@@ -33,6 +33,18 @@ func Confine(root, p string) (string, error) {
 	return resolved, err
 }
 
+// Resolve is Confine that returns the resolved path relative to the
+// resolved workspace root, slash-separated ("." for the root): the name
+// that rules about workspace paths (approvals) are matched against, the
+// same one a file tool acts on.
+func Resolve(root, p string) (string, error) {
+	rroot, resolved, err := confine(root, p)
+	if err != nil {
+		return "", err
+	}
+	return relTo(rroot, resolved), nil
+}
+
 // confine is Confine that also returns the resolved root.
 func confine(root, p string) (resolvedRoot, resolved string, err error) {
 	if !filepath.IsAbs(root) {

@@ -16,8 +16,28 @@
 // check and the write, the Root refuses to follow it out. Refused calls are
 // tool errors the model reads; they never run.
 //
+// The file tools run in the harness process, not in the sandbox, so they
+// hide what the sandbox hides by themselves: a path that resolves into an
+// entry of the call's Sandbox.Hide list (the agentctl home, the credential
+// folders; the same []string the sandbox gets) or into the target of such
+// an entry that is a symlink is refused with ErrHidden, and list_files and
+// grep leave such folders out with a note. A hidden path that holds the
+// workspace (the home holds sessions/<id>/workspace) hides nothing of it.
+//
+// Only regular files are read or written: a named pipe, a device or a
+// socket is refused with ErrNotRegular before it is opened (and the open
+// uses O_NONBLOCK, so one swapped in cannot block), and a file over
+// MaxFileSize (16 MiB) with ErrTooBig; reads are capped as well, for a file
+// that grows. After the open, the path /proc reports for the descriptor
+// must be the resolved path, or the call is refused with ErrChanged: the
+// hide list and Call.Gate (the harness's approval rules) are judged on the
+// very file the tool acts on. Every file tool runs under Call.Timeout and
+// stops on cancellation like bash does.
+//
 // A mode is a tool set, not a sterner prompt: Builtins("read-only", nil)
-// returns a Registry that simply has no write_file, edit_file or bash.
+// returns a Registry that simply has no write_file, edit_file or bash, and
+// CheckMode refuses a read-only registry that holds any tool with side
+// effects (a custom tool added to it), whoever built it.
 //
 // Subprocesses (bash and custom tools) lead their own session and process
 // group, so they have no controlling terminal and no TTY on any stream; stdin
@@ -56,15 +76,21 @@
 // Tools, registries and Validate are safe for concurrent use. The harness
 // may run tools without side effects concurrently and serializes the rest.
 // Cancelling the context of Run kills the call's process group and yields
-// Status "cancelled"; Run never retries.
+// Status "cancelled"; Run never retries. A file tool without side effects
+// that is stuck in a system call past its timeout is abandoned: Run returns
+// "timed out" and the goroutine ends when the kernel lets it.
 //
 // # Output formats
 //
 // list_files prints one workspace-relative path per line, sorted, with a
 // trailing / on directories, skipping .git, at most 2000 entries. grep prints
 // "file:line: text" per matching line, sorted by file then line, skipping
-// .git, symlinks, binary files (a NUL in the first 8000 bytes) and files over
-// 16 MiB, at most 500 lines. Neither follows symlinks.
+// .git, symlinks, binary files (a NUL in the first 8000 bytes), at most 500
+// lines. Neither follows symlinks. Both end with notes in brackets, one a
+// line and sorted, for what they left out: "[hidden from the tools, left
+// out: .agentctl/]", and for grep "[skipped big: the file is 20.0 GiB, over
+// the read limit of 16.0 MiB]" or "[skipped fifo: not a regular file
+// (named pipe)]"; at most 20, then a count.
 //
 // Only Linux is supported: process groups and signals are POSIX, and the
 // tests read /proc.

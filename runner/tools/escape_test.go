@@ -212,20 +212,21 @@ func TestConfine(t *testing.T) {
 // workspace; the write through the os.Root must fail, not follow it.
 func TestSwappedComponent(t *testing.T) {
 	f := newEscapeFixture(t)
-	root, rel, err := workspacePath(f.ws, "swap/new.txt")
+	tg, err := resolveTarget(Call{Workspace: f.ws}, "swap/new.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer root.Close()
+	defer tg.Close()
 	if err := os.Symlink(f.outside, filepath.Join(f.ws, "swap")); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, f.outside)
-	if err := root.MkdirAll("swap", 0o755); err == nil {
+	if err := tg.root.MkdirAll("swap", 0o755); err == nil {
 		t.Errorf("MkdirAll through a swapped-in symlink succeeded")
 	}
-	if err := root.WriteFile(rel, []byte("x"), 0o644); err == nil {
-		t.Errorf("WriteFile(%q) through a swapped-in symlink succeeded", rel)
+	if w, _, err := tg.open("write", tg.rel, os.O_WRONLY|os.O_CREATE, 0); err == nil {
+		w.Close()
+		t.Errorf("open(%q) for writing through a swapped-in symlink succeeded", tg.rel)
 	}
 	if after := snapshot(t, f.outside); !reflect.DeepEqual(before, after) {
 		t.Errorf("the sentinel dir changed: %v", after)

@@ -30,22 +30,6 @@ const (
 	binarySniff = 8000
 )
 
-// workspacePath confines p and opens an os.Root at the resolved workspace
-// root. All I/O goes through the Root with the returned slash-separated
-// relative name, so a component swapped for a symlink after the check is
-// still refused by the kernel-backed Root, not followed outside.
-func workspacePath(workspace, p string) (*os.Root, string, error) {
-	rroot, resolved, err := confine(workspace, p)
-	if err != nil {
-		return nil, "", err
-	}
-	root, err := os.OpenRoot(rroot)
-	if err != nil {
-		return nil, "", err
-	}
-	return root, relTo(rroot, resolved), nil
-}
-
 func runReadFile(ctx context.Context, t *builtin, call Call) Result {
 	var a struct {
 		Path string `json:"path"`
@@ -53,26 +37,23 @@ func runReadFile(ctx context.Context, t *builtin, call Call) Result {
 	if err := t.decode(call.Args, &a); err != nil {
 		return failed(err)
 	}
-	root, rel, err := workspacePath(call.Workspace, a.Path)
+	tg, err := resolveTarget(call, a.Path)
 	if err != nil {
 		return failed(err)
 	}
-	defer root.Close()
-	f, err := root.Open(rel)
+	defer tg.Close()
+	f, _, err := tg.open("read", tg.rel, os.O_RDONLY, MaxFileSize)
 	if err != nil {
 		return failed(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return failed(err)
-	}
-	if fi.IsDir() {
-		return failed(fmt.Errorf("read %s: is a directory (use list_files)", rel))
-	}
 	buf := newCapBuffer(call.maxOutput())
-	if _, err := io.Copy(buf, f); err != nil {
-		return failed(fmt.Errorf("read %s: %w", rel, err))
+	n, err := io.Copy(buf, io.LimitReader(ctxReader{ctx, f}, MaxFileSize+1))
+	if err != nil {
+		return failed(fmt.Errorf("read %s: %w", tg.rel, err))
+	}
+	if n > MaxFileSize {
+		return failed(tooBig("read", tg.rel, -1))
 	}
 	out, truncated := buf.Result()
 	return ok(out, truncated)
@@ -86,20 +67,41 @@ func runWriteFile(ctx context.Context, t *builtin, call Call) Result {
 	if err := t.decode(call.Args, &a); err != nil {
 		return failed(err)
 	}
-	root, rel, err := workspacePath(call.Workspace, a.Path)
+	tg, err := resolveTarget(call, a.Path)
 	if err != nil {
 		return failed(err)
 	}
-	defer root.Close()
-	if dir := path.Dir(rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+	defer tg.Close()
+	if dir := path.Dir(tg.rel); dir != "." {
+		if err := tg.root.MkdirAll(dir, 0o755); err != nil {
 			return failed(err)
 		}
 	}
-	if err := root.WriteFile(rel, []byte(a.Content), 0o644); err != nil {
+	f, _, err := tg.open("write", tg.rel, os.O_WRONLY|os.O_CREATE, 0)
+	if err != nil {
 		return failed(err)
 	}
-	return ok(fmt.Sprintf("wrote %d bytes to %s", len(a.Content), rel), false)
+	if err := ctx.Err(); err != nil {
+		f.Close()
+		return failed(err)
+	}
+	if err := replaceContent(f, []byte(a.Content)); err != nil {
+		return failed(fmt.Errorf("write %s: %w", tg.rel, err))
+	}
+	return ok(fmt.Sprintf("wrote %d bytes to %s", len(a.Content), tg.rel), false)
+}
+
+// replaceContent makes data the whole content of the open file f, and
+// closes it.
+func replaceContent(f *os.File, data []byte) error {
+	err := f.Truncate(0)
+	if err == nil {
+		_, err = f.WriteAt(data, 0)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func runEditFile(ctx context.Context, t *builtin, call Call) Result {
@@ -111,24 +113,33 @@ func runEditFile(ctx context.Context, t *builtin, call Call) Result {
 	if err := t.decode(call.Args, &a); err != nil {
 		return failed(err)
 	}
-	root, rel, err := workspacePath(call.Workspace, a.Path)
+	tg, err := resolveTarget(call, a.Path)
 	if err != nil {
 		return failed(err)
 	}
-	defer root.Close()
-	data, err := root.ReadFile(rel)
+	defer tg.Close()
+	f, _, err := tg.open("edit", tg.rel, os.O_RDWR, MaxFileSize)
 	if err != nil {
+		return failed(err)
+	}
+	data, err := readAll(ctx, f, "edit", tg.rel)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		f.Close()
 		return failed(err)
 	}
 	content := string(data)
 	if n := strings.Count(content, a.Old); n != 1 {
-		return failed(fmt.Errorf("edit %s: old text occurs %d times, want exactly 1", rel, n))
+		f.Close()
+		return failed(fmt.Errorf("edit %s: old text occurs %d times, want exactly 1", tg.rel, n))
 	}
 	content = strings.Replace(content, a.Old, a.New, 1)
-	if err := root.WriteFile(rel, []byte(content), 0o644); err != nil {
-		return failed(err)
+	if err := replaceContent(f, []byte(content)); err != nil {
+		return failed(fmt.Errorf("edit %s: %w", tg.rel, err))
 	}
-	return ok(fmt.Sprintf("edited %s", rel), false)
+	return ok(fmt.Sprintf("edited %s", tg.rel), false)
 }
 
 func runListFiles(ctx context.Context, t *builtin, call Call) Result {
@@ -138,58 +149,44 @@ func runListFiles(ctx context.Context, t *builtin, call Call) Result {
 	if err := t.decode(call.Args, &a); err != nil {
 		return failed(err)
 	}
-	root, rel, err := workspacePath(call.Workspace, cmp.Or(a.Path, "."))
+	tg, err := resolveTarget(call, cmp.Or(a.Path, "."))
 	if err != nil {
 		return failed(err)
 	}
-	defer root.Close()
-	fsys := root.FS()
+	defer tg.Close()
 	var entries []string
 	truncated := false
-	err = fs.WalkDir(fsys, rel, func(name string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if err != nil {
-			if name == rel {
-				return err
-			}
-			return nil // an unreadable subdirectory is left out
-		}
-		if d.Name() == ".git" && name != rel {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if name == rel && d.IsDir() {
+	w := walker{t: tg}
+	err = w.walk(ctx, func(name string, typ fs.FileMode) error {
+		if name == tg.rel && typ.IsDir() {
 			return nil
 		}
 		if len(entries) == maxListEntries {
 			truncated = true
 			return fs.SkipAll
 		}
-		if d.IsDir() {
+		if typ.IsDir() {
 			name += "/"
 		}
 		entries = append(entries, name)
 		return nil
 	})
-	if ctx.Err() != nil {
-		return Result{Status: statusCancelled, Error: "cancelled"}
-	}
 	if err != nil {
 		return failed(err)
 	}
+	var b strings.Builder
 	if len(entries) == 0 {
-		return ok("(empty directory)\n", false)
+		b.WriteString("(empty directory)\n")
 	}
 	slices.Sort(entries)
-	out := strings.Join(entries, "\n") + "\n"
-	if truncated {
-		out += fmt.Sprintf("[... listing stopped at %d entries; list a subdirectory ...]\n", maxListEntries)
+	for _, e := range entries {
+		b.WriteString(e + "\n")
 	}
-	return ok(out, truncated)
+	if truncated {
+		fmt.Fprintf(&b, "[... listing stopped at %d entries; list a subdirectory ...]\n", maxListEntries)
+	}
+	w.writeNotes(&b)
+	return ok(b.String(), truncated)
 }
 
 type grepMatch struct {
@@ -210,37 +207,35 @@ func runGrep(ctx context.Context, t *builtin, call Call) Result {
 	if err != nil {
 		return failed(fmt.Errorf("invalid pattern: %w", err))
 	}
-	root, rel, err := workspacePath(call.Workspace, cmp.Or(a.Path, "."))
+	tg, err := resolveTarget(call, cmp.Or(a.Path, "."))
 	if err != nil {
 		return failed(err)
 	}
-	defer root.Close()
-	fsys := root.FS()
+	defer tg.Close()
 	var matches []grepMatch
 	truncated := false
-	err = fs.WalkDir(fsys, rel, func(name string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if err != nil {
-			if name == rel {
-				return err
-			}
+	w := walker{t: tg}
+	err = w.walk(ctx, func(name string, typ fs.FileMode) error {
+		switch {
+		case typ.IsDir():
+			return nil
+		case typ&fs.ModeSymlink != 0:
+			// Symlinks are not followed: their targets are searched where
+			// they live, and a link out of the workspace is never read.
+			return nil
+		case !typ.IsRegular():
+			w.note(fmt.Sprintf("skipped %s: not a regular file (%s)", name, fileKind(typ)))
 			return nil
 		}
-		if d.Name() == ".git" && name != rel {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
+		found, more, err := grepFile(ctx, tg, name, re, maxGrepMatches-len(matches))
+		var fe *fileError
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &fe) && (errors.Is(err, ErrTooBig) || errors.Is(err, ErrNotRegular)):
+			w.note("skipped " + name + ": " + fe.msg[:cmp.Or(strings.Index(fe.msg, ";"), len(fe.msg))])
 			return nil
-		}
-		// Symlinks are not followed: their targets are listed or searched
-		// where they live, and a link out of the workspace is never read.
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		found, more, err := grepFile(fsys, name, re, maxGrepMatches-len(matches))
-		if err != nil {
+		case err != nil:
 			return nil // an unreadable file is skipped, as grep -s does
 		}
 		matches = append(matches, found...)
@@ -250,45 +245,37 @@ func runGrep(ctx context.Context, t *builtin, call Call) Result {
 		}
 		return nil
 	})
-	if ctx.Err() != nil {
-		return Result{Status: statusCancelled, Error: "cancelled"}
-	}
 	if err != nil {
 		return failed(err)
 	}
+	var b strings.Builder
 	if len(matches) == 0 {
-		return ok("(no matches)\n", false)
+		b.WriteString("(no matches)\n")
 	}
 	slices.SortFunc(matches, func(x, y grepMatch) int {
 		return cmp.Or(strings.Compare(x.file, y.file), cmp.Compare(x.line, y.line))
 	})
-	var b strings.Builder
 	for _, m := range matches {
 		fmt.Fprintf(&b, "%s:%d: %s\n", m.file, m.line, m.text)
 	}
 	if truncated {
 		fmt.Fprintf(&b, "[... stopped at %d matches; narrow the pattern or path ...]\n", maxGrepMatches)
 	}
+	w.writeNotes(&b)
 	return ok(b.String(), truncated)
 }
 
 // grepFile returns up to limit matching lines of the text file name. more
-// reports that there were further matches. Binary and oversized files have
-// no matches.
-func grepFile(fsys fs.FS, name string, re *regexp.Regexp, limit int) (found []grepMatch, more bool, err error) {
-	f, err := fsys.Open(name)
+// reports that there were further matches. Binary files have no matches;
+// files that are not regular or are over MaxFileSize are refused with the
+// errors of target.open.
+func grepFile(ctx context.Context, tg *target, name string, re *regexp.Regexp, limit int) (found []grepMatch, more bool, err error) {
+	f, _, err := tg.open("grep", name, os.O_RDONLY, MaxFileSize)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, false, err
-	}
-	if fi.Size() > maxGrepFileSize {
-		return nil, false, nil
-	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	br := bufio.NewReaderSize(io.LimitReader(ctxReader{ctx, f}, MaxFileSize), 64<<10)
 	head, err := br.Peek(binarySniff)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, false, err

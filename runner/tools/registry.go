@@ -115,3 +115,27 @@ func Builtins(mode string, names []string) (*Registry, error) {
 	}
 	return NewRegistry(tools...), nil
 }
+
+// CheckMode refuses a registry that does not fit mode: in read-only mode
+// no tool with side effects may exist for the model, whichever way the
+// registry was built (a spec file, a session header on resume or fork, an
+// eval, code). The error wraps ErrMode and names the tools.
+func CheckMode(mode string, reg *Registry) error {
+	if mode != ModeReadOnly || reg == nil {
+		return nil
+	}
+	var bad []string
+	for _, name := range reg.Names() {
+		if reg.tools[name].SideEffects() {
+			bad = append(bad, name)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	verb := "has"
+	if len(bad) > 1 {
+		verb = "have"
+	}
+	return fmt.Errorf("%w: %s %s side effects, and read-only mode offers no tool with side effects (use mode: write, or remove the tool)", ErrMode, strings.Join(bad, ", "), verb)
+}

@@ -116,3 +116,36 @@ func TestRegistryWith(t *testing.T) {
 	}()
 	NewRegistry(deploy, deploy)
 }
+
+func TestCheckMode(t *testing.T) {
+	ro, err := Builtins(ModeReadOnly, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write, err := Builtins(ModeWrite, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := NewCommand(CommandDef{Name: "lookup_order", Command: []string{"true"}})
+	email := NewCommand(CommandDef{Name: "send_email", Command: []string{"true"}, SideEffects: true})
+	roLookup, _ := ro.With(lookup)
+	roEmail, _ := ro.With(email, lookup)
+	tests := []struct {
+		mode string
+		reg  *Registry
+		want string // "" means accepted
+	}{
+		{ModeReadOnly, ro, ""},
+		{ModeReadOnly, roLookup, ""},
+		{ModeReadOnly, roEmail, "tool not offered in this mode: send_email has side effects"},
+		{ModeReadOnly, write, "bash, edit_file, write_file have side effects"},
+		{ModeWrite, roEmail, ""},
+		{ModeWrite, write, ""},
+	}
+	for _, tt := range tests {
+		err := CheckMode(tt.mode, tt.reg)
+		if tt.want == "" && err != nil || tt.want != "" && (!errors.Is(err, ErrMode) || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("CheckMode(%s, %q) = %v, want %q", tt.mode, tt.reg.Names(), err, tt.want)
+		}
+	}
+}

@@ -75,7 +75,8 @@ type Call struct {
 	Workspace string
 	// IdempotencyKey is passed to custom tools as AGENTCTL_IDEMPOTENCY_KEY.
 	IdempotencyKey string
-	// Timeout bounds the call; 0 means DefaultTimeout.
+	// Timeout bounds the call, for the file tools as for subprocesses; 0
+	// means DefaultTimeout.
 	Timeout time.Duration
 	// Env holds extra KEY=VALUE pairs for subprocesses. The environment is
 	// otherwise scrubbed to PATH, HOME=<workspace>, LANG=C.UTF-8 and TMPDIR.
@@ -85,7 +86,10 @@ type Call struct {
 	// Sandbox confines subprocesses (bash, custom tools). Nil means the
 	// default policy, sandbox.Config{}: network denied, host read-only,
 	// credential folders hidden, default limits. Running unconfined takes
-	// an explicit Config{Unconfined: true}.
+	// an explicit Config{Unconfined: true}. The file tools refuse the
+	// paths of its Hide list (nil: sandbox.DefaultHide()) too, so they see
+	// what a subprocess sees; a caller that hides the agentctl home from
+	// subprocesses hides it from the file tools with the same Config.
 	Sandbox *sandbox.Config
 	// Redactor replaces secrets in subprocess output as it is captured,
 	// before it is kept in memory or written to ArtifactPath. Nil still
@@ -95,6 +99,14 @@ type Call struct {
 	// subprocess as it runs. The file is kept, and Result.Artifact set,
 	// only when the output was cut to MaxOutput; otherwise it is removed.
 	ArtifactPath string
+	// Gate, if set, is asked by the file tools about the resolved,
+	// slash-separated, workspace-relative path they are about to act on
+	// (the folder a walk starts from, for list_files and grep), after it
+	// was confined and just before the I/O. An error refuses the call with
+	// that error. The harness uses it to make the approval decision again
+	// on the very path the tool acts on, in case a symlink changed between
+	// dispatch and execution.
+	Gate func(rel string) error
 }
 
 func (c Call) timeout() time.Duration {
