@@ -51,7 +51,7 @@ func (l *Live) Redactor() (*Redactor, error) {
 	if !fresh && slices.Equal(l.tmp, l.keys) {
 		return l.red, l.err
 	}
-	l.keys, l.tmp = append(l.keys[:0], l.tmp...), l.keys
+	l.keys, l.tmp = l.tmp, l.keys
 	secrets, err := FromDotEnv(l.dir)
 	l.red, l.err = New(append(append([]Secret(nil), l.base...), secrets...)...), err
 	return l.red, l.err

@@ -165,6 +165,9 @@ func (r *Redactor) String(s string) string {
 	return out.String()
 }
 
+// Holds reports whether b holds a secret.
+func (r *Redactor) Holds(b []byte) bool { return len(r.index().spans(b)) > 0 }
+
 // Fill overwrites every secret in b with a marker of the secret's own
 // length (see FillText), so that offsets and sizes stay as they were: what
 // an archive of files needs, whose sizes are written before their content.
