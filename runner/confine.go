@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,14 +92,24 @@ func (r *run) sandboxReady(t tools.Tool) error {
 // agent can write one at any turn), through a redact.Live that re-reads
 // them only when their stat information changed.
 type secrets struct {
-	env  []redact.Secret
-	base *redact.Redactor            // env only: before the workspace is known
-	live atomic.Pointer[redact.Live] // set by watch
+	env     []redact.Secret
+	base    *redact.Redactor            // env only: before the workspace is known
+	baseErr error                       // reading workspace.from's .env files
+	live    atomic.Pointer[redact.Live] // set by watch
 }
 
-func newSecrets() *secrets {
+// newSecrets knows the environment's secrets and those of the .env files
+// of from (the spec's workspace.from), which the header is written before
+// the copy of: a prompt quoting one is redacted too.
+func newSecrets(from string) *secrets {
 	env := redact.FromEnv(os.Environ())
-	return &secrets{env: env, base: redact.New(env...)}
+	s := &secrets{}
+	if from != "" {
+		more, err := redact.FromDotEnv(from)
+		env, s.baseErr = append(env, more...), err
+	}
+	s.env, s.base = env, redact.New(env...)
+	return s
 }
 
 // watch makes the .env files of ws part of the secrets.
@@ -115,9 +126,10 @@ func (s *secrets) redactor() *redact.Redactor {
 // redact.MaxDotEnv), why: its values are not redacted.
 func (s *secrets) current() (*redact.Redactor, error) {
 	if l := s.live.Load(); l != nil {
-		return l.Redactor()
+		red, err := l.Redactor()
+		return red, errors.Join(s.baseErr, err)
 	}
-	return s.base, nil
+	return s.base, s.baseErr
 }
 
 // redactor knows the secrets of this moment; see secrets.

@@ -163,7 +163,7 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Clock != nil {
 		header.TS = cfg.Clock()
 	}
-	sec := newSecrets()
+	sec := newSecrets(sp.Workspace.From)
 	sec.watch(ws)
 	sess, err := cfg.Store.Create(header, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync, Redact: sec.redactor})
 	if err != nil {
@@ -216,7 +216,7 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	sec := newSecrets() // the workspace's .env files join once the header is read
+	sec := newSecrets(cfg.Spec.Workspace.From) // the workspace's .env files join once the header is read
 	sess, rec, err := cfg.Store.Open(id, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync, Redact: sec.redactor})
 	if err != nil {
 		return Result{}, fmt.Errorf("resume %s: %w", id, err)
