@@ -23,7 +23,7 @@ import (
 //     trace.json, tool_calls.csv) are redacted again field by field;
 //   - checkpoints.jsonl, artifacts, progress files and workspace.diff line
 //     by line; a binary patch in the diff, whose content git encodes, is
-//     decoded and withheld when it holds a secret;
+//     decoded and withheld when it holds a secret (a delta always);
 //   - every file of workspace.tar.zst: .env* files with markers, others
 //     overwritten length for length (redact.Filler) so that file sizes,
 //     and the tar headers written before the content, stay true.
@@ -88,7 +88,8 @@ func redactWriter(r *redact.Redactor, w io.Writer) io.Writer {
 // lineRedactor redacts a diff line by line; flush ends it (gitDiff calls
 // it). The lines of a "GIT binary patch" are held until the patch ends
 // (up to maxBinaryPatch bytes), decoded, and written as they are when the
-// decoded content holds no secret, else replaced by a note.
+// decoded content holds no secret, else replaced by a note (deltas
+// always: see binaryPatchContent).
 type lineRedactor struct {
 	r      *redact.Redactor
 	w      io.Writer
@@ -178,17 +179,19 @@ func (l *lineRedactor) flush() error {
 }
 
 // binaryPatchContent decodes the blocks of a git binary patch ("literal N"
-// or "delta N", base85 lines, an empty line) and returns what they add:
-// a literal's bytes, a delta's inserted bytes. ok is false when the patch
-// cannot be decoded.
+// or "delta N", base85 lines, an empty line) and returns the literals'
+// bytes. ok is false when the patch cannot be decoded, or has a delta: a
+// delta inserts new bytes between copies of the old file's, and a secret
+// that begins like old content is split by a copy, out of sight without
+// the old blob (which would take running git on the agent's repository
+// again), so a delta is never judged clean.
 func binaryPatchContent(patch []byte) ([]byte, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(patch))
 	sc.Buffer(nil, maxBinaryPatch)
 	sc.Scan() // GIT binary patch
 	var out []byte
 	for sc.Scan() {
-		kind, _, _ := strings.Cut(sc.Text(), " ")
-		if kind != "literal" && kind != "delta" {
+		if kind, _, _ := strings.Cut(sc.Text(), " "); kind != "literal" {
 			return nil, false
 		}
 		var z []byte
@@ -217,13 +220,7 @@ func binaryPatchContent(patch []byte) ([]byte, bool) {
 		if err != nil {
 			return nil, false
 		}
-		if kind == "literal" {
-			out = append(out, data...)
-		} else if ins, ok := deltaInserts(data); ok {
-			out = append(out, ins...)
-		} else {
-			return nil, false
-		}
+		out = append(out, data...)
 	}
 	return out, true
 }
@@ -249,46 +246,6 @@ func base85(s string) ([]byte, bool) {
 			return nil, false
 		}
 		out = append(out, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-	}
-	return out, true
-}
-
-// deltaInserts returns the bytes a git delta inserts, in order.
-func deltaInserts(d []byte) ([]byte, bool) {
-	for range 2 { // source and target sizes
-		for len(d) > 0 && d[0]&0x80 != 0 {
-			d = d[1:]
-		}
-		if len(d) == 0 {
-			return nil, false
-		}
-		d = d[1:]
-	}
-	var out []byte
-	for len(d) > 0 {
-		op := d[0]
-		d = d[1:]
-		switch {
-		case op&0x80 != 0: // copy: skip its offset and size bytes
-			n := 0
-			for bit := 0; bit < 7; bit++ {
-				if op&(1<<bit) != 0 {
-					n++
-				}
-			}
-			if len(d) < n {
-				return nil, false
-			}
-			d = d[n:]
-		case op == 0:
-			return nil, false
-		default:
-			if len(d) < int(op) {
-				return nil, false
-			}
-			out = append(out, d[:op]...)
-			d = d[op:]
-		}
 	}
 	return out, true
 }
