@@ -252,3 +252,19 @@ func TestFillAndCopyFill(t *testing.T) {
 		t.Errorf("a file that shrank: %v", err)
 	}
 }
+
+// TestEveryOffset: the scan looks at every other offset; a secret is found
+// at any offset, odd or even, and at the very end.
+func TestEveryOffset(t *testing.T) {
+	r := New(Secret{"V4", "abcd"}, Secret{"V9", "q-1.Z_x/9"})
+	for _, s := range []string{"abcd", "q-1.Z_x/9", openai, anthropic, ghp, ghpat, aws, slack, jwt, pem} {
+		for pad := 0; pad < 9; pad++ {
+			for _, tail := range []string{"", " ", " tail"} {
+				in := strings.Repeat(" ", pad) + s + tail
+				if got := r.String(in); strings.Contains(got, s) {
+					t.Errorf("offset %d, tail %q: %q survives in %q", pad, tail, s, got)
+				}
+			}
+		}
+	}
+}
