@@ -67,7 +67,7 @@ type wsJob struct {
 // left out. Owners, access and change times are not recorded, and
 // modification times are whole seconds (plain USTAR headers, as `tar -c`
 // writes; PAX only for names USTAR cannot hold). Files named .env* are
-// redacted.
+// redacted with markers, every other file length for length (fillFile).
 //
 // With one encoder the walk, the reads and the compression run on this
 // goroutine into one frame. With several, the walk cuts the tar stream into
@@ -90,7 +90,7 @@ func writeWorkspace(ctx context.Context, w io.Writer, ws string, red *redact.Red
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wk := &wsWorker{buf: make([]byte, 128<<10)}
+			wk := &wsWorker{buf: make([]byte, 128<<10), red: red}
 			for j := range jobs {
 				if sw.error() != nil {
 					continue // drain, so the walk never blocks
@@ -159,7 +159,7 @@ func writeWorkspace(ctx context.Context, w io.Writer, ws string, red *redact.Red
 // writeWorkspaceSeq is writeWorkspace on one goroutine, as one frame.
 func writeWorkspaceSeq(ctx context.Context, w io.Writer, ws string, red *redact.Redactor, enc *zstd.Encoder) error {
 	enc.Reset(w)
-	wk := &wsWorker{buf: make([]byte, 128<<10)}
+	wk := &wsWorker{buf: make([]byte, 128<<10), red: red}
 	err := walkWorkspace(ctx, ws, red, func(e wsEntry) error { return wk.entry(enc, &e) })
 	if err == nil {
 		_, err = enc.Write(make([]byte, 1024)) // the tar trailer
@@ -247,11 +247,14 @@ func wsHeader(name string, info fs.FileInfo, link string) *tar.Header {
 	return h
 }
 
-// wsWorker writes entries into an encoder, reading files through buf.
+// wsWorker writes entries into an encoder, reading files through buf, or
+// through filler with secrets overwritten (see fillFile).
 type wsWorker struct {
-	buf []byte
-	hdr bytes.Buffer
-	blk [512]byte
+	buf    []byte
+	hdr    bytes.Buffer
+	blk    [512]byte
+	red    *redact.Redactor
+	filler *redact.Filler
 }
 
 // frame compresses job j into one frame and writes it when its turn comes.
@@ -293,9 +296,12 @@ func (wk *wsWorker) entry(w io.Writer, e *wsEntry) error {
 	}
 	if e.n > 0 {
 		var err error
-		if e.body != nil {
+		switch {
+		case e.body != nil:
 			_, err = w.Write(e.body[e.off : e.off+e.n])
-		} else {
+		case wk.red != nil:
+			err = wk.fillFile(w, e)
+		default:
 			err = copyFile(w, e.path, e.off, e.n, wk.buf)
 		}
 		if err != nil {

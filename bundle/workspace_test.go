@@ -23,6 +23,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/agentctl/agentctl/bundle"
+	"github.com/agentctl/agentctl/redact"
 )
 
 // fillWorkspace adds to ws: a file of big bytes of text-like data (it spans
@@ -145,10 +146,34 @@ func diskWorkspace(t *testing.T, ws string) map[string]wsEntry {
 func TestWorkspaceContent(t *testing.T) {
 	st, id, ws := newSession(t)
 	fillWorkspace(t, ws, 9<<20)
+	// Secrets in the big file, across the frames' edges (4 MiB) and the
+	// read chunks'.
+	big := filepath.Join(ws, "big/blob.txt")
+	b, _ := os.ReadFile(big)
+	for _, at := range []int{4<<20 - 7, 8<<20 - 20, 128<<10 - 3, 5 << 20} {
+		copy(b[at:], secret)
+	}
+	os.WriteFile(big, b, 0o644)
 	want := diskWorkspace(t, ws)
-	// .env is redacted in the archive: compare it apart.
+	// .env is redacted in the archive with markers: compare it apart. Every
+	// other file is redacted length for length.
 	envWant := want[".env"]
 	delete(want, ".env")
+	dotenv, _ := redact.FromDotEnv(ws)
+	red := redact.New(append(redact.FromEnv(os.Environ()), dotenv...)...)
+	for name, w := range want {
+		if w.typ != tar.TypeReg {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join(ws, name))
+		if red.Fill(b) {
+			w.sum = fmt.Sprintf("%x", sha256.Sum256(b))
+			want[name] = w
+		}
+	}
+	if want["big/blob.txt"].sum == diskWorkspace(t, ws)["big/blob.txt"].sum || want["new.go"].sum == diskWorkspace(t, ws)["new.go"].sum {
+		t.Fatal("the secrets planted in big/blob.txt and new.go are not found")
+	}
 	for _, tc := range []struct {
 		name        string
 		file        bool

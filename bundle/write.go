@@ -251,6 +251,30 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		return nil, fmt.Errorf("bundle: session %s has no events", id)
 	}
 	dir := b.st.SessionDir(id)
+	want := ""
+	if prefix == "" {
+		want = b.opts.Workspace
+	}
+	ws, err := b.st.Workspace(id, evs[0], want)
+	if err != nil {
+		fmt.Fprintf(b.opts.Warn, "agentctl: warning: the bundle has no workspace: %v\n", err)
+		ws = ""
+	}
+	wsOK := false
+	if ws != "" {
+		if fi, err := os.Stat(ws); err == nil && fi.IsDir() {
+			wsOK = true
+		} else {
+			fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: workspace %s is gone; the bundle has none\n", id, ws)
+		}
+	}
+	red := b.redactor(id, ws, wsOK)
+	// The log was redacted when it was written (by this agentctl; an older
+	// one redacted tool output only): redact its events again with what is
+	// known now, for every member made from them.
+	for i := range evs {
+		evs[i].MapStrings(red.String)
+	}
 	hdr := evs[0]
 
 	// events.parquet: the history's own writer and schema.
@@ -288,7 +312,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 	}
 	cps := filepath.Join(dir, runner.CheckpointsFile)
 	if _, err := os.Stat(cps); err == nil {
-		if err := b.a.addFile(prefix+"checkpoints.jsonl", cps, false); err != nil {
+		if err := b.redactedFile(prefix+"checkpoints.jsonl", cps, red); err != nil {
 			return nil, err
 		}
 	}
@@ -307,28 +331,6 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		return nil, err
 	}
 
-	want := ""
-	if prefix == "" {
-		want = b.opts.Workspace
-	}
-	ws, err := b.st.Workspace(id, hdr, want)
-	if err != nil {
-		fmt.Fprintf(b.opts.Warn, "agentctl: warning: the bundle has no workspace: %v\n", err)
-		ws = ""
-	}
-	wsOK := false
-	if ws != "" {
-		if fi, err := os.Stat(ws); err == nil && fi.IsDir() {
-			wsOK = true
-		} else {
-			fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: workspace %s is gone; the bundle has none\n", id, ws)
-		}
-	}
-	var red *redact.Redactor
-	if wsOK {
-		secrets, _ := redact.FromDotEnv(ws)
-		red = redact.New(secrets...)
-	}
 	if err := b.a.addBytes(prefix+"env.txt", envText(hdr, evs, ws)); err != nil {
 		return nil, err
 	}
@@ -358,7 +360,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 			}
 		}
 	}
-	if err := b.artifacts(filepath.Join(dir, runner.ArtifactsDir), prefix+"artifacts/"); err != nil {
+	if err := b.artifacts(filepath.Join(dir, runner.ArtifactsDir), prefix+"artifacts/", red); err != nil {
 		return nil, err
 	}
 	return evs, nil
@@ -399,8 +401,9 @@ func (b *builder) workspace(ctx context.Context, name, ws string, red *redact.Re
 	return b.a.addFile(name, p, true)
 }
 
-// artifacts adds every regular file under dir (links are skipped).
-func (b *builder) artifacts(dir, prefix string) error {
+// artifacts adds every regular file under dir (links are skipped),
+// redacted again with what is known now (they were as they were written).
+func (b *builder) artifacts(dir, prefix string, red *redact.Redactor) error {
 	if _, err := os.Stat(dir); err != nil {
 		return nil
 	}
@@ -415,7 +418,7 @@ func (b *builder) artifacts(dir, prefix string) error {
 		if err != nil {
 			return err
 		}
-		return b.a.addFile(prefix+filepath.ToSlash(rel), p, false)
+		return b.redactedFile(prefix+filepath.ToSlash(rel), p, red)
 	})
 }
 
@@ -548,45 +551,6 @@ func checkpointSHAs(path string) (last, first string) {
 		}
 	}
 	return last, first
-}
-
-// redactWriter passes w through r's line redaction.
-func redactWriter(r *redact.Redactor, w io.Writer) io.Writer {
-	return &lineRedactor{r: r, w: w}
-}
-
-// lineRedactor redacts whole lines; the caller's final flush comes from
-// Close-less use: gitDiff writes whole lines and flush is called by fill.
-type lineRedactor struct {
-	r   *redact.Redactor
-	w   io.Writer
-	buf []byte
-}
-
-func (l *lineRedactor) Write(p []byte) (int, error) {
-	l.buf = append(l.buf, p...)
-	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
-		if _, err := io.WriteString(l.w, l.r.String(string(l.buf[:i+1]))); err != nil {
-			return 0, err
-		}
-		l.buf = append(l.buf[:0], l.buf[i+1:]...)
-	}
-	if len(l.buf) > 1<<20 { // a very long line: pass it on in pieces
-		if _, err := io.WriteString(l.w, l.r.String(string(l.buf))); err != nil {
-			return 0, err
-		}
-		l.buf = l.buf[:0]
-	}
-	return len(p), nil
-}
-
-func (l *lineRedactor) flush() error {
-	if len(l.buf) == 0 {
-		return nil
-	}
-	_, err := io.WriteString(l.w, l.r.String(string(l.buf)))
-	l.buf = l.buf[:0]
-	return err
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -22,6 +23,32 @@ type Options struct {
 	// NoSync skips fsync. Only for benchmarks and tests: an acknowledged
 	// event is then not durable.
 	NoSync bool
+	// Redact returns the Redactor for the events of one Create or Append,
+	// asked again for each, so that it can follow secrets that appear
+	// while the log is written (a run's workspace .env files: see
+	// redact.Live). Every string of every event passes through it before
+	// it is encoded (session.Event.MapStrings), and Append returns the
+	// events as written, redacted. Nil means the secrets of this process's
+	// environment (redact.FromEnv) and the token formats: no log is
+	// written without redaction.
+	Redact func() *redact.Redactor
+}
+
+// redactor returns o.Redact, or the default of a nil Redact, built once.
+func (o Options) redactor() func() *redact.Redactor {
+	if o.Redact != nil {
+		return o.Redact
+	}
+	r := redact.New(redact.FromEnv(os.Environ())...)
+	return func() *redact.Redactor { return r }
+}
+
+// redactAll redacts evs in place with one Redactor.
+func redactAll(red func() *redact.Redactor, evs []session.Event) {
+	r := red()
+	for i := range evs {
+		evs[i].MapStrings(r.String)
+	}
 }
 
 func (o Options) now() time.Time {
@@ -34,9 +61,11 @@ func (o Options) now() time.Time {
 // Writer appends events to one log. It is safe for concurrent use; see the
 // package doc for group commit and the failed state.
 type Writer struct {
-	path string
-	f    *os.File
-	opts Options
+	path   string
+	f      *os.File
+	opts   Options
+	red    func() *redact.Redactor
+	header session.Event // the first event, as Create wrote it
 
 	mu       sync.Mutex
 	cond     sync.Cond // signalled when a flush ends
@@ -51,7 +80,7 @@ type Writer struct {
 }
 
 func newWriter(path string, f *os.File, lastSeq int64, opts Options) *Writer {
-	w := &Writer{path: path, f: f, opts: opts, lastSeq: lastSeq, curBatch: 1}
+	w := &Writer{path: path, f: f, opts: opts, red: opts.redactor(), lastSeq: lastSeq, curBatch: 1}
 	w.cond.L = &w.mu
 	return w
 }
@@ -61,6 +90,8 @@ func newWriter(path string, f *os.File, lastSeq int64, opts Options) *Writer {
 // a temp name, fsync'd, linked to path and the directory fsync'd, so a log
 // never exists without its first record. header.Kind must be
 // session_started or empty (then set to it); a zero TS is set from the clock.
+// The header is redacted like every event (see Options.Redact); Header
+// returns it as written.
 func Create(path string, header session.Event, opts Options) (*Writer, error) {
 	if header.Kind == "" {
 		header.Kind = session.KindSessionStarted
@@ -72,6 +103,11 @@ func Create(path string, header session.Event, opts Options) (*Writer, error) {
 	if header.TS.IsZero() {
 		header.TS = opts.now()
 	}
+	red := opts.redactor()
+	opts.Redact = red
+	hs := []session.Event{header}
+	redactAll(red, hs)
+	header = hs[0]
 	payload, err := encode(header)
 	if err != nil {
 		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
@@ -110,8 +146,14 @@ func Create(path string, header session.Event, opts Options) (*Writer, error) {
 		f.Close()
 		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
 	}
-	return newWriter(path, f, 1, opts), nil
+	w := newWriter(path, f, 1, opts)
+	w.header = header
+	return w, nil
 }
+
+// Header returns the first event as Create wrote it (with its seq, time
+// and redactions); the zero Event for a Writer of OpenWriter.
+func (w *Writer) Header() session.Event { return w.header }
 
 // Recovery reports what OpenWriter did to a log with a torn tail.
 type Recovery struct {
@@ -208,9 +250,9 @@ func copyBroken(f *os.File, path string, opts Options) (string, error) {
 	return name, syncDir(filepath.Dir(path), opts)
 }
 
-// Append stamps each event with the next seq and, if its TS is zero, the
-// clock's time, writes them as one batch, and returns after they are
-// durable, with the events as written. Concurrent calls are allowed and
+// Append redacts each event (Options.Redact), stamps it with the next seq
+// and, if its TS is zero, the clock's time, writes them as one batch, and
+// returns after they are durable, with the events as written. Concurrent calls are allowed and
 // share writes and fsyncs; the events of one call are contiguous.
 //
 // An event that cannot be encoded, or is larger than MaxRecordSize, fails
@@ -222,6 +264,7 @@ func (w *Writer) Append(evs ...session.Event) ([]session.Event, error) {
 	}
 	out := make([]session.Event, len(evs))
 	copy(out, evs)
+	redactAll(w.red, out)
 	payloads := make([][]byte, len(out))
 
 	w.mu.Lock()

@@ -6,10 +6,11 @@
 // # Example
 //
 //	secrets := redact.FromEnv(os.Environ())
-//	more, _ := redact.FromDotEnv(workspace)
+//	more, err := redact.FromDotEnv(workspace) // err: a file that could not be read
 //	r := redact.New(append(secrets, more...)...)
 //	clean := r.String(output)
 //	w := r.Writer(file) // streaming, line by line
+//	live := redact.NewLive(workspace, secrets...) // follows the .env files as they change
 //
 // # What is matched
 //
@@ -17,32 +18,42 @@
 // subfolders) that is at least 8 bytes long, or 4 for a secret-looking
 // name; every environment variable whose name contains KEY, TOKEN, SECRET,
 // PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, PRIVATE, AUTH, COOKIE or
-// SESSION, with a value of at least 4 bytes. The name in the marker is the
+// SESSION (but not the desktop's SSH_AUTH_SOCK, XDG_SESSION_* and the
+// like), with a value of at least 4 bytes. The name in the marker is the
 // variable's. Formats (see patterns): OpenAI (sk-…, sk-proj-…), Anthropic
 // (sk-ant-…), GitHub (ghp_…, gho_…, ghu_…, ghs_…, ghr_…, github_pat_…),
 // AWS access key ids (AKIA…, ASIA…), Slack (xox?-…), Google API keys
 // (AIza…), JWTs (three base64url parts starting eyJ) and PEM private key
 // blocks.
 //
-// Redaction is idempotent: a marker never matches again. It cannot find a
-// secret that was transformed (base64-encoded, split, reversed) on the way
-// out; that is what the sandbox's hiding of credentials is for.
+// Every match is found, overlapping ones included, in one pass over the
+// text (see index); overlapping matches become one marker, named after
+// the one that starts first. Redaction is idempotent: a marker never
+// matches again. It cannot find a secret that was transformed
+// (base64-encoded, compressed, split, reversed) on the way out; that is
+// what the sandbox's hiding of credentials is for.
+//
+// # .env files
+//
+// FromDotEnv reads each file whole, up to MaxDotEnv bytes; a larger one is
+// an error (ErrDotEnvTooLarge), never a silent stop. A .env* that is a
+// symbolic link is read only when it resolves to a regular file inside the
+// folder: a link out of it (.env.aws -> ~/.aws/credentials) is not read,
+// so its values are not learnt, and redaction cannot confirm a guess of
+// what a hidden file holds.
 //
 // # Concurrency
 //
-// A Redactor is immutable and safe for concurrent use; a Writer is not.
+// A Redactor is immutable and safe for concurrent use; a Writer is not; a
+// Live is safe for concurrent use.
 package redact
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
-	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // Secret is a known value and the name it is reported under.
@@ -53,26 +64,35 @@ type Secret struct {
 
 // Redactor replaces secrets. The nil *Redactor replaces token formats only.
 type Redactor struct {
-	repl *strings.Replacer
+	values []Secret // known values, longest first
+	ix     *index   // the needles of the values and of the token formats
+	maxLen int      // the longest value
 }
 
-// pattern is a token format.
+// pattern is a token format. Every match starts with one of lits; a match
+// of a pattern with word set starts at a word boundary.
 type pattern struct {
 	name string
-	re   *regexp.Regexp
+	lits []string
+	word bool
+	re   *regexp.Regexp // anchored at the start of the text
 }
 
-// patterns are matched after the known values, in order (the more
-// specific first).
+func newPattern(name string, word bool, re string, lits ...string) pattern {
+	return pattern{name: name, lits: lits, word: word, re: regexp.MustCompile(`^(?:` + re + `)`)}
+}
+
+// patterns are the token formats, the more specific first: of two matches
+// at the same place the first one's name is reported.
 var patterns = []pattern{
-	{"private_key", regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)`)},
-	{"anthropic_key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_\-]{16,}`)},
-	{"openai_key", regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`)},
-	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})`)},
-	{"aws_access_key_id", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"slack_token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9\-]{10,}`)},
-	{"google_api_key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`)},
-	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`)},
+	newPattern("private_key", false, `(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)`, "-----BEGIN"),
+	newPattern("anthropic_key", true, `sk-ant-[A-Za-z0-9_\-]{16,}`, "sk-ant-"),
+	newPattern("openai_key", true, `sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`, "sk-"),
+	newPattern("github_token", true, `gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}`, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+	newPattern("aws_access_key_id", true, `(?:AKIA|ASIA)[0-9A-Z]{16}\b`, "AKIA", "ASIA"),
+	newPattern("slack_token", true, `xox[abposr]-[A-Za-z0-9\-]{10,}`, "xox"),
+	newPattern("google_api_key", true, `AIza[0-9A-Za-z_\-]{35}`, "AIza"),
+	newPattern("jwt", true, `eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`, "eyJ"),
 }
 
 // MinValue is the shortest known value New accepts: shorter ones would
@@ -83,53 +103,115 @@ const MinValue = 4
 func Marker(name string) string { return "[REDACTED:" + name + "]" }
 
 // New returns a Redactor for the given known values (and the token
-// formats). Values shorter than MinValue are ignored; when two secrets share a value the
-// first name wins; longer values are replaced first.
+// formats). Values shorter than MinValue are ignored; when two secrets
+// share a value the first name wins.
 func New(secrets ...Secret) *Redactor {
 	seen := map[string]bool{}
-	var s []Secret
+	r := &Redactor{}
 	for _, x := range secrets {
 		if len(x.Value) < MinValue || seen[x.Value] {
 			continue
 		}
 		seen[x.Value] = true
-		s = append(s, x)
+		r.values = append(r.values, x)
+		r.maxLen = max(r.maxLen, len(x.Value))
 	}
-	slices.SortStableFunc(s, func(a, b Secret) int { return cmp.Compare(len(b.Value), len(a.Value)) })
-	var pairs []string
-	for _, x := range s {
-		pairs = append(pairs, x.Value, Marker(x.Name))
-	}
-	r := &Redactor{}
-	if len(pairs) > 0 {
-		r.repl = strings.NewReplacer(pairs...)
+	slices.SortStableFunc(r.values, func(a, b Secret) int { return cmp.Compare(len(b.Value), len(a.Value)) })
+	if len(r.values) == 0 {
+		r.ix = formatIndex
+	} else {
+		r.ix = newIndex(r.values)
 	}
 	return r
 }
 
-// String returns s with every secret replaced.
+// index returns the needles r searches for; the nil Redactor's are the
+// token formats'.
+func (r *Redactor) index() *index {
+	if r == nil {
+		return formatIndex
+	}
+	return r.ix
+}
+
+// MaxValue is the length of the longest known value: a streaming reader
+// must see at least that much of the text around a place to find it.
+func (r *Redactor) MaxValue() int {
+	if r == nil {
+		return 0
+	}
+	return r.maxLen
+}
+
+// String returns s with every secret replaced by its marker.
 func (r *Redactor) String(s string) string {
-	if s == "" {
+	if len(s) < MinValue {
 		return s
 	}
-	if r != nil && r.repl != nil {
-		s = r.repl.Replace(s)
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	sp := r.index().spans(b)
+	if len(sp) == 0 {
+		return s
 	}
-	for _, p := range patterns {
-		if strings.Contains(s, "-----BEGIN") || p.name != "private_key" {
-			s = p.re.ReplaceAllLiteralString(s, Marker(p.name))
-		}
+	var out strings.Builder
+	out.Grow(len(s))
+	at := 0
+	for _, x := range sp {
+		out.WriteString(s[at:x.start])
+		out.WriteString(Marker(x.name))
+		at = x.end
 	}
-	return s
+	out.WriteString(s[at:])
+	return out.String()
+}
+
+// Holds reports whether b holds a secret.
+func (r *Redactor) Holds(b []byte) bool { return len(r.index().spans(b)) > 0 }
+
+// Fill overwrites every secret in b with a marker of the secret's own
+// length (see FillText), so that offsets and sizes stay as they were: what
+// an archive of files needs, whose sizes are written before their content.
+// It reports whether it changed b.
+func (r *Redactor) Fill(b []byte) bool {
+	sp := r.index().spans(b)
+	for _, x := range sp {
+		copy(b[x.start:x.end], FillText(x.name, x.end-x.start))
+	}
+	return len(sp) > 0
+}
+
+// FillText is the marker of a secret called name that is n bytes long,
+// itself n bytes long: the marker padded with '*', or "[REDACTED]" when
+// the marker does not fit, or only '*' when that does not either.
+func FillText(name string, n int) string {
+	m := Marker(name)
+	if len(m) > n {
+		m = "[REDACTED]"
+	}
+	if len(m) > n {
+		m = ""
+	}
+	return m + strings.Repeat("*", n-len(m))
 }
 
 // secretWords make an environment variable name look secret.
 var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "PRIVATE", "AUTH", "COOKIE", "SESSION"}
 
+// notSecret are variables a desktop or a login sets whose names hold a
+// secret word but whose values are paths and words ("user", "wayland"):
+// taken as secrets, they would turn ordinary text into markers.
+var notSecret = map[string]bool{
+	"SSH_AUTH_SOCK": true, "DBUS_SESSION_BUS_ADDRESS": true, "SESSION_MANAGER": true,
+	"DESKTOP_SESSION": true, "GNOME_KEYRING_CONTROL": true, "XAUTHORITY": true,
+}
+
 // LooksSecret reports whether an environment variable called name probably
 // holds a secret.
 func LooksSecret(name string) bool {
 	u := strings.ToUpper(name)
+	if notSecret[u] || strings.HasPrefix(u, "XDG_SESSION_") {
+		return false
+	}
 	for _, w := range secretWords {
 		if strings.Contains(u, w) {
 			return true
@@ -144,149 +226,9 @@ func FromEnv(environ []string) []Secret {
 	var out []Secret
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
-		if ok && LooksSecret(k) && len(v) >= 4 {
+		if ok && LooksSecret(k) && len(v) >= MinValue {
 			out = append(out, Secret{Name: k, Value: v})
 		}
 	}
 	return out
-}
-
-// FromDotEnv reads every .env* file directly in dir (.env, .env.local,
-// .env.production, …) and returns their values: those of at least 8
-// bytes, and those of at least 4 under a secret-looking name. Quotes
-// around a value are removed, "export " prefixes and comments ignored. A
-// missing dir is not an error.
-func FromDotEnv(dir string) ([]Secret, error) {
-	matches, err := filepath.Glob(filepath.Join(dir, ".env*"))
-	if err != nil {
-		return nil, err
-	}
-	var out []Secret
-	for _, m := range matches {
-		fi, err := os.Stat(m)
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
-			continue
-		}
-		f, err := os.Open(m)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			line = strings.TrimPrefix(line, "export ")
-			k, v, ok := strings.Cut(line, "=")
-			if !ok {
-				continue
-			}
-			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-				v = v[1 : len(v)-1]
-			} else if i := strings.Index(v, " #"); i >= 0 {
-				v = strings.TrimSpace(v[:i])
-			}
-			if len(v) >= 8 || (len(v) >= 4 && LooksSecret(k)) {
-				out = append(out, Secret{Name: k, Value: v})
-			}
-		}
-		f.Close()
-	}
-	return out, nil
-}
-
-// maxLine is how much of a line without a newline a Writer holds before
-// it redacts and passes on all but the last overlap bytes.
-const (
-	maxLine = 64 << 10
-	overlap = 8 << 10
-)
-
-// Writer returns a writer that redacts what is written to it line by line
-// before passing it to w. A PEM private key block is replaced as a whole.
-// Close flushes the last partial line (and, in a key block with no end,
-// drops the rest); it does not close w.
-func (r *Redactor) Writer(w io.Writer) io.WriteCloser {
-	return &writer{r: r, w: w}
-}
-
-type writer struct {
-	r     *Redactor
-	w     io.Writer
-	buf   []byte
-	inKey bool
-	err   error
-}
-
-var (
-	beginKey = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`)
-	endKey   = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`)
-)
-
-func (w *writer) Write(p []byte) (int, error) {
-	if w.err != nil {
-		return 0, w.err
-	}
-	w.buf = append(w.buf, p...)
-	start := 0
-	// Whole lines are redacted in one batch, unless a key block is open
-	// or starts in them.
-	if last := bytes.LastIndexByte(w.buf, '\n'); last >= 0 && !w.inKey && !bytes.Contains(w.buf[:last+1], []byte("-----BEGIN")) {
-		w.emit(w.r.String(string(w.buf[:last+1])))
-		start = last + 1
-	}
-	for {
-		i := bytes.IndexByte(w.buf[start:], '\n')
-		if i < 0 {
-			break
-		}
-		w.line(string(w.buf[start : start+i+1]))
-		start += i + 1
-	}
-	w.buf = append(w.buf[:0], w.buf[start:]...)
-	if len(w.buf) > maxLine && !w.inKey {
-		s := w.r.String(string(w.buf))
-		if cut := len(s) - overlap; cut > 0 {
-			w.emit(s[:cut])
-			w.buf = append(w.buf[:0], s[cut:]...)
-		} else {
-			w.buf = append(w.buf[:0], s...)
-		}
-	}
-	if w.err != nil {
-		return 0, w.err
-	}
-	return len(p), nil
-}
-
-func (w *writer) line(line string) {
-	if w.inKey {
-		if loc := endKey.FindStringIndex(line); loc != nil {
-			w.inKey = false
-			w.line(line[loc[1]:])
-		}
-		return
-	}
-	if loc := beginKey.FindStringIndex(line); loc != nil && endKey.FindStringIndex(line[loc[1]:]) == nil {
-		w.emit(w.r.String(line[:loc[0]]) + Marker("private_key"))
-		w.inKey = true
-		return
-	}
-	w.emit(w.r.String(line))
-}
-
-func (w *writer) emit(s string) {
-	if w.err == nil && s != "" {
-		_, w.err = io.WriteString(w.w, s)
-	}
-}
-
-func (w *writer) Close() error {
-	if len(w.buf) > 0 && !w.inKey {
-		w.emit(w.r.String(string(w.buf)))
-	}
-	w.buf = nil
-	return w.err
 }

@@ -2,9 +2,12 @@ package redact
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -104,6 +107,164 @@ func TestFromEnvAndDotEnv(t *testing.T) {
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("FromDotEnv[%s] = %q, want %q", k, m[k], v)
+		}
+	}
+}
+
+// TestDotEnvLongLine is finding 11: a line over bufio.Scanner's 64 KiB
+// limit stopped the reading of every line after it.
+func TestDotEnvLongLine(t *testing.T) {
+	dir := t.TempDir()
+	body := "BIG=" + strings.Repeat("x", 100<<10) + "\nLATER_TOKEN=after-the-long-line-42\n"
+	os.WriteFile(filepath.Join(dir, ".env"), []byte(body), 0o644)
+	secrets, err := FromDotEnv(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(secrets...)
+	if got := r.String("v=after-the-long-line-42"); got != "v=[REDACTED:LATER_TOKEN]" {
+		t.Errorf("the secret after a 100 KiB line: %q", got)
+	}
+}
+
+// TestDotEnvOverCap: a file over MaxDotEnv is an error that names it, and
+// the other files are still read.
+func TestDotEnvOverCap(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".env.big"), []byte("A_TOKEN=first-value-1\n"+strings.Repeat("#", MaxDotEnv)), 0o644)
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("OK_TOKEN=small-file-value\n"), 0o644)
+	secrets, err := FromDotEnv(dir)
+	if !errors.Is(err, ErrDotEnvTooLarge) || !strings.Contains(err.Error(), ".env.big") {
+		t.Fatalf("FromDotEnv error = %v, want ErrDotEnvTooLarge naming .env.big", err)
+	}
+	if len(secrets) != 1 || secrets[0].Name != "OK_TOKEN" {
+		t.Errorf("secrets = %v, want the small file's", secrets)
+	}
+}
+
+// TestDotEnvLinks is finding 12: a .env* link is followed only to a
+// regular file inside the folder. The value of a file outside stays in the
+// output, which shows that it was not read (redacting it would confirm a
+// guess of what the hidden file holds).
+func TestDotEnvLinks(t *testing.T) {
+	outside := t.TempDir()
+	hidden := filepath.Join(outside, "credentials")
+	os.WriteFile(hidden, []byte("aws_secret_access_key=hidden-guessable-value\n"), 0o600)
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "real.env"), []byte("IN_TOKEN=inside-link-value\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "abs.env"), []byte("ABS_TOKEN=absolute-link-value\n"), 0o644)
+	for name, target := range map[string]string{
+		".env.aws":     hidden,                         // out, absolute
+		".env.rel":     "../" + filepath.Base(outside), // out, relative (a folder)
+		".env.up":      filepath.Join("..", filepath.Base(outside), "credentials"),
+		".env.in":      "sub/real.env",                // in, relative
+		".env.abs":     filepath.Join(dir, "abs.env"), // in, absolute
+		".env.dangles": "nowhere",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, ".env.fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := FromDotEnv(dir) // a FIFO must not block it
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(secrets...)
+	for in, want := range map[string]string{
+		"hidden-guessable-value": "hidden-guessable-value",
+		"inside-link-value":      "[REDACTED:IN_TOKEN]",
+		"absolute-link-value":    "[REDACTED:ABS_TOKEN]",
+	} {
+		if got := r.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLive: a Live sees a .env file appear, change and go, and does not
+// read the files again while nothing changed.
+func TestLive(t *testing.T) {
+	dir := t.TempDir()
+	l := NewLive(dir, Secret{"ENV_TOKEN", "from-the-environment"})
+	check := func(in, want string) {
+		t.Helper()
+		r, err := l.Redactor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+	check("from-the-environment", "[REDACTED:ENV_TOKEN]")
+	r1, _ := l.Redactor()
+	if r2, _ := l.Redactor(); r1 != r2 {
+		t.Errorf("nothing changed, yet the Redactor was built again")
+	}
+	p := filepath.Join(dir, ".env")
+	os.WriteFile(p, []byte("NEW_TOKEN=written-mid-run\n"), 0o644)
+	check("written-mid-run", "[REDACTED:NEW_TOKEN]")
+	os.WriteFile(p, []byte("NEW_TOKEN=rewritten-value\n"), 0o644) // same size, same folder
+	check("rewritten-value", "[REDACTED:NEW_TOKEN]")
+	os.WriteFile(p, []byte("NEW_TOKEN=x"+strings.Repeat("y", MaxDotEnv)), 0o644)
+	if _, err := l.Redactor(); !errors.Is(err, ErrDotEnvTooLarge) {
+		t.Errorf("over the cap: err = %v", err)
+	}
+	os.Remove(p)
+	check("written-mid-run", "written-mid-run")
+}
+
+// TestFillAndCopyFill: Fill keeps lengths; CopyFill of any piece of a file,
+// in chunks and with a secret across every kind of edge, gives the bytes of
+// Fill of the whole.
+func TestFillAndCopyFill(t *testing.T) {
+	r := New(Secret{"DB_PASSWORD", "hunter2hunter2"})
+	in := []byte("a hunter2hunter2 b " + ghp + " c")
+	want := string(in)
+	if !r.Fill(in) || len(in) != len(want) || strings.Contains(string(in), "hunter2") || strings.Contains(string(in), ghp) {
+		t.Fatalf("Fill = %q", in)
+	}
+	// A file with secrets at chunk edges, piece edges and in the middle.
+	var file []byte
+	for i := 0; len(file) < 3*fillChunk+5*fillContext; i++ {
+		file = append(file, strings.Repeat("z", 977*i%5000)...)
+		file = append(file, " hunter2hunter2 "+ghp+" "+jwt+"\n"...)
+	}
+	whole := append([]byte(nil), file...)
+	r.Fill(whole)
+	f := r.NewFiller()
+	src := bytes.NewReader(file)
+	size := int64(len(file))
+	for _, piece := range [][2]int64{{0, size}, {0, 1}, {5, fillChunk}, {fillChunk - 7, fillChunk + 3}, {size - 100, 100}, {1234, size - 1234}} {
+		var out bytes.Buffer
+		if err := f.CopyFill(&out, src, piece[0], piece[1], size); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := out.String(), string(whole[piece[0]:piece[0]+piece[1]]); got != want {
+			t.Errorf("piece %v: differs from Fill of the whole file", piece)
+		}
+	}
+	if err := f.CopyFill(io.Discard, src, size-10, 20, size+10); !errors.Is(err, ErrShortFile) {
+		t.Errorf("a file that shrank: %v", err)
+	}
+}
+
+// TestEveryOffset: the scan looks at every other offset; a secret is found
+// at any offset, odd or even, and at the very end.
+func TestEveryOffset(t *testing.T) {
+	r := New(Secret{"V4", "abcd"}, Secret{"V9", "q-1.Z_x/9"})
+	for _, s := range []string{"abcd", "q-1.Z_x/9", openai, anthropic, ghp, ghpat, aws, slack, jwt, pem} {
+		for pad := 0; pad < 9; pad++ {
+			for _, tail := range []string{"", " ", " tail"} {
+				in := strings.Repeat(" ", pad) + s + tail
+				if got := r.String(in); strings.Contains(got, s) {
+					t.Errorf("offset %d, tail %q: %q survives in %q", pad, tail, s, got)
+				}
+			}
 		}
 	}
 }

@@ -1,16 +1,20 @@
 package runner
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/runner/sandbox"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
+	"github.com/agentctl/agentctl/session"
 )
 
 // ArtifactsDir is the folder of the session folder that holds the whole
@@ -90,14 +94,122 @@ func (r *run) sandboxReady(t tools.Tool) error {
 	return nil
 }
 
-// redactor knows the secrets of this moment: the workspace's .env* files
-// and agentctl's own secret-looking environment variables.
-func (r *run) redactor() *redact.Redactor {
-	secrets := redact.FromEnv(os.Environ())
-	if more, err := redact.FromDotEnv(r.ws); err == nil {
-		secrets = append(secrets, more...)
+// secrets are what a run's log, its tools' output and its streamed text
+// are redacted with: agentctl's own secret-looking environment variables,
+// read once, and the workspace's .env* files as they are at each use (the
+// agent can write one at any turn), through a redact.Live that re-reads
+// them only when their stat information changed.
+type secrets struct {
+	env     []redact.Secret
+	base    *redact.Redactor            // env only: before the workspace is known
+	baseErr error                       // reading workspace.from's .env files
+	live    atomic.Pointer[redact.Live] // set by watch
+}
+
+// newSecrets knows the environment's secrets and those of the .env files
+// of from (the spec's workspace.from), which the header is written before
+// the copy of: a prompt quoting one is redacted too.
+func newSecrets(from string) *secrets {
+	env := redact.FromEnv(os.Environ())
+	s := &secrets{}
+	if from != "" {
+		more, err := redact.FromDotEnv(from)
+		env, s.baseErr = append(env, more...), err
 	}
-	return redact.New(secrets...)
+	s.env, s.base = env, redact.New(env...)
+	return s
+}
+
+// watch makes the .env files of ws part of the secrets.
+func (s *secrets) watch(ws string) { s.live.Store(redact.NewLive(ws, s.env...)) }
+
+// redactor returns the Redactor of this moment. It is the recorder's
+// Options.Redact of the run's session.
+func (s *secrets) redactor() *redact.Redactor {
+	red, _ := s.current()
+	return red
+}
+
+// current is redactor and, when a .env file could not be read (one over
+// redact.MaxDotEnv), why: its values are not redacted.
+func (s *secrets) current() (*redact.Redactor, error) {
+	if l := s.live.Load(); l != nil {
+		red, err := l.Redactor()
+		return red, errors.Join(s.baseErr, err)
+	}
+	return s.base, s.baseErr
+}
+
+// redactor knows the secrets of this moment; see secrets.
+func (r *run) redactor() *redact.Redactor { return r.secrets.redactor() }
+
+// redactionProblem returns the error event to record before the next
+// events when a .env file cannot be read, once per distinct problem: the
+// log then says which values it may hold unredacted.
+func (r *run) redactionProblem() []session.Event {
+	_, err := r.secrets.current()
+	if err == nil {
+		r.redactErr = ""
+		return nil
+	}
+	if err.Error() == r.redactErr {
+		return nil
+	}
+	r.redactErr = err.Error()
+	return []session.Event{{Kind: session.KindError, Reason: ReasonRedactionIncomplete, Error: err.Error()}}
+}
+
+// ReasonRedactionIncomplete is the reason of the error event recorded when
+// a .env file of the workspace could not be read (over redact.MaxDotEnv):
+// the values it holds are not redacted from what follows.
+const ReasonRedactionIncomplete = "redaction_incomplete"
+
+// observerText passes redacted streamed text on to the observer.
+type observerText struct{ o Observer }
+
+func (t observerText) Write(p []byte) (int, error) {
+	t.o.Text(string(p))
+	return len(p), nil
+}
+
+// onText shows the model's streamed text, redacted a line at a time (a
+// token split across deltas must not slip through): the live view prints
+// whole lines instead of every delta.
+func (r *run) onText(delta string) {
+	if r.cfg.Observer == nil {
+		return
+	}
+	if r.textOut == nil {
+		r.textOut = r.redactor().Writer(observerText{r.cfg.Observer})
+	}
+	_, _ = r.textOut.Write([]byte(delta))
+}
+
+// flushText passes on the rest of the streamed text after a model call.
+func (r *run) flushText() {
+	if r.textOut != nil {
+		_ = r.textOut.Close()
+		r.textOut = nil
+	}
+}
+
+// callArgs returns the arguments a call runs with: those the model sent,
+// when the call belongs to the assistant message this invocation
+// received; the log holds them redacted, and a call picked up from the
+// log (after a crash or an approval) runs with the arguments as recorded,
+// markers included.
+func (r *run) callArgs(cs *callState) json.RawMessage {
+	if cs.AssistantSeq == r.sent.seq && cs.Index < len(r.sent.calls) {
+		return r.sent.calls[cs.Index].Args
+	}
+	return cs.Call.Args
+}
+
+// sentCalls are the tool calls of the latest assistant message as the
+// model sent them, before redaction; see callArgs.
+type sentCalls struct {
+	seq   int64
+	calls []session.ToolCall
 }
 
 // artifactPath is where the whole output of a call goes; call ids come

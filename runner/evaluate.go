@@ -33,9 +33,9 @@ func (r *run) evaluate(ctx context.Context) (Result, bool, error) {
 	var evidence []string
 	for _, c := range checks {
 		args, _ := json.Marshal(map[string]string{"command": c.Command})
-		red := r.redactor()
-		res := bash.Run(ctx, tools.Call{Args: args, Workspace: r.ws, Timeout: 5 * time.Minute, Sandbox: r.sandbox, Redactor: red})
-		res.Output, res.Error = red.String(res.Output), red.String(res.Error)
+		// The evidence is redacted when it is recorded, and the model is
+		// sent the recorded one.
+		res := bash.Run(ctx, tools.Call{Args: args, Workspace: r.ws, Timeout: 5 * time.Minute, Sandbox: r.sandbox, Redactor: r.redactor()})
 		if ctx.Err() != nil {
 			out, err := r.interrupt(ctx, "", nil)
 			return out, true, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -106,6 +107,11 @@ type run struct {
 	sandbox  *sandbox.Config // set by setupSandbox before any tool runs
 	fp       failpoint       // crash injection (FailpointEnv)
 	cpDue    int64           // seq after which the next checkpoint is worth writing
+
+	secrets   *secrets       // what the log is redacted with (recorder Options.Redact)
+	redactErr string         // the last redaction problem recorded
+	textOut   io.WriteCloser // streamed text of the model call in progress, redacted
+	sent      sentCalls      // the latest assistant message's calls, unredacted
 }
 
 func (r *run) now() time.Time {
@@ -165,14 +171,17 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Clock != nil {
 		header.TS = cfg.Clock()
 	}
-	sess, err := cfg.Store.Create(header, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync})
+	sec := newSecrets(sp.Workspace.From)
+	sec.watch(ws)
+	sess, err := cfg.Store.Create(header, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync, Redact: sec.redactor})
 	if err != nil {
 		return Result{}, fmt.Errorf("create session: %w", err)
 	}
 	defer sess.Close()
-	r := &run{cfg: cfg, sess: sess, st: newState(sp.System), id: id, ws: ws, started: time.Now(), fp: fp}
-	hdr := header
-	hdr.Seq = 1
+	// The header as written, redacted: the state folded here must be the
+	// one a fold of the log gives (replay verify compares them).
+	hdr := sess.Header()
+	r := &run{cfg: cfg, sess: sess, st: newState(hdr.System), id: id, ws: ws, started: time.Now(), fp: fp, secrets: sec}
 	r.st.add(hdr)
 	r.observe(hdr)
 	r.fp.hit("after", 1)
@@ -218,7 +227,8 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 	if err := tools.CheckMode(cfg.Spec.Mode, cfg.Tools); err != nil {
 		return Result{}, fmt.Errorf("resume %s: %w", id, err)
 	}
-	sess, rec, err := cfg.Store.Open(id, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync})
+	sec := newSecrets(cfg.Spec.Workspace.From) // the workspace's .env files join once the header is read
+	sess, rec, err := cfg.Store.Open(id, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync, Redact: sec.redactor})
 	if err != nil {
 		return Result{}, fmt.Errorf("resume %s: %w", id, err)
 	}
@@ -243,7 +253,8 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("resume %s: %w", id, err)
 	}
-	r := &run{cfg: cfg, sess: sess, st: st, id: id, ws: ws, started: time.Now(), fp: fp}
+	r := &run{cfg: cfg, sess: sess, st: st, id: id, ws: ws, started: time.Now(), fp: fp, secrets: sec}
+	sec.watch(r.ws)
 	if f := r.st.finished; f != nil && f.Seq == r.st.lastSeq && session.Status(f.Status) == session.StatusDone {
 		return r.result(), fmt.Errorf("resume %s: the session already finished with status done; fork it to continue (agentctl replay fork)", id)
 	}
@@ -311,7 +322,13 @@ func (r *run) pinModel() error {
 }
 
 // append makes events durable, folds them and shows them, in that order.
+// The recorder redacts them (see secrets); what is folded and shown is
+// what it wrote, so the state the next request is projected from is the
+// one a fold of the log gives.
 func (r *run) append(evs ...session.Event) error {
+	if p := r.redactionProblem(); p != nil {
+		evs = append(p, evs...)
+	}
 	for i := range evs {
 		if evs[i].SessionID == "" && evs[i].Kind == session.KindSessionStarted {
 			evs[i].SessionID = r.id
@@ -458,6 +475,7 @@ func (r *run) loop(parent context.Context) (Result, error) {
 		began := time.Now()
 		resp, err := r.cfg.Provider.Complete(ctx, req, r.onText)
 		latency := time.Since(began).Milliseconds()
+		r.flushText()
 		if err != nil {
 			if ctx.Err() != nil {
 				// The call was cut: keep what the model had said, and what it
@@ -475,6 +493,7 @@ func (r *run) loop(parent context.Context) (Result, error) {
 		if err := r.append(am, r.modelCallEvent(req, resp, latency, "")); err != nil {
 			return r.result(), err
 		}
+		r.sent = sentCalls{seq: r.st.lastAssistant.Seq, calls: resp.ToolCalls}
 		if len(resp.ToolCalls) == 0 {
 			res, stopped, err := r.evaluate(ctx)
 			if stopped || err != nil {
@@ -485,12 +504,6 @@ func (r *run) loop(parent context.Context) (Result, error) {
 		if res, stopped, err := r.runCalls(ctx, r.st.openCalls()); stopped || err != nil {
 			return res, err
 		}
-	}
-}
-
-func (r *run) onText(delta string) {
-	if r.cfg.Observer != nil {
-		r.cfg.Observer.Text(delta)
 	}
 }
 
@@ -569,6 +582,7 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 			return res, true, err
 		}
 		name := cs.Call.Name
+		args := r.callArgs(cs)
 		t, ok := r.cfg.Tools.Get(name)
 		if !ok {
 			if err := r.toolError(cs, fmt.Sprintf("tool %q is not available in %s mode; available: %s", name, sp.Mode, strings.Join(r.cfg.Tools.Names(), ", "))); err != nil {
@@ -576,13 +590,13 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 			}
 			continue
 		}
-		if err := tools.Validate(t, cs.Call.Args); err != nil {
+		if err := tools.Validate(t, args); err != nil {
 			if err := r.toolError(cs, err.Error()); err != nil {
 				return r.result(), true, err
 			}
 			continue
 		}
-		if rule, gated := matchApproval(sp.Approvals, r.ws, name, cs.Call.Args); gated && cs.Granted == "" {
+		if rule, gated := matchApproval(sp.Approvals, r.ws, name, args); gated && cs.Granted == "" {
 			if r.st.sessionGrants[name] {
 				if err := r.append(session.Event{Kind: session.KindApprovalGranted, CallID: cs.Call.ID, Tool: name,
 					Scope: ScopeSession, Reason: "covered by an earlier grant for the session"}); err != nil {
@@ -616,7 +630,7 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 			Args: cs.Call.Args, IdempotencyKey: key}); err != nil {
 			return r.result(), true, err
 		}
-		res := r.execute(ctx, t, cs, key)
+		res := r.execute(ctx, t, cs, args, key)
 		if res.Status == session.ResultCancelled || ctx.Err() != nil {
 			out, err := r.interrupt(ctx, "", calls[i+1:])
 			return out, true, err
@@ -625,20 +639,19 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 	return r.result(), false, nil
 }
 
-// execute runs one tool call and records its result.
-func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, key string) tools.Result {
+// execute runs one tool call with args (see callArgs) and records its
+// result. Subprocess output is redacted as it is captured (and so is the
+// artifact of the whole output); the recorder redacts the rest.
+func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args json.RawMessage, key string) tools.Result {
 	began := time.Now()
-	red := r.redactor()
 	var gate func(string) error
 	if cs.Granted == "" && !r.st.sessionGrants[cs.Call.Name] {
 		// Decide again on the path the tool resolves at its I/O.
 		gate = approvalGate(r.cfg.Spec.Approvals, cs.Call.Name)
 	}
-	res := t.Run(ctx, tools.Call{Args: cs.Call.Args, Workspace: r.ws, IdempotencyKey: key,
+	res := t.Run(ctx, tools.Call{Args: args, Workspace: r.ws, IdempotencyKey: key,
 		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env),
-		Sandbox: r.sandbox, Redactor: red, ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
-	// Redaction at capture: nothing below sees the raw output or error.
-	res.Output, res.Error = red.String(res.Output), red.String(res.Error)
+		Sandbox: r.sandbox, Redactor: r.redactor(), ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
 	// Crash injection: the effect happened, its result is not durable yet.
 	r.fp.hit("in-tool", r.st.lastSeq)
 	ev := session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name, Status: res.Status,

@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -86,9 +84,5 @@ func copyFile(src, dst string, mode fs.FileMode) error {
 	return out.Close()
 }
 
-// specHash fingerprints the resolved spec, so runs of the same spec can be
-// grouped in queries and bundles.
-func specHash(sp *spec.Spec) string {
-	sum := sha256.Sum256(sp.JSON())
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+// specHash fingerprints the resolved spec (spec.Spec.Hash).
+func specHash(sp *spec.Spec) string { return sp.Hash() }

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -32,10 +34,22 @@ func ForSession(hdr session.Event, path string) (*Spec, error) {
 	return Load(path)
 }
 
+// Hash fingerprints the resolved spec as the session header records it
+// (spec_hash), computed before the header is redacted.
+func (s *Spec) Hash() string {
+	sum := sha256.Sum256(s.JSON())
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // Changes lists the top-level spec keys (budget, custom_tools, workspace, ...)
 // whose values differ between the spec recorded in hdr and sp, sorted; nil
-// when they are the same.
+// when they are the same. The recorded hash decides whether anything
+// changed: the header's copy of the spec is redacted, so a spec holding a
+// secret differs from it in value but not in hash.
 func Changes(hdr session.Event, sp *Spec) []string {
+	if hdr.SpecHash != "" && hdr.SpecHash == sp.Hash() {
+		return nil
+	}
 	var rec, cur map[string]json.RawMessage
 	if json.Unmarshal(hdr.Spec, &rec) != nil {
 		return []string{"(the recorded spec is unreadable)"}
@@ -55,6 +69,9 @@ func Changes(hdr session.Event, sp *Spec) []string {
 		}
 	}
 	sort.Strings(out)
+	if len(out) == 0 && hdr.SpecHash != "" {
+		out = []string{"(a value the log holds redacted)"}
+	}
 	return out
 }
 
