@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,7 +28,7 @@ const (
 // for: a hidden folder with a key, another repository, and evil.sh, which
 // records each run in a marker file and passes its input through.
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	ws      string
 	out     string // outside the workspace
 	hidden  string // out/hidden, holding id_rsa
@@ -36,7 +37,7 @@ type world struct {
 	markers string // glob of the marker files evil.sh writes
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
@@ -352,7 +353,7 @@ func TestAttacks(t *testing.T) {
 
 // writeIndex writes a version 2 index holding one entry, path, for the
 // empty blob: an index no git command would write, as a hostile agent can.
-func writeIndex(t *testing.T, file, path string) {
+func writeIndex(t testing.TB, file, path string) {
 	t.Helper()
 	var b bytes.Buffer
 	b.WriteString("DIRC")
@@ -373,7 +374,7 @@ func writeIndex(t *testing.T, file, path string) {
 	}
 }
 
-func hexID(t *testing.T, s string) []byte {
+func hexID(t testing.TB, s string) []byte {
 	b := make([]byte, len(s)/2)
 	for i := range b {
 		var v byte
@@ -559,5 +560,20 @@ func TestCap(t *testing.T) {
 	}
 	if b.Len() > 4096+200 || !strings.Contains(b.String(), "cut here") {
 		t.Errorf("diff of %d bytes, ends %q", b.Len(), b.String()[max(0, b.Len()-100):])
+	}
+}
+
+// BenchmarkUntracked: Open and DiffWorkTree of a workspace with 2,000
+// untracked files (one git ls-files, one git add -N, one git diff).
+func BenchmarkUntracked(b *testing.B) {
+	w := newWorld(b)
+	for i := range 2000 {
+		w.write(filepath.Join(w.ws, "new", strconv.Itoa(i%10), "f"+strconv.Itoa(i)+".go"), "package main // file "+strconv.Itoa(i)+"\n")
+	}
+	for b.Loop() {
+		diff, err := w.safe()
+		if err != nil || strings.Count(diff, "new file mode") != 2001 {
+			b.Fatalf("%d new files, %v", strings.Count(diff, "new file mode"), err)
+		}
 	}
 }
