@@ -85,10 +85,11 @@ func locate(ws string) (*layout, error) {
 		if !found || p == "" || strings.ContainsAny(p, "\n\x00") {
 			return nil, refuse(".git is a file that does not say \"gitdir: <path>\"")
 		}
+		what := ".git's gitdir: " + p
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(real, p)
 		}
-		if l.gitDir, err = l.inside(p, ".git's gitdir: "+p); err != nil {
+		if l.gitDir, err = l.inside(p, what); err != nil {
 			return nil, err
 		}
 	default:
@@ -103,10 +104,11 @@ func locate(ws string) (*layout, error) {
 		if p == "" || strings.ContainsAny(p, "\n\x00") {
 			return nil, refuse("%s is not one path", l.show(filepath.Join(l.gitDir, "commondir")))
 		}
+		what := l.show(filepath.Join(l.gitDir, "commondir")) + "'s " + p
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(real, l.gitDir, p)
 		}
-		if l.common, err = l.inside(p, "commondir "+p); err != nil {
+		if l.common, err = l.inside(p, what); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -343,7 +345,7 @@ func (l *layout) checkObjects(rel string, depth int, seen map[string]bool) error
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(l.ws, rel, p)
 		}
-		alt, err := l.inside(p, l.show(rel)+"/info/alternates names "+line+", which")
+		alt, err := l.inside(p, l.show(rel)+"/info/alternates' "+line)
 		if err != nil {
 			return err
 		}
