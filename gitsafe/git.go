@@ -273,6 +273,7 @@ func (r *Repo) env() []string {
 		"GIT_NO_REPLACE_OBJECTS=1",
 		"GIT_NO_LAZY_FETCH=1",
 		"GIT_PROTOCOL_FROM_USER=0",
+		"GIT_LITERAL_PATHSPECS=1", // an untracked file named "*" or ":(top)" is just a name
 	}
 }
 

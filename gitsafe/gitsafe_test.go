@@ -577,3 +577,21 @@ func BenchmarkUntracked(b *testing.B) {
 		}
 	}
 }
+
+// TestPathspecNames: untracked files are added by name, not as pathspecs:
+// one named ":(exclude)c.txt" does not keep c.txt out of the diff, and
+// one named "*" does not stand for every file.
+func TestPathspecNames(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.ws, ":(exclude)c.txt"), "magic\n")
+	w.write(filepath.Join(w.ws, "*"), "star\n")
+	diff, err := w.safe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"+++ b/c.txt", "+++ b/:(exclude)c.txt", "+++ b/*", "+three", "+magic", "+star"} {
+		if !strings.Contains(diff, s) {
+			t.Errorf("the diff lacks %q:\n%s", s, diff)
+		}
+	}
+}
