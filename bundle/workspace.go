@@ -594,7 +594,12 @@ func (d *wsDiff) write(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "# no git diff: %v\n", d.refused)
 	} else {
 		fmt.Fprintf(w, "# git diff %s (working tree, untracked files included)\n", d.base)
-		if err := d.repo.DiffWorkTree(ctx, d.base, w); err != nil {
+		err := d.repo.DiffWorkTree(ctx, d.base, w)
+		var refused *gitsafe.RefusedError
+		if errors.As(err, &refused) { // the index: refused before git wrote a byte
+			d.refused = err
+			fmt.Fprintf(w, "# no git diff: %v\n", err)
+		} else if err != nil {
 			return err
 		}
 	}
