@@ -31,9 +31,9 @@ type Repo struct {
 	MaxOutput int64
 }
 
-// DefaultTimeout bounds one git command. A diff of 16,000 files takes
-// about a second here; a workspace whose git takes minutes is not worth
-// holding a bundle for.
+// DefaultTimeout bounds one git command. The whole diff of a workspace
+// with 2,000 untracked files takes 0.18 s here (BenchmarkUntracked); a
+// workspace whose git takes minutes is not worth holding a bundle for.
 const DefaultTimeout = 5 * time.Minute
 
 // DefaultMaxOutput caps a diff: past it the diff ends with a line saying
