@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -433,5 +434,74 @@ func TestWorkspacePaths(t *testing.T) {
 		} else if !bytes.Equal(got.Bytes(), want) {
 			t.Errorf("%s: workspace of %d bytes (names and contents), want the %d bytes of the first", tc.name, got.Len(), len(want))
 		}
+	}
+}
+
+// TestDiffRefused: a workspace repository that would make git read outside
+// the workspace (a gitdir: link out of it, an index path with ..) gets a
+// workspace.diff that says why there is no diff, and a warning; nothing of
+// the outside file is in the bundle.
+func TestDiffRefused(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	const outside = "OUTSIDE-FILE-CONTENT-93c1"
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, ws, out string)
+		want  string
+	}{
+		{"gitdir outside", func(t *testing.T, ws, out string) {
+			os.Rename(filepath.Join(ws, ".git"), filepath.Join(out, "moved.git"))
+			os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: "+filepath.Join(out, "moved.git")+"\n"), 0o644)
+		}, "# no git diff: refused: .git's gitdir: "},
+		{"index path with ..", func(t *testing.T, ws, out string) {
+			rel, _ := filepath.Rel(ws, filepath.Join(out, "secret"))
+			writeIndex(t, filepath.Join(ws, ".git", "index"), rel)
+		}, `# no git diff: refused: the index has the path "../`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, id, ws := newSession(t)
+			out := t.TempDir()
+			os.WriteFile(filepath.Join(out, "secret"), []byte(outside+"\n"), 0o644)
+			tc.plant(t, ws, out)
+			var warn bytes.Buffer
+			var b bytes.Buffer
+			if _, err := bundle.Write(context.Background(), &b, st, id, bundle.Options{Warn: &warn}); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if _, err := bundle.Extract(context.Background(), bytes.NewReader(b.Bytes()), dir, bundle.ExtractOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			diff, err := os.ReadFile(filepath.Join(dir, "workspace.diff"))
+			if err != nil || !strings.Contains(string(diff), tc.want) || strings.Contains(string(diff), outside) {
+				t.Errorf("workspace.diff = %q, %v; want a note starting %q", diff, err, tc.want)
+			}
+			if !strings.Contains(warn.String(), "workspace.diff: refused: ") {
+				t.Errorf("warnings = %q, want the refusal", warn.String())
+			}
+		})
+	}
+}
+
+// writeIndex writes a version 2 git index holding one entry, path (for
+// the empty blob), which no git command would write.
+func writeIndex(t *testing.T, file, path string) {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("DIRC\x00\x00\x00\x02\x00\x00\x00\x01")
+	b.Write(make([]byte, 24))
+	b.Write([]byte{0, 0, 0x81, 0xa4}) // mode 100644
+	b.Write(make([]byte, 12))
+	empty, _ := hex.DecodeString("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
+	b.Write(empty)
+	b.Write([]byte{byte(len(path) >> 8), byte(len(path))})
+	b.WriteString(path)
+	b.Write(make([]byte, 8-(b.Len()-12)%8))
+	sum := sha1.Sum(b.Bytes())
+	b.Write(sum[:])
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,7 +25,9 @@
 //	env.txt              who bundled what: agentctl version and commit, the
 //	                     recorded version, harness commit, pinned model, spec hash, OS
 //	workspace.diff       git diff of the workspace against the run's initializer
-//	                     commit, untracked files included (git workspaces only)
+//	                     commit, untracked files included (git workspaces only),
+//	                     made through package gitsafe; a repository it refuses
+//	                     gets a one-line note saying why instead
 //	workspace.tar.zst    the session's workspace as a tar.zst of its own
 //	progress/<name>      the agent's progress files (PROGRESS.md, feature lists, ...)
 //	artifacts/<path>     large tool outputs kept whole

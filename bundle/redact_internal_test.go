@@ -41,7 +41,12 @@ func TestDiffBinaryPatch(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "literal.bin"), []byte("\x00\x03 "+secret), 0o644)
 	red := redact.New(redact.Secret{Name: "BIN_TOKEN", Value: secret})
 	var out bytes.Buffer
-	if err := gitDiff(context.Background(), ws, "HEAD", redactWriter(red, &out)); err != nil {
+	d := openDiff(context.Background(), ws, filepath.Join(ws, "no-checkpoints"))
+	if d == nil || d.refused != nil {
+		t.Fatalf("openDiff = %+v", d)
+	}
+	defer d.close()
+	if err := d.write(context.Background(), redactWriter(red, &out)); err != nil {
 		t.Fatal(err)
 	}
 	diff := out.String()

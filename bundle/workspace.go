@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/agentctl/agentctl/gitsafe"
 	"github.com/agentctl/agentctl/redact"
 )
 
@@ -554,86 +554,69 @@ func (j *seqJob) finish() error {
 	return nil
 }
 
-// gitArgs keep a workspace's own git configuration from running anything:
-// the workspace was written by an agent, and git config can name commands.
-var gitArgs = []string{"-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
-	"-c", "diff.external=", "-c", "core.quotepath=off"}
-
-func git(ctx context.Context, ws string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", append(append([]string{"-C", ws}, gitArgs...), args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
-	return cmd
+// wsDiff is the workspace.diff of a session whose workspace is a git
+// repository: its working tree against the commit the run started from.
+// git runs only through package gitsafe, which never lets it read the
+// workspace's own config, hooks or refs, nor anything outside the
+// workspace.
+type wsDiff struct {
+	repo    *gitsafe.Repo
+	base    string
+	refused error // why git was not run; the member says so instead
 }
 
-// initializerCommit is the commit the run started from: the workspace SHA
-// of its first checkpoint, else the repository's first commit. It is empty
-// when ws is not a git repository with a commit.
-func initializerCommit(ws, checkpoints string) string {
-	if _, err := os.Stat(filepath.Join(ws, ".git")); err != nil {
-		return ""
-	}
-	if _, first := checkpointSHAs(checkpoints); first != "" {
-		if git(context.Background(), ws, "cat-file", "-e", first+"^{commit}").Run() == nil {
-			return first
-		}
-	}
-	out, err := git(context.Background(), ws, "rev-list", "--max-parents=0", "HEAD").Output()
-	if err != nil {
-		return ""
-	}
-	lines := strings.Fields(string(out))
-	if len(lines) == 0 {
-		return ""
-	}
-	return lines[len(lines)-1]
-}
-
-// gitDiff writes the diff of the working tree against base, untracked
-// files that are not ignored included as new files. They are marked
-// intent-to-add in a copy of the index (the workspace's own index is never
-// written), so one git diff covers them all instead of a process per file.
-// No external diff or textconv program runs.
-func gitDiff(ctx context.Context, ws, base string, w io.Writer) error {
-	fmt.Fprintf(w, "# git diff %s (working tree, untracked files included)\n", base)
-	index, err := os.CreateTemp("", "agentctl-bundle-index-*")
-	if err != nil {
-		return fmt.Errorf("git diff: %w", err)
-	}
-	index.Close()
-	defer os.Remove(index.Name())
-	env := []string{"GIT_INDEX_FILE=" + index.Name()}
-	if p, err := git(ctx, ws, "rev-parse", "--path-format=absolute", "--git-path", "index").Output(); err == nil {
-		if b, err := os.ReadFile(strings.TrimSpace(string(p))); err == nil {
-			if err := os.WriteFile(index.Name(), b, 0o600); err != nil {
-				return fmt.Errorf("git diff: %w", err)
-			}
-		}
-	}
-	run := func(stdin io.Reader, stdout io.Writer, args ...string) error {
-		cmd := git(ctx, ws, args...)
-		cmd.Env = append(cmd.Env, env...)
-		cmd.Stdin, cmd.Stdout = stdin, stdout
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
-		}
+// openDiff opens ws's repository for the diff. The base is the workspace
+// SHA of the first checkpoint (in checkpoints, from the session folder)
+// when it is a commit of the repository, else the repository's first
+// commit. It returns nil when there is nothing to diff: ws is no
+// repository or has no commit. A repository that gitsafe refuses gives a
+// wsDiff whose member is a note saying why.
+func openDiff(ctx context.Context, ws, checkpoints string) *wsDiff {
+	repo, err := gitsafe.Open(ws)
+	var refused *gitsafe.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return &wsDiff{refused: err}
+	case err != nil:
 		return nil
 	}
-	var untracked bytes.Buffer
-	if err := run(nil, &untracked, "ls-files", "--others", "--exclude-standard", "-z"); err != nil {
-		return err
+	d := &wsDiff{repo: repo}
+	if _, first := checkpointSHAs(checkpoints); first != "" && repo.HasCommit(ctx, first) {
+		d.base = first
+	} else {
+		d.base = repo.RootCommit(ctx)
 	}
-	if untracked.Len() > 0 {
-		if err := run(&untracked, io.Discard, "add", "--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+	if d.base == "" {
+		repo.Close()
+		return nil
+	}
+	return d
+}
+
+// write writes the diff to w, or the note saying why there is none. No
+// external diff, textconv or filter program runs.
+func (d *wsDiff) write(ctx context.Context, w io.Writer) error {
+	if d.refused != nil {
+		fmt.Fprintf(w, "# no git diff: %v\n", d.refused)
+	} else {
+		fmt.Fprintf(w, "# git diff %s (working tree, untracked files included)\n", d.base)
+		err := d.repo.DiffWorkTree(ctx, d.base, w)
+		var refused *gitsafe.RefusedError
+		if errors.As(err, &refused) { // the index: refused before git wrote a byte
+			d.refused = err
+			fmt.Fprintf(w, "# no git diff: %v\n", err)
+		} else if err != nil {
 			return err
 		}
-	}
-	if err := run(nil, w, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "--binary", base, "--"); err != nil {
-		return err
 	}
 	if lr, ok := w.(*lineRedactor); ok {
 		return lr.flush()
 	}
 	return nil
+}
+
+func (d *wsDiff) close() {
+	if d.repo != nil {
+		d.repo.Close()
+	}
 }

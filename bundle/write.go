@@ -335,12 +335,16 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		return nil, err
 	}
 	if wsOK {
-		if base := initializerCommit(ws, cps); base != "" {
+		if d := openDiff(ctx, ws, cps); d != nil {
 			if err := b.temp(prefix+"workspace.diff", func(w io.Writer) error {
-				return gitDiff(ctx, ws, base, redactWriter(red, w))
+				return d.write(ctx, redactWriter(red, w))
 			}); err != nil {
 				fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: %v\n", id, err)
 			}
+			if d.refused != nil {
+				fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: workspace.diff: %v\n", id, d.refused)
+			}
+			d.close()
 		}
 		if err := b.workspace(ctx, prefix+"workspace.tar.zst", ws, red); err != nil {
 			return nil, err

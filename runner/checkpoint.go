@@ -7,12 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/gitsafe"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -183,16 +182,13 @@ func latestCheckpoint(dir string, evs []session.Event) (Checkpoint, bool) {
 	return best, found
 }
 
-// gitHead is the workspace's HEAD commit when it is a git repository.
+// gitHead is the workspace's HEAD commit when it is a git repository,
+// read by Go code (gitsafe.Head): git is never run on the host against a
+// workspace the agent wrote. It is "" when there is none or the repository
+// is refused (its git folder leads outside the workspace).
 func gitHead(ws string) string {
-	if _, err := os.Stat(filepath.Join(ws, ".git")); err != nil {
-		return ""
-	}
-	out, err := exec.Command("git", "-C", ws, "rev-parse", "HEAD").Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
+	id, _ := gitsafe.Head(ws)
+	return id
 }
 
 // foldLog rebuilds the state of a session from its events, starting from
