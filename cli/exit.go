@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -16,6 +17,7 @@ const (
 	ExitBudgetExceeded   = 4
 	ExitNeedsHuman       = 5
 	ExitChecksFailed     = 6
+	ExitCorruptLog       = 7
 	ExitInterrupted      = 130
 )
 
@@ -27,6 +29,8 @@ const exitCodesHelp = `Exit status:
   4    budget exceeded
   5    needs human (a pending side effect could not be reconciled)
   6    checks failed (evaluation, eval suite, replay divergence, crashtest)
+  7    corrupt log: a record in the middle of a session log fails its checks
+       (not a crash's torn tail, which resume cuts); nothing repairs it
   130  interrupted (SIGINT/SIGTERM); the session is resumable
 Any other code is a failure.`
 
@@ -77,5 +81,24 @@ func codeOf(err error) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
+	if errors.Is(err, recorder.ErrCorrupt) {
+		return ExitCorruptLog
+	}
 	return ExitError
+}
+
+// corruptHint says what to do about a corrupt log, for every command that
+// meets one: the same words and the same exit code wherever it is found.
+func corruptHint(err error) string {
+	var ce *recorder.CorruptError
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	where := "the log"
+	if ce.Path != "" {
+		where = ce.Path
+	}
+	return fmt.Sprintf("hint: %s is damaged at byte %d, in the middle (a crash only tears the end, which resume cuts); agentctl never repairs that or skips records. "+
+		"'agentctl show SESSION' lists the events before the damage, 'agentctl replay fork SESSION --from SEQ' continues from one of them, "+
+		"and the file's backups or a bundle may hold the rest", where, ce.Offset)
 }

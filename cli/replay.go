@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,9 +104,13 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 	}
 	reps := verifyMany(st, ids)
 	failed := 0
+	var corrupt error
 	for _, r := range reps {
 		if r.Status == replay.StatusDiverged || r.Status == replay.StatusBroken || r.Status == replay.StatusError {
 			failed++
+		}
+		if corrupt == nil && errors.Is(r.Err, recorder.ErrCorrupt) {
+			corrupt = r.Err
 		}
 	}
 	if opts.JSON {
@@ -117,6 +122,12 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 		}
 	} else {
 		writeVerify(f.Out, reps)
+	}
+	if corrupt != nil {
+		// The report says which log; the exit code and hint are the ones
+		// every command gives for a corrupt log.
+		fmt.Fprintln(f.Err, corruptHint(corrupt))
+		return withCode(ExitCorruptLog, nil)
 	}
 	if failed > 0 {
 		return withCode(ExitChecksFailed, nil)

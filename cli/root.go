@@ -107,11 +107,19 @@ func Main(ctx context.Context, args []string, s Streams) int {
 	if errors.As(err, &ee) && ee.Err == nil {
 		return ee.Code
 	}
+	hint := corruptHint(err)
 	if f.JSON {
-		b, _ := json.Marshal(map[string]any{"error": err.Error(), "exit_code": codeOf(err)})
+		out := map[string]any{"error": err.Error(), "exit_code": codeOf(err)}
+		if hint != "" {
+			out["hint"] = hint
+		}
+		b, _ := json.Marshal(out)
 		fmt.Fprintln(s.Err, string(b))
 	} else {
 		fmt.Fprintf(s.Err, "agentctl: %v\n", err)
+		if hint != "" {
+			fmt.Fprintln(s.Err, hint)
+		}
 		var ue usageError
 		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 			fmt.Fprintln(s.Err, "Run 'agentctl --help' for usage.")

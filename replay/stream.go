@@ -345,14 +345,14 @@ func verifyLog(id, path string, pipeline bool, sc *scratch) Report {
 	v := NewVerifier(id)
 	n, err := scan(path, v, pipeline, sc)
 	if err != nil {
-		return Report{SessionID: id, Status: StatusError, Events: int64(n), Error: err.Error()}
+		return Report{SessionID: id, Status: StatusError, Events: int64(n), Error: err.Error(), Err: err}
 	}
 	if rep, ok := v.Report(); ok {
 		return detach(rep)
 	}
 	evs, _, err := recorder.ReadFile(path)
 	if err != nil {
-		return Report{SessionID: id, Status: StatusError, Events: int64(len(evs)), Error: err.Error()}
+		return Report{SessionID: id, Status: StatusError, Events: int64(len(evs)), Error: err.Error(), Err: err}
 	}
 	return verifyBatch(id, evs, VerifyOptions{})
 }

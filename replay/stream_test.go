@@ -160,7 +160,7 @@ func TestVerifyLog(t *testing.T) {
 		evs, _, err := recorder.ReadFile(l.path)
 		want := Verify(l.id, evs, VerifyOptions{})
 		if err != nil {
-			want = Report{SessionID: l.id, Status: StatusError, Events: int64(len(evs)), Error: err.Error()}
+			want = Report{SessionID: l.id, Status: StatusError, Events: int64(len(evs)), Error: err.Error(), Err: err}
 		}
 		wants = append(wants, want)
 		for _, pipe := range []bool{false, true} {

@@ -63,6 +63,10 @@ type Report struct {
 	Divergence   *Divergence `json:"divergence,omitempty"`
 	Problems     []Problem   `json:"problems,omitempty"`
 	Error        string      `json:"error,omitempty"`
+	// Err is the read error behind StatusError (a *recorder.CorruptError
+	// for a log damaged in the middle), for callers that map it to an
+	// exit code.
+	Err error `json:"-"`
 }
 
 // Problem is one structural finding.
