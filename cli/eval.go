@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,8 @@ import (
 type evalOptions struct {
 	Suite    string
 	JUnit    string
-	JSON     string
+	JSON     bool
+	JSONOut  string
 	Parallel int
 	Shard    string
 	Filter   string
@@ -48,18 +50,24 @@ README; fixtures/suites/ has examples.
 Every run is recorded in the home like any 'agentctl run', so show, query,
 replay and bundle work on it. The summary goes to stdout; progress goes to
 stderr (a bar on a terminal, one line per run otherwise). --junit writes
-JUnit XML (one testcase per scenario x repeat), --json the report that
-'agentctl eval merge' joins. --shard I/N runs scenarios i with i mod N =
+JUnit XML (one testcase per scenario x repeat), --json-out the report that
+'agentctl eval merge' joins (--json prints it on stdout instead). --shard I/N runs scenarios i with i mod N =
 I-1, so N CI jobs split the suite.
 
 ` + evalExitHelp,
 		Example: `  agentctl eval fixtures/suites/smoke.yaml
-  agentctl eval suite.yaml --junit report.xml --json report.json --parallel 4
-  agentctl eval suite.yaml --shard 2/3 --json shard-2.json
+  agentctl eval suite.yaml --junit report.xml --json-out report.json --parallel 4
+  agentctl eval suite.yaml --shard 2/3 --json-out shard-2.json
+  agentctl eval suite.yaml --json | jq .ok
   agentctl eval suite.yaml --filter '^fix-'
   agentctl eval validate suite.yaml
   agentctl eval merge shard-*.json --junit report.xml`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 && opts.JSON {
+				return oldJSONSpelling(args[1])
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Suite = args[0]
 			if opts.Parallel < 1 {
@@ -72,7 +80,8 @@ I-1, so N CI jobs split the suite.
 		},
 	}
 	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "write JUnit XML to `FILE` (- for stdout)")
-	cmd.Flags().StringVar(&opts.JSON, "json", "", "write the JSON report to `FILE` (- for stdout)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the JSON report on stdout (instead of the summary)")
+	cmd.Flags().StringVar(&opts.JSONOut, "json-out", "", "write the JSON report to `FILE`, for 'agentctl eval merge'")
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", 1, "run `N` scenario runs at once")
 	cmd.Flags().StringVar(&opts.Shard, "shard", "", "run only shard `I/N` of the suite")
 	cmd.Flags().StringVar(&opts.Filter, "filter", "", "run only scenarios whose name matches `RE`")
@@ -82,6 +91,10 @@ I-1, so N CI jobs split the suite.
 }
 
 func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
+	jsonPath, err := jsonTarget(opts.JSON, opts.JSONOut)
+	if err != nil {
+		return err
+	}
 	cfg := evals.Config{Store: f.Store(), Parallel: opts.Parallel, Warn: f.Err}
 	if opts.Shard != "" {
 		sh, err := evals.ParseShard(opts.Shard)
@@ -125,10 +138,10 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeEvalOutputs(f, rep, opts.JUnit, opts.JSON); err != nil {
+	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
 		return err
 	}
-	if opts.JSON != "-" && opts.JUnit != "-" {
+	if jsonPath != "-" && opts.JUnit != "-" {
 		writeEvalSummary(f.Out, rep)
 	}
 	switch {
@@ -311,8 +324,28 @@ func evalValidateRun(f *Factory, opts *evalValidateOptions) error {
 type evalMergeOptions struct {
 	Reports []string
 	JUnit   string
-	JSON    string
+	JSON    bool
+	JSONOut string
 	Partial bool
+}
+
+// oldJSONSpelling is the error for `--json FILE`, which used to name the
+// report file: --json now means what it means everywhere (the report on
+// stdout), and the file is --json-out.
+func oldJSONSpelling(file string) error {
+	return usageError{fmt.Errorf("--json no longer takes a file: it prints the report on stdout; write it to %s with --json-out %s", file, file)}
+}
+
+// jsonTarget is where the JSON report goes: "-" for --json, the file of
+// --json-out, or "" for none.
+func jsonTarget(asJSON bool, out string) (string, error) {
+	if asJSON && out != "" {
+		return "", usageError{fmt.Errorf("--json prints the report on stdout and --json-out writes it to a file; give one")}
+	}
+	if asJSON {
+		return "-", nil
+	}
+	return out, nil
 }
 
 func newEvalMergeCmd(f *Factory, runF func(*evalMergeOptions) error) *cobra.Command {
@@ -323,11 +356,11 @@ func newEvalMergeCmd(f *Factory, runF func(*evalMergeOptions) error) *cobra.Comm
 		Long: `Join the --json reports that 'agentctl eval --shard I/N' wrote in
 separate CI jobs. The reports must come from the same suite file (same
 sha256), the same N and the same --filter, and be disjoint; every shard
-must be there unless --partial. Prints the summary; --junit and --json
-write the joined report.
+must be there unless --partial. Prints the summary; --junit and
+--json-out write the joined report (--json prints it on stdout).
 
 ` + evalExitHelp,
-		Example: "  agentctl eval merge shard-1.json shard-2.json shard-3.json --junit report.xml",
+		Example: "  agentctl eval merge shard-1.json shard-2.json shard-3.json --junit report.xml --json-out report.json",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Reports = args
@@ -338,16 +371,24 @@ write the joined report.
 		},
 	}
 	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "write JUnit XML to `FILE` (- for stdout)")
-	cmd.Flags().StringVar(&opts.JSON, "json", "", "write the joined JSON report to `FILE` (- for stdout)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the joined JSON report on stdout (instead of the summary)")
+	cmd.Flags().StringVar(&opts.JSONOut, "json-out", "", "write the joined JSON report to `FILE`")
 	cmd.Flags().BoolVar(&opts.Partial, "partial", false, "merge even if some shards are missing")
 	return cmd
 }
 
 func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
+	jsonPath, err := jsonTarget(opts.JSON, opts.JSONOut)
+	if err != nil {
+		return err
+	}
 	var reps []*evals.Report
-	for _, p := range opts.Reports {
+	for i, p := range opts.Reports {
 		r, err := evals.ReadReport(p)
 		if err != nil {
+			if _, serr := os.Stat(p); opts.JSON && i == len(opts.Reports)-1 && errors.Is(serr, os.ErrNotExist) {
+				return oldJSONSpelling(p) // `--json report.json` as it used to be written
+			}
 			return err
 		}
 		reps = append(reps, r)
@@ -356,10 +397,10 @@ func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval merge: %w", err)
 	}
-	if err := writeEvalOutputs(f, rep, opts.JUnit, opts.JSON); err != nil {
+	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
 		return err
 	}
-	if opts.JSON != "-" && opts.JUnit != "-" {
+	if jsonPath != "-" && opts.JUnit != "-" {
 		writeEvalSummary(f.Out, rep)
 	}
 	if !rep.OK {

@@ -35,9 +35,9 @@ secs() { echo "$2 - $1" | bc -l; }
 t0=$(now)
 seq "$N" | xargs -P2 -I{} "$A" --home "$work/bare" run -q "$agent" > /dev/null
 t1=$(now)
-"$A" --home "$work/min" eval "$work/minimal.yaml" --parallel 2 -q --json "$work/min.json" > /dev/null
+"$A" --home "$work/min" eval "$work/minimal.yaml" --parallel 2 -q --json-out "$work/min.json" > /dev/null
 t2=$(now)
-"$A" --home "$work/full" eval "$work/full.yaml" --parallel 2 -q --json "$work/full.json" --junit "$work/full.xml" > /dev/null
+"$A" --home "$work/full" eval "$work/full.yaml" --parallel 2 -q --json-out "$work/full.json" --junit "$work/full.xml" > /dev/null
 t3=$(now)
 
 bare=$(secs "$t0" "$t1"); min=$(secs "$t1" "$t2"); full=$(secs "$t2" "$t3")
