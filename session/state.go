@@ -474,6 +474,20 @@ func (s *State) filter(keep func(*Call) bool, by func(*Call) int64) []*Call {
 	return out
 }
 
+// ProjectionOf is the state of the projection of a whole log (its system
+// prompt is the header's), for a reader that shows what the model would be
+// sent next.
+func ProjectionOf(events []Event) ProjectorState {
+	if len(events) == 0 {
+		return ProjectorState{}
+	}
+	p := NewProjector(events[0].System)
+	for _, e := range events {
+		p.Add(e)
+	}
+	return p.State()
+}
+
 // ImportedFrom returns the tool a session was imported from, as its
 // header's attrs name it ({"imported_from": ...}), or "".
 func ImportedFrom(header Event) string {
