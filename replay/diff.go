@@ -125,14 +125,8 @@ func Diff(aID string, a []session.Event, bID string, b []session.Event) DiffRepo
 	return rep
 }
 
-// summarize is recorder.Summarize with the model the session ended on (the
-// latest model_changed), not only the one its header pinned.
+// summarize is recorder.Summarize: its model is the one the session ended
+// on (the latest model_changed), not only the one its header pinned.
 func summarize(id string, evs []session.Event) recorder.Summary {
-	sum := recorder.Summarize(id, evs, recorder.Tail{})
-	for _, e := range evs {
-		if e.Kind == session.KindModelChanged {
-			sum.Provider, sum.Model = e.Provider, e.Model
-		}
-	}
-	return sum
+	return recorder.Summarize(id, evs, recorder.Tail{})
 }

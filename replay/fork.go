@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
@@ -100,8 +101,12 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 		ws = filepath.Join(cfg.Store.SessionDir(id), "workspace")
 	}
 	hdr.Workspace = ws
-	// The copied events keep their timestamps; the header keeps the
-	// original's so the timeline reads as it happened.
+	// The header is stamped now: the fork starts when it is made (its
+	// started, in sessions and the views). The copied events keep their
+	// timestamps, so their part of the timeline reads as it happened;
+	// session.State starts the copied segment's wall time at the first of
+	// them, not at the header.
+	hdr.TS = time.Time{}
 
 	sess, err := cfg.Store.Create(hdr, recorder.Options{})
 	if err != nil {

@@ -131,6 +131,10 @@ type Call struct {
 	// an orphan), Index the call's place among its calls.
 	RequestSeq int64 `json:"request_seq,omitempty"`
 	Index      int   `json:"index,omitempty"`
+	// Turn is the ordinal (from 1) of that assistant message among the
+	// session's: with the id, it names the call across a log and its
+	// replay, whose seqs differ.
+	Turn int `json:"turn,omitempty"`
 	// TS is the intent's time, else the first result's.
 	TS time.Time `json:"ts"`
 
@@ -158,6 +162,10 @@ type Call struct {
 	EndSeq int64 `json:"end_seq,omitempty"`
 	// FirstResultSeq is the seq of the call's first tool_result.
 	FirstResultSeq int64 `json:"first_result_seq,omitempty"`
+	// Outcomes counts its tool_result and reconciled events: a call that
+	// was dispatched has exactly one, unless a human resolved it after a
+	// needs_human reconciliation (then two).
+	Outcomes int `json:"outcomes,omitempty"`
 }
 
 // Done reports whether an event ended the call (a result, a
@@ -242,7 +250,7 @@ func (s *State) Add(e Event) {
 		s.Latest = s.Latest[:0]
 		for i, c := range e.ToolCalls {
 			s.Latest = append(s.Latest, len(s.Calls))
-			s.newCall(&Call{ID: c.ID, Tool: c.Name, Args: c.Args, RequestSeq: e.Seq, Index: i})
+			s.newCall(&Call{ID: c.ID, Tool: c.Name, Args: c.Args, RequestSeq: e.Seq, Index: i, Turn: s.Turns})
 		}
 	case KindModelCall:
 		s.InputTokens += e.InputTokens
@@ -270,10 +278,12 @@ func (s *State) Add(e Event) {
 			c.Args = e.Args
 		}
 		c.ResultSeq, c.Status, c.Error, c.LatencyMS, c.EndSeq = e.Seq, e.Status, e.Error, e.LatencyMS, e.Seq
+		c.Outcomes++
 		c.NeedsHuman = false
 	case KindReconciled:
 		c := s.call(e)
 		c.ReconciledSeq, c.Reconciled, c.EndSeq = e.Seq, e.Outcome, e.Seq
+		c.Outcomes++
 		c.NeedsHuman = e.Outcome == ReconciledNeedsHuman
 	case KindApprovalRequest:
 		s.call(e).ApprovalSeq = e.Seq
@@ -310,6 +320,19 @@ func (s *State) Add(e Event) {
 		s.Finished = &ev
 		s.EndSegment(e.TS)
 	}
+}
+
+// EventAt returns the event of events with seq, or false. Logs have dense
+// seqs from 1, so it is one index; anything else is searched.
+func EventAt(events []Event, seq int64) (Event, bool) {
+	if i := seq - 1; i >= 0 && i < int64(len(events)) && events[i].Seq == seq {
+		return events[i], true
+	}
+	i, ok := slices.BinarySearchFunc(events, seq, func(e Event, s int64) int { return cmp.Compare(e.Seq, s) })
+	if !ok {
+		return Event{}, false
+	}
+	return events[i], true
 }
 
 // EndSegment closes the open invocation at ts: a session_finished does it,
