@@ -65,7 +65,8 @@ sessions are verified at once, one per CPU. With several sessions (or
 per line.
 
 Exit status: 0 every session ok or structure-only, 6 a divergence or a
-structural problem, 1 an error.`,
+structural problem, 1 an error (a log that cannot be read, corrupt
+included, whatever the other sessions gave).`,
 		Example: "  agentctl replay verify 3f2a\n  agentctl replay verify --all\n  agentctl replay verify --all --json | jq -c 'select(.status != \"ok\")'",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Sessions = args
@@ -102,10 +103,13 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 		}
 	}
 	reps := verifyMany(st, ids)
-	failed := 0
+	failed, unreadable := 0, 0
 	for _, r := range reps {
-		if r.Status == replay.StatusDiverged || r.Status == replay.StatusBroken || r.Status == replay.StatusError {
+		switch r.Status {
+		case replay.StatusDiverged, replay.StatusBroken:
 			failed++
+		case replay.StatusError:
+			unreadable++ // a corrupt or unreadable log is an error, not a failed check
 		}
 	}
 	if opts.JSON {
@@ -117,6 +121,9 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 		}
 	} else {
 		writeVerify(f.Out, reps)
+	}
+	if unreadable > 0 {
+		return withCode(ExitError, nil)
 	}
 	if failed > 0 {
 		return withCode(ExitChecksFailed, nil)

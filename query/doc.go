@@ -15,9 +15,9 @@
 //	            sessions read from their logs), UNION ALL the temp file, if any
 //	sessions    one row per session, with session.State's figures by the
 //	            definitions of its doc (status, model in force, tool_calls
-//	            = intents, ...); a log with no end is running while a
-//	            process holds its lease, crashed when none does, corrupt
-//	            when damaged; a test holds the view to the Go fold
+//	            = its rows of tool_calls, ...); a log with no end is running
+//	            while a process holds its lease, crashed when none does,
+//	            corrupt when damaged; a test holds the view to the Go fold
 //	tool_calls  one row per call (its id and requesting message) that was
 //	            dispatched or answered: its last tool_intent joined with its
 //	            last tool_result, and a later reconciliation's outcome

@@ -292,7 +292,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	}
 	stmts := []string{"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL ")}
 	if d.derived {
-		stmts = append(stmts, d.sessionsView(), toolCallsView)
+		stmts = append(stmts, toolCallsView, d.sessionsView()) // sessions reads tool_calls
 	}
 	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
@@ -319,7 +319,7 @@ func (d *DB) ensureDerived(ctx context.Context, q string) error {
 	if d.derived || !needDerived(q) {
 		return nil
 	}
-	if _, err := d.db.ExecContext(ctx, d.sessionsView()+";\n"+toolCallsView); err != nil {
+	if _, err := d.db.ExecContext(ctx, toolCallsView+";\n"+d.sessionsView()); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
 	}
 	d.derived = true
@@ -333,7 +333,9 @@ func (d *DB) ensureDerived(ctx context.Context, q string) error {
 // whose log is corrupt. Only sessions that may lack an end are probed:
 // those read from their logs and those sealed as not final.
 func (d *DB) sessionsView() string {
-	live, corrupt := []string{"NULL"}, []string{"NULL"}
+	// '' names no session (ids are never empty) and keeps the lists
+	// non-empty; NULL would make NOT IN unknown for every session.
+	live, corrupt := []string{"''"}, []string{"''"}
 	probe := func(id string) {
 		if recorder.Live(d.hist.Store.SessionDir(id)) {
 			live = append(live, quote(id))
@@ -359,12 +361,14 @@ func (d *DB) sessionsView() string {
 // session_finished, else running while a process holds the session's
 // lease and crashed when none does; provider and model are those in force
 // (the latest model_changed); tokens and cost are summed over model_call
-// events; tool_calls counts tool_intent events (calls dispatched); errors
-// counts error events and tool results with status error.
+// events; tool_calls counts the session's rows of the tool_calls view
+// (calls dispatched or answered); errors counts error events and tool
+// results with status error.
 const sessionsView = `CREATE OR REPLACE VIEW sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
-  events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd, tool_calls, errors
+  events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd,
+  coalesce(t.n, 0) AS tool_calls, errors
 FROM (
   SELECT session_id,
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
@@ -381,10 +385,9 @@ FROM (
     coalesce(sum(input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS input_tokens,
     coalesce(sum(output_tokens) FILTER (WHERE kind = 'model_call'), 0) AS output_tokens,
     coalesce(sum(cost_usd) FILTER (WHERE kind = 'model_call'), 0) AS cost_usd,
-    count(*) FILTER (WHERE kind = 'tool_intent') AS tool_calls,
     count(*) FILTER (WHERE kind = 'error' OR (kind = 'tool_result' AND status = 'error')) AS errors
   FROM events GROUP BY session_id
-)`
+) LEFT JOIN (SELECT session_id, count(*) AS n FROM tool_calls GROUP BY session_id) t USING (session_id)`
 
 // toolCallsView has one row per tool call that was dispatched (an intent)
 // or answered (a result), as session.State's calls: a call is its id and

@@ -32,10 +32,14 @@ const (
 //
 //   - status: see Status.
 //   - events: every record read, of any kind (unknown kinds included).
-//   - tool_calls: tool_intent events, i.e. calls dispatched to a tool. A
-//     call refused before dispatch (unknown tool, invalid arguments) has a
-//     result and no intent and is not counted; neither is a denied call.
-//     Reconciling a crashed call adds no intent, so it counts once.
+//   - tool_calls: calls that were dispatched (a tool_intent) or answered (a
+//     tool_result), each once: the rows of the tool_calls view. A call
+//     refused before dispatch (unknown tool, invalid arguments) counts, as
+//     does an imported one (imports record results, not intents); a call
+//     in flight at a crash counts once whether it was then reconciled,
+//     needs a human or was repeated; a denied call or one still awaiting
+//     approval does not. The runner's max_tool_calls budget counts the
+//     same figure.
 //   - errors: error events plus tool_result events with status error.
 //   - input_tokens, output_tokens, cost_usd: sums over model_call events
 //     (compaction calls included: they are spent too).
@@ -257,8 +261,10 @@ func (s *State) Add(e Event) {
 		s.OutputTokens += e.OutputTokens
 		s.CostUSD += e.CostUSD
 	case KindToolIntent:
-		s.ToolCalls++
 		c := s.call(e)
+		if !c.Dispatched() {
+			s.ToolCalls++
+		}
 		c.IntentSeq, c.IdempotencyKey, c.TS = e.Seq, e.IdempotencyKey, e.TS
 		if len(e.Args) > 0 {
 			c.Args = e.Args
@@ -268,6 +274,9 @@ func (s *State) Add(e Event) {
 			s.Errors++
 		}
 		c := s.call(e)
+		if !c.Dispatched() {
+			s.ToolCalls++
+		}
 		if c.FirstResultSeq == 0 {
 			c.FirstResultSeq = e.Seq
 			if c.IntentSeq == 0 {
