@@ -400,7 +400,7 @@ FROM (
 const toolCallsView = `CREATE OR REPLACE VIEW tool_calls AS
 WITH req AS (
   SELECT a.session_id, u.c.id AS call_id, a.seq AS request_seq
-  FROM events a, unnest(from_json(a.tool_calls, '[{"id":"VARCHAR"}]')) AS u(c)
+  FROM events a, unnest(from_json(nullif(a.tool_calls, ''), '[{"id":"VARCHAR"}]')) AS u(c)
   WHERE a.kind = 'assistant_message' AND a.tool_calls IS NOT NULL
 ), ce AS (
   SELECT * FROM events WHERE kind IN ('tool_intent', 'tool_result', 'reconciled')
