@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"sort"
 	"time"
 
 	"github.com/agentctl/agentctl/recorder"
@@ -9,9 +8,9 @@ import (
 )
 
 // State is last_state.json: what folding a session's whole log gives after
-// its last event. Totals are those of recorder.Summarize; the projection is
-// session.Projector's state (what the model would be sent next). Its JSON
-// form only grows.
+// its last event. Figures are session.State's (recorder.SummaryOf); the
+// projection is session.Projector's state (what the model would be sent
+// next). Its JSON form only grows.
 type State struct {
 	recorder.Summary
 	LastSeq  int64                  `json:"last_seq"`
@@ -39,73 +38,33 @@ type Call struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
-// Fold folds the events of session id.
-func Fold(id string, evs []session.Event, tail recorder.Tail) State {
-	st := State{Summary: recorder.Summarize(id, evs, tail), Pending: []Call{}, Awaiting: []Call{}, Human: []Call{}, Grants: []string{}}
+// Fold is last_state.json for session id: the fold of its events
+// (session.State, the one every reader uses) and their projection. live
+// says whether a process holds the session's lease and readErr is what
+// reading the log found (a corrupt log is corrupt), the inputs the fold
+// cannot get from the events.
+func Fold(id string, evs []session.Event, tail recorder.Tail, live bool, readErr error) State {
+	fold := session.Fold(evs)
+	fold.Live = live
+	st := State{Summary: recorder.SummaryOf(id, fold, tail, readErr), Pending: []Call{}, Awaiting: []Call{}, Human: []Call{}, Grants: fold.GrantList()}
 	if len(evs) == 0 {
 		return st
 	}
-	p := session.NewProjector(evs[0].System)
-	pending := map[string]Call{}
-	awaiting := map[string]Call{}
-	human := map[string]Call{}
-	grants := map[string]bool{}
-	for _, e := range evs {
-		p.Add(e)
-		switch e.Kind {
-		case session.KindAssistantMessage:
-			st.Turns++
-		case session.KindToolIntent:
-			pending[e.CallID] = Call{CallID: e.CallID, Tool: e.Tool, Seq: e.Seq, IdempotencyKey: e.IdempotencyKey}
-		case session.KindToolResult:
-			delete(pending, e.CallID)
-			delete(human, e.CallID)
-			delete(awaiting, e.CallID)
-		case session.KindReconciled:
-			delete(pending, e.CallID)
-			delete(human, e.CallID)
-			if e.Outcome == session.ReconciledNeedsHuman {
-				human[e.CallID] = Call{CallID: e.CallID, Tool: e.Tool, Seq: e.Seq}
-			}
-		case session.KindApprovalRequest:
-			awaiting[e.CallID] = Call{CallID: e.CallID, Tool: e.Tool, Seq: e.Seq}
-		case session.KindApprovalGranted:
-			delete(awaiting, e.CallID)
-			if e.Scope == "session" {
-				grants[e.Tool] = true
-			}
-		case session.KindApprovalDenied:
-			delete(awaiting, e.CallID)
-		case session.KindCompaction:
-			st.Compact++
-		case session.KindEvaluation:
-			ev := e
-			st.Eval = &ev
-		case session.KindError:
-			ev := e
-			st.LastErr = &ev
-		case session.KindSessionFinished:
-			st.Reason = e.Reason
-		}
+	st.LastSeq, st.LastKind, st.LastTS = fold.LastSeq, fold.LastKind, fold.LastTS
+	st.Turns, st.Compact = fold.Turns, fold.Compactions
+	st.Eval, st.LastErr = fold.LastEval, fold.LastError
+	if fold.Finished != nil {
+		st.Reason = fold.Finished.Reason
 	}
-	last := evs[len(evs)-1]
-	st.LastSeq, st.LastKind, st.LastTS = last.Seq, last.Kind, last.TS
-	st.Proj = p.State()
-	st.Pending = sorted(pending)
-	st.Awaiting = sorted(awaiting)
-	st.Human = sorted(human)
-	for g := range grants {
-		st.Grants = append(st.Grants, g)
+	st.Proj = session.ProjectionOf(evs)
+	for _, c := range fold.PendingIntents() {
+		st.Pending = append(st.Pending, Call{CallID: c.ID, Tool: c.Tool, Seq: c.IntentSeq, IdempotencyKey: c.IdempotencyKey})
 	}
-	sort.Strings(st.Grants)
+	for _, c := range fold.AwaitingApproval() {
+		st.Awaiting = append(st.Awaiting, Call{CallID: c.ID, Tool: c.Tool, Seq: c.ApprovalSeq})
+	}
+	for _, c := range fold.NeedsHuman() {
+		st.Human = append(st.Human, Call{CallID: c.ID, Tool: c.Tool, Seq: c.ReconciledSeq})
+	}
 	return st
-}
-
-func sorted(m map[string]Call) []Call {
-	out := make([]Call, 0, len(m))
-	for _, c := range m {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out
 }

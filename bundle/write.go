@@ -142,12 +142,7 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 				return nil, err
 			}
 		}
-		kids := slices.Clone(forks[cur])
-		for _, e := range evs {
-			if e.Kind == session.KindSubagentStarted && e.ChildSessionID != "" {
-				kids = append(kids, e.ChildSessionID)
-			}
-		}
+		kids := append(slices.Clone(forks[cur]), session.Fold(evs).Children...)
 		for _, k := range kids {
 			if !seen[k] {
 				seen[k] = true
@@ -241,6 +236,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 	if err != nil && !errors.Is(err, recorder.ErrCorrupt) {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
+	loadErr := err
 	if err != nil {
 		fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: %v; bundling the %d events before it\n", id, err, len(evs))
 	}
@@ -316,7 +312,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 			return nil, err
 		}
 	}
-	state := Fold(id, evs, tail)
+	state := Fold(id, evs, tail, recorder.Live(dir), loadErr)
 	state.WorkspaceGitSHA, _ = checkpointSHAs(cps)
 	sb, _ := json.MarshalIndent(state, "", "  ")
 	if err := b.a.addBytes(prefix+"last_state.json", append(sb, '\n')); err != nil {
@@ -463,41 +459,11 @@ func envText(hdr session.Event, evs []session.Event, ws string) []byte {
 	return w.Bytes()
 }
 
-// writeToolCalls writes tool_calls.csv: one row per tool call, in the
-// order the calls were made (intent, else result).
+// writeToolCalls writes tool_calls.csv: one row per tool call that was
+// dispatched or answered (session.State.Dispatched, the tool_calls view's
+// rows, status included), in the order the calls were made (intent, else
+// result).
 func writeToolCalls(w io.Writer, evs []session.Event) error {
-	type row struct {
-		ts                           time.Time
-		tool, hash, status, err, id  string
-		latency, intentSeq, resultSq int64
-		order                        int64
-	}
-	byID := map[string]*row{}
-	var rows []*row
-	get := func(e session.Event) *row {
-		if r := byID[e.CallID]; r != nil && e.CallID != "" {
-			return r
-		}
-		r := &row{ts: e.TS, tool: e.Tool, id: e.CallID, status: "pending", order: e.Seq}
-		if e.CallID != "" {
-			byID[e.CallID] = r
-		}
-		rows = append(rows, r)
-		return r
-	}
-	for _, e := range evs {
-		switch e.Kind {
-		case session.KindToolIntent:
-			r := get(e)
-			r.intentSeq, r.ts, r.hash = e.Seq, e.TS, InputHash(e.Tool, e.Args)
-		case session.KindToolResult:
-			r := get(e)
-			r.resultSq, r.status, r.latency, r.err = e.Seq, e.Status, e.LatencyMS, e.Error
-			if r.hash == "" && len(e.Args) > 0 {
-				r.hash = InputHash(e.Tool, e.Args)
-			}
-		}
-	}
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"ts", "tool", "input_hash", "latency_ms", "status", "error", "call_id", "intent_seq", "result_seq"})
 	seq := func(n int64) string {
@@ -506,12 +472,15 @@ func writeToolCalls(w io.Writer, evs []session.Event) error {
 		}
 		return strconv.FormatInt(n, 10)
 	}
-	for _, r := range rows {
-		lat := ""
-		if r.resultSq != 0 {
-			lat = strconv.FormatInt(r.latency, 10)
+	for _, c := range session.Fold(evs).Dispatched() {
+		lat, hash := "", ""
+		if c.ResultSeq != 0 {
+			lat = strconv.FormatInt(c.LatencyMS, 10)
 		}
-		cw.Write([]string{r.ts.UTC().Format(time.RFC3339Nano), r.tool, r.hash, lat, r.status, r.err, r.id, seq(r.intentSeq), seq(r.resultSq)})
+		if c.IntentSeq > 0 || len(c.Args) > 0 {
+			hash = InputHash(c.Tool, c.Args)
+		}
+		cw.Write([]string{c.TS.UTC().Format(time.RFC3339Nano), c.Tool, hash, lat, c.Outcome(), c.Error, c.ID, seq(c.IntentSeq), seq(c.ResultSeq)})
 	}
 	cw.Flush()
 	return cw.Error()

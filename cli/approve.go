@@ -73,25 +73,6 @@ session resumes.`,
 	return cmd
 }
 
-// pendingApprovals lists approval requests with no decision yet.
-func pendingApprovals(evs []session.Event) []session.Event {
-	decided := map[string]bool{}
-	for _, e := range evs {
-		if e.Kind == session.KindApprovalGranted || e.Kind == session.KindApprovalDenied {
-			decided[e.CallID] = true
-		}
-	}
-	var out []session.Event
-	seen := map[string]bool{}
-	for _, e := range evs {
-		if e.Kind == session.KindApprovalRequest && !decided[e.CallID] && !seen[e.CallID] {
-			seen[e.CallID] = true
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // openToDecide takes the session's lease (a human's decision is an append
 // like any other, so a live run refuses it) and reads its events.
 func openToDecide(f *Factory, ref string) (string, *recorder.Session, []session.Event, error) {
@@ -121,33 +102,33 @@ func decideRun(f *Factory, opts *decideOptions) error {
 		return err
 	}
 	defer sess.Close()
-	pending := pendingApprovals(evs)
-	var target *session.Event
+	pending := session.Fold(evs).AwaitingApproval()
+	var target *session.Call
 	switch {
 	case len(pending) == 0:
 		return fmt.Errorf("session %s has no call waiting for approval", id)
 	case opts.Call == "" && len(pending) > 1:
 		var ids []string
 		for _, p := range pending {
-			ids = append(ids, fmt.Sprintf("%s (%s)", p.CallID, p.Tool))
+			ids = append(ids, fmt.Sprintf("%s (%s)", p.ID, p.Tool))
 		}
 		return usageError{fmt.Errorf("session %s has %d calls waiting: %s; name one", id, len(pending), strings.Join(ids, ", "))}
 	case opts.Call == "":
-		target = &pending[0]
+		target = pending[0]
 	default:
-		for i := range pending {
-			if pending[i].CallID == opts.Call {
-				target = &pending[i]
+		for _, p := range pending {
+			if p.ID == opts.Call {
+				target = p
 			}
 		}
 		if target == nil {
 			return fmt.Errorf("session %s: call %q is not waiting for approval", id, opts.Call)
 		}
 	}
-	ev := session.Event{Kind: session.KindApprovalDenied, CallID: target.CallID, Tool: target.Tool, Reason: opts.Reason}
+	ev := session.Event{Kind: session.KindApprovalDenied, CallID: target.ID, Tool: target.Tool, Reason: opts.Reason}
 	verb := "denied"
 	if opts.Approve {
-		ev = session.Event{Kind: session.KindApprovalGranted, CallID: target.CallID, Tool: target.Tool, Scope: opts.Scope}
+		ev = session.Event{Kind: session.KindApprovalGranted, CallID: target.ID, Tool: target.Tool, Scope: opts.Scope}
 		verb = "approved"
 	}
 	out, err := sess.Append(ev)
@@ -160,7 +141,7 @@ func decideRun(f *Factory, opts *decideOptions) error {
 		return nil
 	}
 	args, _ := json.Marshal(target.Args)
-	fmt.Fprintf(f.Out, "%s %s(%s) [%s] in session %s\n  next: agentctl resume %s\n", verb, target.Tool, clip(string(args), 80), target.CallID, id, id)
+	fmt.Fprintf(f.Out, "%s %s(%s) [%s] in session %s\n  next: agentctl resume %s\n", verb, target.Tool, clip(string(args), 80), target.ID, id, id)
 	return nil
 }
 
@@ -211,27 +192,15 @@ func resolveRun(f *Factory, opts *resolveOptions) error {
 		return err
 	}
 	defer sess.Close()
-	var waiting *session.Event
-	for i := range evs {
-		e := &evs[i]
-		if e.CallID != opts.Call {
-			continue
-		}
-		switch {
-		case e.Kind == session.KindReconciled && e.Outcome == session.ReconciledNeedsHuman:
-			waiting = e
-		case e.Kind == session.KindReconciled || e.Kind == session.KindToolResult:
-			waiting = nil
-		}
-	}
-	if waiting == nil {
+	waiting := session.Fold(evs).Call(opts.Call)
+	if waiting == nil || !waiting.NeedsHuman {
 		return fmt.Errorf("session %s: call %q does not need a human", id, opts.Call)
 	}
-	ev := session.Event{Kind: session.KindReconciled, CallID: waiting.CallID, Tool: waiting.Tool,
+	ev := session.Event{Kind: session.KindReconciled, CallID: waiting.ID, Tool: waiting.Tool,
 		IdempotencyKey: waiting.IdempotencyKey, Outcome: session.ReconciledRecovered, Output: opts.Output,
 		Reason: "a human checked it: it took effect"}
 	if opts.NotDone {
-		ev = session.Event{Kind: session.KindToolResult, CallID: waiting.CallID, Tool: waiting.Tool,
+		ev = session.Event{Kind: session.KindToolResult, CallID: waiting.ID, Tool: waiting.Tool,
 			Status: session.ResultCancelled, Error: "it did not take effect (checked by a human); call it again if it is still needed"}
 	}
 	out, err := sess.Append(ev)
@@ -243,6 +212,6 @@ func resolveRun(f *Factory, opts *resolveOptions) error {
 		fmt.Fprintln(f.Out, string(b))
 		return nil
 	}
-	fmt.Fprintf(f.Out, "recorded %s for %s [%s] in session %s\n  next: agentctl resume %s\n", describe(out[0]), waiting.Tool, waiting.CallID, id, id)
+	fmt.Fprintf(f.Out, "recorded %s for %s [%s] in session %s\n  next: agentctl resume %s\n", describe(out[0]), waiting.Tool, waiting.ID, id, id)
 	return nil
 }

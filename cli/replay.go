@@ -66,7 +66,8 @@ sessions are verified at once, one per CPU. With several sessions (or
 per line.
 
 Exit status: 0 every session ok or structure-only, 6 a divergence or a
-structural problem, 1 an error.`,
+structural problem, 1 an error (a log that cannot be read, corrupt
+included, whatever the other sessions gave).`,
 		Example: "  agentctl replay verify 3f2a\n  agentctl replay verify --all\n  agentctl replay verify --all --json | jq -c 'select(.status != \"ok\")'",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Sessions = args
@@ -103,11 +104,14 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 		}
 	}
 	reps := verifyMany(st, ids)
-	failed := 0
+	failed, unreadable := 0, 0
 	var corrupt error
 	for _, r := range reps {
-		if r.Status == replay.StatusDiverged || r.Status == replay.StatusBroken || r.Status == replay.StatusError {
+		switch r.Status {
+		case replay.StatusDiverged, replay.StatusBroken:
 			failed++
+		case replay.StatusError:
+			unreadable++ // a corrupt or unreadable log is an error, not a failed check
 		}
 		if corrupt == nil && errors.Is(r.Err, recorder.ErrCorrupt) {
 			corrupt = r.Err
@@ -128,6 +132,9 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 		// every command gives for a corrupt log.
 		fmt.Fprintln(f.Err, corruptHint(corrupt))
 		return withCode(ExitCorruptLog, nil)
+	}
+	if unreadable > 0 {
+		return withCode(ExitError, nil)
 	}
 	if failed > 0 {
 		return withCode(ExitChecksFailed, nil)

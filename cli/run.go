@@ -251,11 +251,8 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 			id, sp.Path, strings.Join(changes, ", "), hint)
 	}
 	// The session's current model: the header's, or the latest change.
-	for _, e := range evs {
-		if e.Kind == session.KindModelChanged {
-			sp.Model.Provider, sp.Model.ID = e.Provider, e.Model
-		}
-	}
+	fold := session.Fold(evs)
+	sp.Model.Provider, sp.Model.ID = fold.Provider, fold.Model
 	if opts.Model != "" {
 		prov, model, ok := strings.Cut(opts.Model, "/")
 		if !ok || prov == "" || model == "" {

@@ -111,6 +111,10 @@ type Options struct {
 	// Build makes the runner config (provider, tools) for a spec; needed
 	// by InProcess.
 	Build func(spec string) (runner.Config, error)
+	// Inspect, if set, is called with each point's home once the point is
+	// judged, before the home is removed (a test reads the final logs).
+	// Calls may come from several goroutines at once.
+	Inspect func(p Point, home string)
 }
 
 // crash is the panic value of an in-process crash.
@@ -284,6 +288,9 @@ func (o Options) point(ctx context.Context, i int, p Point, base Baseline) Outco
 	bad := func(format string, args ...any) { out.Problems = append(out.Problems, fmt.Sprintf(format, args...)) }
 	home := filepath.Join(o.WorkDir, fmt.Sprintf("point-%04d", i))
 	defer os.RemoveAll(home)
+	if o.Inspect != nil {
+		defer o.Inspect(p, home)
+	}
 
 	res, crashed, err := o.exec(ctx, home, p.String(), "run", o.Spec, "--session-id", SessionID)
 	if err != nil {
@@ -446,29 +453,22 @@ func lostEvents(acked, final []session.Event) int {
 	return lost
 }
 
-// intentOutcomes counts calls with more than one outcome, lists intents
-// with none, and says whether a needs_human reconciliation happened.
+// intentOutcomes counts the extra outcomes of dispatched calls (each
+// should have one), lists the intents with none, and says whether a call
+// stopped for a human (reconciled needs_human, not resolved), from the
+// session's fold.
 func intentOutcomes(evs []session.Event) (dups int, unresolved []string, needsHuman bool) {
-	results := map[string]int{}
-	var intents []string
-	for _, e := range evs {
-		switch e.Kind {
-		case session.KindToolIntent:
-			intents = append(intents, e.CallID)
-		case session.KindToolResult:
-			results[e.CallID]++
-		case session.KindReconciled:
-			results[e.CallID]++
-			needsHuman = needsHuman || e.Outcome == session.ReconciledNeedsHuman
+	for _, c := range session.Fold(evs).Calls {
+		if c.IntentSeq == 0 {
+			continue
 		}
-	}
-	for _, id := range intents {
-		switch n := results[id]; {
-		case n == 0:
-			unresolved = append(unresolved, id)
-		case n > 1:
-			dups += n - 1
+		switch {
+		case c.Outcomes == 0:
+			unresolved = append(unresolved, c.ID)
+		case c.Outcomes > 1:
+			dups += c.Outcomes - 1
 		}
+		needsHuman = needsHuman || c.NeedsHuman
 	}
 	return dups, unresolved, needsHuman
 }

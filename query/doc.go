@@ -13,10 +13,14 @@
 //	events      read_parquet over the live history files (less the rows
 //	            the manifest marks dropped, and less the sealed rows of
 //	            sessions read from their logs), UNION ALL the temp file, if any
-//	sessions    one row per session, totals as recorder.Summarize makes them;
-//	            a log with no end is running while a process holds its
-//	            lease, crashed when none does
-//	tool_calls  each call's tool_intent joined with its last tool_result
+//	sessions    one row per session, with session.State's figures by the
+//	            definitions of its doc (status, model in force, tool_calls
+//	            = its rows of tool_calls, ...); a log with no end is running
+//	            while a process holds its lease, crashed when none does,
+//	            corrupt when damaged; a test holds the view to the Go fold
+//	tool_calls  one row per call (its id and requesting message) that was
+//	            dispatched or answered: its last tool_intent joined with its
+//	            last tool_result, and a later reconciliation's outcome
 //
 // # Example
 //

@@ -292,7 +292,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	}
 	stmts := []string{"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL ")}
 	if d.derived {
-		stmts = append(stmts, d.sessionsView(), toolCallsView)
+		stmts = append(stmts, toolCallsView, d.sessionsView()) // sessions reads tool_calls
 	}
 	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
@@ -319,81 +319,117 @@ func (d *DB) ensureDerived(ctx context.Context, q string) error {
 	if d.derived || !needDerived(q) {
 		return nil
 	}
-	if _, err := d.db.ExecContext(ctx, d.sessionsView()+";\n"+toolCallsView); err != nil {
+	if _, err := d.db.ExecContext(ctx, toolCallsView+";\n"+d.sessionsView()); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
 	}
 	d.derived = true
 	return nil
 }
 
-// sessionsView returns the sessions view's statement with the sessions a
-// process is writing now (it holds the lease; see recorder.Live), which
-// tell a running session from a crashed one when the log has no end. Only
-// sessions that may lack an end are probed: those read from their logs and
-// those sealed as not final.
+// sessionsView returns the sessions view's statement with what the log
+// cannot say about itself (session.State's inputs): the sessions a process
+// is writing now (it holds the lease; see recorder.Live), which tell a
+// running session from a crashed one when the log has no end, and those
+// whose log is corrupt. Only sessions that may lack an end are probed:
+// those read from their logs and those sealed as not final.
 func (d *DB) sessionsView() string {
-	live := []string{"NULL"}
+	// '' names no session (ids are never empty) and keeps the lists
+	// non-empty; NULL would make NOT IN unknown for every session.
+	live, corrupt := []string{"''"}, []string{"''"}
 	probe := func(id string) {
 		if recorder.Live(d.hist.Store.SessionDir(id)) {
 			live = append(live, quote(id))
 		}
 	}
-	for id := range d.logs {
+	for id, ls := range d.logs {
 		probe(id)
+		if errors.Is(ls.Err, recorder.ErrCorrupt) {
+			corrupt = append(corrupt, quote(id))
+		}
 	}
 	for id, e := range d.m.Sessions {
 		if _, read := d.logs[id]; !read && !e.Final {
 			probe(id)
 		}
 	}
-	return strings.Replace(sessionsView, "$LIVE", strings.Join(live, ", "), 1)
+	return strings.NewReplacer("$LIVE", strings.Join(live, ", "), "$CORRUPT", strings.Join(corrupt, ", ")).Replace(sessionsView)
 }
 
-// sessionsView mirrors recorder.Summarize: the status is that of the last
-// event if it is session_finished, else running while a process holds the
-// session's lease and crashed when none does; tokens and cost are summed
-// over model_call events; tool_calls counts tool_result events; errors
-// counts error events and tool results with status error.
+// sessionsView computes session.State's figures, by the definitions of
+// its doc: the status is corrupt for a damaged log, that of the last event
+// if it is session_finished, imported for an import with no
+// session_finished, else running while a process holds the session's
+// lease and crashed when none does; provider and model are those in force
+// (the latest model_changed); tokens and cost are summed over model_call
+// events; tool_calls counts the session's rows of the tool_calls view
+// (calls dispatched or answered); errors counts error events and tool
+// results with status error.
 const sessionsView = `CREATE OR REPLACE VIEW sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
-  events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd, tool_calls, errors
+  events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd,
+  coalesce(t.n, 0) AS tool_calls, errors
 FROM (
   SELECT session_id,
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
-    arg_min(provider, seq) FILTER (WHERE kind = 'session_started') AS provider,
-    arg_min(model, seq) FILTER (WHERE kind = 'session_started') AS model,
-    CASE WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(status, seq)
+    arg_max(provider, seq) FILTER (WHERE kind IN ('session_started', 'model_changed')) AS provider,
+    arg_max(model, seq) FILTER (WHERE kind IN ('session_started', 'model_changed')) AS model,
+    CASE WHEN session_id IN ($CORRUPT) THEN 'corrupt'
+      WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(status, seq)
+      WHEN count(*) FILTER (WHERE kind = 'session_finished') = 0
+        AND coalesce(arg_min(json_extract_string(attrs, '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') <> '' THEN 'imported'
       WHEN session_id IN ($LIVE) THEN 'running' ELSE 'crashed' END AS status,
     arg_min(ts, seq) FILTER (WHERE kind = 'session_started') AS started,
-    CASE WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(ts, seq) END AS ended,
+    CASE WHEN arg_max(kind, seq) = 'session_finished' AND session_id NOT IN ($CORRUPT) THEN arg_max(ts, seq) END AS ended,
     count(*) AS events,
     coalesce(sum(input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS input_tokens,
     coalesce(sum(output_tokens) FILTER (WHERE kind = 'model_call'), 0) AS output_tokens,
     coalesce(sum(cost_usd) FILTER (WHERE kind = 'model_call'), 0) AS cost_usd,
-    count(*) FILTER (WHERE kind = 'tool_result') AS tool_calls,
     count(*) FILTER (WHERE kind = 'error' OR (kind = 'tool_result' AND status = 'error')) AS errors
   FROM events GROUP BY session_id
-)`
+) LEFT JOIN (SELECT session_id, count(*) AS n FROM tool_calls GROUP BY session_id) t USING (session_id)`
 
-// toolCallsView pairs each call's tool_intent with its last tool_result
-// (by session_id and call_id). A call with an intent and no result is
-// pending; one refused before dispatch has a result and no intent.
+// toolCallsView has one row per tool call that was dispatched (an intent)
+// or answered (a result), as session.State's calls: a call is its id and
+// the assistant message that requested it (request_seq, the latest one
+// with that id at or before the event; NULL when none did), so a model
+// that reuses an id makes two calls, not one. Each call's latest
+// tool_intent and latest tool_result are paired; status is the status of
+// that result or the outcome of a later reconciled event, and pending with
+// neither. One refused before dispatch has a result and no intent.
 const toolCallsView = `CREATE OR REPLACE VIEW tool_calls AS
-WITH i AS (
-  SELECT session_id, call_id, arg_max(tool, seq) AS tool, arg_max(args, seq) AS args,
+WITH req AS (
+  SELECT a.session_id, u.c.id AS call_id, a.seq AS request_seq
+  FROM events a, unnest(from_json(nullif(a.tool_calls, ''), '[{"id":"VARCHAR"}]')) AS u(c)
+  WHERE a.kind = 'assistant_message' AND a.tool_calls IS NOT NULL
+), ce AS (
+  SELECT * FROM events WHERE kind IN ('tool_intent', 'tool_result', 'reconciled')
+), ev AS (
+  SELECT ce.*, req.request_seq FROM ce ASOF LEFT JOIN req
+    ON ce.session_id = req.session_id AND ce.call_id = req.call_id AND ce.seq > req.request_seq
+), i AS (
+  SELECT session_id, call_id, request_seq, arg_max(tool, seq) AS tool, arg_max(args, seq) AS args,
     arg_max(idempotency_key, seq) AS idempotency_key, max(seq) AS intent_seq, arg_max(ts, seq) AS intent_ts
-  FROM events WHERE kind = 'tool_intent' GROUP BY session_id, call_id
+  FROM ev WHERE kind = 'tool_intent' GROUP BY session_id, call_id, request_seq
 ), r AS (
-  SELECT session_id, call_id, arg_max(tool, seq) AS tool, max(seq) AS result_seq, arg_max(ts, seq) AS result_ts,
+  SELECT session_id, call_id, request_seq, arg_max(tool, seq) AS tool, max(seq) AS result_seq, arg_max(ts, seq) AS result_ts,
     arg_max(status, seq) AS status, arg_max(latency_ms, seq) AS latency_ms, arg_max(error, seq) AS error,
     arg_max(output, seq) AS output, arg_max(artifact, seq) AS artifact
-  FROM events WHERE kind = 'tool_result' GROUP BY session_id, call_id
+  FROM ev WHERE kind = 'tool_result' GROUP BY session_id, call_id, request_seq
+), rc AS (
+  SELECT session_id, call_id, request_seq, max(seq) AS reconciled_seq, arg_max(outcome, seq) AS outcome
+  FROM ev WHERE kind = 'reconciled' GROUP BY session_id, call_id, request_seq
+), c AS (
+  SELECT coalesce(i.session_id, r.session_id) AS session_id, coalesce(i.call_id, r.call_id) AS call_id,
+    coalesce(i.request_seq, r.request_seq) AS request_seq,
+    coalesce(i.tool, r.tool) AS tool, i.args, i.idempotency_key, i.intent_seq, i.intent_ts,
+    r.result_seq, r.result_ts, r.status, r.latency_ms, r.error, r.output, r.artifact
+  FROM i FULL OUTER JOIN r ON i.session_id = r.session_id AND i.call_id = r.call_id AND i.request_seq IS NOT DISTINCT FROM r.request_seq
 )
-SELECT coalesce(i.session_id, r.session_id) AS session_id, coalesce(i.call_id, r.call_id) AS call_id,
-  coalesce(i.tool, r.tool) AS tool, i.args, i.idempotency_key, i.intent_seq, i.intent_ts,
-  r.result_seq, r.result_ts, coalesce(r.status, 'pending') AS status, r.latency_ms, r.error, r.output, r.artifact
-FROM i FULL OUTER JOIN r ON i.session_id = r.session_id AND i.call_id = r.call_id`
+SELECT c.session_id, c.call_id, c.tool, c.args, c.idempotency_key, c.intent_seq, c.intent_ts, c.result_seq, c.result_ts,
+  CASE WHEN rc.reconciled_seq > coalesce(c.result_seq, 0) THEN rc.outcome ELSE coalesce(c.status, 'pending') END AS status,
+  c.latency_ms, c.error, c.output, c.artifact, c.request_seq
+FROM c LEFT JOIN rc ON c.session_id = rc.session_id AND c.call_id = rc.call_id AND c.request_seq IS NOT DISTINCT FROM rc.request_seq`
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 

@@ -63,11 +63,11 @@ func (d *DB) sessions(ctx context.Context) ([]recorder.Summary, error) {
 	}
 	for id, ls := range d.logs {
 		if !seen[id] {
-			s := recorder.Summarize(id, nil, recorder.Tail{Torn: ls.Torn})
-			if ls.Err != nil {
-				s.Err = ls.Err.Error()
-			}
-			out = append(out, s)
+			// No readable event, so no row: the fold of nothing says the
+			// same as the view would.
+			st := session.NewState()
+			st.Live = recorder.Live(d.hist.Store.SessionDir(id))
+			out = append(out, recorder.SummaryOf(id, st, recorder.Tail{Torn: ls.Torn}, ls.Err))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {

@@ -189,44 +189,53 @@ type Summary struct {
 	Err          string         `json:"err,omitempty"`
 }
 
-// Summarize totals the events of session id. Status is that of the last
-// session_finished event if nothing follows it, else running; tokens and cost are summed over
-// model_call events; ToolCalls counts tool_result events; Errors counts
-// error events and tool results with status error.
+// Summarize summarizes the events of session id as session.State folds
+// them (its doc defines every figure), taking the log as one no process
+// writes now: a log with no end is crashed. Store.Summary probes the lease
+// instead.
 func Summarize(id string, evs []session.Event, tail Tail) Summary {
-	sum := Summary{SessionID: id, Status: session.StatusRunning, Events: int64(len(evs)), Torn: tail.Torn}
-	for _, ev := range evs {
-		if ev.Kind != session.KindSessionFinished && sum.Status != session.StatusRunning {
-			// A resumed session is running again until its next finish.
-			sum.Status, sum.Ended = session.StatusRunning, time.Time{}
-		}
-		switch ev.Kind {
-		case session.KindSessionStarted:
-			if sum.Started.IsZero() {
-				sum.Name, sum.Provider, sum.Model, sum.Started = ev.Name, ev.Provider, ev.Model, ev.TS
-			}
-		case session.KindModelCall:
-			sum.InputTokens += ev.InputTokens
-			sum.OutputTokens += ev.OutputTokens
-			sum.CostUSD += ev.CostUSD
-		case session.KindToolResult:
-			sum.ToolCalls++
-			if ev.Status == session.ResultError {
-				sum.Errors++
-			}
-		case session.KindError:
-			sum.Errors++
-		case session.KindSessionFinished:
-			sum.Status = session.Status(ev.Status)
-			sum.Ended = ev.TS
-		}
+	return SummaryOf(id, session.Fold(evs), tail, nil)
+}
+
+// SummaryOf is the summary of a fold; err is what reading the log found
+// (it sets Err, and a *CorruptError makes the status corrupt).
+func SummaryOf(id string, st *session.State, tail Tail, err error) Summary {
+	if errors.Is(err, ErrCorrupt) {
+		st.Corrupt = true
+	}
+	sum := Summary{
+		SessionID: id, Name: st.Name, Provider: st.Provider, Model: st.Model, Status: st.Status(),
+		Started: st.Started, Ended: st.Ended(), Events: st.Events,
+		InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CostUSD: st.CostUSD,
+		ToolCalls: st.ToolCalls, Errors: st.Errors, Torn: tail.Torn,
+	}
+	if err != nil {
+		sum.Err = err.Error()
 	}
 	return sum
 }
 
-// List summarizes every session, most recently started first. A session
-// whose log cannot be read is listed too, with Err set and what could be
-// read summarized.
+// Fold reads and folds the log of session id, with what the log cannot
+// say about itself: whether a process holds its lease (State.Live) and
+// whether reading stopped at damage (State.Corrupt). The error is
+// ReadFile's; on corruption the fold holds the events before it.
+func (s Store) Fold(id string) (*session.State, Tail, error) {
+	evs, tail, err := s.Load(id)
+	st := session.Fold(evs)
+	st.Live = Live(s.SessionDir(id))
+	st.Corrupt = errors.Is(err, ErrCorrupt)
+	return st, tail, err
+}
+
+// Summary summarizes session id as Fold finds it.
+func (s Store) Summary(id string) Summary {
+	st, tail, err := s.Fold(id)
+	return SummaryOf(id, st, tail, err)
+}
+
+// List summarizes every session (Store.Summary), most recently started
+// first. A session whose log cannot be read is listed too, with Err set and
+// what could be read summarized.
 func (s Store) List() ([]Summary, error) {
 	ids, err := s.IDs()
 	if err != nil {
@@ -234,12 +243,7 @@ func (s Store) List() ([]Summary, error) {
 	}
 	out := make([]Summary, 0, len(ids))
 	for _, id := range ids {
-		evs, tail, err := s.Load(id)
-		sum := Summarize(id, evs, tail)
-		if err != nil {
-			sum.Err = err.Error()
-		}
-		out = append(out, sum)
+		out = append(out, s.Summary(id))
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].Started.Equal(out[j].Started) {

@@ -104,11 +104,14 @@ func TestSummarize(t *testing.T) {
 	evs := []session.Event{
 		{Seq: 1, TS: ts(0), Kind: session.KindSessionStarted, Name: "n", Provider: "p", Model: "m"},
 		{Seq: 2, TS: ts(1), Kind: session.KindModelCall, InputTokens: 10, OutputTokens: 2, CostUSD: 0.25},
-		{Seq: 3, TS: ts(2), Kind: session.KindToolResult, Status: session.ResultOK},
-		{Seq: 4, TS: ts(3), Kind: session.KindToolResult, Status: session.ResultError},
-		{Seq: 5, TS: ts(4), Kind: session.KindModelCall, InputTokens: 5, OutputTokens: 1, CostUSD: 0.5},
-		{Seq: 6, TS: ts(5), Kind: session.KindError, Error: "boom"},
-		{Seq: 7, TS: ts(6), Kind: session.KindSessionFinished, Status: string(session.StatusDone)},
+		{Seq: 3, TS: ts(2), Kind: session.KindToolIntent, CallID: "a"},
+		{Seq: 4, TS: ts(2), Kind: session.KindToolResult, CallID: "a", Status: session.ResultOK},
+		// refused before dispatch: a result and no intent, still a call
+		{Seq: 5, TS: ts(3), Kind: session.KindToolResult, CallID: "b", Status: session.ResultError},
+		{Seq: 6, TS: ts(4), Kind: session.KindModelCall, InputTokens: 5, OutputTokens: 1, CostUSD: 0.5},
+		{Seq: 7, TS: ts(5), Kind: session.KindError, Error: "boom"},
+		{Seq: 8, TS: ts(6), Kind: session.KindModelChanged, Provider: "p2", Model: "m2"},
+		{Seq: 9, TS: ts(7), Kind: session.KindSessionFinished, Status: string(session.StatusDone)},
 	}
 	tests := []struct {
 		name string
@@ -116,11 +119,12 @@ func TestSummarize(t *testing.T) {
 		tail Tail
 		want Summary
 	}{
-		{"finished", evs, Tail{}, Summary{SessionID: "id", Name: "n", Provider: "p", Model: "m", Status: session.StatusDone,
-			Started: ts(0), Ended: ts(6), Events: 7, InputTokens: 15, OutputTokens: 3, CostUSD: 0.75, ToolCalls: 2, Errors: 2}},
-		{"running, torn", evs[:3], Tail{Torn: true}, Summary{SessionID: "id", Name: "n", Provider: "p", Model: "m", Status: session.StatusRunning,
+		{"finished", evs, Tail{}, Summary{SessionID: "id", Name: "n", Provider: "p2", Model: "m2", Status: session.StatusDone,
+			Started: ts(0), Ended: ts(7), Events: 9, InputTokens: 15, OutputTokens: 3, CostUSD: 0.75, ToolCalls: 2, Errors: 2}},
+		// Summarize takes the log as one no process writes: no end is a crash.
+		{"crashed, torn", evs[:3], Tail{Torn: true}, Summary{SessionID: "id", Name: "n", Provider: "p", Model: "m", Status: session.StatusCrashed,
 			Started: ts(0), Events: 3, InputTokens: 10, OutputTokens: 2, CostUSD: 0.25, ToolCalls: 1, Torn: true}},
-		{"empty", nil, Tail{}, Summary{SessionID: "id", Status: session.StatusRunning}},
+		{"empty", nil, Tail{}, Summary{SessionID: "id", Status: session.StatusCrashed}},
 	}
 	for _, tt := range tests {
 		if got := Summarize("id", tt.evs, tt.tail); !reflect.DeepEqual(got, tt.want) {

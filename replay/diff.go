@@ -21,44 +21,45 @@ type Turn struct {
 	CostUSD      float64  `json:"cost_usd"`
 }
 
-// Turns lists the model turns of a session in order.
+// Turns lists the model turns of a session in order, each call's result
+// taken from the session's fold: the event that last ended it (a
+// tool_result, a denial or a reconciliation).
 func Turns(evs []session.Event) []Turn {
 	var out []Turn
-	idx := map[string][2]int{} // call id -> turn, call index
 	for i, e := range evs {
-		switch e.Kind {
-		case session.KindAssistantMessage:
-			t := Turn{Seq: e.Seq, Text: e.Text, Calls: []string{}, Results: []string{}, InputTokens: e.InputTokens, OutputTokens: e.OutputTokens}
-			if i+1 < len(evs) && evs[i+1].Kind == session.KindModelCall {
-				c := evs[i+1]
-				t.InputTokens, t.OutputTokens, t.CostUSD = c.InputTokens, c.OutputTokens, c.CostUSD
-			}
-			for j, c := range e.ToolCalls {
-				t.Calls = append(t.Calls, c.Name+"("+string(c.Args)+")")
-				t.Results = append(t.Results, "(none)")
-				idx[c.ID] = [2]int{len(out), j}
-			}
-			out = append(out, t)
-		case session.KindToolResult, session.KindApprovalDenied, session.KindReconciled:
-			p, ok := idx[e.CallID]
-			if !ok {
-				continue
-			}
-			r := e.Status
-			switch e.Kind {
-			case session.KindApprovalDenied:
-				r = "denied"
-			case session.KindReconciled:
-				r = "reconciled:" + e.Outcome
-			}
-			if e.Output != "" {
-				sum := sha256.Sum256([]byte(e.Output))
-				r += ":" + hex.EncodeToString(sum[:4])
-			} else if e.Error != "" {
-				r += ": " + clip(e.Error, 40)
-			}
-			out[p[0]].Results[p[1]] = r
+		if e.Kind != session.KindAssistantMessage {
+			continue
 		}
+		t := Turn{Seq: e.Seq, Text: e.Text, Calls: []string{}, Results: []string{}, InputTokens: e.InputTokens, OutputTokens: e.OutputTokens}
+		if i+1 < len(evs) && evs[i+1].Kind == session.KindModelCall {
+			c := evs[i+1]
+			t.InputTokens, t.OutputTokens, t.CostUSD = c.InputTokens, c.OutputTokens, c.CostUSD
+		}
+		for _, c := range e.ToolCalls {
+			t.Calls = append(t.Calls, c.Name+"("+string(c.Args)+")")
+			t.Results = append(t.Results, "(none)")
+		}
+		out = append(out, t)
+	}
+	for _, c := range session.Fold(evs).Calls {
+		e, ok := session.EventAt(evs, c.EndSeq)
+		if !ok || c.Turn < 1 || c.Turn > len(out) || c.Index >= len(out[c.Turn-1].Results) {
+			continue
+		}
+		r := e.Status
+		switch e.Kind {
+		case session.KindApprovalDenied:
+			r = "denied"
+		case session.KindReconciled:
+			r = "reconciled:" + e.Outcome
+		}
+		if e.Output != "" {
+			sum := sha256.Sum256([]byte(e.Output))
+			r += ":" + hex.EncodeToString(sum[:4])
+		} else if e.Error != "" {
+			r += ": " + clip(e.Error, 40)
+		}
+		out[c.Turn-1].Results[c.Index] = r
 	}
 	return out
 }
@@ -125,14 +126,8 @@ func Diff(aID string, a []session.Event, bID string, b []session.Event) DiffRepo
 	return rep
 }
 
-// summarize is recorder.Summarize with the model the session ended on (the
-// latest model_changed), not only the one its header pinned.
+// summarize is recorder.Summarize: its model is the one the session ended
+// on (the latest model_changed), not only the one its header pinned.
 func summarize(id string, evs []session.Event) recorder.Summary {
-	sum := recorder.Summarize(id, evs, recorder.Tail{})
-	for _, e := range evs {
-		if e.Kind == session.KindModelChanged {
-			sum.Provider, sum.Model = e.Provider, e.Model
-		}
-	}
-	return sum
+	return recorder.Summarize(id, evs, recorder.Tail{})
 }

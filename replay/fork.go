@@ -1,10 +1,13 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
@@ -80,12 +83,8 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	if l := keep[len(keep)-1]; l.Kind == session.KindSessionFinished && session.Status(l.Status) == session.StatusDone {
 		keep = keep[:len(keep)-1]
 	}
-	curProv, curModel := evs[0].Provider, evs[0].Model
-	for _, e := range keep {
-		if e.Kind == session.KindModelChanged {
-			curProv, curModel = e.Provider, e.Model
-		}
-	}
+	kept := session.Fold(keep)
+	curProv, curModel := kept.Provider, kept.Model
 
 	id := cfg.ForkID
 	if id == "" {
@@ -100,8 +99,12 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 		ws = filepath.Join(cfg.Store.SessionDir(id), "workspace")
 	}
 	hdr.Workspace = ws
-	// The copied events keep their timestamps; the header keeps the
-	// original's so the timeline reads as it happened.
+	// The header is stamped now: the fork starts when it is made (its
+	// started, in sessions and the views). The copied events keep their
+	// timestamps, so their part of the timeline reads as it happened;
+	// session.State starts the copied segment's wall time at the first of
+	// them, not at the header.
+	hdr.TS = time.Time{}
 
 	sess, err := cfg.Store.Create(hdr, recorder.Options{})
 	if err != nil {
@@ -178,33 +181,29 @@ func rebuildWorkspace(ctx context.Context, sp *spec.Spec, reg *tools.Registry, e
 	} else if err := os.MkdirAll(ws, 0o755); err != nil {
 		return 0, 0, err
 	}
-	calls := map[string]session.ToolCall{}
 	n, skipped := 0, 0
-	for _, e := range evs {
-		switch e.Kind {
-		case session.KindAssistantMessage:
-			for _, c := range e.ToolCalls {
-				calls[c.ID] = c
-			}
-		case session.KindToolResult:
-			c, ok := calls[e.CallID]
-			if !ok || e.Status != session.ResultOK {
-				continue
-			}
-			t, ok := reg.Get(c.Name)
-			if !ok || !t.SideEffects() {
-				continue
-			}
-			if _, custom := t.(*tools.Command); custom {
-				skipped++
-				continue
-			}
-			res := t.Run(ctx, tools.Call{Args: c.Args, Workspace: ws, Sandbox: sb})
-			if res.Status != session.ResultOK {
-				return n, skipped, fmt.Errorf("re-run %s (call %s, seq %d): %s", c.Name, c.ID, e.Seq, res.Error)
-			}
-			n++
+	// The calls that ended ok, in the order of their results.
+	var done []*session.Call
+	for _, c := range session.Fold(evs).Calls {
+		if c.ResultSeq > 0 && c.Status == session.ResultOK && c.RequestSeq > 0 {
+			done = append(done, c)
 		}
+	}
+	slices.SortFunc(done, func(a, b *session.Call) int { return cmp.Compare(a.ResultSeq, b.ResultSeq) })
+	for _, c := range done {
+		t, ok := reg.Get(c.Tool)
+		if !ok || !t.SideEffects() {
+			continue
+		}
+		if _, custom := t.(*tools.Command); custom {
+			skipped++
+			continue
+		}
+		res := t.Run(ctx, tools.Call{Args: c.Args, Workspace: ws, Sandbox: sb})
+		if res.Status != session.ResultOK {
+			return n, skipped, fmt.Errorf("re-run %s (call %s, seq %d): %s", c.Tool, c.ID, c.ResultSeq, res.Error)
+		}
+		n++
 	}
 	return n, skipped, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/agentctl/agentctl/recorder"
@@ -100,23 +101,10 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 	if cfg.Spec.Workspace.Path != "" {
 		return rep, fmt.Errorf("replay run %s: %w: %s; copy it and pass the copy as the initial workspace", cfg.SessionID, ErrInPlaceWorkspace, cfg.Spec.Workspace.Path)
 	}
-	sum := recorder.Summarize(cfg.SessionID, evs, recorder.Tail{})
-	rep.LogStatus = string(sum.Status)
-
-	orig := map[string]session.Event{} // call id -> recorded result
-	decisions := map[string]session.Event{}
-	var order []string
-	for _, e := range evs {
-		switch e.Kind {
-		case session.KindToolResult:
-			if _, dup := orig[e.CallID]; !dup {
-				order = append(order, e.CallID)
-			}
-			orig[e.CallID] = e
-		case session.KindApprovalGranted, session.KindApprovalDenied:
-			decisions[e.CallID] = e
-		}
-	}
+	fold := session.Fold(evs)
+	rep.LogStatus = string(fold.Status())
+	orig, order := recordedResults(fold, evs)
+	decisions := recordedDecisions(fold, evs)
 
 	sp := *cfg.Spec
 	sp.Model.Provider = "recorded"
@@ -125,7 +113,7 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	obs := &compareObserver{orig: orig, next: cfg.Observer, strict: cfg.Strict, stop: cancel, seen: map[string]bool{}}
+	obs := &compareObserver{orig: orig, next: cfg.Observer, strict: cfg.Strict, stop: cancel, seen: map[callKey]bool{}, fold: session.NewState()}
 	rc := runner.Config{Spec: &sp, Store: cfg.Store, Provider: prov, Tools: cfg.Tools, Observer: obs, SessionID: cfg.ReplayID}
 	res, err := runner.Start(ctx, rc)
 	for err == nil && res.Status == session.StatusAwaitingApproval && ctx.Err() == nil {
@@ -148,7 +136,7 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 		for _, id := range order {
 			if !obs.seen[id] {
 				e := orig[id]
-				rep.Differences = append(rep.Differences, ToolDiff{Code: CodeResultMissing, CallID: id, Tool: e.Tool, Seq: e.Seq,
+				rep.Differences = append(rep.Differences, ToolDiff{Code: CodeResultMissing, CallID: id.id, Tool: e.Tool, Seq: e.Seq,
 					Log: resultText(e), Replay: "(no result)"})
 			}
 		}
@@ -159,30 +147,62 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 	return rep, err
 }
 
+// callKey names a call across a log and its replay, whose seqs differ:
+// the turn that requested it and its id (a model may reuse an id in a
+// later turn).
+type callKey struct {
+	turn int
+	id   string
+}
+
+func keyOf(c *session.Call) callKey { return callKey{c.Turn, c.ID} }
+
+// recordedResults is, for each call of the recording that got one, the
+// event that gave it its result: its tool_result, or a reconciled event
+// that recovered or repeated it after a crash (that is the result the
+// session went on with). order lists the calls in log order.
+func recordedResults(fold *session.State, evs []session.Event) (map[callKey]session.Event, []callKey) {
+	orig := map[callKey]session.Event{}
+	var order []callKey
+	for _, c := range fold.Calls {
+		seq := c.ResultSeq
+		if c.ReconciledSeq > seq && (c.Reconciled == session.ReconciledRecovered || c.Reconciled == session.ReconciledRepeated) {
+			seq = c.ReconciledSeq
+		}
+		if e, ok := session.EventAt(evs, seq); ok && seq > 0 {
+			orig[keyOf(c)] = e
+			order = append(order, keyOf(c))
+		}
+	}
+	return orig, order
+}
+
+// recordedDecisions is the approval decision the recording made for each
+// call it decided.
+func recordedDecisions(fold *session.State, evs []session.Event) map[callKey]session.Event {
+	out := map[callKey]session.Event{}
+	for _, c := range fold.Calls {
+		if e, ok := session.EventAt(evs, c.DecisionSeq); ok && c.DecisionSeq > 0 {
+			out[keyOf(c)] = e
+		}
+	}
+	return out
+}
+
 // applyRecordedDecisions appends, for each call of the replay waiting for
 // approval, the decision the recording made. decided is false when the
 // recording has none (it stopped waiting too).
-func applyRecordedDecisions(st recorder.Store, id string, decisions map[string]session.Event) (bool, error) {
+func applyRecordedDecisions(st recorder.Store, id string, decisions map[callKey]session.Event) (bool, error) {
 	evs, _, err := st.Load(id)
 	if err != nil {
 		return false, err
 	}
-	done := map[string]bool{}
-	for _, e := range evs {
-		if e.Kind == session.KindApprovalGranted || e.Kind == session.KindApprovalDenied {
-			done[e.CallID] = true
-		}
-	}
 	var add []session.Event
-	for _, e := range evs {
-		if e.Kind != session.KindApprovalRequest || done[e.CallID] {
-			continue
-		}
-		d, ok := decisions[e.CallID]
+	for _, c := range session.Fold(evs).AwaitingApproval() {
+		d, ok := decisions[keyOf(c)]
 		if !ok {
 			return false, nil
 		}
-		done[e.CallID] = true
 		add = append(add, session.Event{Kind: d.Kind, CallID: d.CallID, Tool: d.Tool, Scope: d.Scope, Reason: d.Reason})
 	}
 	if len(add) == 0 {
@@ -208,15 +228,17 @@ func resultText(e session.Event) string {
 }
 
 // compareObserver compares each tool result with the recorded one as the
-// runner records it.
+// runner records it. It folds the replay's events to name each call as
+// the recording does (callKey).
 type compareObserver struct {
-	orig   map[string]session.Event
+	orig   map[callKey]session.Event
 	next   runner.Observer
 	strict bool
 	stop   func()
 
 	mu      sync.Mutex
-	seen    map[string]bool
+	fold    *session.State
+	seen    map[callKey]bool
 	diffs   []ToolDiff
 	results int
 	same    int
@@ -227,17 +249,16 @@ func (o *compareObserver) Event(e session.Event) {
 	if o.next != nil {
 		o.next.Event(e)
 	}
-	if e.Kind != session.KindToolResult {
-		return
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.stopped {
-		return // the cancellations that follow a strict stop
+	o.fold.Add(e)
+	if e.Kind != session.KindToolResult || o.stopped {
+		return // the cancellations that follow a strict stop are not compared
 	}
 	o.results++
-	o.seen[e.CallID] = true
-	want, ok := o.orig[e.CallID]
+	key := keyOf(o.fold.Call(e.CallID))
+	o.seen[key] = true
+	want, ok := o.orig[key]
 	if !ok {
 		o.diffs = append(o.diffs, ToolDiff{Code: CodeResultExtra, CallID: e.CallID, Tool: e.Tool, ReplaySeq: e.Seq, Log: "(no result)", Replay: resultText(e)})
 		return
@@ -248,9 +269,19 @@ func (o *compareObserver) Event(e session.Event) {
 			o.diffs = append(o.diffs, ToolDiff{Code: CodeResultDiffers, CallID: e.CallID, Tool: e.Tool, Seq: want.Seq, ReplaySeq: e.Seq, Field: field, Log: a, Replay: b})
 		}
 	}
-	add("status", want.Status, e.Status)
-	add("output", want.Output, e.Output)
-	add("error", want.Error, e.Error)
+	if want.Kind == session.KindReconciled {
+		// A reconciliation records what the call returned as one text (a
+		// repeat's error appended to its output), with no status.
+		got := e.Output
+		if e.Status != session.ResultOK && e.Error != "" {
+			got = strings.TrimSpace(got + "\n" + e.Error)
+		}
+		add("output", want.Output, got)
+	} else {
+		add("status", want.Status, e.Status)
+		add("output", want.Output, e.Output)
+		add("error", want.Error, e.Error)
+	}
 	if len(o.diffs) == before {
 		o.same++
 		return

@@ -146,16 +146,8 @@ func HeaderTools(h session.Event) ([]string, bool) {
 }
 
 // ImportedFrom returns the tool a session was imported from (header attrs
-// {"imported_from": ...}), or "".
-func ImportedFrom(h session.Event) string {
-	var a struct {
-		From string `json:"imported_from"`
-	}
-	if len(h.Attrs) > 0 {
-		_ = json.Unmarshal(h.Attrs, &a)
-	}
-	return a.From
-}
+// {"imported_from": ...}), or ""; see session.ImportedFrom.
+func ImportedFrom(h session.Event) string { return session.ImportedFrom(h) }
 
 func isCompactionCall(e session.Event) bool {
 	if len(e.Attrs) == 0 {

@@ -21,9 +21,9 @@ func estimateTokens(msgs []session.Message) int64 {
 }
 
 func (r *run) wall() time.Duration {
-	w := r.st.wallSpent
-	if !r.st.segStart.IsZero() {
-		w += r.now().Sub(r.st.segStart)
+	w := r.st.WallSpent
+	if !r.st.SegStart.IsZero() {
+		w += r.now().Sub(r.st.SegStart)
 	}
 	return w
 }
@@ -36,15 +36,15 @@ func (r *run) modelBudget(msgs []session.Message) (maxOut int64, over string) {
 	b := r.cfg.Spec.Budget
 	maxOut = r.cfg.Spec.Model.MaxTokens
 	if b.MaxTokens > 0 {
-		left := b.MaxTokens - r.st.tokens() - estimateTokens(msgs)
+		left := b.MaxTokens - r.st.Tokens() - estimateTokens(msgs)
 		if left < 1 {
 			return 0, fmt.Sprintf("max_tokens %d: %d spent and the next call needs about %d input tokens",
-				b.MaxTokens, r.st.tokens(), estimateTokens(msgs))
+				b.MaxTokens, r.st.Tokens(), estimateTokens(msgs))
 		}
 		maxOut = min(maxOut, left)
 	}
-	if b.MaxCostUSD > 0 && r.st.costUSD >= b.MaxCostUSD {
-		return 0, fmt.Sprintf("max_cost_usd %.4f: $%.4f spent", b.MaxCostUSD, r.st.costUSD)
+	if b.MaxCostUSD > 0 && r.st.CostUSD >= b.MaxCostUSD {
+		return 0, fmt.Sprintf("max_cost_usd %.4f: $%.4f spent", b.MaxCostUSD, r.st.CostUSD)
 	}
 	if b.MaxWall > 0 && r.wall() >= time.Duration(b.MaxWall) {
 		return 0, fmt.Sprintf("max_wall %s: %s spent", time.Duration(b.MaxWall), r.wall().Round(time.Millisecond))
@@ -55,14 +55,14 @@ func (r *run) modelBudget(msgs []session.Message) (maxOut int64, over string) {
 // toolBudget checks the limits that apply before a tool call is dispatched.
 func (r *run) toolBudget() string {
 	b := r.cfg.Spec.Budget
-	if b.MaxToolCalls > 0 && r.st.toolCalls >= b.MaxToolCalls {
+	if b.MaxToolCalls > 0 && r.st.ToolCalls >= b.MaxToolCalls {
 		return fmt.Sprintf("max_tool_calls %d: all used", b.MaxToolCalls)
 	}
-	if b.MaxTokens > 0 && r.st.tokens() >= b.MaxTokens {
-		return fmt.Sprintf("max_tokens %d: %d spent", b.MaxTokens, r.st.tokens())
+	if b.MaxTokens > 0 && r.st.Tokens() >= b.MaxTokens {
+		return fmt.Sprintf("max_tokens %d: %d spent", b.MaxTokens, r.st.Tokens())
 	}
-	if b.MaxCostUSD > 0 && r.st.costUSD >= b.MaxCostUSD {
-		return fmt.Sprintf("max_cost_usd %.4f: $%.4f spent", b.MaxCostUSD, r.st.costUSD)
+	if b.MaxCostUSD > 0 && r.st.CostUSD >= b.MaxCostUSD {
+		return fmt.Sprintf("max_cost_usd %.4f: $%.4f spent", b.MaxCostUSD, r.st.CostUSD)
 	}
 	if b.MaxWall > 0 && r.wall() >= time.Duration(b.MaxWall) {
 		return fmt.Sprintf("max_wall %s: %s spent", time.Duration(b.MaxWall), r.wall().Round(time.Millisecond))

@@ -28,7 +28,7 @@ func TestModelBudgetReservation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &run{cfg: Config{Spec: &spec.Spec{Budget: tt.budget, Model: spec.Model{MaxTokens: 4096}}}, st: newState("")}
-			r.st.inputTokens, r.st.costUSD = tt.spent, tt.cost
+			r.st.InputTokens, r.st.CostUSD = tt.spent, tt.cost
 			out, over := r.modelBudget(msgs)
 			if out != tt.wantOut || !strings.HasPrefix(over, tt.wantOver) || (tt.wantOver == "") != (over == "") {
 				t.Errorf("modelBudget = %d, %q; want %d, %q", out, over, tt.wantOut, tt.wantOver)

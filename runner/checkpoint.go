@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/agentctl/agentctl/gitsafe"
@@ -21,103 +20,34 @@ import (
 // corrupt file only makes resume fold from the start.
 const CheckpointsFile = "checkpoints.jsonl"
 
-// Checkpoint is the folded state of a session after event Seq.
+// CheckpointFormat is the format of the checkpoints this version writes.
+// A checkpoint of another format (one written before the fold moved to
+// session.State had none) is skipped, and resume folds the log instead:
+// checkpoints are derived state, never the only copy of anything.
+const CheckpointFormat = 2
+
+// Checkpoint is the folded state of a session after event Seq: the
+// session's fold and the projection the model would be sent next.
 type Checkpoint struct {
+	Format     int                    `json:"format"`
 	Seq        int64                  `json:"seq"`
 	TS         time.Time              `json:"ts"` // of event Seq, to check it still matches the log
 	Projection session.ProjectorState `json:"projection"`
+	State      session.State          `json:"state"`
 
-	InputTokens  int64   `json:"input_tokens"`
-	OutputTokens int64   `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"`
-	ToolCalls    int64   `json:"tool_calls"`
-	Turns        int     `json:"turns"`
-	EvalFailures int     `json:"eval_failures"`
-	Prompted     bool    `json:"prompted"`
-	DoneClaim    bool    `json:"done_claim,omitempty"`
-	WallSpentMS  int64   `json:"wall_spent_ms"`
-
-	NeedsHuman     []string       `json:"needs_human,omitempty"`
-	SessionGrants  []string       `json:"session_grants,omitempty"`
-	LastAssistant  *session.Event `json:"last_assistant,omitempty"`
-	Calls          []callSnapshot `json:"calls,omitempty"` // of the last assistant message
-	PendingIntents []string       `json:"pending_intents,omitempty"`
-	LastEval       *session.Event `json:"last_eval,omitempty"`
-	Finished       *session.Event `json:"finished,omitempty"`
-	SegStart       time.Time      `json:"seg_start"`
-	Provider       string         `json:"provider"`
-	Model          string         `json:"model"`
-	WorkspaceGit   string         `json:"workspace_git_sha,omitempty"`
-	Sum            string         `json:"sum,omitempty"`
-}
-
-type callSnapshot struct {
-	Call         session.ToolCall `json:"call"`
-	AssistantSeq int64            `json:"assistant_seq"`
-	Index        int              `json:"index"`
-	Intent       bool             `json:"intent,omitempty"`
-	IntentKey    string           `json:"intent_key,omitempty"`
-	Done         bool             `json:"done,omitempty"`
-	Requested    bool             `json:"requested,omitempty"`
-	Granted      string           `json:"granted,omitempty"`
-	Denied       bool             `json:"denied,omitempty"`
+	WorkspaceGit string `json:"workspace_git_sha,omitempty"`
+	Sum          string `json:"sum,omitempty"`
 }
 
 // checkpoint captures s; the runner takes one at each turn boundary.
 func (s *state) checkpoint(ws string) Checkpoint {
-	cp := Checkpoint{
-		Seq: s.lastSeq, TS: s.lastTS, Projection: s.projector.State(),
-		InputTokens: s.inputTokens, OutputTokens: s.outputTokens, CostUSD: s.costUSD,
-		ToolCalls: s.toolCalls, Turns: s.turns, EvalFailures: s.evalFailures,
-		Prompted: s.prompted, DoneClaim: s.doneClaim, LastEval: s.lastEval,
-		WallSpentMS: s.wallSpent.Milliseconds(), LastAssistant: s.lastAssistant, Finished: s.finished,
-		Provider: s.provider, Model: s.model, WorkspaceGit: gitHead(ws),
-	}
-	cp.SegStart = s.segStart
-	for tool := range s.sessionGrants {
-		cp.SessionGrants = append(cp.SessionGrants, tool)
-	}
-	for id := range s.needsHuman {
-		cp.NeedsHuman = append(cp.NeedsHuman, id)
-	}
-	sort.Strings(cp.SessionGrants)
-	sort.Strings(cp.NeedsHuman)
-	if s.lastAssistant != nil {
-		for _, c := range s.lastAssistant.ToolCalls {
-			if cs := s.calls[c.ID]; cs != nil {
-				cp.Calls = append(cp.Calls, callSnapshot(*cs))
-				if cs.Intent && !cs.Done {
-					cp.PendingIntents = append(cp.PendingIntents, c.ID)
-				}
-			}
-		}
-	}
-	return cp
+	return Checkpoint{Format: CheckpointFormat, Seq: s.LastSeq, TS: s.LastTS, Projection: s.projector.State(),
+		State: s.State, WorkspaceGit: gitHead(ws)}
 }
 
 // restore rebuilds a state from a checkpoint.
 func restore(cp Checkpoint) *state {
-	s := newState(cp.Projection.System)
-	s.projector = session.RestoreProjector(cp.Projection)
-	s.lastSeq, s.lastTS = cp.Seq, cp.TS
-	s.inputTokens, s.outputTokens, s.costUSD = cp.InputTokens, cp.OutputTokens, cp.CostUSD
-	s.toolCalls, s.turns, s.evalFailures = cp.ToolCalls, cp.Turns, cp.EvalFailures
-	s.prompted, s.doneClaim, s.lastEval = cp.Prompted, cp.DoneClaim, cp.LastEval
-	s.wallSpent = time.Duration(cp.WallSpentMS) * time.Millisecond
-	s.segStart = cp.SegStart
-	s.lastAssistant, s.finished = cp.LastAssistant, cp.Finished
-	s.provider, s.model = cp.Provider, cp.Model
-	for _, t := range cp.SessionGrants {
-		s.sessionGrants[t] = true
-	}
-	for _, id := range cp.NeedsHuman {
-		s.needsHuman[id] = true
-	}
-	for _, c := range cp.Calls {
-		cs := callState(c)
-		s.calls[c.Call.ID] = &cs
-	}
-	return s
+	return &state{State: cp.State, projector: session.RestoreProjector(cp.Projection)}
 }
 
 func (cp Checkpoint) sum() string {
@@ -138,7 +68,7 @@ const checkpointBytesPerEvent = 1024
 // when one is due. Failure to write one is not an error of the run: it is
 // only an optimisation, and the log stays the state.
 func (r *run) writeCheckpoint() {
-	if r.st.lastSeq < r.cpDue {
+	if r.st.LastSeq < r.cpDue {
 		return
 	}
 	cp := r.st.checkpoint(r.ws)
@@ -147,7 +77,7 @@ func (r *run) writeCheckpoint() {
 	if err != nil {
 		return
 	}
-	r.cpDue = r.st.lastSeq + max(1, int64(len(b)/checkpointBytesPerEvent))
+	r.cpDue = r.st.LastSeq + max(1, int64(len(b)/checkpointBytesPerEvent))
 	f, err := os.OpenFile(filepath.Join(r.cfg.Store.SessionDir(r.id), CheckpointsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return
@@ -169,7 +99,7 @@ func latestCheckpoint(dir string, evs []session.Event) (Checkpoint, bool) {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		var cp Checkpoint
-		if json.Unmarshal(sc.Bytes(), &cp) != nil || cp.Sum != cp.sum() {
+		if json.Unmarshal(sc.Bytes(), &cp) != nil || cp.Format != CheckpointFormat || cp.Sum != cp.sum() {
 			continue
 		}
 		if cp.Seq < 1 || cp.Seq > int64(len(evs)) || !evs[cp.Seq-1].TS.Equal(cp.TS) {

@@ -129,7 +129,7 @@ func TestLatestCheckpointIgnoresDamage(t *testing.T) {
 	fb, _ := json.Marshal(future)
 	mb, _ := json.Marshal(moved)
 	tampered := good
-	tampered.InputTokens += 1000 // sum no longer matches
+	tampered.State.InputTokens += 1000 // sum no longer matches
 	tb, _ := json.Marshal(tampered)
 	b = append(b, []byte("{not json\n")...)
 	b = append(append(b, fb...), '\n')
@@ -137,7 +137,7 @@ func TestLatestCheckpointIgnoresDamage(t *testing.T) {
 	b = append(append(b, tb...), '\n')
 	os.WriteFile(path, b, 0o644)
 	got, ok := latestCheckpoint(dir, evs)
-	if !ok || got.Seq != good.Seq || got.InputTokens != good.InputTokens {
+	if !ok || got.Seq != good.Seq || got.State.InputTokens != good.State.InputTokens {
 		t.Fatalf("latestCheckpoint = %d (%v), want the intact one at %d", got.Seq, ok, good.Seq)
 	}
 	os.Remove(path)
@@ -145,8 +145,8 @@ func TestLatestCheckpointIgnoresDamage(t *testing.T) {
 		t.Fatal("found a checkpoint in a deleted file")
 	}
 	s, from := foldLog(dir, evs)
-	if from != 0 || s.lastSeq != int64(len(evs)) {
-		t.Fatalf("foldLog without checkpoints = from %d to %d", from, s.lastSeq)
+	if from != 0 || s.LastSeq != int64(len(evs)) {
+		t.Fatalf("foldLog without checkpoints = from %d to %d", from, s.LastSeq)
 	}
 	_ = session.KindCompaction
 }

@@ -24,10 +24,10 @@ func (r *run) maybeCompact(ctx context.Context) error {
 	if float64(estimateTokens(msgs)) < c.Threshold*float64(c.Window) {
 		return nil
 	}
-	if r.st.lastAssistant == nil {
+	if r.st.LastAssistantSeq == 0 {
 		return nil
 	}
-	through := r.st.lastAssistant.Seq - 1
+	through := r.st.LastAssistantSeq - 1
 	if through <= r.st.projector.Through() {
 		return nil // nothing new to fold in; the window is simply too small
 	}
@@ -37,7 +37,7 @@ func (r *run) maybeCompact(ctx context.Context) error {
 	}
 	msgs, seqs := CompactionMessages(evs, through)
 	req := provider.Request{
-		Model:     r.st.model,
+		Model:     r.st.Model,
 		Messages:  msgs,
 		MaxTokens: r.cfg.Spec.Model.MaxTokens,
 		Purpose:   provider.PurposeCompaction,

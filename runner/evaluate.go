@@ -67,7 +67,7 @@ func (r *run) decide(outcome, evidence string, failed []string) (Result, bool, e
 		res, err := r.finish(session.StatusDone, "")
 		return res, true, err
 	}
-	if r.st.evalFailures > r.cfg.Spec.Retries {
+	if r.st.EvalFailures > r.cfg.Spec.Retries {
 		what := strings.Join(failed, "; ")
 		if what == "" {
 			what = "see the evaluation event"
@@ -76,7 +76,7 @@ func (r *run) decide(outcome, evidence string, failed []string) (Result, bool, e
 		return res, true, err
 	}
 	msg := fmt.Sprintf("The done checks failed (attempt %d of %d):\n%s\nFix the problem, then say when you are done.",
-		r.st.evalFailures, r.cfg.Spec.Retries+1, evidence)
+		r.st.EvalFailures, r.cfg.Spec.Retries+1, evidence)
 	if err := r.append(session.Event{Kind: session.KindUserMessage, Text: msg}); err != nil {
 		return r.result(), true, err
 	}

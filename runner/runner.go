@@ -24,8 +24,8 @@ import (
 
 // Approval scopes.
 const (
-	ScopeOnce    = "once"
-	ScopeSession = "session"
+	ScopeOnce    = session.ScopeOnce
+	ScopeSession = session.ScopeSession
 )
 
 // CancelFile is the name of a file in the session folder whose appearance
@@ -241,12 +241,9 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		return Result{}, fmt.Errorf("resume %s: the log does not start with session_started", id)
 	}
 	st, _ := foldLog(cfg.Store.SessionDir(id), evs)
-	if !st.segStart.IsZero() {
-		// The last invocation crashed: its segment ends at its last event,
-		// and the time the session lay dead does not count as wall time.
-		st.wallSpent += st.lastTS.Sub(st.segStart)
-		st.segStart = time.Time{}
-	}
+	// If the last invocation crashed, its segment ends at its last event:
+	// the time the session lay dead does not count as wall time.
+	st.EndSegment(st.LastTS)
 	// The workspace is the session's own folder or the one the spec the
 	// user runs names, never a folder the header alone names.
 	ws, err := cfg.Store.Workspace(id, evs[0], cfg.Spec.Workspace.Path)
@@ -255,7 +252,7 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 	}
 	r := &run{cfg: cfg, sess: sess, st: st, id: id, ws: ws, started: time.Now(), fp: fp, secrets: sec}
 	sec.watch(r.ws)
-	if f := r.st.finished; f != nil && f.Seq == r.st.lastSeq && session.Status(f.Status) == session.StatusDone {
+	if r.st.Status() == session.StatusDone {
 		return r.result(), fmt.Errorf("resume %s: the session already finished with status done; fork it to continue (agentctl replay fork)", id)
 	}
 	if rec.Truncated {
@@ -265,12 +262,12 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 			return r.result(), err
 		}
 	}
-	if len(r.st.needsHuman) > 0 {
+	if human := r.st.NeedsHuman(); len(human) > 0 {
 		// Sticky: going on would let the model act on a side effect nobody
 		// has checked. Nothing is appended; the status stands.
 		var ids []string
-		for id := range r.st.needsHuman {
-			ids = append(ids, id)
+		for _, c := range human {
+			ids = append(ids, c.ID)
 		}
 		sort.Strings(ids)
 		res := r.result()
@@ -288,7 +285,7 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 	if err := r.pinModel(); err != nil {
 		return r.result(), fmt.Errorf("resume %s: %w", id, err)
 	}
-	if !r.st.prompted {
+	if !r.st.Prompted {
 		prompt := evs[0].Text
 		if prompt == "" {
 			prompt = cfg.Spec.Prompt
@@ -300,7 +297,7 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		return r.fail(ReasonSetupError, err)
 	}
 	if setter, ok := cfg.Provider.(interface{ SetTurn(int) }); ok {
-		setter.SetTurn(r.st.turns)
+		setter.SetTurn(r.st.Turns)
 	}
 	return r.loop(ctx)
 }
@@ -310,15 +307,15 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 // change is recorded, never silent.
 func (r *run) pinModel() error {
 	prov, model := r.cfg.Provider.Name(), r.cfg.Spec.Model.ID
-	if prov == r.st.provider && model == r.st.model {
+	if prov == r.st.Provider && model == r.st.Model {
 		return nil
 	}
 	if !r.cfg.AllowModelChange {
 		return fmt.Errorf("the session is pinned to %s/%s, not %s/%s; pass --allow-model-change to switch (the change is recorded)",
-			r.st.provider, r.st.model, prov, model)
+			r.st.Provider, r.st.Model, prov, model)
 	}
 	return r.append(session.Event{Kind: session.KindModelChanged, Provider: prov, Model: model,
-		Reason: fmt.Sprintf("resume --allow-model-change; was %s/%s", r.st.provider, r.st.model)})
+		Reason: fmt.Sprintf("resume --allow-model-change; was %s/%s", r.st.Provider, r.st.Model)})
 }
 
 // append makes events durable, folds them and shows them, in that order.
@@ -356,11 +353,11 @@ func (r *run) observe(e session.Event) {
 
 func (r *run) result() Result {
 	res := Result{
-		SessionID: r.id, Events: r.st.lastSeq, Turns: r.st.turns, ToolCalls: r.st.toolCalls,
-		InputTokens: r.st.inputTokens, OutputTokens: r.st.outputTokens, CostUSD: r.st.costUSD,
+		SessionID: r.id, Events: r.st.LastSeq, Turns: r.st.Turns, ToolCalls: r.st.ToolCalls,
+		InputTokens: r.st.InputTokens, OutputTokens: r.st.OutputTokens, CostUSD: r.st.CostUSD,
 		Status: session.StatusRunning,
 	}
-	if f := r.st.finished; f != nil && f.Seq == r.st.lastSeq {
+	if f := r.st.Finished; f != nil && f.Seq == r.st.LastSeq {
 		res.Status, res.Reason = session.Status(f.Status), f.Reason
 	}
 	return res
@@ -438,12 +435,12 @@ func (r *run) loop(parent context.Context) (Result, error) {
 	}
 	// A crash after the model said it was done: evaluate (or act on the
 	// evaluation already recorded) instead of asking the model again.
-	if r.st.doneClaim {
+	if r.st.DoneClaim {
 		var res Result
 		var stopped bool
 		var err error
-		if r.st.lastEval != nil {
-			res, stopped, err = r.decide(r.st.lastEval.Outcome, r.st.lastEval.Evidence, nil)
+		if r.st.LastEval != nil {
+			res, stopped, err = r.decide(r.st.LastEval.Outcome, r.st.LastEval.Evidence, nil)
 		} else {
 			res, stopped, err = r.evaluate(ctx)
 		}
@@ -457,7 +454,7 @@ func (r *run) loop(parent context.Context) (Result, error) {
 			return r.interrupt(ctx, "", nil)
 		}
 		r.writeCheckpoint()
-		if r.st.turns >= sp.MaxTurns {
+		if r.st.Turns >= sp.MaxTurns {
 			return r.finish(session.StatusFailed, fmt.Sprintf("%s: the run used all %d turns (raise max_turns in the spec)", ReasonMaxTurns, sp.MaxTurns))
 		}
 		if err := r.maybeCompact(ctx); err != nil {
@@ -471,7 +468,7 @@ func (r *run) loop(parent context.Context) (Result, error) {
 		if over != "" {
 			return r.overBudget(over)
 		}
-		req := provider.Request{Model: r.st.model, Messages: msgs, Tools: r.toolDefs(), MaxTokens: maxOut}
+		req := provider.Request{Model: r.st.Model, Messages: msgs, Tools: r.toolDefs(), MaxTokens: maxOut}
 		began := time.Now()
 		resp, err := r.cfg.Provider.Complete(ctx, req, r.onText)
 		latency := time.Since(began).Milliseconds()
@@ -493,7 +490,7 @@ func (r *run) loop(parent context.Context) (Result, error) {
 		if err := r.append(am, r.modelCallEvent(req, resp, latency, "")); err != nil {
 			return r.result(), err
 		}
-		r.sent = sentCalls{seq: r.st.lastAssistant.Seq, calls: resp.ToolCalls}
+		r.sent = sentCalls{seq: r.st.LastAssistantSeq, calls: resp.ToolCalls}
 		if len(resp.ToolCalls) == 0 {
 			res, stopped, err := r.evaluate(ctx)
 			if stopped || err != nil {
@@ -597,7 +594,7 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 			continue
 		}
 		if rule, gated := matchApproval(sp.Approvals, r.ws, name, args); gated && cs.Granted == "" {
-			if r.st.sessionGrants[name] {
+			if r.st.Grants[name] {
 				if err := r.append(session.Event{Kind: session.KindApprovalGranted, CallID: cs.Call.ID, Tool: name,
 					Scope: ScopeSession, Reason: "covered by an earlier grant for the session"}); err != nil {
 					return r.result(), true, err
@@ -645,7 +642,7 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args json.RawMessage, key string) tools.Result {
 	began := time.Now()
 	var gate func(string) error
-	if cs.Granted == "" && !r.st.sessionGrants[cs.Call.Name] {
+	if cs.Granted == "" && !r.st.Grants[cs.Call.Name] {
 		// Decide again on the path the tool resolves at its I/O.
 		gate = approvalGate(r.cfg.Spec.Approvals, cs.Call.Name)
 	}
@@ -653,7 +650,7 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args jso
 		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env),
 		Sandbox: r.sandbox, Redactor: r.redactor(), ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
 	// Crash injection: the effect happened, its result is not durable yet.
-	r.fp.hit("in-tool", r.st.lastSeq)
+	r.fp.hit("in-tool", r.st.LastSeq)
 	ev := session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name, Status: res.Status,
 		Output: res.Output, Error: res.Error, LatencyMS: time.Since(began).Milliseconds()}
 	if res.Artifact != "" {

@@ -29,6 +29,17 @@
 //	}
 //	msgs := p.Messages()
 //
+// # State
+//
+// State is the fold of a log into every figure agentctl shows or acts on:
+// calls (intent, result, reconciliation, approval), approvals in force and
+// pending, tokens, cost, turns, compactions, the model in force, children,
+// forks, and the status (running, crashed, corrupt and imported included,
+// from two inputs the caller probes: Live and Corrupt). Its doc defines
+// each figure once; the runner keeps one incrementally (Add per event) and
+// checkpoints it, every reader folds with it, and the SQL views of package
+// query compute the same definitions (a test holds them together).
+//
 // # Decoding
 //
 // Decode parses one record with encoding/json. Decoder gives the same
@@ -38,5 +49,5 @@
 // buffer for that). Tests compare the two on every fixture record, on
 // random events and under fuzzing.
 //
-// Neither Projector nor Event is safe for concurrent mutation.
+// Neither Projector, State nor Event is safe for concurrent mutation.
 package session

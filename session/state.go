@@ -1,0 +1,534 @@
+package session
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// Statuses a reader derives; the log never records them (see State.Status).
+const (
+	// StatusCorrupt: reading the log stopped at damage before its end
+	// (recorder.ErrCorrupt), so nothing after it is known.
+	StatusCorrupt Status = "corrupt"
+	// StatusImported: a session imported from another tool (its header's
+	// attrs name it in imported_from), which records no end.
+	StatusImported Status = "imported"
+)
+
+// Approval scopes, as approval_granted records them.
+const (
+	ScopeOnce    = "once"
+	ScopeSession = "session"
+)
+
+// State is the fold of a session's log: every figure agentctl shows or acts
+// on, derived in one place. The runner keeps one up to date as it appends
+// (Add per event, never a refold), checkpoints serialize it, and
+// `sessions`, `approve`, `replay run`, bundles and crashtest read it. The
+// SQL views of package query compute the same figures from the same
+// definitions (a test holds them to it):
+//
+//   - status: see Status.
+//   - events: every record read, of any kind (unknown kinds included).
+//   - tool_calls: calls that were dispatched (a tool_intent) or answered (a
+//     tool_result), each once: the rows of the tool_calls view. A call
+//     refused before dispatch (unknown tool, invalid arguments) counts, as
+//     does an imported one (imports record results, not intents); a call
+//     in flight at a crash counts once whether it was then reconciled,
+//     needs a human or was repeated; a denied call or one still awaiting
+//     approval does not. The runner's max_tool_calls budget counts the
+//     same figure.
+//   - errors: error events plus tool_result events with status error.
+//   - input_tokens, output_tokens, cost_usd: sums over model_call events
+//     (compaction calls included: they are spent too).
+//   - turns: assistant_message events.
+//   - provider, model: those in force: the header's, or the latest
+//     model_changed.
+//   - started: the header's timestamp (a fork's header is stamped when the
+//     fork was made; its copied events keep theirs). ended: the timestamp
+//     of a session_finished that is the last event, else none.
+//
+// A call is identified by its id and the assistant message that requested
+// it: a model may reuse an id in a later message (a scripted model forked
+// from the start of its script does), and then the later request is a new
+// call. Events naming a call id attach to the latest call requested with
+// that id at or before them; those that no message requested (an orphan
+// result) make a call with RequestSeq 0.
+//
+// Live and Corrupt are inputs the log cannot give about itself: whether a
+// process holds the session's lease, and whether reading stopped at
+// damage. The caller probes them (recorder.Store.Fold does) and sets them
+// before asking for Status; the fold itself does no I/O.
+type State struct {
+	Live    bool `json:"-"`
+	Corrupt bool `json:"-"`
+
+	// From the header (session_started).
+	ID              string    `json:"session_id,omitempty"`
+	Name            string    `json:"name,omitempty"`
+	PinnedProvider  string    `json:"pinned_provider,omitempty"`
+	PinnedModel     string    `json:"pinned_model,omitempty"`
+	System          string    `json:"system,omitempty"`
+	Started         time.Time `json:"started"`
+	ParentSessionID string    `json:"parent_session_id,omitempty"`
+	ForkedFrom      int64     `json:"forked_from,omitempty"`
+	ImportedFrom    string    `json:"imported_from,omitempty"`
+	// Provider and Model are those in force (after model_changed).
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+
+	Events   int64     `json:"events"`
+	LastSeq  int64     `json:"last_seq"`
+	LastTS   time.Time `json:"last_ts"`
+	LastKind Kind      `json:"last_kind,omitempty"`
+
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	ToolCalls    int64   `json:"tool_calls"`
+	Errors       int64   `json:"errors"`
+	Turns        int     `json:"turns"`
+	// LastAssistantSeq is the seq of the latest assistant message.
+	LastAssistantSeq int64 `json:"last_assistant_seq,omitempty"`
+	Compactions      int   `json:"compactions"`
+	EvalFailures     int   `json:"eval_failures"`
+	// Prompted: the first user message is recorded.
+	Prompted bool `json:"prompted,omitempty"`
+	// DoneClaim: the latest assistant message asked for no tools (the
+	// model says it is done) and no user message came since.
+	DoneClaim bool `json:"done_claim,omitempty"`
+	// LastEval is the evaluation of that claim, if recorded.
+	LastEval *Event `json:"last_eval,omitempty"`
+	// LastError is the latest error event.
+	LastError *Event `json:"last_error,omitempty"`
+	// Finished is the latest session_finished (a resumed session has
+	// several); it is the session's end only when it is the last event.
+	Finished *Event `json:"finished,omitempty"`
+	// Children are the sessions subagent_started events name, in order.
+	Children []string `json:"children,omitempty"`
+
+	// Calls in the order they were requested (orphans where they appear).
+	Calls []*Call `json:"calls,omitempty"`
+	// Latest indexes Calls: those of the latest assistant message.
+	Latest []int `json:"latest,omitempty"`
+	// Grants are the tools granted for the rest of the session.
+	Grants map[string]bool `json:"grants,omitempty"`
+
+	// WallSpent is the wall time of the invocations that ended; SegStart
+	// the first event of the one still open (zero when none is). A crashed
+	// invocation is closed by EndSegment at its last event.
+	WallSpent time.Duration `json:"wall_spent"`
+	SegStart  time.Time     `json:"seg_start"`
+
+	byID map[string]int // call id -> index in Calls of its latest call
+}
+
+// Call is what the log says about one tool call. Seqs are 0 for events
+// that did not happen.
+type Call struct {
+	ID   string          `json:"id"`
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args,omitempty"`
+	// RequestSeq is the assistant message that requested the call (0 for
+	// an orphan), Index the call's place among its calls.
+	RequestSeq int64 `json:"request_seq,omitempty"`
+	Index      int   `json:"index,omitempty"`
+	// Turn is the ordinal (from 1) of that assistant message among the
+	// session's: with the id, it names the call across a log and its
+	// replay, whose seqs differ.
+	Turn int `json:"turn,omitempty"`
+	// TS is the intent's time, else the first result's.
+	TS time.Time `json:"ts"`
+
+	IntentSeq      int64  `json:"intent_seq,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+
+	// ResultSeq and what follows are of the latest tool_result.
+	ResultSeq int64  `json:"result_seq,omitempty"`
+	Status    string `json:"status,omitempty"`
+	Error     string `json:"error,omitempty"`
+	LatencyMS int64  `json:"latency_ms,omitempty"`
+
+	ReconciledSeq int64  `json:"reconciled_seq,omitempty"`
+	Reconciled    string `json:"reconciled,omitempty"` // the latest outcome
+	// NeedsHuman: reconciled as needs_human and not resolved since.
+	NeedsHuman bool `json:"needs_human,omitempty"`
+
+	ApprovalSeq int64  `json:"approval_seq,omitempty"` // approval_request
+	DecisionSeq int64  `json:"decision_seq,omitempty"` // approval_granted or _denied
+	Granted     string `json:"granted,omitempty"`      // the grant's scope
+	Denied      bool   `json:"denied,omitempty"`
+
+	// EndSeq is the latest event that ended the call: a tool_result, a
+	// reconciled or an approval_denied.
+	EndSeq int64 `json:"end_seq,omitempty"`
+	// FirstResultSeq is the seq of the call's first tool_result.
+	FirstResultSeq int64 `json:"first_result_seq,omitempty"`
+	// Outcomes counts its tool_result and reconciled events: a call that
+	// was dispatched has exactly one, unless a human resolved it after a
+	// needs_human reconciliation (then two).
+	Outcomes int `json:"outcomes,omitempty"`
+}
+
+// Done reports whether an event ended the call (a result, a
+// reconciliation of any outcome, a denial).
+func (c *Call) Done() bool { return c.EndSeq > 0 }
+
+// Pending reports whether the call was dispatched and nothing ended it
+// since: a crash between the call and its result.
+func (c *Call) Pending() bool { return c.IntentSeq > 0 && c.EndSeq < c.IntentSeq }
+
+// AwaitingApproval reports whether an approval was requested for the call
+// and neither decided nor made moot by its end.
+func (c *Call) AwaitingApproval() bool {
+	return c.ApprovalSeq > 0 && c.DecisionSeq == 0 && !c.Done()
+}
+
+// Outcome is what became of the call, as the tool_calls view's status
+// column says it: the status of its latest tool_result or the outcome of
+// its latest reconciliation, whichever came last; "pending" with neither.
+func (c *Call) Outcome() string {
+	switch {
+	case c.ReconciledSeq > c.ResultSeq:
+		return c.Reconciled
+	case c.ResultSeq > 0:
+		return c.Status
+	}
+	return "pending"
+}
+
+// Dispatched reports whether the call has a row in the tool_calls view:
+// it reached a tool (an intent) or was answered (a result).
+func (c *Call) Dispatched() bool { return c.IntentSeq > 0 || c.ResultSeq > 0 }
+
+// FirstSeq is the seq of the call's intent, else of its first result: the
+// order of the tool_calls view and of a bundle's tool_calls.csv.
+func (c *Call) FirstSeq() int64 {
+	if c.IntentSeq > 0 {
+		return c.IntentSeq
+	}
+	return c.FirstResultSeq
+}
+
+// NewState returns an empty fold.
+func NewState() *State { return &State{} }
+
+// Fold folds events into a new State.
+func Fold(events []Event) *State {
+	s := NewState()
+	for _, e := range events {
+		s.Add(e)
+	}
+	return s
+}
+
+// Add folds one event. Events must come in log order, each once.
+func (s *State) Add(e Event) {
+	s.Events++
+	s.LastSeq, s.LastTS, s.LastKind = e.Seq, e.TS, e.Kind
+	// A fork's header is stamped when the fork was made, after the copied
+	// events it precedes: the copied segment starts at the next event.
+	if s.SegStart.IsZero() && !(e.Kind == KindSessionStarted && e.ForkedFrom > 0) {
+		s.SegStart = e.TS
+	}
+	switch e.Kind {
+	case KindSessionStarted:
+		if s.Events == 1 {
+			s.ID, s.Name, s.System, s.Started = e.SessionID, e.Name, e.System, e.TS
+			s.PinnedProvider, s.PinnedModel = e.Provider, e.Model
+			s.ParentSessionID, s.ForkedFrom = e.ParentSessionID, e.ForkedFrom
+			s.ImportedFrom = ImportedFrom(e)
+		}
+		s.Provider, s.Model = e.Provider, e.Model
+	case KindModelChanged:
+		s.Provider, s.Model = e.Provider, e.Model
+	case KindUserMessage:
+		s.Prompted = true
+		s.DoneClaim, s.LastEval = false, nil
+	case KindAssistantMessage:
+		s.Turns++
+		s.LastAssistantSeq = e.Seq
+		s.DoneClaim, s.LastEval = len(e.ToolCalls) == 0, nil
+		s.Latest = s.Latest[:0]
+		for i, c := range e.ToolCalls {
+			s.Latest = append(s.Latest, len(s.Calls))
+			s.newCall(&Call{ID: c.ID, Tool: c.Name, Args: c.Args, RequestSeq: e.Seq, Index: i, Turn: s.Turns})
+		}
+	case KindModelCall:
+		s.InputTokens += e.InputTokens
+		s.OutputTokens += e.OutputTokens
+		s.CostUSD += e.CostUSD
+	case KindToolIntent:
+		c := s.call(e)
+		if !c.Dispatched() {
+			s.ToolCalls++
+		}
+		c.IntentSeq, c.IdempotencyKey, c.TS = e.Seq, e.IdempotencyKey, e.TS
+		if len(e.Args) > 0 {
+			c.Args = e.Args
+		}
+	case KindToolResult:
+		if e.Status == ResultError {
+			s.Errors++
+		}
+		c := s.call(e)
+		if !c.Dispatched() {
+			s.ToolCalls++
+		}
+		if c.FirstResultSeq == 0 {
+			c.FirstResultSeq = e.Seq
+			if c.IntentSeq == 0 {
+				c.TS = e.TS
+			}
+		}
+		if len(c.Args) == 0 {
+			c.Args = e.Args
+		}
+		c.ResultSeq, c.Status, c.Error, c.LatencyMS, c.EndSeq = e.Seq, e.Status, e.Error, e.LatencyMS, e.Seq
+		c.Outcomes++
+		c.NeedsHuman = false
+	case KindReconciled:
+		c := s.call(e)
+		c.ReconciledSeq, c.Reconciled, c.EndSeq = e.Seq, e.Outcome, e.Seq
+		c.Outcomes++
+		c.NeedsHuman = e.Outcome == ReconciledNeedsHuman
+	case KindApprovalRequest:
+		s.call(e).ApprovalSeq = e.Seq
+	case KindApprovalGranted:
+		c := s.call(e)
+		c.DecisionSeq, c.Granted = e.Seq, e.Scope
+		if e.Scope == ScopeSession && e.Tool != "" {
+			if s.Grants == nil {
+				s.Grants = map[string]bool{}
+			}
+			s.Grants[e.Tool] = true
+		}
+	case KindApprovalDenied:
+		c := s.call(e)
+		c.DecisionSeq, c.Denied, c.EndSeq = e.Seq, true, e.Seq
+	case KindCompaction:
+		s.Compactions++
+	case KindEvaluation:
+		if e.Outcome == "fail" {
+			s.EvalFailures++
+		}
+		ev := e
+		s.LastEval = &ev
+	case KindError:
+		s.Errors++
+		ev := e
+		s.LastError = &ev
+	case KindSubagentStarted:
+		if e.ChildSessionID != "" {
+			s.Children = append(s.Children, e.ChildSessionID)
+		}
+	case KindSessionFinished:
+		ev := e
+		s.Finished = &ev
+		s.EndSegment(e.TS)
+	}
+}
+
+// EventAt returns the event of events with seq, or false. Logs have dense
+// seqs from 1, so it is one index; anything else is searched.
+func EventAt(events []Event, seq int64) (Event, bool) {
+	if i := seq - 1; i >= 0 && i < int64(len(events)) && events[i].Seq == seq {
+		return events[i], true
+	}
+	i, ok := slices.BinarySearchFunc(events, seq, func(e Event, s int64) int { return cmp.Compare(e.Seq, s) })
+	if !ok {
+		return Event{}, false
+	}
+	return events[i], true
+}
+
+// EndSegment closes the open invocation at ts: a session_finished does it,
+// and resume does it at the last event of an invocation that crashed (the
+// time the session lay dead is not wall time).
+func (s *State) EndSegment(ts time.Time) {
+	if !s.SegStart.IsZero() {
+		s.WallSpent += max(0, ts.Sub(s.SegStart))
+	}
+	s.SegStart = time.Time{}
+}
+
+func (s *State) newCall(c *Call) *Call {
+	if s.byID == nil {
+		s.reindex()
+	}
+	s.byID[c.ID] = len(s.Calls)
+	s.Calls = append(s.Calls, c)
+	return c
+}
+
+// call returns the latest call with e's id, or a new orphan.
+func (s *State) call(e Event) *Call {
+	if s.byID == nil {
+		s.reindex()
+	}
+	if i, ok := s.byID[e.CallID]; ok {
+		return s.Calls[i]
+	}
+	return s.newCall(&Call{ID: e.CallID, Tool: e.Tool})
+}
+
+// reindex rebuilds the call index (after decoding a serialized State).
+func (s *State) reindex() {
+	s.byID = make(map[string]int, len(s.Calls))
+	for i, c := range s.Calls {
+		s.byID[c.ID] = i
+	}
+}
+
+// UnmarshalJSON decodes a State written by json.Marshal (a checkpoint's)
+// and rebuilds its index, so Add goes on as after the events it folded.
+func (s *State) UnmarshalJSON(b []byte) error {
+	type plain State
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = State(p)
+	s.reindex()
+	return nil
+}
+
+// Call returns the latest call with id, or nil.
+func (s *State) Call(id string) *Call {
+	if s.byID == nil {
+		s.reindex()
+	}
+	if i, ok := s.byID[id]; ok {
+		return s.Calls[i]
+	}
+	return nil
+}
+
+// Status is the session's status now:
+//
+//	corrupt      Corrupt is set: reading stopped at damage
+//	<finished>   the last event is a session_finished: its status
+//	imported     the header names imported_from and no session_finished
+//	             exists (an import records no end; a fork of one has the
+//	             fork point's)
+//	running      Live is set: a process holds the lease
+//	crashed      otherwise: the log stops with no end and no one writes it
+func (s *State) Status() Status {
+	switch {
+	case s.Corrupt:
+		return StatusCorrupt
+	case s.Finished != nil && s.Finished.Seq == s.LastSeq:
+		return Status(s.Finished.Status)
+	case s.ImportedFrom != "" && s.Finished == nil:
+		return StatusImported
+	case s.Live:
+		return StatusRunning
+	}
+	return StatusCrashed
+}
+
+// Ended is the time of the session's end (see Status), or zero.
+func (s *State) Ended() time.Time {
+	if s.Finished != nil && s.Finished.Seq == s.LastSeq && !s.Corrupt {
+		return s.Finished.TS
+	}
+	return time.Time{}
+}
+
+// Reason is the reason of the session_finished that ends the log, or "".
+func (s *State) Reason() string {
+	if s.Finished != nil && s.Finished.Seq == s.LastSeq {
+		return s.Finished.Reason
+	}
+	return ""
+}
+
+// Tokens is every token spent, input and output.
+func (s *State) Tokens() int64 { return s.InputTokens + s.OutputTokens }
+
+// OpenCalls lists the calls of the latest assistant message that no event
+// has ended yet, in call order: what a resume picks up.
+func (s *State) OpenCalls() []*Call {
+	var out []*Call
+	for _, i := range s.Latest {
+		if c := s.Calls[i]; !c.Done() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// PendingIntents lists the dispatched calls that nothing ended, by seq.
+func (s *State) PendingIntents() []*Call {
+	return s.filter((*Call).Pending, func(c *Call) int64 { return c.IntentSeq })
+}
+
+// AwaitingApproval lists the calls waiting for a human's decision, in the
+// order they were asked.
+func (s *State) AwaitingApproval() []*Call {
+	return s.filter((*Call).AwaitingApproval, func(c *Call) int64 { return c.ApprovalSeq })
+}
+
+// NeedsHuman lists the calls reconciled as needs_human and not resolved,
+// in the order they were reconciled.
+func (s *State) NeedsHuman() []*Call {
+	return s.filter(func(c *Call) bool { return c.NeedsHuman }, func(c *Call) int64 { return c.ReconciledSeq })
+}
+
+// Dispatched lists the calls with a row in the tool_calls view, by
+// FirstSeq.
+func (s *State) Dispatched() []*Call {
+	return s.filter((*Call).Dispatched, (*Call).FirstSeq)
+}
+
+// GrantList lists the tools granted for the session, sorted.
+func (s *State) GrantList() []string {
+	out := make([]string, 0, len(s.Grants))
+	for t := range s.Grants {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *State) filter(keep func(*Call) bool, by func(*Call) int64) []*Call {
+	var out []*Call
+	for _, c := range s.Calls {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Call) int {
+		return cmp.Compare(by(a), by(b))
+	})
+	return out
+}
+
+// ProjectionOf is the state of the projection of a whole log (its system
+// prompt is the header's), for a reader that shows what the model would be
+// sent next.
+func ProjectionOf(events []Event) ProjectorState {
+	if len(events) == 0 {
+		return ProjectorState{}
+	}
+	p := NewProjector(events[0].System)
+	for _, e := range events {
+		p.Add(e)
+	}
+	return p.State()
+}
+
+// ImportedFrom returns the tool a session was imported from, as its
+// header's attrs name it ({"imported_from": ...}), or "".
+func ImportedFrom(header Event) string {
+	if len(header.Attrs) == 0 {
+		return ""
+	}
+	var a struct {
+		From string `json:"imported_from"`
+	}
+	_ = json.Unmarshal(header.Attrs, &a)
+	return a.From
+}
