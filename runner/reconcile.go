@@ -55,7 +55,7 @@ func (r *run) settle(ctx context.Context, cs *callState) (outcome, output, why s
 	}
 	repeat := func(reason string) (string, string, string) {
 		res := t.Run(ctx, tools.Call{Args: cs.Call.Args, Workspace: r.ws, IdempotencyKey: cs.IntentKey,
-			Env: passEnv(r.cfg.Spec.Sandbox.Env)})
+			Env: passEnv(r.cfg.Spec.Sandbox.Env), Sandbox: r.sandbox})
 		out := res.Output
 		if res.Status != session.ResultOK && res.Error != "" {
 			out = strings.TrimSpace(out + "\n" + res.Error)
