@@ -417,7 +417,7 @@ func (e *cgroupEvents) notes(ic initConfig) {
 		fmt.Fprintf(os.Stderr, "agentctl sandbox: the memory limit of %d MiB was reached: the cgroup's OOM killer ended a process\n", ic.CgroupMemory>>20)
 	}
 	if n := counter(e.pids, "max"); n > 0 {
-		fmt.Fprintf(os.Stderr, "agentctl sandbox: %d process starts were refused at the limit of %d processes\n", n, ic.Pids)
+		fmt.Fprintf(os.Stderr, "agentctl sandbox: the limit of %d processes refused %d process start(s)\n", ic.Pids, n)
 	}
 }
 

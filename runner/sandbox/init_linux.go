@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -73,6 +75,10 @@ func initMain() int {
 	// is 0). The lifeline also covers what the signal does not: it fires
 	// when the harness's forking thread exits, the pipe only when the
 	// whole harness process is gone.
+	// The signal is a property of the calling thread: stay on it, so
+	// that the thread lives as long as the init and the probe below reads
+	// back what was set.
+	runtime.LockOSThread()
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 		return initFail("parent-death signal: %v", err)
 	}
@@ -114,8 +120,9 @@ func initMain() int {
 	if ic.Probe {
 		if ic.Scan {
 			rep := scanReport{Covered: view.covered, Reachable: findSockets()}
-			if pd, err := unix.PrctlRetInt(unix.PR_GET_PDEATHSIG, 0, 0, 0, 0); err == nil {
-				rep.Pdeathsig = pd
+			var sig int32
+			if err := unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0); err == nil {
+				rep.Pdeathsig = int(sig)
 			}
 			_ = json.NewEncoder(os.Stdout).Encode(rep)
 		}
