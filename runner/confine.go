@@ -25,9 +25,8 @@ const ProcsDir = "procs"
 
 // sandboxConfig is the confinement of the run's tool subprocesses: the
 // spec's network policy and limits, with the agentctl home hidden next to
-// the invoking user's credential folders, and started processes recorded
-// in procs.
-func sandboxConfig(sp *spec.Spec, home, procs string) (*sandbox.Config, error) {
+// the invoking user's credential folders.
+func sandboxConfig(sp *spec.Spec, home string) (*sandbox.Config, error) {
 	mem, err := sp.Sandbox.MemoryBytes()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox.memory: %w", err)
@@ -43,7 +42,6 @@ func sandboxConfig(sp *spec.Spec, home, procs string) (*sandbox.Config, error) {
 		Memory:  mem,
 		Pids:    pids,
 		CPU:     time.Duration(sp.Sandbox.CPU),
-		Procs:   procs,
 	}, nil
 }
 
@@ -81,10 +79,13 @@ func spawns(t tools.Tool) bool {
 // setupSandbox builds the confinement of the run's tools and starts probing
 // the machine in the background, so the run does not wait for it.
 func (r *run) setupSandbox() error {
-	cfg, err := sandboxConfig(r.cfg.Spec, r.cfg.Store.Root, filepath.Join(r.cfg.Store.SessionDir(r.id), ProcsDir))
+	cfg, err := sandboxConfig(r.cfg.Spec, r.cfg.Store.Root)
 	if err != nil {
 		return err
 	}
+	// Every process a call starts is recorded in the session, for the
+	// sweep of a later resume.
+	cfg.Procs = filepath.Join(r.cfg.Store.SessionDir(r.id), ProcsDir)
 	r.sandbox = cfg
 	go func() { _ = sandbox.Available() }()
 	return nil

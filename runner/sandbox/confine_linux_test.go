@@ -181,3 +181,36 @@ func TestHiddenSymlinks(t *testing.T) {
 		t.Errorf("the rest of the workspace and the read-only folder = %q, %v; want them readable", out, err)
 	}
 }
+
+// TestNestedMounts: a read-only tool folder that holds the agentctl home,
+// which holds the workspace (a spec next to its tools, run with the home
+// beside it): the workspace stays writable, the rest of the home hidden,
+// the tool readable.
+func TestNestedMounts(t *testing.T) {
+	needSandbox(t)
+	base := hostDir(t)
+	home := filepath.Join(base, "home")
+	ws := filepath.Join(home, "sessions", "s1", "workspace")
+	for name, content := range map[string]string{
+		"tool.sh":                      "echo tool\n",
+		"home/sessions/s1/events.log":  "log-secret\n",
+		"home/sessions/s0/events.log":  "log-secret\n",
+		"home/sessions/s1/workspace/a": "a\n",
+	} {
+		p := filepath.Join(base, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := Config{Hide: DefaultHide(home), ReadOnly: []string{base}}
+	out, err := runIn(t, cfg, ws, "cat a; echo b > b; bash "+filepath.Join(base, "tool.sh")+"; cat ../events.log ../../s0/events.log 2>/dev/null; ls "+home+"/sessions")
+	if err != nil || out != "a\ntool\ns1\n" {
+		t.Errorf("output %q; want the workspace and the tool, and of the home only the way to the workspace", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "b")); err != nil || string(b) != "b\n" {
+		t.Errorf("the workspace is not writable: %q, %v", b, err)
+	}
+}

@@ -127,26 +127,26 @@ type rootView struct {
 //
 //  1. every mount becomes private, so nothing propagates back to the host;
 //  2. a new root on an empty tmpfs, pivoted into, with the host's root
-//     hanging at /.oldroot until step 11;
+//     hanging at /.oldroot until step 9;
 //  3. the kept folders (keptFolders that exist), bound read-only and
 //     recursively; a kept symlink whose target is kept is recreated, any
 //     other is replaced by its target's folder;
 //  4. fresh mounts: /proc (the PID namespace's own, /proc/sys read-only),
 //     /tmp (a private writable tmpfs), /dev (null, zero, full, random,
 //     urandom, shm and the fd links);
-//  5. hidden paths that fall inside the kept folders: an empty tmpfs, or
-//     /dev/null over a file;
+//  5. the workspace (bound writable at its own path; its parent folders
+//     are empty folders of the new root), the Config.ReadOnly folders
+//     (read-only at theirs) and the hidden paths (an empty tmpfs, or
+//     /dev/null over a file), shallowest first, each over what contains
+//     it: a home hidden around the workspace before the workspace is bound
+//     into it, a home inside the workspace or a read-only folder after;
 //  6. every unix socket found in the kept folders (but /usr, see
-//     unscannedFolders) is covered with /dev/null;
-//  7. the workspace, bound writable at its own path (its parent folders
-//     are empty folders of the new root), and the Config.ReadOnly folders,
-//     read-only at theirs;
-//  8. hidden paths inside the workspace or a read-only folder, and the
-//     sockets of the read-only folders, covered as in 5 and 6;
-//  9. the hiding tmpfs are made read-only;
-//  10. /etc/hosts with the allowlisted names, and a /etc/resolv.conf that
+//     unscannedFolders) and in the read-only folders, outside the
+//     workspace, is covered with /dev/null;
+//  7. the hiding tmpfs are made read-only;
+//  8. /etc/hosts with the allowlisted names, and a /etc/resolv.conf that
 //     links out of the kept folders made to resolve;
-//  11. the host's root is detached and the new root made read-only.
+//  9. the host's root is detached and the new root made read-only.
 //
 // A host path outside all of these does not exist for the tool.
 func setupMounts(ic initConfig) (rootView, error) {
@@ -274,9 +274,13 @@ func setupMounts(ic initConfig) (rootView, error) {
 		return view, fmt.Errorf("/dev: %w", err)
 	}
 
-	// 5. Hidden paths in the kept folders; those inside the workspace or a
-	// read-only folder wait until these are bound.
-	var hiddenTmpfs, later []string
+	// 5. The workspace, the read-only folders and the hidden paths,
+	// shallowest first, so that each goes over what contains it: a home
+	// hidden around the workspace is covered before the workspace is
+	// bound into it, a read-only folder around the workspace is bound
+	// before the workspace, a home inside a read-only folder or the
+	// workspace is hidden after they are bound.
+	var hiddenTmpfs []string
 	hide := func(p string) error {
 		fi, err := os.Lstat(p)
 		if err != nil {
@@ -298,68 +302,68 @@ func setupMounts(ic initConfig) (rootView, error) {
 		}
 		return nil
 	}
-	hides := append([]string(nil), ic.Hide...)
-	sort.SliceStable(hides, func(i, j int) bool { return strings.Count(hides[i], "/") < strings.Count(hides[j], "/") })
-	for _, h := range hides {
+	type op struct {
+		path string
+		do   func() error
+		rank int // at one depth: binds first, then hides
+	}
+	ops := []op{{ic.Workspace, func() error {
+		if err := os.MkdirAll(ic.Workspace, 0o755); err != nil {
+			return fmt.Errorf("workspace mount point: %w", err)
+		}
+		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", wsFD), ic.Workspace, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind workspace: %w", err)
+		}
+		return nil
+	}, 0}}
+	for _, p := range ic.ReadOnly {
+		ops = append(ops, op{p, func() error {
+			return bindRO(fmt.Sprintf("/proc/self/fd/%d", roFDs[p]), p, mountOf(p, ms).flags)
+		}, 0})
+	}
+	for _, h := range ic.Hide {
 		h = filepath.Clean(h)
 		if !filepath.IsAbs(h) || h == "/" || h == ic.Workspace {
-			continue
+			continue // hiding the workspace itself would leave nothing to do
 		}
-		if within(ic.Workspace, h) || insideAny(ic.ReadOnly, h) {
-			later = append(later, h)
-			continue
+		ops = append(ops, op{h, func() error { return hide(h) }, 1})
+	}
+	sort.SliceStable(ops, func(i, j int) bool {
+		di, dj := strings.Count(ops[i].path, "/"), strings.Count(ops[j].path, "/")
+		if di != dj {
+			return di < dj
 		}
-		if err := hide(h); err != nil {
+		return ops[i].rank < ops[j].rank
+	})
+	for _, o := range ops {
+		if err := o.do(); err != nil {
 			return view, err
 		}
 	}
 
-	// 6. Sockets in the kept folders.
+	// 6. Sockets in the kept folders and the read-only folders; the
+	// workspace is the tool's own.
 	var scan []string
 	for _, k := range keep {
 		if k.link == "" && !unscannedFolders[k.name] {
 			scan = append(scan, "/"+k.name)
 		}
 	}
-	covered, err := coverSockets(scan)
-	view.covered = append(view.covered, covered...)
+	scan = append(scan, ic.ReadOnly...)
+	covered, err := coverSockets(scan, ic.Workspace)
+	view.covered = covered
 	if err != nil {
 		return view, err
 	}
 
-	// 7. The workspace and the read-only folders.
-	if err := os.MkdirAll(ic.Workspace, 0o755); err != nil {
-		return view, fmt.Errorf("workspace mount point: %w", err)
-	}
-	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", wsFD), ic.Workspace, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return view, fmt.Errorf("bind workspace: %w", err)
-	}
-	for _, p := range ic.ReadOnly {
-		if err := bindRO(fmt.Sprintf("/proc/self/fd/%d", roFDs[p]), p, mountOf(p, ms).flags); err != nil {
-			return view, err
-		}
-	}
-
-	// 8. What falls inside them.
-	for _, h := range later {
-		if err := hide(h); err != nil {
-			return view, err
-		}
-	}
-	covered, err = coverSockets(ic.ReadOnly)
-	view.covered = append(view.covered, covered...)
-	if err != nil {
-		return view, err
-	}
-
-	// 9.
+	// 7.
 	for _, p := range hiddenTmpfs {
 		if err := unix.Mount("", p, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return view, fmt.Errorf("make %s read-only: %w", p, err)
 		}
 	}
 
-	// 10.
+	// 8.
 	if hosts := hostsFile(ic.Forwards); hosts != "" {
 		if err := bindContent("/etc/hosts", hosts); err != nil {
 			return view, fmt.Errorf("/etc/hosts: %w", err)
@@ -369,7 +373,7 @@ func setupMounts(ic initConfig) (rootView, error) {
 		return view, fmt.Errorf("/etc/resolv.conf: %w", err)
 	}
 
-	// 11.
+	// 9.
 	if err := unix.Unmount(oldRoot, unix.MNT_DETACH); err != nil {
 		return view, fmt.Errorf("detach the host's root: %w", err)
 	}
@@ -421,14 +425,22 @@ func bindRO(src, dst string, flags uintptr) error {
 // none of them can be connected to. A read-only mount does not stop
 // connect(2) and seccomp cannot see a socket's path; a socket that is not
 // there can be neither. Links are not followed.
-func coverSockets(roots []string) ([]string, error) {
+func coverSockets(roots []string, skip string) ([]string, error) {
 	var covered []string
+	seen := map[string]bool{}
 	for _, root := range roots {
 		var socks []string
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil // unreadable: not listable by the tool either
 			}
+			if d.IsDir() && p == skip {
+				return filepath.SkipDir
+			}
+			if seen[p] {
+				return nil
+			}
+			seen[p] = true
 			if d.Type()&fs.ModeSocket != 0 {
 				socks = append(socks, p)
 			}
