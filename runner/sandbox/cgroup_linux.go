@@ -44,8 +44,43 @@ var (
 
 // cgroups detects, once per process, what cgroupSupport this machine has.
 func cgroups() cgroupSupport {
-	cgOnce.Do(func() { cgSup = detectCgroups() })
+	cgOnce.Do(func() {
+		cgSup = detectCgroups()
+		cgSup.removeStale()
+	})
 	return cgSup
+}
+
+// removeStale removes the call cgroups of harnesses that are gone (killed
+// before they could remove them) and that are empty: rmdir of a cgroup
+// with a process in it fails, so nothing running is touched. Cgroups
+// that still hold processes are left to Sweep, which knows their session.
+func (s cgroupSupport) removeStale() {
+	var parents []string
+	switch s.Kind {
+	case CgroupV2:
+		parents = []string{s.v2}
+	case CgroupV1:
+		for _, d := range []string{s.mem, s.pids} {
+			if d != "" {
+				parents = append(parents, filepath.Join(d, "agentctl"))
+			}
+		}
+	}
+	for _, parent := range parents {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			name := strings.TrimPrefix(e.Name(), "agentctl-")
+			var pid, seq int
+			if _, err := fmt.Sscanf(name, "call-%d-%d", &pid, &seq); err != nil || !e.IsDir() {
+				continue
+			}
+			if pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
+				continue // a live harness's (or a reused pid's: kept, harmless)
+			}
+			_ = os.Remove(filepath.Join(parent, e.Name()))
+		}
+	}
 }
 
 // cgroupMount is a cgroup file system mount: v2, or a v1 hierarchy with
