@@ -266,6 +266,13 @@ func nsAttr(newNet bool) *syscall.SysProcAttr {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+		// The init keeps the invoking user's uid, so execve would drop the
+		// capabilities the new user namespace gave it; as ambient ones
+		// they survive the exec: to mount and pivot, bring up lo, listen
+		// on an allowlisted port below 1024 and, in the exec hop, empty
+		// the bounding set. The exec hop drops them all before the tool
+		// runs.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP}
 	}
 	attr.Cloneflags = flags
 	return attr
