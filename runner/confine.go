@@ -35,13 +35,15 @@ func sandboxConfig(sp *spec.Spec, home string) (*sandbox.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox.pids: %w", err)
 	}
+	userHome, _ := os.UserHomeDir()
 	return &sandbox.Config{
-		Network: sp.Sandbox.Network,
-		Allow:   sp.Sandbox.Allow,
-		Hide:    sandbox.DefaultHide(home),
-		Memory:  mem,
-		Pids:    pids,
-		CPU:     time.Duration(sp.Sandbox.CPU),
+		ReadOnly: sp.Sandbox.ReadOnlyFolders(userHome),
+		Network:  sp.Sandbox.Network,
+		Allow:    sp.Sandbox.Allow,
+		Hide:     sandbox.DefaultHide(home),
+		Memory:   mem,
+		Pids:     pids,
+		CPU:      time.Duration(sp.Sandbox.CPU),
 	}, nil
 }
 

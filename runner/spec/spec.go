@@ -147,6 +147,11 @@ type Sandbox struct {
 	// "unlimited"); empty means the sandbox default (512). It is enforced
 	// where a pids cgroup is available (`agentctl sandbox check`).
 	Pids string `yaml:"pids" json:"pids,omitempty"`
+	// ReadOnly lists host folders tools may read besides the ones the
+	// sandbox keeps (/usr, /bin, /lib*, /etc, /opt): a toolchain installed
+	// under the home, such as ~/.pyenv. Absolute, or starting with ~/.
+	// Credential folders inside them stay hidden.
+	ReadOnly []string `yaml:"read_only" json:"read_only,omitempty"`
 	// Unconfined runs tools without namespaces where the machine cannot
 	// provide them. It must be set explicitly; agentctl never falls back
 	// to it on its own.
@@ -156,6 +161,18 @@ type Sandbox struct {
 // MemoryBytes parses Memory: 0 for the default, -1 for unlimited.
 func (s Sandbox) MemoryBytes() (int64, error) {
 	return ParseBytes(s.Memory)
+}
+
+// ReadOnlyFolders returns ReadOnly with a leading ~/ replaced by home.
+func (s Sandbox) ReadOnlyFolders(home string) []string {
+	var out []string
+	for _, p := range s.ReadOnly {
+		if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+			p = filepath.Join(home, rest)
+		}
+		out = append(out, filepath.Clean(p))
+	}
+	return out
 }
 
 // PidsLimit parses Pids: 0 for the default, -1 for unlimited.
@@ -517,6 +534,11 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	}
 	if _, err := s.Sandbox.PidsLimit(); err != nil {
 		bad("sandbox.pids "+err.Error(), "sandbox", "pids")
+	}
+	for i, p := range s.Sandbox.ReadOnly {
+		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~/") {
+			bad(fmt.Sprintf("sandbox.read_only %q must be an absolute folder or start with ~/", p), "sandbox", "read_only", i)
+		}
 	}
 	for i, d := range s.Done {
 		if strings.TrimSpace(d.Command) == "" {

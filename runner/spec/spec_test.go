@@ -25,6 +25,7 @@ func TestLoadErrors(t *testing.T) {
 		{"custom tool clash", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncustom_tools:\n  - {name: bash, command: [x]}\n", `tool name "bash" is already taken`},
 		{"threshold", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncompaction: {threshold: 3}\n", `:4: compaction.threshold 3 must be between 0 and 1`},
 		{"bad pids", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nsandbox: {pids: 0}\n", `:4: sandbox.pids "0" is not a process count`},
+		{"relative read_only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nsandbox: {read_only: [tools]}\n", `:4: sandbox.read_only "tools" must be an absolute folder`},
 		{"empty", "", "the file is empty"},
 		{"not yaml", "name: [x\n", "did not find expected"},
 	}
