@@ -25,10 +25,14 @@ func newSandboxCmd(f *Factory, runF func(context.Context, *sandboxCheckOptions) 
 	check := &cobra.Command{
 		Use:   "check",
 		Short: "Print what this machine enforces on tool subprocesses",
-		Long: `Probe the mechanisms the sandbox uses (user, mount, network and PID
-namespaces; a full confined start; rlimits; cgroups) and print what a tool
-subprocess gets here. Where namespaces are unavailable, runs whose tools
-start subprocesses are refused unless the spec sets sandbox.unconfined.
+		Long: `Probe the mechanisms the sandbox uses and print, protection by
+protection, whether this machine enforces it: the user, mount, network, PID,
+IPC and UTS namespaces; a full confined start; the minimal root (the kept
+host folders); a scan, from inside a probe sandbox, for unix sockets a tool
+could reach; the init's parent-death signal; seccomp (not used); cgroups
+(v2, v1 or none, with the memory and pids limits); rlimits. Where namespaces
+are unavailable, runs whose tools start subprocesses are refused unless the
+spec sets sandbox.unconfined.
 
 Exit status: 0 when the full sandbox works, 1 when it does not.`,
 		Example: `  agentctl sandbox check

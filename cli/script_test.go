@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,6 +55,9 @@ func TestScripts(t *testing.T) {
 			"flipbyte":    flipByte,
 			"termlease":   termLease,
 			"forgeheader": forgeHeader,
+			"procsgone":   procsGone,
+			"nogrow":      noGrow,
+			"leftover":    leftover,
 		},
 	})
 }
@@ -113,4 +118,101 @@ func termLease(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("lease names no pid: %s", b)
 	}
 	ts.Check(syscall.Kill(info.PID, syscall.SIGTERM))
+}
+
+// procsgone MARKER SECONDS: wait until no live process has MARKER in its
+// command line.
+func procsGone(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: procsgone MARKER SECONDS")
+	}
+	secs, err := strconv.ParseFloat(args[1], 64)
+	ts.Check(err)
+	deadline := time.Now().Add(time.Duration(secs * float64(time.Second)))
+	for {
+		left := livePidsWith(args[0])
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("processes with %q still alive after %ss: %v", args[0], args[1], left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// livePidsWith lists live (not zombie) processes whose command line
+// contains s.
+func livePidsWith(s string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err != nil || strings.Contains(string(st), ") Z") {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// nogrow FILE MILLIS: FILE's size does not change over MILLIS.
+func noGrow(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: nogrow FILE MILLIS")
+	}
+	ms, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	size := func() int64 {
+		fi, err := os.Stat(ts.MkAbs(args[0]))
+		ts.Check(err)
+		return fi.Size()
+	}
+	before := size()
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	if after := size(); after != before {
+		ts.Fatalf("%s grew from %d to %d bytes in %dms", args[0], before, after, ms)
+	}
+}
+
+// leftover SESSIONDIR NAME: start a real process named NAME (a sleep) and
+// record it in the session's process records as a sandbox init, as one
+// that survived a crash of the harness would be.
+func leftover(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: leftover SESSIONDIR NAME")
+	}
+	c := exec.Command("bash", "-c", "exec -a "+args[1]+" sleep 1000")
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	ts.Check(c.Start())
+	go func() { _ = c.Wait() }() // reaped once resume kills it
+	ts.Defer(func() { _ = c.Process.Kill() })
+	pid := c.Process.Pid
+	var start string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		// The start time stays; the name changes at exec.
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && strings.Contains(string(cmd), args[1]) {
+			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+			start = f[19]
+			break
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("the leftover process did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	dir := filepath.Join(ts.MkAbs(args[0]), "procs")
+	ts.Check(os.MkdirAll(dir, 0o700))
+	rec := fmt.Sprintf(`{"pid":%d,"start":%s,"kind":"sandbox-init","program":%q,"time":%q}`, pid, start, args[1], time.Now().UTC().Format(time.RFC3339))
+	ts.Check(os.WriteFile(filepath.Join(dir, strconv.Itoa(pid)+".json"), []byte(rec), 0o600))
 }

@@ -21,6 +21,11 @@ import (
 // output of tool calls whose recorded output was cut.
 const ArtifactsDir = "artifacts"
 
+// ProcsDir is the folder of the session folder where every started tool
+// process (the sandbox init) is recorded until it has been waited for, so
+// that resume can prove none of an earlier attempt still runs.
+const ProcsDir = "procs"
+
 // sandboxConfig is the confinement of the run's tool subprocesses: the
 // spec's network policy and limits, with the agentctl home hidden next to
 // the invoking user's credential folders.
@@ -29,12 +34,19 @@ func sandboxConfig(sp *spec.Spec, home string) (*sandbox.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox.memory: %w", err)
 	}
+	pids, err := sp.Sandbox.PidsLimit()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox.pids: %w", err)
+	}
+	userHome, _ := os.UserHomeDir()
 	return &sandbox.Config{
-		Network: sp.Sandbox.Network,
-		Allow:   sp.Sandbox.Allow,
-		Hide:    sandbox.DefaultHide(home),
-		Memory:  mem,
-		CPU:     time.Duration(sp.Sandbox.CPU),
+		ReadOnly: sp.Sandbox.ReadOnlyFolders(userHome),
+		Network:  sp.Sandbox.Network,
+		Allow:    sp.Sandbox.Allow,
+		Hide:     sandbox.DefaultHide(home),
+		Memory:   mem,
+		Pids:     pids,
+		CPU:      time.Duration(sp.Sandbox.CPU),
 	}, nil
 }
 
@@ -44,6 +56,27 @@ func sandboxConfig(sp *spec.Spec, home string) (*sandbox.Config, error) {
 // and the sandbox hide the home there too.
 func SandboxConfig(sp *spec.Spec, home string) (*sandbox.Config, error) {
 	return sandboxConfig(sp, home)
+}
+
+// sweepEarlier kills every process an earlier invocation of the session
+// started and never waited for (the harness was killed while a tool ran
+// and the parent-death signal did not reach it), waits until they are
+// gone and says so in the log, before anything reconciles or repeats
+// their calls. An error stops the resume: something of the earlier
+// attempt may still be running.
+func (r *run) sweepEarlier() error {
+	swept, err := sandbox.Sweep(filepath.Join(r.cfg.Store.SessionDir(r.id), ProcsDir))
+	for _, s := range swept {
+		if aerr := r.append(session.Event{Kind: session.KindError, Reason: ReasonEarlierAttemptKilled,
+			Error: fmt.Sprintf("killed %s (%s, pid %d, started %s) and %d process(es) in all, left running by an earlier invocation that ended without waiting for it; its call is reconciled after this",
+				s.Program, s.Kind, s.PID, s.Time.Format(time.RFC3339), s.Processes)}); aerr != nil {
+			return aerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("a process of an earlier attempt may still run: %w", err)
+	}
+	return nil
 }
 
 // spawns reports whether a tool starts subprocesses (bash, custom
@@ -63,6 +96,9 @@ func (r *run) setupSandbox() error {
 	if err != nil {
 		return err
 	}
+	// Every process a call starts is recorded in the session, for the
+	// sweep of a later resume.
+	cfg.Procs = filepath.Join(r.cfg.Store.SessionDir(r.id), ProcsDir)
 	r.sandbox = cfg
 	go func() { _ = sandbox.Available() }()
 	return nil

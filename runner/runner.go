@@ -92,6 +92,9 @@ const (
 	ReasonProviderError    = "provider_error"
 	ReasonMaxTurns         = "max_turns"
 	ReasonSetupError       = "setup_error"
+	// ReasonEarlierAttemptKilled marks the error event resume records for
+	// each process of an earlier invocation it found alive and killed.
+	ReasonEarlierAttemptKilled = "earlier_attempt_killed"
 )
 
 // run is one invocation of the loop over one session.
@@ -261,6 +264,11 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 			Error: fmt.Sprintf("cut %d bytes of a record torn by a crash; the original log is kept at %s", rec.TornBytes, rec.BrokenCopy)}); err != nil {
 			return r.result(), err
 		}
+	}
+	// Nothing of an earlier attempt may run while this one reconciles
+	// or repeats its calls.
+	if err := r.sweepEarlier(); err != nil {
+		return r.result(), fmt.Errorf("resume %s: %w", id, err)
 	}
 	if human := r.st.NeedsHuman(); len(human) > 0 {
 		// Sticky: going on would let the model act on a side effect nobody

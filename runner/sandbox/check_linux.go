@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,14 +24,42 @@ type Report struct {
 	MountNS   Probe  `json:"mount_namespace"`
 	NetNS     Probe  `json:"network_namespace"`
 	PIDNS     Probe  `json:"pid_namespace"`
+	IPCNS     Probe  `json:"ipc_namespace"`
+	UTSNS     Probe  `json:"uts_namespace"`
 	Full      Probe  `json:"full_sandbox"`
 	RlimitAS  Probe  `json:"rlimit_as"`
 	RlimitCPU Probe  `json:"rlimit_cpu"`
-	Cgroup    string `json:"cgroup"`
+	Cgroup    string `json:"cgroup"` // v2, v1 or none
+	// CgroupMemory and CgroupPids say whether each call gets a cgroup
+	// memory limit and process cap; CgroupReason why v2 (or more) is not
+	// usable.
+	CgroupMemory bool   `json:"cgroup_memory"`
+	CgroupPids   bool   `json:"cgroup_pids"`
+	CgroupReason string `json:"cgroup_reason,omitempty"`
+	// Seccomp is "not used": the sandbox filters no system calls.
+	Seccomp string `json:"seccomp"`
+	// MinimalRoot is the tool's root built from the kept folders only.
+	MinimalRoot Probe    `json:"minimal_root"`
+	KeptFolders []string `json:"kept_folders,omitempty"`
+	// Sockets is the scan, from inside a probe sandbox, of every unix
+	// socket in the tool's view.
+	Sockets SocketScan `json:"sockets"`
+	// Pdeathsig is the parent-death signal the init holds (SIGKILL).
+	Pdeathsig Probe `json:"pdeathsig"`
 	// Enforced lists what a tool subprocess gets by default here.
 	Enforced []string `json:"enforced"`
 	// Missing lists what is not enforced, with the reason.
 	Missing []string `json:"missing,omitempty"`
+}
+
+// SocketScan is what a probe sandbox found walking its whole view (but
+// /proc): the sockets its set-up covered with /dev/null, and any left
+// that a tool could connect to.
+type SocketScan struct {
+	Scanned   bool     `json:"scanned"`
+	Covered   []string `json:"covered"`
+	Reachable []string `json:"reachable"`
+	Error     string   `json:"error,omitempty"`
 }
 
 // Probe is the outcome of one test.
@@ -83,86 +112,170 @@ func cloneProbe(flags uintptr) error {
 }
 
 // fullProbe runs the init with every mount and namespace a tool gets, in a
-// throwaway workspace, and stops before starting anything.
+// throwaway workspace, and stops before starting anything. With scan, the
+// init walks its view for sockets and reports them.
 func fullProbe() error {
+	_, err := runProbe(false)
+	return err
+}
+
+func runProbe(scan bool) (scanReport, error) {
+	var rep scanReport
 	if !hosted.Load() {
-		return ErrNoHost
+		return rep, ErrNoHost
 	}
 	ws, err := os.MkdirTemp("", "agentctl-probe-")
 	if err != nil {
-		return err
+		return rep, err
 	}
 	defer os.RemoveAll(ws)
-	ic := fmt.Sprintf(`{"workspace":%q,"dir":%q,"argv":["true"],"hide":[],"net_denied":true,"probe":true}`, ws, ws)
+	ic := initConfig{Workspace: ws, Dir: ws, Argv: []string{"true"}, Hide: []string{}, NetDenied: true, Probe: true, Scan: scan}
+	if scan {
+		ic.Hide = resolveHide(DefaultHide())
+	}
+	lr, lw, err := os.Pipe()
+	if err != nil {
+		return rep, err
+	}
+	defer lw.Close()
+	ic.LifelineFD = 3
+	b, _ := json.Marshal(ic)
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"agentctl-sandbox-probe"}
-	cmd.Env = []string{envInit + "=" + ic}
+	cmd.Env = []string{envInit + "=" + string(b)}
 	cmd.SysProcAttr = nsAttr(true)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.ExtraFiles = []*os.File{lr}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		return err
+	err = cmd.Start()
+	lr.Close()
+	if err != nil {
+		return rep, err
 	}
 	go func() { done <- cmd.Wait() }()
+	limit := 10 * time.Second
+	if scan {
+		limit = 2 * time.Minute // a cold walk of /usr takes seconds
+	}
 	select {
 	case err := <-done:
 		if err != nil {
-			if msg := strings.TrimSpace(out.String()); msg != "" {
-				return fmt.Errorf("%v: %s", err, msg)
+			if msg := strings.TrimSpace(errOut.String() + out.String()); msg != "" {
+				return rep, fmt.Errorf("%v: %s", err, msg)
 			}
-			return err
+			return rep, err
 		}
-		return nil
-	case <-time.After(10 * time.Second):
+	case <-time.After(limit):
 		_ = cmd.Process.Kill()
-		return fmt.Errorf("the probe did not finish in 10s")
+		<-done
+		return rep, fmt.Errorf("the probe did not finish in %s", limit)
 	}
+	if scan {
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			return rep, fmt.Errorf("the probe's report: %v", err)
+		}
+	}
+	return rep, nil
+}
+
+// pdeathsigProbe checks the parent-death signal the probe's init holds
+// after setting it, as the kernel reports it (PR_GET_PDEATHSIG).
+func pdeathsigProbe(sig int) error {
+	if sig != int(syscall.SIGKILL) {
+		return fmt.Errorf("the sandbox init holds parent-death signal %d, not SIGKILL", sig)
+	}
+	return nil
 }
 
 // Check probes every mechanism the sandbox uses and says what is enforced.
+// It takes a second or more: it scans the sandbox's view for sockets.
 func Check() Report {
-	r := Report{OS: "linux", Root: os.Geteuid() == 0, Hosted: hosted.Load()}
+	r := Report{OS: "linux", Root: os.Geteuid() == 0, Hosted: hosted.Load(), Seccomp: "not used"}
 	r.UserNS = probeOf(cloneProbe(unix.CLONE_NEWUSER))
 	r.MountNS = probeOf(cloneProbe(unix.CLONE_NEWNS))
 	r.NetNS = probeOf(cloneProbe(unix.CLONE_NEWNET))
 	r.PIDNS = probeOf(cloneProbe(unix.CLONE_NEWPID))
+	r.IPCNS = probeOf(cloneProbe(unix.CLONE_NEWIPC))
+	r.UTSNS = probeOf(cloneProbe(unix.CLONE_NEWUTS))
 	r.Full = probeOf(Available())
 	var lim unix.Rlimit
 	r.RlimitAS = probeOf(unix.Getrlimit(unix.RLIMIT_AS, &lim))
 	r.RlimitCPU = probeOf(unix.Getrlimit(unix.RLIMIT_CPU, &lim))
-	r.Cgroup = cgroupKind()
+	cg := cgroups()
+	r.Cgroup, r.CgroupMemory, r.CgroupPids, r.CgroupReason = cg.Kind, cg.Memory, cg.Pids, cg.Reason
+	for _, k := range keptFolders {
+		if _, err := os.Lstat("/" + k); err == nil {
+			r.KeptFolders = append(r.KeptFolders, "/"+k)
+		}
+	}
+	if r.Full.OK {
+		r.MinimalRoot = Probe{OK: true}
+		scan, err := runProbe(true)
+		if err != nil {
+			r.Sockets.Error = err.Error()
+			r.Pdeathsig = probeOf(err)
+		} else {
+			r.Sockets = SocketScan{Scanned: true, Covered: scan.Covered, Reachable: scan.Reachable}
+			r.Pdeathsig = probeOf(pdeathsigProbe(scan.Pdeathsig))
+		}
+	} else {
+		r.MinimalRoot = Probe{Error: "needs the full sandbox"}
+		r.Sockets.Error = "needs the full sandbox"
+		r.Pdeathsig = Probe{Error: "needs the full sandbox"}
+	}
+	if r.Sockets.Covered == nil {
+		r.Sockets.Covered = []string{}
+	}
+	if r.Sockets.Reachable == nil {
+		r.Sockets.Reachable = []string{}
+	}
 
 	if r.Full.OK {
 		r.Enforced = append(r.Enforced,
-			"network: denied by default (new network namespace, loopback only; allowlist through a forwarder)",
-			"filesystem: host read-only, workspace and a private /tmp writable, credential folders, /run and the agentctl home hidden, minimal /dev",
+			"network: denied by default (new network namespace, loopback only, abstract unix sockets of the host unreachable; allowlist through a forwarder)",
+			"filesystem: a new root of "+strings.Join(r.KeptFolders, " ")+" (read-only), the workspace (writable), a private /tmp and a minimal /dev and /proc; nothing else of the host exists for the tool (no /home, /root, /run, /var, /sys); credential folders and the agentctl home hidden where they fall inside these, symlinked ones at their targets too",
+			"host unix sockets: none in the tool's view; sockets found in the kept folders other than /usr and in read-only tool folders are covered with /dev/null at every call",
 			"processes: new PID namespace (nothing outlives the tool), own process group, no TTY, stdin closed",
+			"harness death: the sandbox init holds a parent-death signal (SIGKILL) and watches a pipe from the harness, so a killed harness takes every tool process with it; resume kills any recorded process of an earlier attempt before reconciling",
 			"privileges: every capability dropped, no_new_privs",
 		)
+		if len(r.Sockets.Reachable) > 0 {
+			r.Missing = append(r.Missing, "host unix sockets: the scan found sockets a tool can reach: "+strings.Join(r.Sockets.Reachable, ", "))
+		}
+		if r.Sockets.Error != "" {
+			r.Missing = append(r.Missing, "socket scan: "+r.Sockets.Error)
+		}
 	} else {
 		r.Missing = append(r.Missing, "namespaces: "+r.Full.Error+"; tools are refused unless the spec sets sandbox.unconfined: true")
 		r.Enforced = append(r.Enforced, "processes: own process group, no TTY, stdin closed (without namespaces a process that calls setsid escapes the group)")
 	}
+	switch {
+	case cg.Memory && cg.Pids:
+		r.Enforced = append(r.Enforced, fmt.Sprintf("limits: a cgroup (%s) per call with a memory limit and a process cap (sandbox.memory, sandbox.pids), killed whole at the end of the call; CPU time (RLIMIT_CPU), wall-clock timeout, output bytes", cg.Kind))
+	case cg.Memory:
+		r.Enforced = append(r.Enforced, fmt.Sprintf("limits: a cgroup (%s) per call with a memory limit; CPU time (RLIMIT_CPU), wall-clock timeout, output bytes", cg.Kind))
+		r.Missing = append(r.Missing, "process cap: no writable pids cgroup ("+cg.Reason+"); sandbox.pids is not enforced")
+	default:
+		r.Enforced = append(r.Enforced, "limits: memory (RLIMIT_AS, address space, per process), CPU time (RLIMIT_CPU), wall-clock timeout, output bytes")
+		if cg.Pids {
+			r.Enforced = append(r.Enforced, fmt.Sprintf("process cap: a pids cgroup (%s) per call", cg.Kind))
+		}
+		r.Missing = append(r.Missing, "cgroup memory limit: none usable ("+cg.Reason+"); memory is capped by RLIMIT_AS, which counts address space, not resident memory")
+		if !cg.Pids {
+			r.Missing = append(r.Missing, "process cap: no usable pids cgroup; sandbox.pids is not enforced")
+		}
+	}
+	if cg.Kind != CgroupV2 {
+		r.Missing = append(r.Missing, "cgroup v2: "+cg.Reason)
+	}
 	r.Enforced = append(r.Enforced,
-		"limits: memory (RLIMIT_AS), CPU time (RLIMIT_CPU), wall-clock timeout, output bytes",
 		"environment: scrubbed to PATH, HOME, LANG, TMPDIR and the variables the spec passes through",
 		"redaction: secrets replaced in tool output before it is recorded",
 	)
-	r.Missing = append(r.Missing, "cgroup limits: not used (memory is capped by RLIMIT_AS, which counts address space, not resident memory; no pids limit)")
+	r.Missing = append(r.Missing,
+		"seccomp: not used (no system call is filtered; the namespaces, the dropped capabilities and no_new_privs are the boundary)",
+		"unconfined tools (sandbox.unconfined): no namespaces, no cgroup; only a parent-death signal on the direct child and its process group, which resume kills",
+	)
 	return r
-}
-
-func cgroupKind() string {
-	var st unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
-		return "none"
-	}
-	if st.Type == unix.CGROUP2_SUPER_MAGIC {
-		return "v2"
-	}
-	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
-		return "v1"
-	}
-	return "unknown"
 }

@@ -1,7 +1,8 @@
 // Package sandbox confines the subprocesses of tools (bash and custom
-// commands): a fresh network namespace (network denied by default), a mount
-// namespace in which the host is read-only and secrets are hidden, a PID
-// namespace that dies with the tool, no capabilities, and rlimits.
+// commands): a fresh network namespace (network denied by default), a
+// mount namespace whose root holds only the few host folders programs
+// need, a PID namespace that dies with the tool and with the harness, a
+// cgroup per call, no capabilities, and rlimits.
 //
 // # How a tool is started
 //
@@ -15,7 +16,8 @@
 // test binary of a package whose tests run tools) can host the sandbox.
 //
 //	harness ──clone(NEWNS|NEWPID|NEWNET…)──▶ agentctl init (PID 1)
-//	                                           │ mounts, lo up, forwarders
+//	                                           │ pdeathsig, lifeline, cgroup,
+//	                                           │ new root, lo up, forwarders
 //	                                           └─fork/exec──▶ exec hop
 //	                                                          │ rlimits, drop caps,
 //	                                                          │ no_new_privs
@@ -26,20 +28,54 @@
 // when the tool was killed, with a line on stderr naming the limit). When
 // PID 1 exits the kernel kills every process left in the namespace, so even
 // a grandchild that called setsid cannot outlive the call. The exec hop is
-// a second, short-lived re-execution, so that RLIMIT_AS never applies to
-// the long-lived Go init.
+// a second, short-lived re-execution (through /proc/self/exe, which still
+// names the agentctl binary after the host's root is gone), so that
+// RLIMIT_AS never applies to the long-lived Go init.
 //
 // # What the tool sees
 //
-// Every mount is private and read-only; /tmp is a private 512 MiB tmpfs;
-// /dev holds only null, zero, full, random, urandom, shm and the fd links;
-// /proc is the PID namespace's own with /proc/sys read-only; the paths in
+// The init builds a new root on an empty tmpfs and pivots into it, as
+// bubblewrap setups do. It holds, read-only and recursively, the host's
+// /usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32, /etc and /opt (those
+// that exist; /bin -> usr/bin stays a symlink); a private 512 MiB /tmp; a
+// /dev with only null, zero, full, random, urandom, shm and the fd links;
+// the PID namespace's own /proc (/proc/sys read-only); the workspace,
+// writable at its own path (its parent folders are empty folders of the
+// new root, so `ls ..` shows only the way to it); and the Config.ReadOnly
+// folders (a custom tool's program folder) at theirs. Nothing else of the
+// host exists: not /home, /root, /run, /var, /srv, /mnt, /sys, nor the
+// agentctl home. $HOME is the workspace (the tools package sets it); the
+// invoking user's home folder is not in the sandbox unless it is one of
+// the folders above.
+//
 // Config.Hide (by default DefaultHide: ~/.ssh, ~/.aws, ~/.config/gcloud,
 // ~/.docker and other credential files, /run, plus the agentctl home the
-// caller adds) are empty read-only folders or empty files; the workspace is
-// bound back writable at its own path, even when it lives under /tmp or
-// under the agentctl home. All capabilities are dropped (also for uid 0),
-// so the tool cannot remount, unmount or enter other namespaces.
+// caller adds) matters where a hidden path falls inside that view: inside
+// the workspace (workspace: {path: .} with the home in it), a read-only
+// folder or a kept folder. A hidden folder is an empty read-only tmpfs, a
+// hidden file /dev/null. Prepare adds the resolved target of every hidden
+// path (a symlinked ~/.aws, an agentctl home given through a link), since a
+// mount over a link would land on its target only by accident. Mounts are
+// made shallowest first, so a home hidden around the workspace is covered
+// before the workspace is bound into it.
+//
+// All capabilities are dropped (also for uid 0), so the tool cannot
+// remount, unmount or enter other namespaces. No system call is filtered
+// (no seccomp).
+//
+// # Host sockets
+//
+// A read-only mount does not stop connect(2) on a unix socket, and seccomp
+// cannot see a socket's path; a socket that is not in the view cannot be
+// reached. The minimal root leaves out every folder where host daemons put
+// sockets (/run, /var, /tmp, /home, /root). At every call the init also
+// walks the kept folders (but /usr: 150,000 entries, 0.2 s warm, seconds
+// cold) and the read-only folders, outside the workspace, and covers every
+// socket it finds with /dev/null. `agentctl sandbox check` runs a probe
+// sandbox that walks its whole view, /usr included, and reports any socket
+// left reachable. Abstract unix sockets belong to the network namespace:
+// with the network denied the host's are unreachable; with NetworkAllow
+// they are reachable.
 //
 // # Network
 //
@@ -52,13 +88,48 @@
 // inherited socket (SCM_RIGHTS) to the harness, which dials the real
 // target outside and relays. Only TCP is forwarded, and a bare non-loopback
 // IP cannot be allowed (use its host name). NetworkAllow shares the host's
-// network instead.
+// network instead (a /etc/resolv.conf that links out of the kept folders,
+// such as systemd-resolved's, is made to resolve).
+//
+// # When the harness dies
+//
+// The init sets a parent-death signal (SIGKILL) first thing, then checks
+// a lifeline: the read end of a pipe whose only write end the harness
+// holds. At end of file (the harness is gone) the init kills the
+// namespace; checked right after the signal is set, it also catches a
+// harness that died before. getppid cannot be used for the check: the
+// parent is outside the PID namespace, so it is 0. The signal is a
+// property of the harness thread that forked the init (Go keeps its
+// threads unless a locked goroutine ends), the lifeline of the harness
+// process; either alone ends the tool within milliseconds of a kill -9.
+//
+// With Config.Procs set, Launch.Started records the init's pid, its start
+// time (/proc/<pid>/stat) and its cgroup in that folder, and Close removes
+// the record once the process has been waited for. Sweep, which resume
+// calls before it reconciles, kills every recorded process still alive
+// with its recorded start time (a reused pid is left alone), waits until
+// it is gone and empties its cgroup.
+//
+// Unconfined tools (Config.Unconfined) have no init: they get a
+// parent-death signal on the direct child only, their own session and
+// process group, and a record; Sweep kills the recorded leader and every
+// live member of its process group. A child that leaves the group
+// (setsid) and outlives the harness is not found.
 //
 // # Limits
 //
-// RLIMIT_AS (Config.Memory, default 4 GiB), RLIMIT_CPU (Config.CPU, default
-// 10m) and no core dumps. cgroups are not used: RLIMIT_AS counts address
-// space, not resident memory, and there is no pids limit.
+// Where a cgroup can be created for the call, it gets one: v2, a child of
+// agentctl's own cgroup when memory and pids are enabled in its
+// cgroup.subtree_control (memory.max, memory.swap.max 0, pids.max); v1,
+// agentctl/<call> under agentctl's cgroups of the memory and pids
+// hierarchies (memory.limit_in_bytes and memsw, pids.max). The init joins
+// it before anything else runs; Close kills what is left in it (cgroup.kill
+// on v2) and removes it. Config.Memory (default 4 GiB) is then the cgroup's
+// memory limit, which counts resident memory (a hog is killed by the
+// cgroup's OOM killer and the init says so); without a cgroup it is
+// RLIMIT_AS, which counts address space. Config.Pids (default 512) caps
+// the call's processes and threads only where a pids cgroup exists.
+// RLIMIT_CPU (Config.CPU, default 10m) and no core dumps apply everywhere.
 //
 // # Example
 //
@@ -73,12 +144,16 @@
 //	c := exec.Command(l.Path)
 //	c.Args, c.Env, c.Dir, c.SysProcAttr, c.ExtraFiles = l.Args, l.Env, l.Dir, l.SysProcAttr, l.ExtraFiles
 //	err = c.Start()
-//	l.Started()
+//	if err == nil {
+//		err = l.Started(c.Process.Pid) // kill and fail the call if this fails
+//	}
 //
 // # Concurrency
 //
-// Prepare, Available and Check are safe for concurrent use. Available
-// probes once per process. A Launch belongs to one process start.
+// Prepare, Available, Check and Sweep are safe for concurrent use (Sweep
+// of one folder belongs to the holder of the session's lease). Available
+// probes once per process, cgroup support is detected once per process. A
+// Launch belongs to one process start.
 //
 // Only Linux is supported; elsewhere Prepare refuses everything but
 // Unconfined.

@@ -24,9 +24,18 @@ type initConfig struct {
 	ReadOnly  []string  `json:"read_only,omitempty"`
 	NetDenied bool      `json:"net_denied"`
 	Forwards  []forward `json:"forwards,omitempty"`
-	Memory    int64     `json:"memory"`
+	Memory    int64     `json:"memory"` // RLIMIT_AS, when no cgroup limits memory
 	CPU       int64     `json:"cpu"`
 	Probe     bool      `json:"probe,omitempty"`
+	Scan      bool      `json:"scan,omitempty"` // probe: report the sockets in the view
+
+	LifelineFD   int      `json:"lifeline_fd,omitempty"` // read end of a pipe only the harness writes to
+	CtrlFD       int      `json:"ctrl_fd,omitempty"`     // the allowlist forwarder's socket
+	Cgroups      []string `json:"cgroups,omitempty"`     // folders whose cgroup.procs the init joins
+	CgroupMemory int64    `json:"cgroup_memory,omitempty"`
+	MemEvents    string   `json:"mem_events,omitempty"`
+	PidsEvents   string   `json:"pids_events,omitempty"`
+	Pids         int64    `json:"pids,omitempty"`
 }
 
 // limits is what the exec hop applies, as JSON in envExec.
@@ -36,8 +45,8 @@ type limits struct {
 }
 
 // Launch is a prepared sandboxed process: start Path with Args, Env, Dir,
-// SysProcAttr and ExtraFiles (through os/exec), then call Started, and Close
-// once the process has been waited for.
+// SysProcAttr and ExtraFiles (through os/exec), then call Started with its
+// pid, and Close once the process has been waited for.
 type Launch struct {
 	Path        string
 	Args        []string
@@ -48,41 +57,88 @@ type Launch struct {
 
 	relay     *relay
 	childCtrl *os.File
+	lifeline  *os.File // the harness's write end: the init ends when it closes
+	childLife *os.File
+	cg        *callCgroup
+	procs     string // Config.Procs
+	kind      string
+	program   string
+	record    string // the record file written by Started
 }
 
-// Started releases the harness's copy of what only the child needs.
-func (l *Launch) Started() {
-	if l.childCtrl != nil {
-		l.childCtrl.Close()
-		l.childCtrl = nil
+// Started releases the harness's copy of what only the child needs and,
+// with Config.Procs set, records the started process (pid and start time)
+// so that a later Sweep can prove it gone. An error means the record could
+// not be written; the caller should kill the process and fail the call.
+func (l *Launch) Started(pid int) error {
+	for _, f := range []**os.File{&l.childCtrl, &l.childLife} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
 	}
+	if l.procs == "" || pid <= 0 || l.record != "" {
+		return nil
+	}
+	r, err := recordOf(pid, l.kind, l.program, l.cg)
+	if err != nil {
+		return fmt.Errorf("sandbox: record the started process: %w", err)
+	}
+	path, err := writeRecord(l.procs, r)
+	if err != nil {
+		return fmt.Errorf("sandbox: record the started process in %s: %w", l.procs, err)
+	}
+	l.record = path
+	return nil
 }
 
-// Close stops the allowlist forwarder, closing the connections it relays.
-// It is safe to call more than once.
+// Close stops the allowlist forwarder, closing the connections it relays,
+// kills what is left in the call's cgroup and removes it, closes the
+// lifeline (which ends an init still running) and removes the process
+// record. Call it after the process has been waited for. It is safe to
+// call more than once.
 func (l *Launch) Close() {
-	l.Started()
+	_ = l.Started(0)
 	if l.relay != nil {
 		l.relay.close()
+	}
+	if l.lifeline != nil {
+		l.lifeline.Close()
+		l.lifeline = nil
+	}
+	if l.cg != nil {
+		l.cg.remove()
+		l.cg = nil
+	}
+	if l.record != "" {
+		os.Remove(l.record)
+		l.record = ""
 	}
 }
 
 // Prepare turns argv, to be run in dir under workspace with env, into a
 // Launch that runs it confined by c. The process leads its own session
-// (Setsid) in every case. With c.Unconfined the Launch runs argv directly;
+// (Setsid) in every case. With c.Unconfined the Launch runs argv directly,
+// with a parent-death signal (SIGKILL) as its only tie to the harness;
 // otherwise agentctl itself is re-executed as the sandbox init in new
 // mount, PID, IPC, UTS (and, when the network is denied, network)
-// namespaces, plus a user namespace when not running as root. Prepare
-// fails with ErrUnavailable when the machine cannot do that, and with
-// ErrNoHost when the binary never called Init; it never falls back to
-// running unconfined.
+// namespaces, plus a user namespace when not running as root, in a cgroup
+// of its own where the machine allows it. Prepare fails with
+// ErrUnavailable when the machine cannot do that, and with ErrNoHost when
+// the binary never called Init; it never falls back to running
+// unconfined.
 func (c Config) Prepare(workspace, dir string, argv, env []string) (*Launch, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("sandbox: empty command")
 	}
 	if c.Unconfined {
+		// Pdeathsig covers the direct child only, and fires when the
+		// harness thread that forked it exits (Go keeps its threads
+		// unless a locked goroutine ends); the process group and the
+		// record let Sweep find the rest.
 		return &Launch{Path: argv[0], Args: argv, Env: env, Dir: dir,
-			SysProcAttr: &syscall.SysProcAttr{Setsid: true}}, nil
+			SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
+			procs:       c.Procs, kind: KindUnconfined, program: argv[0]}, nil
 	}
 	if !hosted.Load() {
 		return nil, ErrNoHost
@@ -117,31 +173,81 @@ func (c Config) Prepare(workspace, dir string, argv, env []string) (*Launch, err
 			ro = append(ro, r)
 		}
 	}
-	ic := initConfig{Workspace: ws, Dir: rdir, Argv: argv, Hide: hide, ReadOnly: ro, NetDenied: c.networkDenied(),
-		Memory: c.memory(), CPU: c.cpuSeconds()}
-	l := &Launch{Path: "/proc/self/exe", Args: []string{"agentctl-sandbox"}, Dir: "/"}
+	ic := initConfig{Workspace: ws, Dir: rdir, Argv: argv, Hide: resolveHide(hide), ReadOnly: ro, NetDenied: c.networkDenied(),
+		Memory: c.memory(), CPU: c.cpuSeconds(), Pids: c.pids()}
+	l := &Launch{Path: "/proc/self/exe", Args: []string{"agentctl-sandbox"}, Dir: "/",
+		procs: c.Procs, kind: KindInit, program: argv[0]}
+	fail := func(err error) (*Launch, error) {
+		l.Close()
+		return nil, err
+	}
+	cg, err := newCallCgroup(ic.Memory, ic.Pids)
+	if err == nil && cg != nil {
+		l.cg = cg
+		ic.Cgroups, ic.MemEvents, ic.PidsEvents = cg.Dirs, cg.Events, cg.PidEv
+		if cg.Memory {
+			// The cgroup counts resident memory; RLIMIT_AS, which counts
+			// address space, is only the fallback.
+			ic.CgroupMemory, ic.Memory = ic.Memory, 0
+		}
+	}
+	if ic.Pids <= 0 || !cgroupLimitsPids(cg) {
+		ic.Pids = 0
+	}
+	lr, lw, err := os.Pipe()
+	if err != nil {
+		return fail(fmt.Errorf("sandbox: lifeline: %w", err))
+	}
+	l.lifeline, l.childLife = lw, lr
+	l.ExtraFiles = []*os.File{lr} // fd 3 in the init
+	ic.LifelineFD = 3
 	if ic.NetDenied && len(c.Allow) > 0 {
 		fw, err := forwards(c.Allow)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		ic.Forwards = fw
 		parent, child, err := socketpair()
 		if err != nil {
-			return nil, fmt.Errorf("sandbox: forwarder socket: %w", err)
+			return fail(fmt.Errorf("sandbox: forwarder socket: %w", err))
 		}
 		l.relay = startRelay(parent, fw)
 		l.childCtrl = child
-		l.ExtraFiles = []*os.File{child} // fd 3 in the init
+		l.ExtraFiles = append(l.ExtraFiles, child) // fd 4 in the init
+		ic.CtrlFD = 4
 	}
 	b, err := json.Marshal(ic)
 	if err != nil {
-		l.Close()
-		return nil, err
+		return fail(err)
 	}
 	l.Env = append(append([]string(nil), env...), envInit+"="+string(b))
 	l.SysProcAttr = nsAttr(ic.NetDenied)
 	return l, nil
+}
+
+func cgroupLimitsPids(cg *callCgroup) bool { return cg != nil && cg.Pids }
+
+// resolveHide adds to each hidden path the place it resolves to, when
+// that differs: a symlinked ~/.aws, or an agentctl home given as a link,
+// must hide what the link names, which a mount over the link itself
+// (mount follows links) cannot do.
+func resolveHide(hide []string) []string {
+	out := append([]string(nil), hide...)
+	seen := map[string]bool{}
+	for _, h := range hide {
+		seen[filepath.Clean(h)] = true
+	}
+	for _, h := range hide {
+		r, err := filepath.EvalSymlinks(h)
+		if err != nil || !filepath.IsAbs(r) {
+			continue
+		}
+		if r = filepath.Clean(r); !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // nsAttr is the clone set-up of the init: a new session, and namespaces.
@@ -160,6 +266,13 @@ func nsAttr(newNet bool) *syscall.SysProcAttr {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+		// The init keeps the invoking user's uid, so execve would drop the
+		// capabilities the new user namespace gave it; as ambient ones
+		// they survive the exec: to mount and pivot, bring up lo, listen
+		// on an allowlisted port below 1024 and, in the exec hop, empty
+		// the bounding set. The exec hop drops them all before the tool
+		// runs.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP}
 	}
 	attr.Cloneflags = flags
 	return attr

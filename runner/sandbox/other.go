@@ -21,8 +21,22 @@ type Launch struct {
 	ExtraFiles  []*os.File
 }
 
-func (l *Launch) Started() {}
-func (l *Launch) Close()   {}
+// Started does nothing outside Linux.
+func (l *Launch) Started(pid int) error { return nil }
+
+// Close does nothing outside Linux.
+func (l *Launch) Close() {}
+
+// Swept is a process of an earlier invocation that Sweep killed.
+type Swept struct {
+	PID       int
+	Program   string
+	Kind      string
+	Processes int
+}
+
+// Sweep has nothing to do outside Linux: nothing is recorded.
+func Sweep(dir string) ([]Swept, error) { return nil, nil }
 
 // Prepare refuses anything but Unconfined outside Linux.
 func (c Config) Prepare(workspace, dir string, argv, env []string) (*Launch, error) {

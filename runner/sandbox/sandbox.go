@@ -19,11 +19,15 @@ const (
 
 // Defaults applied when a Config leaves a limit at zero.
 const (
-	// DefaultMemory is the address-space ceiling (RLIMIT_AS) of a tool
-	// process.
+	// DefaultMemory is the memory ceiling of a tool call: the cgroup's
+	// memory limit where one is available, else the address-space
+	// ceiling (RLIMIT_AS) of each tool process.
 	DefaultMemory int64 = 4 << 30
 	// DefaultCPU is the CPU-time ceiling (RLIMIT_CPU) of a tool process.
 	DefaultCPU = 10 * time.Minute
+	// DefaultPids caps the processes (and threads) of one tool call, where
+	// a cgroup can count them.
+	DefaultPids int64 = 512
 	// tmpSize caps the private /tmp of a sandbox.
 	tmpSize = "512m"
 )
@@ -71,12 +75,23 @@ type Config struct {
 	// read-only, even where a cover such as the private /tmp or a hidden
 	// path went over them: the folder of a custom tool's program.
 	ReadOnly []string `json:"read_only,omitempty"`
-	// Memory is the RLIMIT_AS ceiling in bytes; 0 means DefaultMemory and
-	// a negative value no ceiling.
+	// Memory is the memory ceiling in bytes (the call's cgroup memory
+	// limit, or RLIMIT_AS where no cgroup is available); 0 means
+	// DefaultMemory and a negative value no ceiling.
 	Memory int64 `json:"memory,omitempty"`
+	// Pids caps the processes of one call (the cgroup's pids.max; there is
+	// no fallback without a cgroup); 0 means DefaultPids and a negative
+	// value no cap.
+	Pids int64 `json:"pids,omitempty"`
 	// CPU is the RLIMIT_CPU ceiling; 0 means DefaultCPU and a negative
 	// value no ceiling. It is rounded up to whole seconds.
 	CPU time.Duration `json:"cpu,omitempty"`
+	// Procs, if set, is a folder where every started process (the sandbox
+	// init, or an unconfined tool) is recorded with its start time until
+	// it has been waited for, so that Sweep can prove after a crash of the
+	// harness that none of them still runs. The runner sets it to a folder
+	// of the session.
+	Procs string `json:"procs,omitempty"`
 }
 
 // DefaultHide returns the paths hidden from tools: the credential folders
@@ -112,6 +127,16 @@ func (c Config) memory() int64 {
 		return DefaultMemory
 	}
 	return c.Memory
+}
+
+func (c Config) pids() int64 {
+	switch {
+	case c.Pids == 0:
+		return DefaultPids
+	case c.Pids < 0:
+		return -1
+	}
+	return c.Pids
 }
 
 func (c Config) cpuSeconds() int64 {

@@ -11,6 +11,9 @@ import (
 
 func TestMain(m *testing.M) {
 	Init()
+	if os.Getenv(envTestHarness) != "" {
+		os.Exit(testHarness())
+	}
 	os.Exit(m.Run())
 }
 
@@ -31,7 +34,9 @@ func runIn(t *testing.T, c Config, ws, script string, env ...string) (string, er
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	l.Started()
+	if err := l.Started(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
 	err = cmd.Wait()
 	return out.String(), err
 }

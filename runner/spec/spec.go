@@ -156,6 +156,15 @@ type Sandbox struct {
 	// CPU is the CPU-time ceiling of a tool process; 0 means the sandbox
 	// default (10m).
 	CPU Duration `yaml:"cpu" json:"cpu,omitempty"`
+	// Pids caps the processes and threads of one tool call (a number, or
+	// "unlimited"); empty means the sandbox default (512). It is enforced
+	// where a pids cgroup is available (`agentctl sandbox check`).
+	Pids string `yaml:"pids" json:"pids,omitempty"`
+	// ReadOnly lists host folders tools may read besides the ones the
+	// sandbox keeps (/usr, /bin, /lib*, /etc, /opt): a toolchain installed
+	// under the home, such as ~/.pyenv. Absolute, or starting with ~/.
+	// Credential folders inside them stay hidden.
+	ReadOnly []string `yaml:"read_only" json:"read_only,omitempty"`
 	// Unconfined runs tools without namespaces where the machine cannot
 	// provide them. It must be set explicitly; agentctl never falls back
 	// to it on its own.
@@ -165,6 +174,34 @@ type Sandbox struct {
 // MemoryBytes parses Memory: 0 for the default, -1 for unlimited.
 func (s Sandbox) MemoryBytes() (int64, error) {
 	return ParseBytes(s.Memory)
+}
+
+// ReadOnlyFolders returns ReadOnly with a leading ~/ replaced by home.
+func (s Sandbox) ReadOnlyFolders(home string) []string {
+	var out []string
+	for _, p := range s.ReadOnly {
+		if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+			p = filepath.Join(home, rest)
+		}
+		out = append(out, filepath.Clean(p))
+	}
+	return out
+}
+
+// PidsLimit parses Pids: 0 for the default, -1 for unlimited.
+func (s Sandbox) PidsLimit() (int64, error) {
+	v := strings.TrimSpace(s.Pids)
+	switch v {
+	case "":
+		return 0, nil
+	case "unlimited":
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q is not a process count (use a number from 1, or unlimited)", v)
+	}
+	return n, nil
 }
 
 // ParseBytes reads a size such as "512MiB", "2G" or "1048576" (bytes);
@@ -568,6 +605,14 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	}
 	if s.Sandbox.CPU < 0 {
 		bad("sandbox.cpu must not be negative", "sandbox", "cpu")
+	}
+	if _, err := s.Sandbox.PidsLimit(); err != nil {
+		bad("sandbox.pids "+err.Error(), "sandbox", "pids")
+	}
+	for i, p := range s.Sandbox.ReadOnly {
+		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~/") {
+			bad(fmt.Sprintf("sandbox.read_only %q must be an absolute folder or start with ~/", p), "sandbox", "read_only", i)
+		}
 	}
 	for i, d := range s.Done {
 		if strings.TrimSpace(d.Command) == "" {

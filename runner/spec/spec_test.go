@@ -37,6 +37,8 @@ func TestLoadErrors(t *testing.T) {
 		{"path rule for a custom tool without path", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncustom_tools: [{name: deploy, command: [d]}]\napprovals: [{tool: deploy, path: prod/**}]\n", `:5: custom tool "deploy" has no path parameter`},
 		{"side effects in read-only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nmode: read-only\ncustom_tools:\n  - name: send_email\n    command: [s]\n    side_effects: true\n", `:8: custom tool "send_email" has side_effects: true, and read-only mode offers no tool with side effects`},
 		{"undeclared side effects in read-only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nmode: read-only\ncustom_tools:\n  - name: lookup_order\n    command: [s]\n", `:6: custom tool "lookup_order" must say side_effects: false to be offered in read-only mode`},
+		{"bad pids", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nsandbox: {pids: 0}\n", `:4: sandbox.pids "0" is not a process count`},
+		{"relative read_only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nsandbox: {read_only: [tools]}\n", `:4: sandbox.read_only "tools" must be an absolute folder`},
 		{"empty", "", "the file is empty"},
 		{"not yaml", "name: [x\n", "did not find expected"},
 	}

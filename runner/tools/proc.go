@@ -210,7 +210,14 @@ func (p proc) run(ctx context.Context) procResult {
 		return res
 	}
 
-	launch.Started()
+	if err := launch.Started(cmd.Process.Pid); err != nil {
+		// Unrecorded, a crash of the harness could leave it running
+		// unseen by resume: do not let it run.
+		killGroup(cmd.Process)
+		_ = cmd.Wait()
+		res.err = err
+		return res
+	}
 
 	var wg sync.WaitGroup
 	drain := func(r *os.File, w io.WriteCloser) {
