@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
@@ -15,7 +16,7 @@ import (
 // with the same idempotency key did (custom tools with a `lookup` command).
 type Lookuper interface {
 	HasLookup() bool
-	LookupResult(ctx context.Context, workspace, key string) (output string, found bool, err error)
+	LookupResult(ctx context.Context, call tools.Call) (output string, found bool, err error)
 }
 
 // Idempotenter says whether repeating a call with the same key is safe.
@@ -66,7 +67,8 @@ func (r *run) settle(ctx context.Context, cs *callState) (outcome, output, why s
 		return repeat("no side effects: safe to repeat")
 	}
 	if l, ok := t.(Lookuper); ok && l.HasLookup() {
-		out, found, err := l.LookupResult(ctx, r.ws, cs.IntentKey)
+		out, found, err := l.LookupResult(ctx, tools.Call{Workspace: r.ws, IdempotencyKey: cs.IntentKey, Sandbox: r.sandbox,
+			Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env)})
 		switch {
 		case err != nil:
 			return session.ReconciledNeedsHuman, "", "lookup failed: " + err.Error()

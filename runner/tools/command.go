@@ -127,14 +127,16 @@ func (c *Command) Run(ctx context.Context, call Call) Result {
 // in the workspace, under DefaultTimeout. Exit 0 means found, with stdout as
 // the output; exit 3 means not found; anything else is an error carrying
 // the command's output.
-func (c *Command) LookupResult(ctx context.Context, workspace, key string) (output string, found bool, err error) {
+func (c *Command) LookupResult(ctx context.Context, call Call) (output string, found bool, err error) {
+	workspace, key := call.Workspace, call.IdempotencyKey
 	if len(c.def.Lookup) == 0 {
 		return "", false, fmt.Errorf("lookup %s: tool has no lookup command", c.def.Name)
 	}
 	if err := checkWorkspace(workspace); err != nil {
 		return "", false, fmt.Errorf("lookup %s: %w", c.def.Name, err)
 	}
-	p := newProc(Call{Workspace: workspace, Sandbox: withProgram(nil, c.def.Lookup[0])}, c.def.Lookup, workspace, scrubbedEnv(workspace, IdempotencyKeyEnv+"="+key))
+	p := newProc(Call{Workspace: workspace, Sandbox: withProgram(call.Sandbox, c.def.Lookup[0]), Timeout: call.Timeout, Env: call.Env},
+		c.def.Lookup, workspace, scrubbedEnv(workspace, append(call.Env, IdempotencyKeyEnv+"="+key)...))
 	p.split = true
 	r := p.run(ctx)
 	stdout, _ := r.stdout.Result()

@@ -137,7 +137,7 @@ esac
 		{"other", "", false, "lookup deploy: exit status 1: database down"},
 	}
 	for _, tt := range tests {
-		out, found, err := c.LookupResult(context.Background(), ws, tt.key)
+		out, found, err := c.LookupResult(context.Background(), Call{Workspace: ws, IdempotencyKey: tt.key})
 		gotErr := ""
 		if err != nil {
 			gotErr = err.Error()
@@ -151,7 +151,7 @@ esac
 	if none.HasLookup() || none.Idempotent() {
 		t.Errorf("a tool without lookup: HasLookup, Idempotent = %v, %v; want false, false", none.HasLookup(), none.Idempotent())
 	}
-	if _, _, err := none.LookupResult(context.Background(), ws, "k"); err == nil || !strings.Contains(err.Error(), "no lookup command") {
+	if _, _, err := none.LookupResult(context.Background(), Call{Workspace: ws, IdempotencyKey: "k"}); err == nil || !strings.Contains(err.Error(), "no lookup command") {
 		t.Errorf("LookupResult without a lookup command = %v, want an error", err)
 	}
 	if got := NewCommand(CommandDef{Name: "empty"}).Run(context.Background(), Call{Workspace: ws}); got.Status != statusError {
@@ -167,4 +167,22 @@ func nonEmpty(s ...string) []string {
 		}
 	}
 	return out
+}
+
+// TestCommandLookupHidesLikeTheCall: a lookup runs confined like the call
+// it settles, with the run's hide list (the agentctl home inside an
+// in-place workspace, say), not the default one.
+func TestCommandLookupHidesLikeTheCall(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeScript(t, dir, "lookup.sh", "cat home/sessions/other/events.log 2>/dev/null || echo hidden\n")
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, "home", "sessions", "other"), 0o755)
+	os.WriteFile(filepath.Join(ws, "home", "sessions", "other", "events.log"), []byte("another session's log\n"), 0o644)
+	c := NewCommand(CommandDef{Name: "deploy", Command: []string{"true"}, Lookup: []string{"./lookup.sh"}, Dir: dir, Idempotent: true})
+	out, found, err := c.LookupResult(context.Background(), Call{Workspace: ws, IdempotencyKey: "k",
+		Sandbox: &sandbox.Config{Hide: []string{filepath.Join(ws, "home")}}})
+	if err != nil || !found || out != "hidden\n" {
+		t.Fatalf("LookupResult with the home hidden = %q, %v, %v; want the lookup not to see the home", out, found, err)
+	}
 }

@@ -52,11 +52,13 @@ type Reconciler interface {
 	// HasLookup reports whether LookupResult can ask for the outcome of an
 	// earlier call by its key.
 	HasLookup() bool
-	// LookupResult asks for the outcome of the call made with key. found is
+	// LookupResult asks for the outcome of the call made with
+	// call.IdempotencyKey, confined like the call itself (call.Workspace,
+	// call.Sandbox: the run's hide list, the home included). found is
 	// false when the tool has no record of the key; err is set when the
 	// lookup itself failed and nothing is known. It may be called
 	// concurrently; cancelling ctx kills the lookup's process group.
-	LookupResult(ctx context.Context, workspace, key string) (output string, found bool, err error)
+	LookupResult(ctx context.Context, call Call) (output string, found bool, err error)
 }
 
 // DefaultTimeout bounds a call whose Call.Timeout is zero.
