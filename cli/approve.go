@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -21,7 +22,7 @@ type decideOptions struct {
 	Approve bool
 }
 
-func newApproveCmd(f *Factory, runF func(*decideOptions) error) *cobra.Command {
+func newApproveCmd(f *Factory, runF func(context.Context, *decideOptions) error) *cobra.Command {
 	opts := &decideOptions{Approve: true}
 	cmd := &cobra.Command{
 		Use:   "approve SESSION [CALL_ID]",
@@ -37,7 +38,7 @@ the same tool in this session. Then 'agentctl resume SESSION' runs it.`,
 				opts.Call = args[1]
 			}
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return decideRun(f, opts)
 		},
@@ -47,7 +48,7 @@ the same tool in this session. Then 'agentctl resume SESSION' runs it.`,
 	return cmd
 }
 
-func newDenyCmd(f *Factory, runF func(*decideOptions) error) *cobra.Command {
+func newDenyCmd(f *Factory, runF func(context.Context, *decideOptions) error) *cobra.Command {
 	opts := &decideOptions{}
 	cmd := &cobra.Command{
 		Use:   "deny SESSION [CALL_ID]",
@@ -63,7 +64,7 @@ session resumes.`,
 				opts.Call = args[1]
 			}
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return decideRun(f, opts)
 		},
@@ -153,7 +154,7 @@ type resolveOptions struct {
 	JSON    bool
 }
 
-func newResolveCmd(f *Factory, runF func(*resolveOptions) error) *cobra.Command {
+func newResolveCmd(f *Factory, runF func(context.Context, *resolveOptions) error) *cobra.Command {
 	opts := &resolveOptions{}
 	cmd := &cobra.Command{
 		Use:   "resolve SESSION CALL_ID (--output TEXT | --not-done)",
@@ -172,7 +173,7 @@ Then 'agentctl resume SESSION' goes on.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session, opts.Call = args[0], args[1]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return resolveRun(f, opts)
 		},

@@ -36,7 +36,7 @@ type bundleResult struct {
 	Members   []bundle.Member `json:"members"`
 }
 
-func newBundleCmd(f *Factory, runF func(*bundleOptions) error, openRunF func(*bundleOpenOptions) error) *cobra.Command {
+func newBundleCmd(f *Factory, runF func(context.Context, *bundleOptions) error, openRunF func(context.Context, *bundleOpenOptions) error) *cobra.Command {
 	opts := &bundleOptions{}
 	cmd := &cobra.Command{
 		Use:   "bundle SESSION",
@@ -65,7 +65,7 @@ Read it with 'agentctl bundle open', 'agentctl query --bundle',
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return bundleRun(cmd.Context(), f, opts)
 		},
@@ -173,7 +173,7 @@ type bundleOpenOptions struct {
 	JSON      bool
 }
 
-func newBundleOpenCmd(f *Factory, runF func(*bundleOpenOptions) error) *cobra.Command {
+func newBundleOpenCmd(f *Factory, runF func(context.Context, *bundleOpenOptions) error) *cobra.Command {
 	opts := &bundleOpenOptions{}
 	cmd := &cobra.Command{
 		Use:   "open FILE",
@@ -192,7 +192,7 @@ Exit status: 0 unpacked and verified, 1 refused or an error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return bundleOpenRun(cmd.Context(), f, opts)
 		},

@@ -21,7 +21,7 @@ type diagnoseOptions struct {
 	JSON    bool
 }
 
-func newDiagnoseCmd(f *Factory, runF func(*diagnoseOptions) error) *cobra.Command {
+func newDiagnoseCmd(f *Factory, runF func(context.Context, *diagnoseOptions) error) *cobra.Command {
 	opts := &diagnoseOptions{}
 	cmd := &cobra.Command{
 		Use:   "diagnose SESSION | --bundle FILE",
@@ -53,7 +53,7 @@ Each finding cites the seqs it rests on ('agentctl show SESSION' lists them).
 				return usageError{fmt.Errorf("diagnose: give a SESSION or --bundle FILE, not both")}
 			}
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return diagnoseRun(cmd.Context(), f, opts)
 		},

@@ -277,7 +277,7 @@ type evalValidateOptions struct {
 	Suites []string
 }
 
-func newEvalValidateCmd(f *Factory, runF func(*evalValidateOptions) error) *cobra.Command {
+func newEvalValidateCmd(f *Factory, runF func(context.Context, *evalValidateOptions) error) *cobra.Command {
 	opts := &evalValidateOptions{}
 	return &cobra.Command{
 		Use:   "validate SUITE.yaml...",
@@ -292,7 +292,7 @@ Exit status: 0 every suite is valid, 1 otherwise.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Suites = args
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return evalValidateRun(f, opts)
 		},
@@ -348,7 +348,7 @@ func jsonTarget(asJSON bool, out string) (string, error) {
 	return out, nil
 }
 
-func newEvalMergeCmd(f *Factory, runF func(*evalMergeOptions) error) *cobra.Command {
+func newEvalMergeCmd(f *Factory, runF func(context.Context, *evalMergeOptions) error) *cobra.Command {
 	opts := &evalMergeOptions{}
 	cmd := &cobra.Command{
 		Use:   "merge REPORT.json...",
@@ -365,7 +365,7 @@ must be there unless --partial. Prints the summary; --junit and
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Reports = args
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return evalMergeRun(f, opts)
 		},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -26,7 +27,7 @@ type historyCompactOptions struct {
 	JSON bool
 }
 
-func newHistoryCompactCmd(f *Factory, runF func(*historyCompactOptions) error) *cobra.Command {
+func newHistoryCompactCmd(f *Factory, runF func(context.Context, *historyCompactOptions) error) *cobra.Command {
 	opts := &historyCompactOptions{}
 	cmd := &cobra.Command{
 		Use:   "compact",
@@ -40,7 +41,7 @@ an earlier crash are removed.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return historyCompactRun(f, opts)
 		},
@@ -67,7 +68,7 @@ type historySealOptions struct {
 	JSON     bool
 }
 
-func newHistorySealCmd(f *Factory, runF func(*historySealOptions) error) *cobra.Command {
+func newHistorySealCmd(f *Factory, runF func(context.Context, *historySealOptions) error) *cobra.Command {
 	opts := &historySealOptions{}
 	cmd := &cobra.Command{
 		Use:   "seal [SESSION...]",
@@ -81,7 +82,7 @@ Sealing is idempotent.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Sessions = args
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return historySealRun(f, opts)
 		},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -16,7 +17,7 @@ type projectOptions struct {
 	JSON    bool
 }
 
-func newProjectCmd(f *Factory, runF func(*projectOptions) error) *cobra.Command {
+func newProjectCmd(f *Factory, runF func(context.Context, *projectOptions) error) *cobra.Command {
 	opts := &projectOptions{}
 	cmd := &cobra.Command{
 		Use:   "project SESSION",
@@ -31,7 +32,7 @@ event SEQ (default: the whole log).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return projectRun(f, opts)
 		},

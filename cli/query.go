@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -17,7 +18,7 @@ type queryOptions struct {
 	Bundle string
 }
 
-func newQueryCmd(f *Factory, runF func(*queryOptions) error) *cobra.Command {
+func newQueryCmd(f *Factory, runF func(context.Context, *queryOptions) error) *cobra.Command {
 	opts := &queryOptions{}
 	cmd := &cobra.Command{
 		Use:   "query [SQL]",
@@ -53,7 +54,7 @@ is skipped with a warning on stderr naming it, and the rest answers.`,
 				return usageError{fmt.Errorf("query: give the SQL as an argument or with --file, not both")}
 			}
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return queryRun(cmd, f, opts)
 		},

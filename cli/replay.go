@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +44,7 @@ type replayVerifyOptions struct {
 	JSON     bool
 }
 
-func newReplayVerifyCmd(f *Factory, runF func(*replayVerifyOptions) error) *cobra.Command {
+func newReplayVerifyCmd(f *Factory, runF func(context.Context, *replayVerifyOptions) error) *cobra.Command {
 	opts := &replayVerifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify [SESSION...]",
@@ -75,7 +76,7 @@ included, whatever the other sessions gave).`,
 				return usageError{fmt.Errorf("replay verify: name sessions or give --all")}
 			}
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return replayVerifyRun(f, opts)
 		},
@@ -200,7 +201,7 @@ type replayAnchorsOptions struct {
 	JSON    bool
 }
 
-func newReplayAnchorsCmd(f *Factory, runF func(*replayAnchorsOptions) error) *cobra.Command {
+func newReplayAnchorsCmd(f *Factory, runF func(context.Context, *replayAnchorsOptions) error) *cobra.Command {
 	opts := &replayAnchorsOptions{}
 	cmd := &cobra.Command{
 		Use:   "anchors SESSION",
@@ -220,7 +221,7 @@ failed, 1 an error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return replayAnchorsRun(f, opts)
 		},
@@ -276,7 +277,7 @@ type replayDiffOptions struct {
 	JSON bool
 }
 
-func newReplayDiffCmd(f *Factory, runF func(*replayDiffOptions) error) *cobra.Command {
+func newReplayDiffCmd(f *Factory, runF func(context.Context, *replayDiffOptions) error) *cobra.Command {
 	opts := &replayDiffOptions{}
 	cmd := &cobra.Command{
 		Use:   "diff A B",
@@ -292,7 +293,7 @@ Exit status: 0 the sessions agree, 6 they differ, 1 an error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.A, opts.B = args[0], args[1]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return replayDiffRun(f, opts)
 		},
@@ -370,7 +371,7 @@ type replayImportOptions struct {
 	SessionID string
 }
 
-func newReplayImportCmd(f *Factory, runF func(*replayImportOptions) error) *cobra.Command {
+func newReplayImportCmd(f *Factory, runF func(context.Context, *replayImportOptions) error) *cobra.Command {
 	opts := &replayImportOptions{}
 	cmd := &cobra.Command{
 		Use:   "import FORMAT FILE",
@@ -385,7 +386,7 @@ Prints the new session's id.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Format, opts.File = args[0], args[1]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return replayImportRun(f, opts)
 		},

@@ -17,7 +17,7 @@ type sessionsOptions struct {
 	JSON bool
 }
 
-func newSessionsCmd(f *Factory, runF func(*sessionsOptions) error) *cobra.Command {
+func newSessionsCmd(f *Factory, runF func(context.Context, *sessionsOptions) error) *cobra.Command {
 	opts := &sessionsOptions{}
 	cmd := &cobra.Command{
 		Use:   "sessions",
@@ -30,7 +30,7 @@ when none does ('agentctl resume' continues it).`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return sessionsRun(f, opts)
 		},

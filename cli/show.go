@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ type showOptions struct {
 	JSON    bool
 }
 
-func newShowCmd(f *Factory, runF func(*showOptions) error) *cobra.Command {
+func newShowCmd(f *Factory, runF func(context.Context, *showOptions) error) *cobra.Command {
 	opts := &showOptions{}
 	cmd := &cobra.Command{
 		Use:   "show SESSION",
@@ -36,7 +37,7 @@ and the command fails naming the offset.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return showRun(f, opts)
 		},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +23,7 @@ type traceOptions struct {
 	JSON    bool
 }
 
-func newTraceCmd(f *Factory, runF func(*traceOptions) error) *cobra.Command {
+func newTraceCmd(f *Factory, runF func(context.Context, *traceOptions) error) *cobra.Command {
 	opts := &traceOptions{}
 	cmd := &cobra.Command{
 		Use:   "trace SESSION",
@@ -42,7 +43,7 @@ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT apply as for export.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return traceRun(f, opts)
 		},

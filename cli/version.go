@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -22,7 +23,7 @@ type versionInfo struct {
 	Arch    string `json:"arch"`
 }
 
-func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command {
+func newVersionCmd(f *Factory, runF func(context.Context, *versionOptions) error) *cobra.Command {
 	opts := &versionOptions{}
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -30,7 +31,7 @@ func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command 
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
 			return versionRun(f, opts)
 		},

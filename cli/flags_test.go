@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// capture builds a command with a run hook that records the options it is
+// given, so flag parsing is tested without running anything.
+func capture[T any](newCmd func(*Factory, func(context.Context, *T) error) *cobra.Command) func() (*cobra.Command, *T) {
+	return func() (*cobra.Command, *T) {
+		got := new(T)
+		cmd := newCmd(&Factory{}, func(_ context.Context, o *T) error { *got = *o; return nil })
+		return cmd, got
+	}
+}
+
+// TestFlagParsing: every command's flags land in its options through the
+// one hook signature, func(context.Context, *Options) error.
+func TestFlagParsing(t *testing.T) {
+	type tc struct {
+		name    string
+		parse   func(args []string) (any, error)
+		args    []string
+		want    any
+		wantErr string
+	}
+	run := func(build func() (*cobra.Command, any)) func([]string) (any, error) {
+		return func(args []string) (any, error) {
+			cmd, got := build()
+			cmd.SetArgs(args)
+			cmd.SetOut(new(strings.Builder))
+			cmd.SetErr(new(strings.Builder))
+			err := cmd.ExecuteContext(context.Background())
+			return reflect.ValueOf(got).Elem().Interface(), err
+		}
+	}
+	wrap := func(f func() (*cobra.Command, any)) func([]string) (any, error) { return run(f) }
+	runCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newRunCmd)(); return c, o })
+	resumeCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newResumeCmd)(); return c, o })
+	approveCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newApproveCmd)(); return c, o })
+	queryCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newQueryCmd)(); return c, o })
+	bundleCmd := wrap(func() (*cobra.Command, any) {
+		return capture(func(f *Factory, h func(context.Context, *bundleOptions) error) *cobra.Command { return newBundleCmd(f, h, nil) })()
+	})
+	evalCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newEvalCmd)(); return c, o })
+	verifyCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newReplayVerifyCmd)(); return c, o })
+	forkCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newReplayForkCmd)(); return c, o })
+	crashCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newCrashtestCmd)(); return c, o })
+	for _, tt := range []tc{
+		{name: "run", parse: runCmd, args: []string{"spec.yaml", "--prompt", "fix it", "--json", "--unsandboxed"},
+			want: runOptions{Spec: "spec.yaml", Prompt: "fix it", JSON: true, Unsandboxed: true}},
+		{name: "run default agent", parse: runCmd, args: []string{"-q"}, want: runOptions{Quiet: true}},
+		{name: "resume", parse: resumeCmd, args: []string{"3f2a", "--spec", "a.yaml", "--allow-spec-change", "--workspace", "ws", "--model", "openai/gpt-4o", "--allow-model-change"},
+			want: resumeOptions{Session: "3f2a", Spec: "a.yaml", AllowSpecChange: true, Workspace: "ws", Model: "openai/gpt-4o", AllowModelChange: true}},
+		{name: "approve", parse: approveCmd, args: []string{"3f2a", "call_1", "--scope", "session"},
+			want: decideOptions{Session: "3f2a", Call: "call_1", Scope: "session", Approve: true}},
+		{name: "query", parse: queryCmd, args: []string{"select 1", "--format", "json", "--bundle", "b.tar.zst"},
+			want: queryOptions{SQL: "select 1", Format: "json", Bundle: "b.tar.zst"}},
+		{name: "bundle", parse: bundleCmd, args: []string{"3f2a", "-o", "x.tar.zst", "--with-children", "--workspace", "w"},
+			want: bundleOptions{Session: "3f2a", Output: "x.tar.zst", WithChildren: true, Workspace: "w"}},
+		{name: "eval", parse: evalCmd, args: []string{"suite.yaml", "--json-out", "r.json", "--junit", "j.xml", "--parallel", "3", "--shard", "1/2"},
+			want: evalOptions{Suite: "suite.yaml", JSONOut: "r.json", JUnit: "j.xml", Parallel: 3, Shard: "1/2"}},
+		{name: "eval old --json FILE", parse: evalCmd, args: []string{"suite.yaml", "--json", "r.json"}, wantErr: "--json-out r.json"},
+		{name: "replay verify", parse: verifyCmd, args: []string{"--all", "--json"}, want: replayVerifyOptions{Sessions: []string{}, All: true, JSON: true}},
+		{name: "replay fork", parse: forkCmd, args: []string{"3f2a", "--from", "12", "--model", "scripted/alt", "--script", "s.yaml", "--spec", "a.yaml"},
+			want: replayForkOptions{Session: "3f2a", From: 12, Model: "scripted/alt", Script: "s.yaml", Spec: "a.yaml"}},
+		{name: "crashtest", parse: crashCmd, args: []string{"a.yaml", "--parallel", "2", "--crash-resumes", "1", "--seed", "7", "--in-process"},
+			want: crashtestOptions{Spec: "a.yaml", Points: "all", Parallel: 2, CrashResumes: 1, Seed: 7, InProcess: true}},
+		{name: "unknown flag", parse: runCmd, args: []string{"--bogus"}, wantErr: "unknown flag"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.parse(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("options = %+v\nwant      %+v", got, tt.want)
+			}
+		})
+	}
+}
