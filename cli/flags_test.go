@@ -45,7 +45,9 @@ func TestFlagParsing(t *testing.T) {
 	approveCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newApproveCmd)(); return c, o })
 	queryCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newQueryCmd)(); return c, o })
 	bundleCmd := wrap(func() (*cobra.Command, any) {
-		return capture(func(f *Factory, h func(context.Context, *bundleOptions) error) *cobra.Command { return newBundleCmd(f, h, nil) })()
+		return capture(func(f *Factory, h func(context.Context, *bundleOptions) error) *cobra.Command {
+			return newBundleCmd(f, h, nil)
+		})()
 	})
 	evalCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newEvalCmd)(); return c, o })
 	verifyCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newReplayVerifyCmd)(); return c, o })
