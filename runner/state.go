@@ -32,7 +32,8 @@ type state struct {
 	turns                     int // assistant messages: the model turns consumed
 	evalFailures              int
 	prompted                  bool           // the first user message is recorded
-	doneClaim                 bool           // the latest assistant message asked for no tools
+	doneClaim                 bool           // the latest assistant message asked for no tools, and was a plain answer
+	truncClaim                bool           // it asked for no tools and was cut at the output cap (on_truncated: evaluate judges it)
 	lastEval                  *session.Event // evaluation of that claim, if recorded
 
 	calls         map[string]*callState
@@ -70,16 +71,21 @@ func (s *state) add(e session.Event) {
 		s.provider, s.model = e.Provider, e.Model
 	case session.KindUserMessage:
 		s.prompted = true
-		s.doneClaim, s.lastEval = false, nil
+		s.doneClaim, s.truncClaim, s.lastEval = false, false, nil
 	case session.KindAssistantMessage:
 		s.turns++
-		s.doneClaim, s.lastEval = len(e.ToolCalls) == 0, nil
+		// A refusal or a cut answer is no claim of being done: a resumed
+		// run asks the model again instead of evaluating it.
+		noCalls, cut := len(e.ToolCalls) == 0, e.FinishReason == "length"
+		s.doneClaim, s.truncClaim, s.lastEval = noCalls && e.Refusal == "" && !cut, noCalls && e.Refusal == "" && cut, nil
 		ev := e
 		s.lastAssistant = &ev
 		for i, c := range e.ToolCalls {
 			s.calls[c.ID] = &callState{Call: c, AssistantSeq: e.Seq, Index: i}
 		}
 	case session.KindModelCall:
+		// input_tokens counts cache reads and writes (what the provider
+		// bills), so budgets see them.
 		s.inputTokens += e.InputTokens
 		s.outputTokens += e.OutputTokens
 		s.costUSD += e.CostUSD

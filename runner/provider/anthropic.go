@@ -76,7 +76,7 @@ func (p *anthropicProvider) Complete(ctx context.Context, req Request, onText fu
 	if err != nil {
 		return Response{}, err
 	}
-	return retry(ctx, p.maxRetries, p.retryBase, func() (Response, bool, error) {
+	return retry(ctx, p.maxRetries, p.retryBase, req.OnRetry, func() (Response, bool, error) {
 		return p.attempt(ctx, params, req.Model, onText)
 	})
 }

@@ -110,7 +110,7 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request, onText func(
 	if err != nil {
 		return Response{}, err
 	}
-	return retry(ctx, p.maxRetries, p.retryBase, func() (Response, bool, error) {
+	return retry(ctx, p.maxRetries, p.retryBase, req.OnRetry, func() (Response, bool, error) {
 		return p.attempt(ctx, params, req.Model, onText)
 	})
 }

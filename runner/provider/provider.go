@@ -77,6 +77,10 @@ type Request struct {
 	// (Anthropic requires a value, so DefaultMaxTokens is sent there).
 	MaxTokens int64
 	Purpose   Purpose
+	// OnRetry, when set, is called with each failed try of the call
+	// before the provider waits and retries it, from the goroutine that
+	// called Complete, so the caller can record it as it happens.
+	OnRetry func(Attempt)
 }
 
 // DefaultMaxTokens is the output cap sent to providers that require one when
@@ -120,6 +124,9 @@ type Response struct {
 	// in order; the Response itself is the last try. Empty when the first
 	// try was the last.
 	Attempts []Attempt
+	// Latency is how long the last try took; 0 when the provider does not
+	// measure it (scripted, recorded).
+	Latency time.Duration
 }
 
 // Attempt is one failed try of a call that the provider then retried.
@@ -301,18 +308,22 @@ func emit(onText func(string), s string) {
 // what the provider asked for (Retry-After, up to a minute), else base
 // doubled on each try. The SDKs' own retries are switched off so that
 // every try is seen here.
-func retry(ctx context.Context, maxRetries int, base time.Duration, attempt func() (Response, bool, error)) (Response, error) {
+func retry(ctx context.Context, maxRetries int, base time.Duration, onRetry func(Attempt), attempt func() (Response, bool, error)) (Response, error) {
 	var tries []Attempt
 	for try := 0; ; try++ {
 		began := time.Now()
 		resp, streamed, err := attempt()
+		resp.Latency = time.Since(began)
 		var pe *Error
 		if err == nil || streamed || try >= maxRetries || ctx.Err() != nil || !errors.As(err, &pe) || !pe.Retryable {
 			resp.Attempts = tries
 			return resp, err
 		}
-		resp.Attempts = nil
-		tries = append(tries, Attempt{Err: pe, Latency: time.Since(began), Partial: resp})
+		a := Attempt{Err: pe, Latency: resp.Latency, Partial: resp}
+		tries = append(tries, a)
+		if onRetry != nil {
+			onRetry(a)
+		}
 		wait := pe.retryAfter
 		if wait <= 0 {
 			wait = base << try

@@ -25,6 +25,8 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown custom key", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncustom_tools:\n  - name: t\n    comand: [x]\n", `:6: unknown key "comand"`},
 		{"custom tool clash", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncustom_tools:\n  - {name: bash, command: [x]}\n", `tool name "bash" is already taken`},
 		{"threshold", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ncompaction: {threshold: 3}\n", `:4: compaction.threshold 3 must be between 0 and 1`},
+		{"on_truncated value", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\non_truncated: ignore\n", `:4: on_truncated "ignore" is not fail, continue or evaluate`},
+		{"on_truncated evaluate without checks", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\non_truncated: evaluate\n", `:4: on_truncated: evaluate needs done checks`},
 		{"empty", "", "the file is empty"},
 		{"not yaml", "name: [x\n", "did not find expected"},
 	}
@@ -106,5 +108,28 @@ func TestLoadScriptRefusesExcessiveAliasing(t *testing.T) {
 	}
 	if _, err := LoadScript(path); err != nil {
 		t.Fatalf("LoadScript(depth 2) = %v", err)
+	}
+}
+
+func TestTruncatedPolicy(t *testing.T) {
+	tests := []struct{ yaml, want string }{
+		{"", TruncatedFail},
+		{"on_truncated: fail\n", TruncatedFail},
+		{"on_truncated: continue\n", TruncatedContinue},
+		{"on_truncated: evaluate\ndone: [{command: 'true'}]\n", TruncatedEvaluate},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(t.TempDir(), "agent.yaml")
+		os.WriteFile(p, []byte("name: x\nmodel: {provider: openai, id: g}\nprompt: hi\n"+tt.yaml), 0o644)
+		s, err := Load(p)
+		if err != nil {
+			t.Fatalf("Load(%q): %v", tt.yaml, err)
+		}
+		if got := s.Truncated(); got != tt.want {
+			t.Errorf("Truncated() for %q = %q, want %q", tt.yaml, got, tt.want)
+		}
+		if tt.yaml == "" && strings.Contains(string(s.JSON()), "on_truncated") {
+			t.Errorf("an unset on_truncated is recorded: %s", s.JSON())
+		}
 	}
 }
