@@ -12,10 +12,14 @@
 //
 //	events      read_parquet over the live history files (less the rows
 //	            the manifest marks dropped, and less the sealed rows of
-//	            sessions read from their logs), UNION ALL the temp file, if any
+//	            sessions read from their logs), UNION ALL the temp file, if any;
+//	            columns match by name, so files sealed by an older agentctl
+//	            (without the columns added since) read with those NULL
 //	sessions    one row per session, totals as recorder.Summarize makes them;
 //	            a log with no end is running while a process holds its
-//	            lease, crashed when none does
+//	            lease, crashed when none does; also the cache token sums,
+//	            refusals, truncations (turns cut at the output cap) and
+//	            retries (model tries after the first of a call)
 //	tool_calls  each call's tool_intent joined with its last tool_result
 //
 // # Example
