@@ -53,6 +53,7 @@ func TestScripts(t *testing.T) {
 			"flipbyte":    flipByte,
 			"termlease":   termLease,
 			"forgeheader": forgeHeader,
+			"serve":       serveReplies,
 		},
 	})
 }

@@ -114,6 +114,9 @@ func (p *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 	if accErr != nil {
 		return resp, streamed, &Error{Provider: "anthropic", Type: "stream_error", Message: accErr.Error()}
 	}
+	if msg.ID == "" && msg.Type == "" {
+		return resp, streamed, &Error{Provider: "anthropic", Type: ErrEmptyStream, Message: "the 200 response carried no message_start event: not an answer"}
+	}
 	return resp, streamed, nil
 }
 

@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"math"
 	"os"
@@ -237,5 +238,25 @@ func TestRetriesAreReported(t *testing.T) {
 				t.Errorf("Text = %q", got.Text)
 			}
 		})
+	}
+}
+
+// TestEmptyStreamIsAnError: a 200 whose body holds no stream event (here
+// a recorded cassette served whole instead of its SSE body) is not an
+// empty answer.
+func TestEmptyStreamIsAnError(t *testing.T) {
+	for _, prov := range []string{"openai", "anthropic"} {
+		srv := newFakeServer(t, sseReply(corpusFile(t, cacheCassette)))
+		var p Provider
+		if prov == "openai" {
+			p = newTestOpenAI(t, srv, 0)
+		} else {
+			p = newTestAnthropic(t, srv, 0)
+		}
+		_, err := p.Complete(context.Background(), userReq("m"), nil)
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Type != ErrEmptyStream {
+			t.Errorf("%s: err = %v, want an %s error", prov, err, ErrEmptyStream)
+		}
 	}
 }

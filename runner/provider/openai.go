@@ -122,7 +122,9 @@ func (p *openAIProvider) attempt(ctx context.Context, params openai.ChatCompleti
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	streamed := false
+	chunks := 0
 	for stream.Next() {
+		chunks++
 		chunk := stream.Current()
 		acc.AddChunk(chunk)
 		for _, c := range chunk.Choices {
@@ -141,6 +143,9 @@ func (p *openAIProvider) attempt(ctx context.Context, params openai.ChatCompleti
 	}
 	if ctx.Err() != nil {
 		return resp, streamed, ctx.Err()
+	}
+	if chunks == 0 {
+		return resp, streamed, &Error{Provider: "openai", Type: ErrEmptyStream, Message: "the 200 response carried no stream chunk: not an answer"}
 	}
 	return resp, streamed, nil
 }

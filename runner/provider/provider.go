@@ -140,6 +140,11 @@ type Attempt struct {
 	Partial Response
 }
 
+// ErrEmptyStream is the Error.Type of a 200 response whose body held no
+// stream event at all (a proxy's page, a wrong base_url): an empty answer
+// the provider never gave, so it is an error rather than a turn.
+const ErrEmptyStream = "empty_stream"
+
 // RefusedWithoutText is the Refusal of an Anthropic turn that ended with
 // stop_reason refusal before any text.
 const RefusedWithoutText = "(the provider ended the answer with stop_reason refusal and no text)"
