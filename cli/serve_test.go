@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"gopkg.in/yaml.v3"
@@ -42,7 +44,8 @@ func serveReplies(ts *testscript.TestScript, neg bool, args []string) {
 			if cassette {
 				i, err := strconv.Atoi(n)
 				ts.Check(err)
-				b = cassetteBody(ts, b, i)
+				b, err = cassetteBody(b, i)
+				ts.Check(err)
 			}
 			replies = append(replies, reply{200, b})
 		default:
@@ -83,7 +86,7 @@ func serveReplies(ts *testscript.TestScript, neg bool, args []string) {
 
 // cassetteBody is the response body of interaction i of a VCR cassette:
 // pydantic-ai's response.body.string or go-vcr's response.body.
-func cassetteBody(ts *testscript.TestScript, b []byte, i int) []byte {
+func cassetteBody(b []byte, i int) ([]byte, error) {
 	var c struct {
 		Interactions []struct {
 			Response struct {
@@ -91,9 +94,11 @@ func cassetteBody(ts *testscript.TestScript, b []byte, i int) []byte {
 			} `yaml:"response"`
 		} `yaml:"interactions"`
 	}
-	ts.Check(yaml.Unmarshal(b, &c))
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
 	if i >= len(c.Interactions) {
-		ts.Fatalf("serve: the cassette has %d interactions", len(c.Interactions))
+		return nil, fmt.Errorf("the cassette has %d interactions, want index %d", len(c.Interactions), i)
 	}
 	body := c.Interactions[i].Response.Body
 	var s string
@@ -101,10 +106,22 @@ func cassetteBody(ts *testscript.TestScript, b []byte, i int) []byte {
 		var m struct {
 			String string `yaml:"string"`
 		}
-		ts.Check(body.Decode(&m))
+		if err := body.Decode(&m); err != nil {
+			return nil, err
+		}
 		s = m.String
-	} else {
-		ts.Check(body.Decode(&s))
+	} else if err := body.Decode(&s); err != nil {
+		return nil, err
 	}
-	return []byte(s)
+	return []byte(s), nil
+}
+
+// cassetteSSE is the body of a cassette's first interaction.
+func cassetteSSE(t *testing.T, cassette string) []byte {
+	t.Helper()
+	b, err := cassetteBody([]byte(cassette), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
