@@ -279,8 +279,8 @@ func TestErrorTypes(t *testing.T) {
 	}
 	servers := []struct {
 		provider, spec string
-		host       string
-		port       int
+		host           string
+		port           int
 	}{
 		{"openai", `{"model":{"base_url":"http://127.0.0.1:8080/v1"}}`, "127.0.0.1", 8080},
 		{"openai", `{"model":{}}`, "api.openai.com", 443},
