@@ -63,6 +63,12 @@ func (v *liveView) Event(e session.Event) {
 		if e.Text != "" && !v.tty {
 			fmt.Fprintf(v.w, "turn %d: %s\n", v.turn, clip(e.Text, 200))
 		}
+		if e.Refusal != "" {
+			fmt.Fprintf(v.w, "turn %d: refused: %s\n", v.turn, clip(e.Refusal, 200))
+		}
+		if e.FinishReason == "length" {
+			fmt.Fprintf(v.w, "turn %d: cut at the output cap (finish_reason length)\n", v.turn)
+		}
 		for _, c := range e.ToolCalls {
 			fmt.Fprintf(v.w, "turn %d: → %s %s\n", v.turn, c.Name, clip(string(c.Args), 120))
 		}
@@ -70,6 +76,9 @@ func (v *liveView) Event(e session.Event) {
 		v.tokens += e.InputTokens + e.OutputTokens
 		v.cost += e.CostUSD
 		fmt.Fprintf(v.w, "        model %s: %d in / %d out (total %d tokens, $%.4f)\n", e.Model, e.InputTokens, e.OutputTokens, v.tokens, v.cost)
+		if e.Error != "" {
+			fmt.Fprintf(v.w, "        model call failed: %s\n", clip(e.Error, 200))
+		}
 	case session.KindToolResult:
 		v.toolRuns++
 		fmt.Fprintf(v.w, "        %s\n", describe(e))

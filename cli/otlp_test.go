@@ -59,11 +59,29 @@ func tree(t *testing.T, spans []jaegertest.Span) (byName map[string][]jaegertest
 				t.Errorf("span %s (%s): parent %s not in the trace", s.SpanID, s.Name, s.Parent)
 			}
 		}
-		if len(s.Warnings) > 0 {
+		if len(s.Warnings) > 0 && !outlivesParent(s, byID) {
 			t.Errorf("span %s (%s): jaeger warnings %v", s.SpanID, s.Name, s.Warnings)
 		}
 	}
 	return byName, byID
+}
+
+// outlivesParent reports an await_approval span that ends after the run
+// that asked (which stopped to wait), with only Jaeger's clock-skew note
+// as warning: Jaeger computes a skew for a child that does not fit in its
+// parent, and says it does not apply it. OpenTelemetry allows a child to
+// end after its parent; that is what a wait across runs is.
+func outlivesParent(s jaegertest.Span, byID map[string]jaegertest.Span) bool {
+	p, ok := byID[s.Parent]
+	if !ok || !strings.HasPrefix(s.Name, "await_approval ") || !s.Start.Add(s.Duration).After(p.Start.Add(p.Duration)) {
+		return false
+	}
+	for _, w := range s.Warnings {
+		if !strings.HasPrefix(w, "clock skew adjustment disabled; not applying calculated delta") {
+			return false
+		}
+	}
+	return true
 }
 
 func tag(s jaegertest.Span, k string) string {
@@ -284,6 +302,9 @@ func TestOTLPApprovalResume(t *testing.T) {
 				waits++
 				if tag(s, "agentctl.approval.outcome") != "granted" {
 					t.Errorf("%s outcome = %s", name, tag(s, "agentctl.approval.outcome"))
+				}
+				if p, ok := byID[s.Parent]; !ok || p.Name != "invoke_agent run-migration" {
+					t.Errorf("%s parent = %q (%s), want the run that asked", name, s.Parent, p.Name)
 				}
 			}
 		}

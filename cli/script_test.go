@@ -58,6 +58,7 @@ func TestScripts(t *testing.T) {
 			"procsgone":   procsGone,
 			"nogrow":      noGrow,
 			"leftover":    leftover,
+			"serve":       serveReplies,
 		},
 	})
 }

@@ -105,8 +105,16 @@ func describe(e session.Event) string {
 		return quote(e.Text, 100)
 	case session.KindAssistantMessage, session.KindInterrupted:
 		parts := []string{}
+		if e.Refusal != "" {
+			parts = append(parts, "refused: "+quote(e.Refusal, 80))
+		}
 		if e.Text != "" {
 			parts = append(parts, quote(e.Text, 80))
+		}
+		if e.FinishReason == "length" {
+			parts = append(parts, "(cut at the output cap: finish_reason length)")
+		} else if e.FinishReason != "" {
+			parts = append(parts, "(finish_reason "+e.FinishReason+")")
 		}
 		for _, c := range e.ToolCalls {
 			parts = append(parts, fmt.Sprintf("→ %s(%s) [%s]", c.Name, clip(string(c.Args), 60), c.ID))
@@ -117,6 +125,12 @@ func describe(e session.Event) string {
 		return strings.Join(parts, " ")
 	case session.KindModelCall:
 		s := fmt.Sprintf("%s/%s in=%d out=%d", e.Provider, e.Model, e.InputTokens, e.OutputTokens)
+		if e.CacheReadInputTokens+e.CacheCreationInputTokens > 0 {
+			s += fmt.Sprintf(" (cache read %d, write %d)", e.CacheReadInputTokens, e.CacheCreationInputTokens)
+		}
+		if e.Attempt > 0 {
+			s += fmt.Sprintf(" attempt %d", e.Attempt)
+		}
 		if e.CostUSD > 0 {
 			s += fmt.Sprintf(" $%.4f", e.CostUSD)
 		}
@@ -126,8 +140,14 @@ func describe(e session.Event) string {
 		if e.FinishReason != "" {
 			s += " " + e.FinishReason
 		}
+		if e.ErrorType != "" {
+			s += " " + e.ErrorType
+		}
 		if e.Error != "" {
 			s += " error: " + e.Error
+		}
+		if e.Text != "" {
+			s += " after streaming " + quote(e.Text, 60)
 		}
 		return s
 	case session.KindToolIntent:

@@ -17,6 +17,11 @@
 //	              tokens of the turns that asked for them, from the first
 //	              failure that was then repeated
 //	after_error   the share of tokens spent after the first error
+//	provider      what the provider said that was not a plain answer:
+//	              refusals (with their text), turns cut at the output cap,
+//	              failed model calls with the provider's error type and the
+//	              text streamed before the failure, retried tries, and the
+//	              share of input tokens read from or written to the cache
 //	budget        the burn rate, the spec's limits and any budget stop
 //	pending       intents without a result; needs_human reconciliations
 //	approvals     approval requests and how long each waited
@@ -86,7 +91,7 @@ type diag struct {
 // of compactions); everything else comes from the views.
 func Run(ctx context.Context, db Querier, id string, evs []session.Event) (*Report, error) {
 	d := &diag{ctx: ctx, db: db, id: id, rep: &Report{SessionID: id, Findings: []Finding{}}, evs: evs}
-	steps := []func() error{d.totals, d.loop, d.afterError, d.budget, d.pending, d.approvals, d.compactions, d.slowTools, d.exit}
+	steps := []func() error{d.totals, d.loop, d.afterError, d.provider, d.budget, d.pending, d.approvals, d.compactions, d.slowTools, d.exit}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -242,6 +247,65 @@ WHERE fe.s IS NOT NULL GROUP BY fe.s`)
 	}
 	d.add("after_error", fmt.Sprintf("%s of tokens (%d of %d, %d model %s) were spent after the first error, the %s at seq %d.",
 		pct(after, d.rep.Tokens), after, d.rep.Tokens, calls, plural(int(calls), "call", "calls"), what, seq), seqs...)
+	return nil
+}
+
+// provider reports what the provider said that was not a plain answer.
+func (d *diag) provider() error {
+	rows, err := d.q(`SELECT seq, kind, coalesce(refusal, ''), coalesce(finish_reason, ''), coalesce(error_type, ''),
+  coalesce(error, ''), coalesce(text, ''), coalesce(attempt, 0)
+FROM events WHERE session_id = $ID AND (
+  (kind = 'assistant_message' AND (coalesce(refusal, '') <> '' OR finish_reason = 'length'))
+  OR (kind = 'model_call' AND (coalesce(error, '') <> '' OR attempt > 1)))
+ORDER BY seq`)
+	if err != nil {
+		return err
+	}
+	var parts []string
+	var seqs []int64
+	for _, r := range rows {
+		seq, kind := num(r[0]), str(r[1])
+		refusal, finish, etype, msg, text, attempt := str(r[2]), str(r[3]), str(r[4]), str(r[5]), str(r[6]), num(r[7])
+		switch {
+		case kind == string(session.KindAssistantMessage) && refusal != "":
+			parts = append(parts, fmt.Sprintf("the model refused at seq %d: %q", seq, clip(refusal, 100)))
+		case kind == string(session.KindAssistantMessage):
+			parts = append(parts, fmt.Sprintf("the answer at seq %d was cut at the output cap (finish_reason %s)", seq, finish))
+		case msg == "":
+			continue // the successful last try of a retried call
+		default:
+			what := etype
+			if what == "" {
+				what = clip(msg, 80)
+			}
+			s := fmt.Sprintf("model call at seq %d failed: %s", seq, what)
+			if attempt > 0 {
+				s += fmt.Sprintf(" (try %d of the call)", attempt)
+			}
+			if text != "" {
+				s += fmt.Sprintf(", after streaming %d characters (%q)", len([]rune(text)), clip(text, 40))
+			}
+			parts = append(parts, s)
+		}
+		seqs = append(seqs, seq)
+	}
+	cache, err := d.q(`SELECT coalesce(sum(input_tokens), 0)::BIGINT, coalesce(sum(cache_read_input_tokens), 0)::BIGINT,
+  coalesce(sum(cache_creation_input_tokens), 0)::BIGINT, list(seq ORDER BY seq)
+FROM events WHERE session_id = $ID AND kind = 'model_call' AND (cache_read_input_tokens > 0 OR cache_creation_input_tokens > 0)`)
+	if err != nil {
+		return err
+	}
+	if len(cache) > 0 && num(cache[0][0]) > 0 {
+		in, read, write := num(cache[0][0]), num(cache[0][1]), num(cache[0][2])
+		parts = append(parts, fmt.Sprintf("%d input tokens of the cached calls were cache reads (%s) and %d cache writes, billed and counted in the totals",
+			read, pct(read, in), write))
+		seqs = append(seqs, ints(cache[0][3])...)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	text := strings.Join(parts, "; ")
+	d.add("provider", strings.ToUpper(text[:1])+text[1:]+".", seqs...)
 	return nil
 }
 

@@ -32,7 +32,8 @@ func full(k session.Kind, i int) session.Event {
 		CallID: "c1", Tool: "bash", Args: json.RawMessage(`{"command":"ls"}`), IdempotencyKey: "k",
 		Output: "out\nput", Artifact: "a.txt", Scope: "session", Through: 2, Summary: "sum", SourceSeqs: []int64{1, 2},
 		Status: "ok", Outcome: "recovered", Reason: "r", Evidence: "e", Error: "err", ChildSessionID: "child",
-		Attrs: json.RawMessage(`{"x":[1,2]}`),
+		Attrs: json.RawMessage(`{"x":[1,2]}`), Refusal: "no", CacheReadInputTokens: 70, CacheCreationInputTokens: 5,
+		MaxTokens: 512, ResponseID: "msg_1", ErrorType: "overloaded_error", Attempt: 2,
 	}
 }
 

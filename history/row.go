@@ -65,6 +65,16 @@ type Row struct {
 	ChildSessionID string `parquet:"child_session_id,optional"`
 	Attrs          string `parquet:"attrs,optional"`
 	Raw            string `parquet:"raw,optional"`
+
+	// Added after the first release, at the end so that files written
+	// before read unchanged (their rows have these NULL).
+	Refusal                  string `parquet:"refusal,optional"`
+	CacheReadInputTokens     int64  `parquet:"cache_read_input_tokens,optional"`
+	CacheCreationInputTokens int64  `parquet:"cache_creation_input_tokens,optional"`
+	MaxTokens                int64  `parquet:"max_tokens,optional"`
+	ResponseID               string `parquet:"response_id,optional"`
+	ErrorType                string `parquet:"error_type,optional,dict"`
+	Attempt                  int64  `parquet:"attempt,optional"`
 }
 
 // FromEvent converts an event of session id into a row. The timestamp is
@@ -81,7 +91,9 @@ func FromEvent(id string, e session.Event) (Row, error) {
 		IdempotencyKey: e.IdempotencyKey, Output: e.Output, Artifact: e.Artifact, Scope: e.Scope,
 		Through: e.Through, Summary: e.Summary, Status: e.Status, Outcome: e.Outcome, Reason: e.Reason,
 		Evidence: e.Evidence, Error: e.Error, ChildSessionID: e.ChildSessionID, Attrs: string(e.Attrs),
-		Raw: string(e.Raw),
+		Raw: string(e.Raw), Refusal: e.Refusal, CacheReadInputTokens: e.CacheReadInputTokens,
+		CacheCreationInputTokens: e.CacheCreationInputTokens, MaxTokens: e.MaxTokens, ResponseID: e.ResponseID,
+		ErrorType: e.ErrorType, Attempt: e.Attempt,
 	}
 	var err error
 	if len(e.ToolCalls) > 0 {
@@ -117,7 +129,9 @@ func (r Row) Event() (session.Event, error) {
 		Tool: r.Tool, Args: rawJSON(r.Args), IdempotencyKey: r.IdempotencyKey, Output: r.Output,
 		Artifact: r.Artifact, Scope: r.Scope, Through: r.Through, Summary: r.Summary, Status: r.Status,
 		Outcome: r.Outcome, Reason: r.Reason, Evidence: r.Evidence, Error: r.Error,
-		ChildSessionID: r.ChildSessionID, Attrs: rawJSON(r.Attrs),
+		ChildSessionID: r.ChildSessionID, Attrs: rawJSON(r.Attrs), Refusal: r.Refusal,
+		CacheReadInputTokens: r.CacheReadInputTokens, CacheCreationInputTokens: r.CacheCreationInputTokens,
+		MaxTokens: r.MaxTokens, ResponseID: r.ResponseID, ErrorType: r.ErrorType, Attempt: r.Attempt,
 	}
 	if r.Kind == string(session.KindSessionStarted) {
 		e.SessionID = r.SessionID

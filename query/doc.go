@@ -12,12 +12,17 @@
 //
 //	events      read_parquet over the live history files (less the rows
 //	            the manifest marks dropped, and less the sealed rows of
-//	            sessions read from their logs), UNION ALL the temp file, if any
+//	            sessions read from their logs), UNION ALL the temp file, if any;
+//	            columns match by name, so files sealed by an older agentctl
+//	            (without the columns added since) read with those NULL
 //	sessions    one row per session, with session.State's figures by the
 //	            definitions of its doc (status, model in force, tool_calls
 //	            = its rows of tool_calls, ...); a log with no end is running
 //	            while a process holds its lease, crashed when none does,
-//	            corrupt when damaged; a test holds the view to the Go fold
+//	            corrupt when damaged; a test holds the view to the Go fold;
+//	            also the cache token sums, refusals, truncations (turns cut
+//	            at the output cap) and retries (model tries after the first
+//	            of a call)
 //	tool_calls  one row per call (its id and requesting message) that was
 //	            dispatched or answered: its last tool_intent joined with its
 //	            last tool_result, and a later reconciliation's outcome

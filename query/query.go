@@ -285,12 +285,16 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 		parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false) WHERE session_id NOT IN (%s)", quote(p), strings.Join(qs, ", ")))
 	}
 	if len(plain) > 0 {
-		parts = append([]string{fmt.Sprintf("SELECT * FROM read_parquet([%s], hive_partitioning = false)", strings.Join(plain, ", "))}, parts...)
+		parts = append([]string{fmt.Sprintf("SELECT * FROM read_parquet([%s], hive_partitioning = false, union_by_name = true)", strings.Join(plain, ", "))}, parts...)
 	}
 	if livePath != "" {
 		parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", quote(livePath)))
 	}
-	stmts := []string{"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL ")}
+	// Files sealed by an older agentctl lack the columns added since;
+	// columns are matched by name, and the typed empty part gives the view
+	// every column even when no file has it.
+	parts = append(parts, addedColumns)
+	stmts := []string{"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL BY NAME ")}
 	if d.derived {
 		stmts = append(stmts, toolCallsView, d.sessionsView()) // sessions reads tool_calls
 	}
@@ -299,6 +303,13 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	}
 	return nil
 }
+
+// addedColumns is a part of the events view with no rows and the columns
+// history.Row gained after the first release, so a view over files sealed
+// before still has them (NULL).
+const addedColumns = `SELECT NULL::VARCHAR AS refusal, NULL::BIGINT AS cache_read_input_tokens,
+  NULL::BIGINT AS cache_creation_input_tokens, NULL::BIGINT AS max_tokens, NULL::VARCHAR AS response_id,
+  NULL::VARCHAR AS error_type, NULL::BIGINT AS attempt WHERE false`
 
 // needDerived reports whether q may use the sessions or tool_calls views:
 // it names one, or lists the catalog. Binding those two views costs more
@@ -361,14 +372,18 @@ func (d *DB) sessionsView() string {
 // session_finished, else running while a process holds the session's
 // lease and crashed when none does; provider and model are those in force
 // (the latest model_changed); tokens and cost are summed over model_call
-// events; tool_calls counts the session's rows of the tool_calls view
+// events (input_tokens includes the cache reads and writes, whose sums
+// follow); tool_calls counts the session's rows of the tool_calls view
 // (calls dispatched or answered); errors counts error events and tool
-// results with status error.
+// results with status error; refusals and truncations count assistant
+// messages that refused or were cut at the output cap; retries counts the
+// model tries after the first of a call.
 const sessionsView = `CREATE OR REPLACE VIEW sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
   events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd,
-  coalesce(t.n, 0) AS tool_calls, errors
+  coalesce(t.n, 0) AS tool_calls, errors,
+  cache_read_input_tokens, cache_creation_input_tokens, refusals, truncations, retries
 FROM (
   SELECT session_id,
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
@@ -385,7 +400,12 @@ FROM (
     coalesce(sum(input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS input_tokens,
     coalesce(sum(output_tokens) FILTER (WHERE kind = 'model_call'), 0) AS output_tokens,
     coalesce(sum(cost_usd) FILTER (WHERE kind = 'model_call'), 0) AS cost_usd,
-    count(*) FILTER (WHERE kind = 'error' OR (kind = 'tool_result' AND status = 'error')) AS errors
+    count(*) FILTER (WHERE kind = 'error' OR (kind = 'tool_result' AND status = 'error')) AS errors,
+    coalesce(sum(cache_read_input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS cache_read_input_tokens,
+    coalesce(sum(cache_creation_input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS cache_creation_input_tokens,
+    count(*) FILTER (WHERE kind = 'assistant_message' AND coalesce(refusal, '') <> '') AS refusals,
+    count(*) FILTER (WHERE kind = 'assistant_message' AND finish_reason = 'length') AS truncations,
+    count(*) FILTER (WHERE kind = 'model_call' AND attempt > 1) AS retries
   FROM events GROUP BY session_id
 ) LEFT JOIN (SELECT session_id, count(*) AS n FROM tool_calls GROUP BY session_id) t USING (session_id)`
 

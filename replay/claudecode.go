@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -39,6 +40,9 @@ type ccLine struct {
 			OutputTokens             int64 `json:"output_tokens"`
 			CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 			CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+			CacheCreation            struct {
+				Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+			} `json:"cache_creation"`
 		} `json:"usage"`
 	} `json:"message"`
 }
@@ -57,7 +61,10 @@ type ccBlock struct {
 // ImportClaudeCode turns a Claude Code session transcript into events: the
 // lines of one API response (split one content block per line, sharing
 // message.id) become one assistant_message and one model_call without a
-// request digest (usage counted once); tool_result blocks become
+// request digest (usage counted once, as the live provider counts it:
+// input_tokens holds the cache reads and writes, kept apart as
+// cache_read_input_tokens and cache_creation_input_tokens, and cost_usd
+// prices each part); tool_result blocks become
 // tool_result events; the compact summary becomes a compaction event
 // (through = the last event before it, no source_seqs: the transcript does
 // not say what was read). Thinking blocks, sub-agent (sidechain) lines,
@@ -120,10 +127,17 @@ func ImportClaudeCode(r io.Reader, id string) ([]session.Event, error) {
 				flush()
 				cur = &session.Event{Kind: session.KindAssistantMessage, TS: l.Timestamp}
 				call = session.Event{Kind: session.KindModelCall, TS: l.Timestamp, Provider: "anthropic", Model: m.Model,
-					FinishReason: m.StopReason, Attrs: json.RawMessage(`{"imported_from":"claude-code"}`)}
+					FinishReason: m.StopReason, ResponseID: m.ID, Attrs: json.RawMessage(`{"imported_from":"claude-code"}`)}
 				if u := m.Usage; u != nil {
-					call.InputTokens = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-					call.OutputTokens = u.OutputTokens
+					// The rule of the live provider: billed input counts the
+					// cache reads and writes, kept apart as the breakdown,
+					// and each part is priced at its own rate.
+					bill := provider.Usage{Input: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
+						CacheRead: u.CacheReadInputTokens, CacheCreation: u.CacheCreationInputTokens,
+						CacheCreation1h: u.CacheCreation.Ephemeral1h, Output: u.OutputTokens}
+					call.InputTokens, call.OutputTokens = bill.Input, bill.Output
+					call.CacheReadInputTokens, call.CacheCreationInputTokens = bill.CacheRead, bill.CacheCreation
+					call.CostUSD = provider.CostOf(m.Model, bill)
 					cur.InputTokens, cur.OutputTokens = call.InputTokens, call.OutputTokens
 				}
 				curID = m.ID

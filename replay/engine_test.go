@@ -242,3 +242,31 @@ func TestForkToScriptedModel(t *testing.T) {
 		t.Errorf("fork between an assistant message and its model_call: err = %v", err)
 	}
 }
+
+// TestImportClaudeCodeUsage: an imported turn counts usage as the live
+// provider does (cache reads and writes in input_tokens, the breakdown
+// kept, each part priced) from the transcript's first response,
+// msg_012yp674…: input 9, cache write 5,061, cache read 12,834, output 8
+// on claude-haiku-4-5.
+func TestImportClaudeCodeUsage(t *testing.T) {
+	evs := importFile(t, "fasthooks-sample_main_transcript.jsonl", "1c0de00000000002")
+	var mc *session.Event
+	for i := range evs {
+		if evs[i].Kind == session.KindModelCall {
+			mc = &evs[i]
+			break
+		}
+	}
+	if mc == nil {
+		t.Fatal("no model_call imported")
+	}
+	if mc.ResponseID != "msg_012yp674BDbdduJCYtTe3GMH" || mc.InputTokens != 9+5061+12834 || mc.CacheReadInputTokens != 12834 ||
+		mc.CacheCreationInputTokens != 5061 || mc.OutputTokens != 8 {
+		t.Fatalf("model_call = %+v", *mc)
+	}
+	// $1/M input, $0.10/M cache reads, $1.25/M five-minute writes, $5/M output.
+	want := (9*1.0 + 12834*0.10 + 5061*1.25 + 8*5.0) / 1e6
+	if d := mc.CostUSD - want; d > 1e-12 || d < -1e-12 {
+		t.Errorf("cost_usd = %v, want %v", mc.CostUSD, want)
+	}
+}

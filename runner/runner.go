@@ -443,7 +443,7 @@ func (r *run) loop(parent context.Context) (Result, error) {
 	}
 	// A crash after the model said it was done: evaluate (or act on the
 	// evaluation already recorded) instead of asking the model again.
-	if r.st.DoneClaim {
+	if r.st.DoneClaim || (r.st.TruncClaim && r.cfg.Spec.Truncated() == spec.TruncatedEvaluate) {
 		var res Result
 		var stopped bool
 		var err error
@@ -469,7 +469,7 @@ func (r *run) loop(parent context.Context) (Result, error) {
 			if ctx.Err() != nil {
 				return r.interrupt(ctx, "", nil)
 			}
-			return r.fail(ReasonProviderError, err)
+			return r.failProvider(err)
 		}
 		msgs := r.st.projector.Messages()
 		maxOut, over := r.modelBudget(msgs)
@@ -477,10 +477,16 @@ func (r *run) loop(parent context.Context) (Result, error) {
 			return r.overBudget(over)
 		}
 		req := provider.Request{Model: r.st.Model, Messages: msgs, Tools: r.toolDefs(), MaxTokens: maxOut}
+		var retries int64
+		var retryErr error
+		req = r.withRetryLog(req, &retries, &retryErr) // each failed try is a model_call
 		began := time.Now()
 		resp, err := r.cfg.Provider.Complete(ctx, req, r.onText)
-		latency := time.Since(began).Milliseconds()
+		latency := callLatency(resp, began)
 		r.flushText()
+		if retryErr != nil {
+			return r.result(), retryErr
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				// The call was cut: keep what the model had said, and what it
@@ -490,15 +496,23 @@ func (r *run) loop(parent context.Context) (Result, error) {
 				}
 				return r.interrupt(ctx, resp.Text, nil)
 			}
-			_ = r.append(r.modelCallEvent(req, resp, latency, err.Error()))
-			return r.fail(ReasonProviderError, err)
+			_ = r.append(r.failedCallEvent(req, resp, latency, retries+1, err))
+			return r.failProvider(err)
 		}
-		am := session.Event{Kind: session.KindAssistantMessage, Text: resp.Text, ToolCalls: resp.ToolCalls,
-			InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens}
-		if err := r.append(am, r.modelCallEvent(req, resp, latency, "")); err != nil {
+		mc := r.modelCallEvent(req, resp, latency, "")
+		if retries > 0 {
+			mc.Attempt = retries + 1
+		}
+		if err := r.append(assistantEvent(resp), mc); err != nil {
 			return r.result(), err
 		}
 		r.sent = sentCalls{seq: r.st.LastAssistantSeq, calls: resp.ToolCalls}
+		if res, handled, stopped, err := r.afterAnswer(ctx, req, resp); handled {
+			if stopped || err != nil {
+				return res, err
+			}
+			continue
+		}
 		if len(resp.ToolCalls) == 0 {
 			res, stopped, err := r.evaluate(ctx)
 			if stopped || err != nil {
@@ -528,6 +542,11 @@ func (r *run) modelCallEvent(req provider.Request, resp provider.Response, laten
 		CostUSD:       resp.CostUSD,
 		FinishReason:  resp.FinishReason,
 		Error:         errText,
+
+		CacheReadInputTokens:     resp.CacheReadTokens,
+		CacheCreationInputTokens: resp.CacheCreationTokens,
+		MaxTokens:                req.MaxTokens,
+		ResponseID:               resp.ResponseID,
 	}
 	if req.Purpose != "" {
 		e.Attrs = json.RawMessage(fmt.Sprintf(`{"purpose":%q}`, req.Purpose))

@@ -95,6 +95,13 @@ const (
 	fError
 	fChildSessionID
 	fAttrs
+	fRefusal
+	fCacheReadInputTokens
+	fCacheCreationInputTokens
+	fMaxTokens
+	fResponseID
+	fErrorType
+	fAttempt
 )
 
 // parser walks one record. Every method returns false on anything the fast
@@ -304,6 +311,20 @@ func (p *parser) field(e *Event, k []byte) bool {
 		f, s = fChildSessionID, &e.ChildSessionID
 	case "attrs":
 		f, raw = fAttrs, &e.Attrs
+	case "refusal":
+		f, s = fRefusal, &e.Refusal
+	case "cache_read_input_tokens":
+		f, n = fCacheReadInputTokens, &e.CacheReadInputTokens
+	case "cache_creation_input_tokens":
+		f, n = fCacheCreationInputTokens, &e.CacheCreationInputTokens
+	case "max_tokens":
+		f, n = fMaxTokens, &e.MaxTokens
+	case "response_id":
+		f, s = fResponseID, &e.ResponseID
+	case "error_type":
+		f, s = fErrorType, &e.ErrorType
+	case "attempt":
+		f, n = fAttempt, &e.Attempt
 	default:
 		// Unknown keys, and keys encoding/json would match ignoring case.
 		return false

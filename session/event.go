@@ -123,17 +123,37 @@ type Event struct {
 	ParentSessionID string          `json:"parent_session_id,omitempty"`
 	ForkedFrom      int64           `json:"forked_from,omitempty"`
 
-	// user_message, assistant_message, interrupted (partial text).
+	// user_message, assistant_message, interrupted (partial text), a
+	// model_call that failed after text had streamed (that text).
 	Text      string     `json:"text,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Refusal, on assistant_message, is the model's refusal (its text):
+	// the turn is a refusal, not an answer.
+	Refusal string `json:"refusal,omitempty"`
 
-	// model_call (and usage on assistant_message).
+	// model_call (and usage on assistant_message). InputTokens counts
+	// every input token the provider bills, cache reads and writes
+	// included; the two cache fields are the breakdown.
 	RequestDigest string  `json:"request_digest,omitempty"`
 	LatencyMS     int64   `json:"latency_ms,omitempty"`
 	InputTokens   int64   `json:"input_tokens,omitempty"`
 	OutputTokens  int64   `json:"output_tokens,omitempty"`
 	CostUSD       float64 `json:"cost_usd,omitempty"`
 	FinishReason  string  `json:"finish_reason,omitempty"`
+
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens,omitempty"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
+	// MaxTokens is the output cap the request sent.
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+	// ResponseID is the provider's id of the answer.
+	ResponseID string `json:"response_id,omitempty"`
+	// ErrorType is the provider's own error type (overloaded_error,
+	// rate_limit_error, …) of a failed model_call, and of the error event
+	// that ends a run on it.
+	ErrorType string `json:"error_type,omitempty"`
+	// Attempt numbers the tries of one call the provider retried, from 1;
+	// 0 (omitted) when the first try was the only one.
+	Attempt int64 `json:"attempt,omitempty"`
 
 	// tool_intent, tool_result, approval_*, reconciled.
 	CallID         string          `json:"call_id,omitempty"`

@@ -28,7 +28,7 @@ func (e *Event) MapStrings(f func(string) string) {
 		&e.Text, &e.RequestDigest, &e.FinishReason,
 		&e.CallID, &e.Tool, &e.IdempotencyKey, &e.Output, &e.Artifact, &e.Scope,
 		&e.Summary, &e.Status, &e.Outcome, &e.Reason, &e.Evidence, &e.Error,
-		&e.ChildSessionID,
+		&e.ChildSessionID, &e.Refusal, &e.ResponseID, &e.ErrorType,
 	} {
 		str(p)
 	}

@@ -100,6 +100,10 @@ func (p *Projector) Add(e Event) {
 	case KindAssistantMessage:
 		p.closePending()
 		m := Message{Role: RoleAssistant, Content: e.Text, Seq: e.Seq}
+		if m.Content == "" && e.Refusal != "" {
+			// The model sees its own refusal, as the provider sent it.
+			m.Content = e.Refusal
+		}
 		if len(e.ToolCalls) > 0 {
 			m.ToolCalls = append([]ToolCall(nil), e.ToolCalls...)
 		}

@@ -99,6 +99,11 @@ type State struct {
 	// DoneClaim: the latest assistant message asked for no tools (the
 	// model says it is done) and no user message came since.
 	DoneClaim bool `json:"done_claim,omitempty"`
+	// TruncClaim: the latest assistant message asked for no tools and was
+	// cut at the output cap (finish_reason length); on_truncated: evaluate
+	// judges it like a done claim. A refusal is neither claim: a resumed
+	// run asks the model again.
+	TruncClaim bool `json:"trunc_claim,omitempty"`
 	// LastEval is the evaluation of that claim, if recorded.
 	LastEval *Event `json:"last_eval,omitempty"`
 	// LastError is the latest error event.
@@ -246,11 +251,12 @@ func (s *State) Add(e Event) {
 		s.Provider, s.Model = e.Provider, e.Model
 	case KindUserMessage:
 		s.Prompted = true
-		s.DoneClaim, s.LastEval = false, nil
+		s.DoneClaim, s.TruncClaim, s.LastEval = false, false, nil
 	case KindAssistantMessage:
 		s.Turns++
 		s.LastAssistantSeq = e.Seq
-		s.DoneClaim, s.LastEval = len(e.ToolCalls) == 0, nil
+		noCalls, cut := len(e.ToolCalls) == 0 && e.Refusal == "", e.FinishReason == "length"
+		s.DoneClaim, s.TruncClaim, s.LastEval = noCalls && !cut, noCalls && cut, nil
 		s.Latest = s.Latest[:0]
 		for i, c := range e.ToolCalls {
 			s.Latest = append(s.Latest, len(s.Calls))

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdkresource "go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -108,13 +109,15 @@ func first(a, b string) string {
 }
 
 // Resource is service.name (default "agentctl", or OTEL_SERVICE_NAME),
-// service.version, and OTEL_RESOURCE_ATTRIBUTES. Nothing about the host or
+// service.version, the telemetry.sdk.* of the OpenTelemetry Go SDK that
+// exports, and OTEL_RESOURCE_ATTRIBUTES. Nothing about the host or
 // process: a session re-exported elsewhere must carry the same resource.
 func (c *Config) Resource() *sdkresource.Resource {
 	if c.resource != nil {
 		return c.resource
 	}
-	attrs := []attribute.KeyValue{semconv.ServiceName("agentctl"), semconv.ServiceVersion(buildinfo.Version)}
+	attrs := []attribute.KeyValue{semconv.ServiceName("agentctl"), semconv.ServiceVersion(buildinfo.Version),
+		semconv.TelemetrySDKName("opentelemetry"), semconv.TelemetrySDKLanguageGo, semconv.TelemetrySDKVersion(sdk.Version())}
 	if c.getenv != nil {
 		for _, kv := range strings.Split(c.getenv("OTEL_RESOURCE_ATTRIBUTES"), ",") {
 			k, v, ok := strings.Cut(kv, "=")

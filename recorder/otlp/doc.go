@@ -12,19 +12,38 @@
 //
 //	invoke_agent {agent}      one per run (from the first event after the previous
 //	                          session_finished, or the header, to session_finished);
-//	                          INTERNAL; usage summed over its chats; error.type on a
-//	                          failed or crashed run; reconciled, interrupted, evaluation,
-//	                          budget_exceeded, error and subagent events are span events
-//	  chat {model}            one per model_call, from ts - latency_ms to ts; CLIENT;
-//	                          provider, request and response model, usage, finish
-//	                          reasons, error.type
+//	                          INTERNAL; gen_ai.agent.name (the spec's name) and
+//	                          gen_ai.agent.id (its spec_hash: the same agent definition
+//	                          has the same id across sessions); usage summed over its
+//	                          chats, cache reads and writes included; error.type and an
+//	                          error status on a failed, crashed or budget-exceeded run
+//	                          (the reason's first word: provider_error, refused,
+//	                          truncated, …, or budget_exceeded); reconciled, interrupted,
+//	                          evaluation, budget_exceeded, error and subagent events
+//	                          are span events
+//	  chat {model}            one per model_call (a retried call: one per try), from
+//	                          ts - latency_ms to ts; CLIENT; provider, server.address and
+//	                          server.port (the spec's base_url, else the provider's
+//	                          endpoint; none for the scripted model), request and
+//	                          response model, gen_ai.request.max_tokens,
+//	                          gen_ai.response.id, usage (input_tokens counts the cache
+//	                          reads and writes, also given as
+//	                          gen_ai.usage.cache_read/cache_creation.input_tokens),
+//	                          finish reasons, error.type (the provider's own error
+//	                          type as recorded), agentctl.response.refused
 //	  execute_tool {tool}     tool_intent .. tool_result (a result without an intent:
 //	                          its latency); INTERNAL; tool name, call id, type;
-//	                          error.type = the result status when not ok
+//	                          error.type = the failure class when not ok (cancelled,
+//	                          denied, timeout, exit_status, killed, invalid_arguments,
+//	                          unknown_tool, path_escape, _OTHER)
 //	  compaction              the compaction model call .. the compaction event, with
 //	    chat {model}          the summarizing call as its child
-//	await_approval {tool}     approval_request .. approval_granted|denied: a root of
-//	                          its own, since the run that asked stops waiting
+//	  await_approval {tool}   approval_request .. approval_granted|denied: a child of
+//	                          the run that asked, ending after it (the run stops to wait)
+//
+// The resource carries service.name, service.version and telemetry.sdk.*;
+// the scope is ScopeName at agentctl's version. The spec records no
+// temperature, so gen_ai.request.temperature is never set.
 //
 // Every span carries gen_ai.conversation.id = the session id. Attributes
 // the conventions do not define use the agentctl.* namespace.

@@ -139,12 +139,12 @@ func TestLiveMetrics(t *testing.T) {
 				errs := 0
 				for _, dp := range h.DataPoints {
 					n += dp.Count
-					if et, ok := dp.Attributes.Value(semconv.ErrorTypeKey); ok && et.AsString() == "503" {
+					if et, ok := dp.Attributes.Value(semconv.ErrorTypeKey); ok && et.AsString() == "server_error" {
 						errs++
 					}
 				}
 				if n != 4 || errs != 1 {
-					t.Errorf("durations: %d points (want 4), %d with error.type 503 (want 1)", n, errs)
+					t.Errorf("durations: %d points (want 4), %d with error.type server_error (want 1)", n, errs)
 				}
 			}
 		}

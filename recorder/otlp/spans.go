@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -17,12 +18,14 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentctl/agentctl/buildinfo"
 	"github.com/agentctl/agentctl/session"
 )
 
-// ScopeName is the instrumentation scope of every span and metric. It has
-// no version on purpose: a span re-exported by a newer agentctl must be
-// byte-identical to the one exported live, so backends can drop the copy.
+// ScopeName is the instrumentation scope of every span and metric; its
+// version is agentctl's (buildinfo.Version), like the resource's
+// service.version. Backends deduplicate a re-export by span id, which
+// derives from the log alone.
 const ScopeName = "github.com/agentctl/agentctl/recorder/otlp"
 
 // Attributes the GenAI conventions do not define, under agentctl's own
@@ -41,6 +44,8 @@ const (
 	attrThrough        = attribute.Key("agentctl.compaction.through")
 	attrSources        = attribute.Key("agentctl.compaction.source_events")
 	attrChildSession   = attribute.Key("agentctl.child_session_id")
+	attrAttempt        = attribute.Key("agentctl.model_call.attempt")
+	attrRefused        = attribute.Key("agentctl.response.refused")
 )
 
 // Span names of the spans the conventions do not define.
@@ -109,10 +114,11 @@ func Spans(sessionID string, evs []session.Event, opts Options) tracetest.SpanSt
 }
 
 type openSpan struct {
-	stub     tracetest.SpanStub
-	in, out  int64
-	cost     float64
-	hasUsage bool
+	stub                  tracetest.SpanStub
+	in, out               int64
+	cacheRead, cacheWrite int64
+	cost                  float64
+	hasUsage              bool
 }
 
 // builder turns events into spans as they arrive. It keeps spans open until
@@ -127,9 +133,11 @@ type builder struct {
 	onChat   func(Chat)
 	scope    instrumentation.Scope
 	agent    string
+	agentID  string
 	provider string
 	model    string
 	system   string
+	server   serverAddr
 
 	inv        *openSpan
 	compaction *openSpan
@@ -144,7 +152,7 @@ func newBuilder(sid string, opts Options, emit func(tracetest.SpanStub), onChat 
 		opts.Resource = sdkresource.Empty()
 	}
 	return &builder{sid: sid, traceID: TraceID(sid), opts: opts, emit: emit, onChat: onChat,
-		scope: instrumentation.Scope{Name: ScopeName},
+		scope: instrumentation.Scope{Name: ScopeName, Version: buildinfo.Version},
 		tools: map[string]*openSpan{}, approvals: map[string]*openSpan{}}
 }
 
@@ -191,6 +199,9 @@ func (b *builder) invocation(e session.Event) *openSpan {
 		if b.agent != "" {
 			attrs = append(attrs, semconv.GenAIAgentName(b.agent))
 		}
+		if b.agentID != "" {
+			attrs = append(attrs, semconv.GenAIAgentID(b.agentID))
+		}
 		if b.opts.CaptureContent && b.system != "" {
 			attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(jsonString([]part{{Type: "text", Content: b.system}})))
 		}
@@ -205,6 +216,7 @@ func (b *builder) add(e session.Event) {
 	}
 	if e.Kind == session.KindSessionStarted {
 		b.agent, b.provider, b.model, b.system = e.Name, e.Provider, e.Model, e.System
+		b.agentID, b.server = e.SpecHash, serverOf(e.Provider, e.Spec)
 	}
 	inv := b.invocation(e)
 	switch e.Kind {
@@ -214,6 +226,9 @@ func (b *builder) add(e session.Event) {
 				jsonString([]message{{Role: "user", Parts: []part{{Type: "text", Content: e.Text}}}})))
 		}
 	case session.KindModelChanged:
+		if e.Provider != b.provider {
+			b.server = serverOf(e.Provider, nil)
+		}
 		b.provider, b.model = e.Provider, e.Model
 		inv.stub.Events = append(inv.stub.Events, b.event(e, semconv.GenAIRequestModel(e.Model)))
 	case session.KindAssistantMessage:
@@ -243,12 +258,11 @@ func (b *builder) add(e session.Event) {
 	case session.KindToolResult:
 		b.toolResult(e, inv)
 	case session.KindApprovalRequest:
-		// The wait outlasts the run that asked (it stops, awaiting
-		// approval), so it is a root of the trace of its own rather than a
-		// child that ends after its parent. (Not a span link either:
-		// Jaeger's clock-skew adjuster treats a link as a parent and
-		// warns.) The tool call id ties it to its execute_tool span.
-		b.approvals[e.CallID] = b.open(nameApproval, e.Seq, nameApproval+" "+e.Tool, trace.SpanKindInternal, e.TS, nil,
+		// A child of the run that asked. The wait outlasts that run (it
+		// stops, awaiting approval), so the child ends after its parent,
+		// which OpenTelemetry allows; the tool call id ties it to its
+		// execute_tool span.
+		b.approvals[e.CallID] = b.open(nameApproval, e.Seq, nameApproval+" "+e.Tool, trace.SpanKindInternal, e.TS, inv,
 			semconv.GenAIToolName(e.Tool), semconv.GenAIToolCallID(e.CallID), attrSeq.Int64(e.Seq))
 	case session.KindApprovalGranted, session.KindApprovalDenied:
 		s, ok := b.approvals[e.CallID]
@@ -299,6 +313,25 @@ func (b *builder) chat(e session.Event, inv *openSpan) {
 	if e.FinishReason != "" {
 		s.stub.Attributes = append(s.stub.Attributes, semconv.GenAIResponseFinishReasons(e.FinishReason))
 	}
+	if b.server.host != "" {
+		s.stub.Attributes = append(s.stub.Attributes, semconv.ServerAddress(b.server.host), semconv.ServerPort(b.server.port))
+	}
+	if e.ResponseID != "" {
+		s.stub.Attributes = append(s.stub.Attributes, semconv.GenAIResponseID(e.ResponseID))
+	}
+	if e.MaxTokens > 0 {
+		s.stub.Attributes = append(s.stub.Attributes, semconv.GenAIRequestMaxTokens(int(e.MaxTokens)))
+	}
+	// gen_ai.usage.input_tokens (above) already counts these.
+	if e.CacheReadInputTokens > 0 {
+		s.stub.Attributes = append(s.stub.Attributes, semconv.GenAIUsageCacheReadInputTokens(int(e.CacheReadInputTokens)))
+	}
+	if e.CacheCreationInputTokens > 0 {
+		s.stub.Attributes = append(s.stub.Attributes, semconv.GenAIUsageCacheCreationInputTokens(int(e.CacheCreationInputTokens)))
+	}
+	if e.Attempt > 0 {
+		s.stub.Attributes = append(s.stub.Attributes, attrAttempt.Int64(e.Attempt))
+	}
 	if e.CostUSD != 0 {
 		s.stub.Attributes = append(s.stub.Attributes, attrCostUSD.Float64(e.CostUSD))
 	}
@@ -310,9 +343,13 @@ func (b *builder) chat(e session.Event, inv *openSpan) {
 	}
 	errType := ""
 	if e.Error != "" {
-		errType = chatErrorType(e.Error)
+		errType = chatErrorType(e)
 		s.stub.Attributes = append(s.stub.Attributes, semconv.ErrorTypeKey.String(errType))
 		s.stub.Status = sdktrace.Status{Code: codes.Error, Description: e.Error}
+	}
+	if b.assistant != nil && b.assistant.Refusal != "" && purpose == "" {
+		// The refusal's text is content (opt-in, below); that it refused is not.
+		s.stub.Attributes = append(s.stub.Attributes, attrRefused.Bool(true))
 	}
 	if b.opts.CaptureContent && b.assistant != nil && purpose == "" {
 		s.stub.Attributes = append(s.stub.Attributes, semconv.GenAIOutputMessagesKey.String(outputMessages(*b.assistant, e.FinishReason)))
@@ -320,6 +357,8 @@ func (b *builder) chat(e session.Event, inv *openSpan) {
 	b.assistant = nil
 	inv.in += e.InputTokens
 	inv.out += e.OutputTokens
+	inv.cacheRead += e.CacheReadInputTokens
+	inv.cacheWrite += e.CacheCreationInputTokens
 	inv.cost += e.CostUSD
 	inv.hasUsage = true
 	b.end(s, e.TS)
@@ -343,7 +382,7 @@ func (b *builder) toolResult(e session.Event, inv *openSpan) {
 	}
 	s.stub.Attributes = append(s.stub.Attributes, attrToolStatus.String(e.Status))
 	if e.Status != session.ResultOK {
-		s.stub.Attributes = append(s.stub.Attributes, semconv.ErrorTypeKey.String(e.Status))
+		s.stub.Attributes = append(s.stub.Attributes, semconv.ErrorTypeKey.String(toolErrorType(e)))
 		if e.Status == session.ResultError {
 			s.stub.Status = sdktrace.Status{Code: codes.Error, Description: e.Error}
 		}
@@ -360,6 +399,8 @@ func (b *builder) finish(e session.Event, inv *openSpan) {
 	}
 	switch session.Status(e.Status) {
 	case session.StatusFailed, session.StatusCrashed:
+		// The reason's stable first word: provider_error, refused,
+		// truncated, evaluation_failed, max_turns, setup_error.
 		et := e.Status
 		if i := strings.IndexByte(e.Reason, ':'); i > 0 {
 			et = e.Reason[:i]
@@ -367,6 +408,10 @@ func (b *builder) finish(e session.Event, inv *openSpan) {
 			et = e.Reason
 		}
 		inv.stub.Attributes = append(inv.stub.Attributes, semconv.ErrorTypeKey.String(et))
+		inv.stub.Status = sdktrace.Status{Code: codes.Error, Description: e.Reason}
+	case session.StatusBudgetExceeded:
+		// The run did not do what it was asked: it was stopped.
+		inv.stub.Attributes = append(inv.stub.Attributes, semconv.ErrorTypeKey.String(e.Status))
 		inv.stub.Status = sdktrace.Status{Code: codes.Error, Description: e.Reason}
 	}
 	b.endInvocation(e.TS)
@@ -378,6 +423,12 @@ func (b *builder) endInvocation(at time.Time) {
 	if inv.hasUsage {
 		inv.stub.Attributes = append(inv.stub.Attributes, semconv.GenAIUsageInputTokens(int(inv.in)),
 			semconv.GenAIUsageOutputTokens(int(inv.out)))
+		if inv.cacheRead > 0 {
+			inv.stub.Attributes = append(inv.stub.Attributes, semconv.GenAIUsageCacheReadInputTokens(int(inv.cacheRead)))
+		}
+		if inv.cacheWrite > 0 {
+			inv.stub.Attributes = append(inv.stub.Attributes, semconv.GenAIUsageCacheCreationInputTokens(int(inv.cacheWrite)))
+		}
 		if inv.cost != 0 {
 			inv.stub.Attributes = append(inv.stub.Attributes, attrCostUSD.Float64(inv.cost))
 		}
@@ -424,21 +475,119 @@ func purposeOf(e session.Event) string {
 	return a.Purpose
 }
 
-// chatErrorType maps a recorded model call error to a low-cardinality
-// error.type: the conventions ask for a class, not the message.
-func chatErrorType(msg string) string {
-	switch {
-	case msg == "interrupted":
-		return "cancelled"
-	case strings.Contains(msg, "deadline exceeded") || strings.Contains(msg, "timeout"):
-		return "timeout"
+// chatErrorType is the error.type of a failed model call: the provider's
+// own error type as recorded (overloaded_error, rate_limit_error,
+// connection_error), never a status read out of the message. Logs written
+// before error_type was recorded carry the type inside the message
+// ("anthropic: 529 overloaded_error: Overloaded"); it is read from there.
+// "interrupted" (the run was cancelled mid-call) is "cancelled".
+func chatErrorType(e session.Event) string {
+	if e.ErrorType != "" {
+		return e.ErrorType
 	}
-	for _, code := range []string{"429", "500", "502", "503", "504", "400", "401", "403", "404"} {
-		if strings.Contains(msg, code+" ") || strings.HasSuffix(msg, code) {
-			return code
-		}
+	if e.Error == "interrupted" {
+		return "cancelled"
+	}
+	if typ := typeInMessage(e.Error); typ != "" {
+		return typ
 	}
 	return semconv.ErrorTypeOther.Value.AsString()
+}
+
+// typeInMessage reads the error type out of a provider.Error message:
+// "<provider>: [<status> ]<type>: <message>". "" when msg has another shape.
+func typeInMessage(msg string) string {
+	_, rest, ok := strings.Cut(msg, ": ")
+	if !ok {
+		return ""
+	}
+	head, _, _ := strings.Cut(rest, ": ")
+	fields := strings.Fields(head)
+	if len(fields) == 0 || len(fields) > 2 {
+		return ""
+	}
+	typ := fields[len(fields)-1]
+	if len(fields) == 2 {
+		if _, err := strconv.Atoi(fields[0]); err != nil {
+			return ""
+		}
+	}
+	for _, r := range typ {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return ""
+		}
+	}
+	return typ
+}
+
+// toolErrorType is the failure class of a tool call that did not succeed,
+// from its recorded result: cancelled, denied, timeout, exit_status (the
+// command exited non-zero), killed (by a signal), invalid_arguments (the
+// schema check refused them), unknown_tool (not offered in this mode),
+// path_escape, else _OTHER. Never the bare status "error".
+func toolErrorType(e session.Event) string {
+	switch e.Status {
+	case session.ResultCancelled, session.ResultDenied:
+		return e.Status
+	}
+	msg := e.Error
+	switch {
+	case strings.HasPrefix(msg, "timed out") || strings.Contains(msg, "deadline"):
+		return "timeout"
+	case strings.HasPrefix(msg, "exit status "):
+		return "exit_status"
+	case strings.HasPrefix(msg, "signal: "):
+		return "killed"
+	case strings.HasPrefix(msg, "invalid arguments"):
+		return "invalid_arguments"
+	case strings.Contains(msg, "is not available in") || strings.HasPrefix(msg, "unknown tool"):
+		return "unknown_tool"
+	case strings.HasPrefix(msg, "path escapes the workspace"):
+		return "path_escape"
+	}
+	return semconv.ErrorTypeOther.Value.AsString()
+}
+
+// serverAddr is where a provider's requests go, for server.address and
+// server.port on chat spans.
+type serverAddr struct {
+	host string
+	port int
+}
+
+// serverOf reads the server from the recorded spec's model.base_url, else
+// the provider's public endpoint; none for the scripted model, which runs
+// in process.
+func serverOf(provider string, spec json.RawMessage) serverAddr {
+	var sp struct {
+		Model struct {
+			BaseURL string `json:"base_url"`
+		} `json:"model"`
+	}
+	_ = json.Unmarshal(spec, &sp)
+	base := sp.Model.BaseURL
+	if base == "" {
+		switch provider {
+		case "openai":
+			base = "https://api.openai.com/v1"
+		case "anthropic":
+			base = "https://api.anthropic.com"
+		default:
+			return serverAddr{}
+		}
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Hostname() == "" {
+		return serverAddr{}
+	}
+	port, _ := strconv.Atoi(u.Port())
+	if port == 0 {
+		port = 443
+		if u.Scheme == "http" {
+			port = 80
+		}
+	}
+	return serverAddr{host: u.Hostname(), port: port}
 }
 
 // The message shapes of the conventions' gen-ai-*-messages.json schemas.
@@ -460,6 +609,10 @@ func outputMessages(am session.Event, finish string) string {
 	m := message{Role: "assistant", Parts: []part{}, FinishReason: finish}
 	if m.FinishReason == "" {
 		m.FinishReason = "stop"
+	}
+	if am.Refusal != "" {
+		// A generic part: the conventions have no refusal part type.
+		m.Parts = append(m.Parts, part{Type: "refusal", Content: am.Refusal})
 	}
 	if am.Text != "" {
 		m.Parts = append(m.Parts, part{Type: "text", Content: am.Text})

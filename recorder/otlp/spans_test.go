@@ -36,12 +36,13 @@ func twoRuns() []session.Event {
 		{Kind: session.KindApprovalGranted, CallID: "c2", Tool: "bash", Scope: "once"},
 		// the second run
 		{Kind: session.KindToolIntent, CallID: "c2", Tool: "bash", IdempotencyKey: "k-7-0-bash"},
-		{Kind: session.KindToolResult, CallID: "c2", Tool: "bash", Status: "error", Error: "exit 1", LatencyMS: 900},
+		{Kind: session.KindToolResult, CallID: "c2", Tool: "bash", Status: "error", Error: "exit status 1", LatencyMS: 900},
 		{Kind: session.KindModelCall, Provider: "openai", Model: "gpt-4o-mini-2024", LatencyMS: 300, InputTokens: 90, OutputTokens: 30, Attrs: json.RawMessage(`{"purpose":"compaction"}`)},
 		{Kind: session.KindCompaction, Through: 12, Summary: "so far", SourceSeqs: []int64{2, 3, 4}},
-		{Kind: session.KindModelCall, Provider: "openai", Model: "gpt-4o-mini-2024", LatencyMS: 200, Error: "POST /v1/chat: 503 Service Unavailable"},
-		{Kind: session.KindError, Reason: "provider_error", Error: "503"},
-		{Kind: session.KindSessionFinished, Status: "failed", Reason: "provider_error: 503 Service Unavailable"},
+		{Kind: session.KindModelCall, Provider: "openai", Model: "gpt-4o-mini-2024", LatencyMS: 200, ErrorType: "server_error",
+			Error: "openai: server_error: The server had an error (error event in the response stream)"},
+		{Kind: session.KindError, Reason: "provider_error", ErrorType: "server_error", Error: "openai: server_error: The server had an error (error event in the response stream)"},
+		{Kind: session.KindSessionFinished, Status: "failed", Reason: "provider_error: openai: server_error: The server had an error (error event in the response stream)"},
 	}
 	ms := []int{0, 10, 900, 910, 920, 980, 1600, 1610, 1620, 1630, 60000, 61000, 62000, 62400, 62410, 62700, 62710, 62720}
 	for i := range evs {
@@ -148,7 +149,7 @@ func TestSpansTree(t *testing.T) {
 		t.Errorf("content captured without the opt-in")
 	}
 	failed := m["chat gpt-4o-mini"][3]
-	if failed.Status.Code != codes.Error || attrs(failed)[semconv.ErrorTypeKey].AsString() != "503" {
+	if failed.Status.Code != codes.Error || attrs(failed)[semconv.ErrorTypeKey].AsString() != "server_error" {
 		t.Errorf("failed chat: status %v error.type %v", failed.Status, attrs(failed)[semconv.ErrorTypeKey])
 	}
 
@@ -161,11 +162,11 @@ func TestSpansTree(t *testing.T) {
 	}
 	bash := m["execute_tool bash"][0]
 	if bash.Parent.SpanID() != run2.SpanContext.SpanID() || bash.Status.Code != codes.Error ||
-		attrs(bash)[semconv.ErrorTypeKey].AsString() != "error" {
+		attrs(bash)[semconv.ErrorTypeKey].AsString() != "exit_status" {
 		t.Errorf("bash span: parent %s status %v attrs %v", bash.Parent.SpanID(), bash.Status, bash.Attributes)
 	}
 	wait := m["await_approval bash"][0]
-	if wait.Parent.IsValid() || !wait.StartTime.Equal(t0.Add(1620*time.Millisecond)) || !wait.EndTime.Equal(t0.Add(60*time.Second)) ||
+	if wait.Parent.SpanID() != run1.SpanContext.SpanID() || !wait.StartTime.Equal(t0.Add(1620*time.Millisecond)) || !wait.EndTime.Equal(t0.Add(60*time.Second)) ||
 		attrs(wait)["agentctl.approval.outcome"].AsString() != "granted" {
 		t.Errorf("approval span = %+v", wait)
 	}
@@ -237,6 +238,59 @@ func TestSpansPrefixStable(t *testing.T) {
 			if !full[s.SpanContext.SpanID()] {
 				t.Errorf("prefix %d: span %s %s not in the full export", n, s.Name, s.SpanContext.SpanID())
 			}
+		}
+	}
+}
+
+func TestErrorTypes(t *testing.T) {
+	chats := []struct {
+		e    session.Event
+		want string
+	}{
+		{session.Event{ErrorType: "overloaded_error", Error: "anthropic: overloaded_error: Overloaded (error event in the response stream)"}, "overloaded_error"},
+		// logs written before error_type: the type inside the message, not the status.
+		{session.Event{Error: "anthropic: 529 overloaded_error: Overloaded"}, "overloaded_error"},
+		{session.Event{Error: "openai: connection_error: dial tcp: refused"}, "connection_error"},
+		{session.Event{Error: "interrupted"}, "cancelled"},
+		{session.Event{Error: "POST /v1/chat: 503 Service Unavailable"}, "_OTHER"},
+	}
+	for _, tt := range chats {
+		if got := chatErrorType(tt.e); got != tt.want {
+			t.Errorf("chatErrorType(%q, %q) = %q, want %q", tt.e.ErrorType, tt.e.Error, got, tt.want)
+		}
+	}
+	tools := []struct {
+		status, err, want string
+	}{
+		{"cancelled", "cancelled", "cancelled"},
+		{"denied", "denied by a human", "denied"},
+		{"error", "exit status 2", "exit_status"},
+		{"error", "timed out after 2m0s", "timeout"},
+		{"error", "signal: killed", "killed"},
+		{"error", "invalid arguments for bash: at /command: missing", "invalid_arguments"},
+		{"error", `tool "bash" is not available in read-only mode; available: grep`, "unknown_tool"},
+		{"error", "path escapes the workspace: ../x", "path_escape"},
+		{"error", "something else", "_OTHER"},
+	}
+	for _, tt := range tools {
+		if got := toolErrorType(session.Event{Status: tt.status, Error: tt.err}); got != tt.want {
+			t.Errorf("toolErrorType(%s, %q) = %q, want %q", tt.status, tt.err, got, tt.want)
+		}
+	}
+	servers := []struct {
+		provider, spec string
+		host           string
+		port           int
+	}{
+		{"openai", `{"model":{"base_url":"http://127.0.0.1:8080/v1"}}`, "127.0.0.1", 8080},
+		{"openai", `{"model":{}}`, "api.openai.com", 443},
+		{"anthropic", ``, "api.anthropic.com", 443},
+		{"openai", `{"model":{"base_url":"http://localhost/v1"}}`, "localhost", 80},
+		{"scripted", `{"model":{}}`, "", 0},
+	}
+	for _, tt := range servers {
+		if got := serverOf(tt.provider, json.RawMessage(tt.spec)); got.host != tt.host || got.port != tt.port {
+			t.Errorf("serverOf(%s, %s) = %+v, want %s:%d", tt.provider, tt.spec, got, tt.host, tt.port)
 		}
 	}
 }

@@ -53,7 +53,8 @@ func NewAnthropic(cfg AnthropicConfig) (Provider, error) {
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base),
 		option.WithAPIKey(cfg.APIKey),
-		option.WithMaxRetries(retries),
+		// Retries happen in retry, where each try is seen and reported.
+		option.WithMaxRetries(0),
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
@@ -75,7 +76,7 @@ func (p *anthropicProvider) Complete(ctx context.Context, req Request, onText fu
 	if err != nil {
 		return Response{}, err
 	}
-	return withStreamRetries(ctx, p.maxRetries, p.retryBase, func() (Response, bool, error) {
+	return retry(ctx, p.maxRetries, p.retryBase, req.OnRetry, func() (Response, bool, error) {
 		return p.attempt(ctx, params, req.Model, onText)
 	})
 }
@@ -84,6 +85,7 @@ func (p *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 	stream := p.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
 	var msg anthropic.Message
+	var iters []anthropicIteration
 	streamed := false
 	var accErr error
 	for stream.Next() {
@@ -91,12 +93,15 @@ func (p *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 		if err := msg.Accumulate(ev); err != nil && accErr == nil {
 			accErr = err
 		}
+		if ev.Type == "message_delta" {
+			iters = iterationsOf(ev.Usage.RawJSON())
+		}
 		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
 			streamed = true
 			emit(onText, ev.Delta.Text)
 		}
 	}
-	resp := anthropicResponse(&msg, model)
+	resp := anthropicResponse(&msg, iters, model)
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
 			return resp, streamed, ctx.Err()
@@ -109,15 +114,71 @@ func (p *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 	if accErr != nil {
 		return resp, streamed, &Error{Provider: "anthropic", Type: "stream_error", Message: accErr.Error()}
 	}
+	if msg.ID == "" && msg.Type == "" {
+		return resp, streamed, &Error{Provider: "anthropic", Type: ErrEmptyStream, Message: "the 200 response carried no message_start event: not an answer"}
+	}
 	return resp, streamed, nil
 }
 
-func anthropicResponse(msg *anthropic.Message, reqModel string) Response {
+// anthropicIteration is one entry of message_delta's usage.iterations:
+// with server-side compaction one request samples several times, and the
+// top-level usage covers only the last sampling.
+type anthropicIteration struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheCreation            struct {
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+// iterationsOf reads usage.iterations from a message_delta's usage.
+func iterationsOf(raw string) []anthropicIteration {
+	var u struct {
+		Iterations []anthropicIteration `json:"iterations"`
+	}
+	if raw == "" || json.Unmarshal([]byte(raw), &u) != nil {
+		return nil
+	}
+	return u.Iterations
+}
+
+// anthropicUsage is the bill of a message as Anthropic counts it:
+// input_tokens excludes the cache reads and writes, which it reports
+// apart, so the billed input is their sum. When usage.iterations is there
+// (server-side compaction), the bill is the sum over the iterations.
+func anthropicUsage(u anthropic.Usage, iters []anthropicIteration) Usage {
+	if len(iters) > 0 {
+		var out Usage
+		for _, it := range iters {
+			out.Input += it.InputTokens + it.CacheReadInputTokens + it.CacheCreationInputTokens
+			out.CacheRead += it.CacheReadInputTokens
+			out.CacheCreation += it.CacheCreationInputTokens
+			out.CacheCreation1h += it.CacheCreation.Ephemeral1h
+			out.Output += it.OutputTokens
+		}
+		return out
+	}
+	return Usage{
+		Input:           u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+		CacheRead:       u.CacheReadInputTokens,
+		CacheCreation:   u.CacheCreationInputTokens,
+		CacheCreation1h: u.CacheCreation.Ephemeral1hInputTokens,
+		Output:          u.OutputTokens,
+	}
+}
+
+func anthropicResponse(msg *anthropic.Message, iters []anthropicIteration, reqModel string) Response {
+	u := anthropicUsage(msg.Usage, iters)
 	r := Response{
-		Model:        string(msg.Model),
-		InputTokens:  msg.Usage.InputTokens,
-		OutputTokens: msg.Usage.OutputTokens,
-		FinishReason: anthropicFinish(string(msg.StopReason)),
+		Model:               string(msg.Model),
+		ResponseID:          msg.ID,
+		InputTokens:         u.Input,
+		CacheReadTokens:     u.CacheRead,
+		CacheCreationTokens: u.CacheCreation,
+		OutputTokens:        u.Output,
+		FinishReason:        anthropicFinish(string(msg.StopReason)),
 	}
 	if r.Model == "" {
 		r.Model = reqModel
@@ -135,7 +196,14 @@ func anthropicResponse(msg *anthropic.Message, reqModel string) Response {
 		}
 	}
 	r.Text = text.String()
-	r.CostUSD = Cost(r.Model, r.InputTokens, r.OutputTokens)
+	if msg.StopReason == "refusal" {
+		// The text of a refused turn is the refusal, not an answer.
+		r.Refusal, r.Text = r.Text, ""
+		if strings.TrimSpace(r.Refusal) == "" {
+			r.Refusal = RefusedWithoutText
+		}
+	}
+	r.CostUSD = CostOf(r.Model, u)
 	return r
 }
 
@@ -251,7 +319,11 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, error) {
 func anthropicError(err error) *Error {
 	var apiErr *anthropic.Error
 	if errors.As(err, &apiErr) {
-		e := &Error{Provider: "anthropic", Status: apiErr.StatusCode, Type: string(apiErr.Type())}
+		var h http.Header
+		if apiErr.Response != nil {
+			h = apiErr.Response.Header
+		}
+		e := &Error{Provider: "anthropic", Status: apiErr.StatusCode, Type: string(apiErr.Type()), retryAfter: retryAfterOf(h)}
 		if typ, msg, ok := parseErrorBody([]byte(apiErr.RawJSON())); ok {
 			e.Message = msg
 			if e.Type == "" {
@@ -259,25 +331,24 @@ func anthropicError(err error) *Error {
 			}
 		}
 		if e.Status == http.StatusOK || e.Status == 0 {
-			// An `event: error` inside a 200 stream.
-			e.midStream = true
-			e.Status = statusForType(e.Type)
+			// An `event: error` inside a 200 stream: no HTTP status
+			// stands for it; the type is the provider's own.
+			e.InStream, e.Status = true, 0
 			e.Retryable = retryableType(e.Type)
 		} else {
-			e.Retryable = retryableStatus(e.Status)
+			e.Retryable = shouldRetry(e.Status, h)
 		}
-		if e.Message == "" {
+		if e.Message == "" && e.Status != 0 {
 			e.Message = strings.ToLower(http.StatusText(e.Status))
 		}
 		return e
 	}
 	const prefix = "received error while streaming: "
 	if s := err.Error(); strings.HasPrefix(s, prefix) {
-		e := &Error{Provider: "anthropic", Type: "stream_error", Message: strings.TrimPrefix(s, prefix), midStream: true}
+		e := &Error{Provider: "anthropic", Type: "stream_error", Message: strings.TrimPrefix(s, prefix), InStream: true}
 		if typ, msg, ok := parseErrorBody([]byte(strings.TrimPrefix(s, prefix))); ok {
 			e.Type, e.Message = typ, msg
 		}
-		e.Status = statusForType(e.Type)
 		e.Retryable = retryableType(e.Type)
 		return e
 	}

@@ -202,7 +202,7 @@ func TestAnthropicErrors(t *testing.T) {
 			wantErr: &Error{Provider: "anthropic", Status: 429, Type: "rate_limit_error", Message: "Number of request tokens has exceeded your per-minute rate limit", Retryable: true}},
 		{name: "500 twice then success", replies: func(t *testing.T) []reply { return []reply{serverError, serverError, basic(t)} }, wantReqs: 3},
 		{name: "mid-stream overloaded retried then fails", replies: func(*testing.T) []reply { return []reply{midStream} }, wantReqs: 3,
-			wantErr: &Error{Provider: "anthropic", Status: 529, Type: "overloaded_error", Message: "Overloaded", Retryable: true}},
+			wantErr: &Error{Provider: "anthropic", Type: "overloaded_error", Message: "Overloaded", Retryable: true, InStream: true}},
 		{name: "mid-stream overloaded then success", replies: func(t *testing.T) []reply { return []reply{midStream, basic(t)} }, wantReqs: 2},
 		{name: "401 has a hint", replies: func(*testing.T) []reply { return []reply{unauthorized} }, wantReqs: 1,
 			wantErr: &Error{Provider: "anthropic", Status: 401, Type: "authentication_error", Message: "invalid x-api-key"}, wantHint: true},
@@ -241,7 +241,7 @@ func TestAnthropicMidStreamErrorAfterText(t *testing.T) {
 	srv := newFakeServer(t, sseReply([]byte(body)))
 	p := newTestAnthropic(t, srv, 2)
 	got, err := p.Complete(context.Background(), userReq("claude-sonnet-4-5"), nil)
-	checkError(t, err, &Error{Provider: "anthropic", Status: 529, Type: "overloaded_error", Message: "Overloaded", Retryable: true})
+	checkError(t, err, &Error{Provider: "anthropic", Type: "overloaded_error", Message: "Overloaded", Retryable: true, InStream: true})
 	if got.Text != "Half an " || got.InputTokens != 12 {
 		t.Errorf("partial = %+v, want text %q and input 12", got, "Half an ")
 	}

@@ -46,8 +46,17 @@
 //   - Usage comes from the stream itself: OpenAI's include_usage chunk;
 //     Anthropic's input from message_start and output from the last
 //     message_delta (which also wins for input when it repeats it).
-//   - CostUSD comes from a small price table (Cost); unknown models cost 0
-//     rather than a guess.
+//   - InputTokens is what the provider bills as input, cache included:
+//     OpenAI's prompt_tokens (which holds its cached_tokens); Anthropic's
+//     input_tokens + cache_read_input_tokens + cache_creation_input_tokens
+//     (summed over usage.iterations when a server-side compaction sampled
+//     more than once). CacheReadTokens and CacheCreationTokens keep the
+//     breakdown.
+//   - CostUSD comes from a small price table (CostOf), each part at its
+//     own rate: uncached input, cache reads, cache writes (five-minute and
+//     one-hour), output. Unknown models cost 0 rather than a guess.
+//   - A refusal is Refusal, not Text: OpenAI's delta.refusal, Anthropic's
+//     stop_reason refusal.
 //
 // # Request mapping
 //
@@ -62,15 +71,19 @@
 //
 // # Retries and errors
 //
-// The SDKs retry 408, 409, 429, 5xx and connection failures with backoff,
-// honouring Retry-After; an error event inside a 200 stream (Anthropic's
-// overloaded_error, say) is retried here, but only while no text has been
-// streamed, since a retry would show the caller the same text twice.
-// MaxRetries bounds both. The runner never retries: what reaches it is
-// final for this call and comes as an *Error with the HTTP status, the
-// provider's error type and message, and Retryable. Errors for 401 and 403
-// carry a hint naming the API key variable. Cancellation is never an
-// *Error: Complete returns ctx.Err() with the partial Response.
+// 408, 409, 429, 5xx (unless x-should-retry says false) and connection
+// failures are retried with backoff, honouring Retry-After, and so is a
+// transient error event inside a 200 stream (Anthropic's overloaded_error,
+// say), but only while no text has been streamed, since a retry would show
+// the caller the same text twice. MaxRetries bounds them. The retries are
+// made here, not by the SDKs (whose retries are off), so that each failed
+// try is reported in Response.Attempts and the log shows it. The runner
+// never retries: what reaches it is final for this call and comes as an
+// *Error with the HTTP status of a failed response (none for an error
+// event in a 200 stream: InStream, Status 0), the provider's error type
+// and message, and Retryable. Errors for 401 and 403 carry a hint naming
+// the API key variable. Cancellation is never an *Error: Complete returns
+// ctx.Err() with the partial Response.
 //
 // # Concurrency
 //

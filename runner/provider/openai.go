@@ -76,7 +76,8 @@ func NewOpenAI(cfg OpenAIConfig) (Provider, error) {
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
 		option.WithAPIKey(key),
-		option.WithMaxRetries(retries),
+		// Retries happen in retry, where each try is seen and reported.
+		option.WithMaxRetries(0),
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
@@ -109,7 +110,7 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request, onText func(
 	if err != nil {
 		return Response{}, err
 	}
-	return withStreamRetries(ctx, p.maxRetries, p.retryBase, func() (Response, bool, error) {
+	return retry(ctx, p.maxRetries, p.retryBase, req.OnRetry, func() (Response, bool, error) {
 		return p.attempt(ctx, params, req.Model, onText)
 	})
 }
@@ -121,7 +122,9 @@ func (p *openAIProvider) attempt(ctx context.Context, params openai.ChatCompleti
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	streamed := false
+	chunks := 0
 	for stream.Next() {
+		chunks++
 		chunk := stream.Current()
 		acc.AddChunk(chunk)
 		for _, c := range chunk.Choices {
@@ -141,14 +144,23 @@ func (p *openAIProvider) attempt(ctx context.Context, params openai.ChatCompleti
 	if ctx.Err() != nil {
 		return resp, streamed, ctx.Err()
 	}
+	if chunks == 0 {
+		return resp, streamed, &Error{Provider: "openai", Type: ErrEmptyStream, Message: "the 200 response carried no stream chunk: not an answer"}
+	}
 	return resp, streamed, nil
 }
 
+// openAIResponse reads the accumulated stream. prompt_tokens already
+// counts the cached prompt tokens (prompt_tokens_details.cached_tokens);
+// OpenAI charges nothing extra for writing its cache, so there are no
+// cache writes.
 func openAIResponse(acc *openai.ChatCompletionAccumulator, reqModel string) Response {
 	r := Response{
-		Model:        acc.Model,
-		InputTokens:  acc.Usage.PromptTokens,
-		OutputTokens: acc.Usage.CompletionTokens,
+		Model:           acc.Model,
+		ResponseID:      acc.ID,
+		InputTokens:     acc.Usage.PromptTokens,
+		CacheReadTokens: acc.Usage.PromptTokensDetails.CachedTokens,
+		OutputTokens:    acc.Usage.CompletionTokens,
 	}
 	if r.Model == "" {
 		r.Model = reqModel
@@ -156,6 +168,7 @@ func openAIResponse(acc *openai.ChatCompletionAccumulator, reqModel string) Resp
 	if len(acc.Choices) > 0 {
 		c := acc.Choices[0]
 		r.Text = c.Message.Content
+		r.Refusal = c.Message.Refusal
 		r.FinishReason = c.FinishReason
 		for _, tc := range c.Message.ToolCalls {
 			name, args := tc.Function.Name, tc.Function.Arguments
@@ -165,7 +178,7 @@ func openAIResponse(acc *openai.ChatCompletionAccumulator, reqModel string) Resp
 			r.ToolCalls = append(r.ToolCalls, session.ToolCall{ID: tc.ID, Name: name, Args: normaliseArgs(args)})
 		}
 	}
-	r.CostUSD = Cost(r.Model, r.InputTokens, r.OutputTokens)
+	r.CostUSD = CostOf(r.Model, Usage{Input: r.InputTokens, CacheRead: r.CacheReadTokens, Output: r.OutputTokens})
 	return r
 }
 
@@ -228,12 +241,17 @@ func (p *openAIProvider) params(req Request) (openai.ChatCompletionNewParams, er
 func openAIError(err error) *Error {
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
+		var h http.Header
+		if apiErr.Response != nil {
+			h = apiErr.Response.Header
+		}
 		e := &Error{
-			Provider:  "openai",
-			Status:    apiErr.StatusCode,
-			Type:      apiErr.Type,
-			Message:   apiErr.Message,
-			Retryable: retryableStatus(apiErr.StatusCode),
+			Provider:   "openai",
+			Status:     apiErr.StatusCode,
+			Type:       apiErr.Type,
+			Message:    apiErr.Message,
+			Retryable:  shouldRetry(apiErr.StatusCode, h),
+			retryAfter: retryAfterOf(h),
 		}
 		if e.Type == "" {
 			e.Type = apiErr.Code
@@ -250,12 +268,12 @@ func openAIError(err error) *Error {
 	}
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
-		// An error object inside a 200 stream: {"error":{…}}.
-		e := &Error{Provider: "openai", Type: "stream_error", Message: se.Message, midStream: true}
+		// An error object inside a 200 stream: {"error":{…}}. No HTTP
+		// status stands for it; the type is the provider's own.
+		e := &Error{Provider: "openai", Type: "stream_error", Message: se.Message, InStream: true}
 		if typ, msg, ok := parseErrorBody(se.Event.Data); ok {
 			e.Type, e.Message = typ, msg
 		}
-		e.Status = statusForType(e.Type)
 		e.Retryable = retryableType(e.Type)
 		return e
 	}

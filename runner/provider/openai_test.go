@@ -226,7 +226,8 @@ func checkError(t *testing.T, err error, want *Error) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v (%T), want *Error", err, err)
 	}
-	if pe.Provider != want.Provider || pe.Status != want.Status || pe.Type != want.Type || pe.Message != want.Message || pe.Retryable != want.Retryable {
+	if pe.Provider != want.Provider || pe.Status != want.Status || pe.Type != want.Type || pe.Message != want.Message ||
+		pe.Retryable != want.Retryable || pe.InStream != want.InStream {
 		t.Errorf("err = %#v,\nwant %#v", *pe, *want)
 	}
 	prefix := want.Provider + ": "
@@ -254,7 +255,7 @@ func TestOpenAIMidStreamError(t *testing.T) {
 	srv := newFakeServer(t, sseReply(body))
 	p := newTestOpenAI(t, srv, 2)
 	_, err := p.Complete(context.Background(), userReq("gpt-4o"), nil)
-	checkError(t, err, &Error{Provider: "openai", Status: 500, Type: "server_error", Message: "The server had an error", Retryable: true})
+	checkError(t, err, &Error{Provider: "openai", Type: "server_error", Message: "The server had an error", Retryable: true, InStream: true})
 	if n := srv.count(); n != 3 {
 		t.Errorf("server saw %d requests, want 3", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,9 @@ type Provider interface {
 	// Retries: the provider retries what is worth retrying (HTTP 408, 409,
 	// 429, 5xx, transport failures, and mid-stream overloaded/rate-limit/
 	// server errors that arrive before any text was streamed) with backoff,
-	// up to its MaxRetries. The runner never retries. Any other failure is
+	// up to its MaxRetries, and reports every failed try in
+	// Response.Attempts (on success and on failure alike) so that the log
+	// can show them. The runner never retries. Any other failure is
 	// returned as an *Error, with Retryable telling whether a later
 	// attempt (say, after resume) could succeed.
 	Complete(ctx context.Context, req Request, onText func(delta string)) (Response, error)
@@ -74,6 +77,10 @@ type Request struct {
 	// (Anthropic requires a value, so DefaultMaxTokens is sent there).
 	MaxTokens int64
 	Purpose   Purpose
+	// OnRetry, when set, is called with each failed try of the call
+	// before the provider waits and retries it, from the goroutine that
+	// called Complete, so the caller can record it as it happens.
+	OnRetry func(Attempt)
 }
 
 // DefaultMaxTokens is the output cap sent to providers that require one when
@@ -83,24 +90,64 @@ const DefaultMaxTokens = 4096
 // Response is one assistant turn.
 type Response struct {
 	Text string
+	// Refusal is the model's refusal, kept apart from Text: OpenAI's
+	// delta.refusal, or the text of an Anthropic turn that ended with
+	// stop_reason refusal (RefusedWithoutText when it had none). A refusal
+	// is not an answer, and the runner does not treat it as one.
+	Refusal string
 	// ToolCalls are in the order the model produced them. Args is always
 	// a valid JSON value: the model's bytes when they parse, `{}` when the
 	// model sent nothing or broken JSON (a cut-off stream, say). Broken
 	// args are not an error here; the tool's schema validation reports
 	// them to the model on the next turn.
-	ToolCalls    []session.ToolCall
-	InputTokens  int64
-	OutputTokens int64
+	ToolCalls []session.ToolCall
+	// InputTokens counts every input token the provider bills, cache reads
+	// and cache writes included; CacheReadTokens and CacheCreationTokens
+	// say how many of them were read from and written to the prompt cache.
+	InputTokens         int64
+	CacheReadTokens     int64
+	CacheCreationTokens int64
+	OutputTokens        int64
 	// FinishReason is normalised across providers: "stop", "tool_calls",
 	// "length", "content_filter", else the provider's own value.
 	FinishReason string
 	// Model is the model id the provider reported (it may carry a date
 	// suffix the request did not).
 	Model string
-	// CostUSD is Cost(Model, InputTokens, OutputTokens): 0 for models
-	// missing from the price table.
+	// ResponseID is the provider's id of the answer ("chatcmpl-…",
+	// "msg_…"), empty when it sent none.
+	ResponseID string
+	// CostUSD is CostOf(Model, the usage), each part at its own price: 0
+	// for models missing from the price table.
 	CostUSD float64
+	// Attempts are the tries of this call that failed and were retried,
+	// in order; the Response itself is the last try. Empty when the first
+	// try was the last.
+	Attempts []Attempt
+	// Latency is how long the last try took; 0 when the provider does not
+	// measure it (scripted, recorded).
+	Latency time.Duration
 }
+
+// Attempt is one failed try of a call that the provider then retried.
+type Attempt struct {
+	Err *Error
+	// Latency is how long the try took.
+	Latency time.Duration
+	// Partial is what the try had received before it failed (usage from
+	// a message_start, say); a try is only retried before any text was
+	// streamed, so it holds no text.
+	Partial Response
+}
+
+// ErrEmptyStream is the Error.Type of a 200 response whose body held no
+// stream event at all (a proxy's page, a wrong base_url): an empty answer
+// the provider never gave, so it is an error rather than a turn.
+const ErrEmptyStream = "empty_stream"
+
+// RefusedWithoutText is the Refusal of an Anthropic turn that ended with
+// stop_reason refusal before any text.
+const RefusedWithoutText = "(the provider ended the answer with stop_reason refusal and no text)"
 
 // Normalised finish reasons.
 const (
@@ -114,9 +161,9 @@ const (
 type Error struct {
 	// Provider is the Name of the provider that failed.
 	Provider string
-	// Status is the HTTP status code, 0 for a transport failure. An error
-	// event inside a 200 stream gets the status its type stands for
-	// (overloaded_error 529, rate_limit_error 429, api_error 500), else 0.
+	// Status is the HTTP status code of a failed response, 0 for a
+	// transport failure and for an error event inside a 200 stream
+	// (InStream): no status is made up for those.
 	Status int
 	// Type is the provider's error type, e.g. invalid_request_error,
 	// rate_limit_error, overloaded_error; "connection_error" for transport
@@ -125,10 +172,13 @@ type Error struct {
 	Message string
 	// Retryable reports whether the same request might succeed later.
 	Retryable bool
+	// InStream marks an error event that arrived inside a 200 stream
+	// (Anthropic's `event: error`, OpenAI's {"error":…} chunk).
+	InStream bool
 
-	// midStream marks an error event that arrived inside a 200 stream,
-	// which the SDKs do not retry.
-	midStream bool
+	// retryAfter is the wait the provider asked for (Retry-After,
+	// retry-after-ms), 0 when it named none.
+	retryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -146,6 +196,9 @@ func (e *Error) Error() string {
 	if e.Message != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
+	}
+	if e.InStream {
+		b.WriteString(" (error event in the response stream)")
 	}
 	if h := e.Hint(); h != "" {
 		b.WriteString(" (hint: ")
@@ -185,22 +238,6 @@ func retryableType(typ string) bool {
 		return true
 	}
 	return false
-}
-
-// statusForType maps the error type of an in-stream error event to the HTTP
-// status the same error has when it comes before the stream starts.
-func statusForType(typ string) int {
-	switch typ {
-	case "overloaded_error":
-		return 529
-	case "rate_limit_error", "rate_limit_exceeded":
-		return http.StatusTooManyRequests
-	case "api_error", "server_error", "internal_error":
-		return http.StatusInternalServerError
-	case "invalid_request_error":
-		return http.StatusBadRequest
-	}
-	return 0
 }
 
 // errorBody is the error envelope both providers use:
@@ -267,25 +304,80 @@ func emit(onText func(string), s string) {
 	}
 }
 
-// withStreamRetries retries an attempt that failed inside a 200 stream with
-// a transient error event (overloaded, rate limit, server error) before any
-// text was streamed. The SDKs retry failures before the stream starts, so
-// those are not retried again here; a stream that dies after text reached
-// the caller is returned as is, because a retry would show the caller the
-// same text twice.
-func withStreamRetries(ctx context.Context, maxRetries int, base time.Duration, attempt func() (Response, bool, error)) (Response, error) {
+// retry runs attempt until it succeeds, fails for good, or MaxRetries
+// retries are spent, and returns the last try with the failed ones in
+// Attempts. A failure is retried when it is Retryable (HTTP 408, 409, 429,
+// 5xx unless the server said x-should-retry: false; transport failures;
+// transient error events in a 200 stream) and no text reached the caller,
+// since a retry would show the caller the same text twice. The wait is
+// what the provider asked for (Retry-After, up to a minute), else base
+// doubled on each try. The SDKs' own retries are switched off so that
+// every try is seen here.
+func retry(ctx context.Context, maxRetries int, base time.Duration, onRetry func(Attempt), attempt func() (Response, bool, error)) (Response, error) {
+	var tries []Attempt
 	for try := 0; ; try++ {
+		began := time.Now()
 		resp, streamed, err := attempt()
+		resp.Latency = time.Since(began)
 		var pe *Error
-		if err == nil || streamed || try >= maxRetries || !errors.As(err, &pe) || !pe.midStream || !pe.Retryable {
+		if err == nil || streamed || try >= maxRetries || ctx.Err() != nil || !errors.As(err, &pe) || !pe.Retryable {
+			resp.Attempts = tries
 			return resp, err
 		}
-		t := time.NewTimer(base << try)
+		a := Attempt{Err: pe, Latency: resp.Latency, Partial: resp}
+		tries = append(tries, a)
+		if onRetry != nil {
+			onRetry(a)
+		}
+		wait := pe.retryAfter
+		if wait <= 0 {
+			wait = base << try
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			resp.Attempts = tries[:len(tries)-1]
 			return resp, ctx.Err()
 		case <-t.C:
 		}
 	}
+}
+
+// maxRetryAfter caps the wait a provider may ask for between tries; a
+// longer one falls back to the backoff, as the SDKs do.
+const maxRetryAfter = time.Minute
+
+// retryAfterOf reads the wait a failed response asks for: retry-after-ms
+// (milliseconds), else Retry-After (seconds or an HTTP date).
+func retryAfterOf(h http.Header) time.Duration {
+	if h == nil {
+		return 0
+	}
+	var d time.Duration
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil {
+		d = time.Duration(ms * float64(time.Millisecond))
+	} else if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil {
+			d = time.Duration(s * float64(time.Second))
+		} else if t, err := http.ParseTime(v); err == nil {
+			d = time.Until(t)
+		}
+	}
+	if d <= 0 || d > maxRetryAfter {
+		return 0
+	}
+	return d
+}
+
+// shouldRetry is the SDKs' rule for a failed response: the server's
+// x-should-retry header when it sends one, else the status.
+func shouldRetry(status int, h http.Header) bool {
+	switch strings.ToLower(h.Get("X-Should-Retry")) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return retryableStatus(status)
 }

@@ -37,8 +37,10 @@ func NewRecorded(evs []session.Event) *Recorded {
 		}
 		switch e.Kind {
 		case session.KindAssistantMessage:
-			resp := Response{Text: e.Text, ToolCalls: e.ToolCalls, InputTokens: e.InputTokens,
-				OutputTokens: e.OutputTokens, Model: call.Model, CostUSD: call.CostUSD, FinishReason: call.FinishReason}
+			resp := Response{Text: e.Text, Refusal: e.Refusal, ToolCalls: e.ToolCalls, InputTokens: e.InputTokens,
+				OutputTokens: e.OutputTokens, Model: call.Model, CostUSD: call.CostUSD, FinishReason: call.FinishReason,
+				CacheReadTokens: call.CacheReadInputTokens, CacheCreationTokens: call.CacheCreationInputTokens,
+				ResponseID: call.ResponseID}
 			if resp.FinishReason == "" {
 				resp.FinishReason = FinishStop
 				if len(e.ToolCalls) > 0 {
@@ -51,6 +53,7 @@ func NewRecorded(evs []session.Event) *Recorded {
 			if i > 0 && evs[i-1].Kind == session.KindModelCall {
 				c := evs[i-1]
 				resp.InputTokens, resp.OutputTokens, resp.Model, resp.CostUSD = c.InputTokens, c.OutputTokens, c.Model, c.CostUSD
+				resp.CacheReadTokens, resp.CacheCreationTokens, resp.ResponseID = c.CacheReadInputTokens, c.CacheCreationInputTokens, c.ResponseID
 			}
 			r.summaries = append(r.summaries, resp)
 		}

@@ -39,9 +39,15 @@ type Spec struct {
 	Compaction  Compaction   `yaml:"compaction" json:"compaction"`
 	Done        []DoneCheck  `yaml:"done" json:"done,omitempty"`
 	Retries     int          `yaml:"retries" json:"retries,omitempty"`
-	MaxTurns    int          `yaml:"max_turns" json:"max_turns,omitempty"`
-	ToolTimeout Duration     `yaml:"tool_timeout" json:"tool_timeout,omitempty"`
-	Sandbox     Sandbox      `yaml:"sandbox" json:"sandbox"`
+	// OnTruncated says what a turn cut at the output cap (finish_reason
+	// length) leads to: TruncatedFail (the default, also when empty),
+	// TruncatedContinue or TruncatedEvaluate. Empty stays empty in the
+	// recorded spec, so sessions recorded before the key existed keep
+	// their spec hash; read it with Truncated.
+	OnTruncated string   `yaml:"on_truncated" json:"on_truncated,omitempty"`
+	MaxTurns    int      `yaml:"max_turns" json:"max_turns,omitempty"`
+	ToolTimeout Duration `yaml:"tool_timeout" json:"tool_timeout,omitempty"`
+	Sandbox     Sandbox  `yaml:"sandbox" json:"sandbox"`
 
 	// Path is the absolute path of the spec file; Dir its directory.
 	Path string `yaml:"-" json:"-"`
@@ -248,6 +254,31 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// What a truncated turn (finish_reason length) leads to.
+const (
+	// TruncatedFail ends the run failed, reason "truncated: …". The
+	// default: a cut answer is incomplete by construction, and ending loud
+	// is the only choice that never passes it off as a success.
+	TruncatedFail = "fail"
+	// TruncatedContinue asks the model to go on: a user message says the
+	// answer was cut, and the loop continues (within max_turns). Tool
+	// calls of the turn are run; a call whose arguments were cut fails
+	// its schema check and the model is told.
+	TruncatedContinue = "continue"
+	// TruncatedEvaluate treats a truncated turn without tool calls as the
+	// model saying it is done: the done checks decide. It needs done
+	// checks, else nothing would judge the cut answer.
+	TruncatedEvaluate = "evaluate"
+)
+
+// Truncated is the on_truncated policy, TruncatedFail when unset.
+func (s *Spec) Truncated() string {
+	if s.OnTruncated == "" {
+		return TruncatedFail
+	}
+	return s.OnTruncated
+}
 
 // Defaults applied by Load.
 const (
@@ -577,6 +608,15 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	}
 	if s.Retries < 0 {
 		bad("retries must not be negative", "retries")
+	}
+	switch s.OnTruncated {
+	case "", TruncatedFail, TruncatedContinue:
+	case TruncatedEvaluate:
+		if len(s.Done) == 0 {
+			bad("on_truncated: evaluate needs done checks to judge a truncated answer; add done: or use fail or continue", "on_truncated")
+		}
+	default:
+		bad(fmt.Sprintf("on_truncated %q is not fail, continue or evaluate", s.OnTruncated), "on_truncated")
 	}
 	if s.MaxTurns == 0 {
 		s.MaxTurns = DefaultMaxTurns

@@ -39,6 +39,8 @@ func TestLoadErrors(t *testing.T) {
 		{"undeclared side effects in read-only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nmode: read-only\ncustom_tools:\n  - name: lookup_order\n    command: [s]\n", `:6: custom tool "lookup_order" must say side_effects: false to be offered in read-only mode`},
 		{"bad pids", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nsandbox: {pids: 0}\n", `:4: sandbox.pids "0" is not a process count`},
 		{"relative read_only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nsandbox: {read_only: [tools]}\n", `:4: sandbox.read_only "tools" must be an absolute folder`},
+		{"on_truncated value", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\non_truncated: ignore\n", `:4: on_truncated "ignore" is not fail, continue or evaluate`},
+		{"on_truncated evaluate without checks", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\non_truncated: evaluate\n", `:4: on_truncated: evaluate needs done checks`},
 		{"empty", "", "the file is empty"},
 		{"not yaml", "name: [x\n", "did not find expected"},
 	}
@@ -134,6 +136,29 @@ func TestLoadAcceptsGoodRules(t *testing.T) {
 		os.WriteFile(p, []byte("name: x\nmodel: {provider: openai, id: g}\nprompt: hi\n"+y), 0o644)
 		if _, err := Load(p); err != nil {
 			t.Errorf("Load(%q) = %v, want it accepted", y, err)
+		}
+	}
+}
+
+func TestTruncatedPolicy(t *testing.T) {
+	tests := []struct{ yaml, want string }{
+		{"", TruncatedFail},
+		{"on_truncated: fail\n", TruncatedFail},
+		{"on_truncated: continue\n", TruncatedContinue},
+		{"on_truncated: evaluate\ndone: [{command: 'true'}]\n", TruncatedEvaluate},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(t.TempDir(), "agent.yaml")
+		os.WriteFile(p, []byte("name: x\nmodel: {provider: openai, id: g}\nprompt: hi\n"+tt.yaml), 0o644)
+		s, err := Load(p)
+		if err != nil {
+			t.Fatalf("Load(%q): %v", tt.yaml, err)
+		}
+		if got := s.Truncated(); got != tt.want {
+			t.Errorf("Truncated() for %q = %q, want %q", tt.yaml, got, tt.want)
+		}
+		if tt.yaml == "" && strings.Contains(string(s.JSON()), "on_truncated") {
+			t.Errorf("an unset on_truncated is recorded: %s", s.JSON())
 		}
 	}
 }

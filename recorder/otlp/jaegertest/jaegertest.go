@@ -220,7 +220,9 @@ type Span struct {
 	Duration time.Duration
 	Tags     map[string]any
 	Service  string
-	Warnings []string
+	// ProcessTags are the resource attributes other than service.name.
+	ProcessTags map[string]any
+	Warnings    []string
 }
 
 type apiTrace struct {
@@ -244,6 +246,10 @@ type apiTrace struct {
 		} `json:"spans"`
 		Processes map[string]struct {
 			ServiceName string `json:"serviceName"`
+			Tags        []struct {
+				Key   string `json:"key"`
+				Value any    `json:"value"`
+			} `json:"tags"`
 		} `json:"processes"`
 	} `json:"data"`
 }
@@ -283,6 +289,10 @@ func (j *Jaeger) Trace(ctx context.Context, id string) ([]Span, error) {
 			}
 			for _, tg := range s.Tags {
 				sp.Tags[tg.Key] = tg.Value
+			}
+			sp.ProcessTags = map[string]any{}
+			for _, tg := range d.Processes[s.ProcessID].Tags {
+				sp.ProcessTags[tg.Key] = tg.Value
 			}
 			out = append(out, sp)
 		}
