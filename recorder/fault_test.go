@@ -61,7 +61,7 @@ func sweepLog(t *testing.T, setup func(t *testing.T, dir string) []session.Event
 		dir := t.TempDir()
 		path := filepath.Join(dir, LogFile)
 		before := setup(t, dir)
-		var base vfs.FS = vfs.OS
+		var base = vfstest.Unsynced
 		var crash *vfs.CrashFS
 		if p.Mode == vfs.ModeCrash {
 			var err error

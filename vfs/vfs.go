@@ -158,6 +158,8 @@ func MkdirAllSynced(fsys FS, dir string, perm fs.FileMode) error {
 	for d := dir; ; d = filepath.Dir(d) {
 		if _, err := fsys.Lstat(d); err == nil {
 			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
 		made = append(made, d)
 		if filepath.Dir(d) == d {

@@ -6,6 +6,8 @@ package vfstest
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -25,6 +27,30 @@ type Point struct {
 
 // FS returns the FS of the point over base: base with p.In's faults.
 func (p Point) FS(base vfs.FS) vfs.FS { return vfs.Inject(base, p.In) }
+
+// Unsynced is the real filesystem with Sync and SyncDir that do nothing
+// (they are still counted and failed by an injector above it): a sweep
+// checks what its work does when they fail, not the disk.
+var Unsynced vfs.FS = unsynced{vfs.OS}
+
+type unsynced struct{ vfs.FS }
+
+func (u unsynced) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := u.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return unsyncedFile{f}, nil
+}
+
+func (unsynced) SyncDir(name string) error {
+	_, err := os.Stat(name)
+	return err
+}
+
+type unsyncedFile struct{ vfs.File }
+
+func (unsyncedFile) Sync() error { return nil }
 
 // Total counts the points run by Sweep in this test binary, for the
 // report of the fault tests.
