@@ -76,7 +76,7 @@ func sweepHistory(t *testing.T, setup func(t *testing.T, home string), work func
 			ops = p.In.Ops()
 		}
 		switch {
-		case p.Mode < 0:
+		case p.Mode < 0 || p.End:
 			if err != nil || len(perSession) > 0 {
 				t.Fatalf("without faults: %v %v", err, perSession)
 			}

@@ -207,3 +207,47 @@ func TestFaultSweepResume(t *testing.T) {
 		})
 	t.Logf("recorder resume with a torn tail: %d fault points", n)
 }
+
+// TestFaultSweepStoreCreate: a first session in a fresh home (the sessions
+// folder and the session's are made and synced up to the home), its
+// Appends and Close.
+func TestFaultSweepStoreCreate(t *testing.T) {
+	const id = "5e55000000000001"
+	n := vfstest.Sweep(t, func(t *testing.T, p vfstest.Point) {
+		dir := t.TempDir()
+		st := Store{Root: filepath.Join(dir, "home")}
+		var base = vfstest.Unsynced
+		var crash *vfs.CrashFS
+		if p.Mode == vfs.ModeCrash {
+			var err error
+			if crash, err = vfs.NewCrashFS(dir); err != nil {
+				t.Fatal(err)
+			}
+			base = crash
+		}
+		var r logRun
+		s, err := st.Create(session.Event{SessionID: id, Name: "fresh"}, Options{FS: p.FS(base)})
+		if err != nil {
+			r = logRun{inflight: []session.Event{{Seq: 1, Kind: session.KindSessionStarted}}, err: err}
+		} else {
+			r.acked = []session.Event{s.Header()}
+			r.appendAll(s.Writer)
+			s.Lease.Release()
+		}
+		vfstest.CheckErr(t, p, r.err)
+		rel, _ := filepath.Rel(dir, st.LogPath(id))
+		if crash == nil {
+			checkLog(t, filepath.Join(dir, rel), r.acked, nil, false)
+			return
+		}
+		for _, keep := range []float64{0, 0.5} {
+			clone := filepath.Join(t.TempDir(), "clone")
+			if err := crash.Clone(clone, vfs.CloneOptions{KeepUnsynced: keep}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("crash clone keeping %v of unsynced appends", keep)
+			checkLog(t, filepath.Join(clone, rel), r.acked, r.inflight, true)
+		}
+	})
+	t.Logf("recorder store create in a fresh home: %d fault points", n)
+}

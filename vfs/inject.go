@@ -109,10 +109,11 @@ type Injector struct {
 	At   int
 	Mode Mode
 
-	mu    sync.Mutex
-	n     int
-	ops   []Op
-	fired *Op
+	mu     sync.Mutex
+	n      int
+	ops    []Op
+	fired  *Op
+	failed []Op
 }
 
 // Count returns the number of operations seen.
@@ -127,6 +128,14 @@ func (in *Injector) Ops() []Op {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return append([]Op(nil), in.ops...)
+}
+
+// Failed returns the operations that were failed: the one at At, and
+// after a crash every later one.
+func (in *Injector) Failed() []Op {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]Op(nil), in.failed...)
 }
 
 // Fired returns the operation that was failed, if one was.
@@ -153,6 +162,7 @@ func (in *Injector) check(op Op) *Fault {
 		if in.fired == nil {
 			in.fired = &op
 		}
+		in.failed = append(in.failed, op)
 		return &Fault{Index: i, Mode: in.Mode}
 	}
 	return nil
