@@ -5,8 +5,11 @@
 //
 // # Example
 //
-//	f, _ := os.Create(id + ".tar.zst")
-//	m, err := bundle.Write(ctx, f, recorder.Store{Root: home}, id, bundle.Options{})
+//	// A whole bundle at the path, or what was there before, even after a
+//	// power cut:
+//	m, size, err := bundle.WriteFile(ctx, id+".tar.zst", recorder.Store{Root: home}, id, bundle.Options{})
+//	// Or into any writer:
+//	m, err = bundle.Write(ctx, w, recorder.Store{Root: home}, id, bundle.Options{})
 //	...
 //	m, err = bundle.Extract(ctx, r, "out", bundle.ExtractOptions{})
 //

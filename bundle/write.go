@@ -28,6 +28,7 @@ import (
 	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/vfs"
 )
 
 // Format and Version name the bundle format in its MANIFEST.
@@ -74,6 +75,11 @@ type Options struct {
 	Concurrency int
 	// TempDir holds intermediate files (default os.TempDir()).
 	TempDir string
+	// FS is where the intermediate files and WriteFile's output are
+	// written: vfs.OS if nil. Tests inject faults through it. What is
+	// bundled (logs, workspace, artifacts) is read from the real
+	// filesystem.
+	FS vfs.FS
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Warn receives warnings (a torn tail, an unreadable workspace).
@@ -107,11 +113,12 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 	if opts.Warn == nil {
 		opts.Warn = io.Discard
 	}
-	tmp, err := os.MkdirTemp(opts.TempDir, "agentctl-bundle-")
+	opts.FS = vfs.Or(opts.FS)
+	tmp, err := vfs.MkdirTemp(opts.FS, opts.TempDir, "agentctl-bundle-")
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer opts.FS.RemoveAll(tmp)
 	now := opts.Now()
 	a, err := newArchive(w, opts.Level, now)
 	if err != nil {
@@ -206,27 +213,54 @@ func (b *builder) encoders() ([]*zstd.Encoder, error) {
 	return b.encs, nil
 }
 
-// temp writes a member through a temporary file, then adds it.
+// tempFileError is a failure of a temporary file itself (its create,
+// write or close), as opposed to one of what fills it.
+type tempFileError struct{ error }
+
+func (e tempFileError) Unwrap() error { return e.error }
+
+// errWriter keeps the first error of the writer it wraps.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+// temp writes a member through a temporary file, then adds it. A failure
+// of the file itself is a tempFileError.
 func (b *builder) temp(name string, fill func(w io.Writer) error) error {
 	b.n++
 	p := filepath.Join(b.tmp, strconv.Itoa(b.n))
-	f, err := os.Create(p)
+	f, err := vfs.Create(b.opts.FS, p)
 	if err != nil {
-		return fmt.Errorf("bundle: %w", err)
+		return tempFileError{fmt.Errorf("bundle: %s: %w", name, err)}
 	}
-	bw := bufio.NewWriterSize(f, 256<<10)
+	ew := &errWriter{w: f}
+	bw := bufio.NewWriterSize(ew, 256<<10)
 	err = fill(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
-	if cerr := f.Close(); err == nil {
+	cerr := f.Close()
+	if err == nil {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(p)
-		return fmt.Errorf("bundle: %s: %w", name, err)
+		b.opts.FS.Remove(p)
+		err = fmt.Errorf("bundle: %s: %w", name, err)
+		if ew.err != nil || cerr != nil {
+			err = tempFileError{err}
+		}
+		return err
 	}
-	defer os.Remove(p)
+	defer b.opts.FS.Remove(p)
 	return b.a.addFile(name, p, false)
 }
 
@@ -282,14 +316,15 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 	}
 	b.n++
 	pq := filepath.Join(b.tmp, strconv.Itoa(b.n)+".parquet")
-	if _, err := history.WriteRows(pq, rows, true); err != nil {
+	if _, err := history.WriteRowsFS(b.opts.FS, pq, rows, true); err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	rows = nil
-	if err := b.a.addFile(prefix+"events.parquet", pq, false); err != nil {
+	err = b.a.addFile(prefix+"events.parquet", pq, false)
+	b.opts.FS.Remove(pq)
+	if err != nil {
 		return nil, err
 	}
-	os.Remove(pq)
 
 	if err := b.temp(prefix+"events.jsonl", func(w io.Writer) error {
 		for _, e := range evs {
@@ -334,7 +369,10 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		if d := openDiff(ctx, ws, cps); d != nil {
 			if err := b.temp(prefix+"workspace.diff", func(w io.Writer) error {
 				return d.write(ctx, redactWriter(red, w))
-			}); err != nil {
+			}); errors.As(err, new(tempFileError)) {
+				d.close()
+				return nil, err
+			} else if err != nil { // git's: the bundle goes without the diff
 				fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: %v\n", id, err)
 			}
 			if d.refused != nil {
@@ -379,10 +417,10 @@ func (b *builder) workspace(ctx context.Context, name, ws string, red *redact.Re
 	}
 	b.n++
 	p := filepath.Join(b.tmp, strconv.Itoa(b.n)+".tar.zst")
-	defer os.Remove(p)
-	f, err := os.Create(p)
+	defer b.opts.FS.Remove(p)
+	f, err := vfs.Create(b.opts.FS, p)
 	if err != nil {
-		return fmt.Errorf("bundle: %w", err)
+		return fmt.Errorf("bundle: workspace: %w", err)
 	}
 	bw := bufio.NewWriterSize(f, 256<<10)
 	if err = b.a.endFrame(); err == nil {

@@ -101,29 +101,11 @@ func bundleRun(ctx context.Context, f *Factory, opts *bundleOptions) error {
 	// 200 MB benchmark was 38 MB instead of 25) for about 25 collections
 	// of a mostly pointer-free heap, a few ms.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("bundle: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	m, err := bundle.Write(ctx, newWritebackFile(tmp), st, id, bundle.Options{WithChildren: opts.WithChildren, Trace: trace, Warn: f.Err, Workspace: opts.Workspace})
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	m, size, err := bundle.WriteFile(ctx, out, st, id, bundle.Options{WithChildren: opts.WithChildren, Trace: trace, Warn: f.Err, Workspace: opts.Workspace})
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return fmt.Errorf("bundle: %w", err)
-	}
-	fi, err := os.Stat(out)
-	if err != nil {
-		return fmt.Errorf("bundle: %w", err)
-	}
-	res := bundleResult{Path: out, SessionID: id, Children: m.Children, Bytes: fi.Size(), Members: m.Members}
+	res := bundleResult{Path: out, SessionID: id, Children: m.Children, Bytes: size, Members: m.Members}
 	return writeBundleResult(f, res, opts.JSON, "wrote")
 }
 

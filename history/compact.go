@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -105,7 +104,7 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 			slices.SortFunc(buf, segmentOrder)
 			seq++
 			rel := path.Join(d, fmt.Sprintf("seg-%08d-%04d.parquet", gen, seq))
-			n, err := WriteRows(filepath.Join(h.Dir, filepath.FromSlash(rel)), buf, h.NoSync)
+			n, err := WriteRowsFS(h.fs(), filepath.Join(h.Dir, filepath.FromSlash(rel)), buf, h.NoSync)
 			if err != nil {
 				return err
 			}
@@ -165,7 +164,7 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 		m.Sessions[id] = e
 	}
 	m.Generation = gen
-	if err := m.save(h.Dir, h.NoSync); err != nil {
+	if err := m.save(h.fs(), h.Dir, h.NoSync); err != nil {
 		return res, err
 	}
 	failpoint(FailManifestSwapped)
@@ -271,7 +270,7 @@ func (h *History) collectGarbage(m *Manifest) (int, error) {
 		name := d.Name()
 		garbage := strings.HasPrefix(name, ".tmp-") || (strings.HasSuffix(name, ".parquet") && !live[rel])
 		if garbage {
-			if err := os.Remove(p); err == nil {
+			if err := h.fs().Remove(p); err == nil {
 				n++
 			}
 		}
@@ -289,10 +288,10 @@ func (h *History) remove(rels []string) {
 	dirs := map[string]bool{}
 	for _, rel := range rels {
 		p := filepath.Join(h.Dir, filepath.FromSlash(rel))
-		os.Remove(p)
+		h.fs().Remove(p)
 		dirs[filepath.Dir(p)] = true
 	}
 	for d := range dirs {
-		syncDir(d, h.NoSync)
+		syncDir(h.fs(), d, h.NoSync)
 	}
 }

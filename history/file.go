@@ -10,6 +10,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/agentctl/agentctl/vfs"
 )
 
 // RowGroupRows is the most rows one row group of a file holds. DuckDB reads
@@ -25,18 +27,27 @@ var codec = &zstd.Codec{Level: zstd.SpeedDefault}
 // fsync'd and renamed over path, then the directory is fsync'd. Columns are
 // zstd-compressed. An empty rows writes a valid file with no rows.
 func WriteRows(path string, rows []Row, noSync bool) (size int64, err error) {
+	return WriteRowsFS(vfs.OS, path, rows, noSync)
+}
+
+// WriteRowsFS is WriteRows on fsys. On failure the temp file is removed
+// (as far as fsys lets it be) and path is untouched.
+func WriteRowsFS(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64, err error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("history: write %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*.parquet")
+	f, err := vfs.CreateTemp(fsys, dir, ".tmp-*.parquet")
 	if err != nil {
 		return 0, fmt.Errorf("history: write %s: %w", path, err)
 	}
+	closed := false
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+			if !closed {
+				f.Close()
+			}
+			fsys.Remove(f.Name())
 		}
 	}()
 	w := parquet.NewGenericWriter[Row](f,
@@ -59,13 +70,14 @@ func WriteRows(path string, rows []Row, noSync bool) (size int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("history: write %s: %w", path, err)
 	}
+	closed = true
 	if err := f.Close(); err != nil {
 		return 0, fmt.Errorf("history: write %s: %w", path, err)
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := fsys.Rename(f.Name(), path); err != nil {
 		return 0, fmt.Errorf("history: write %s: %w", path, err)
 	}
-	if err := syncDir(dir, noSync); err != nil {
+	if err := syncDir(fsys, dir, noSync); err != nil {
 		return 0, err
 	}
 	return st.Size(), nil
@@ -118,16 +130,11 @@ func Check(path string) error {
 	return err
 }
 
-func syncDir(dir string, noSync bool) error {
+func syncDir(fsys vfs.FS, dir string, noSync bool) error {
 	if noSync {
 		return nil
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("history: sync dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("history: sync dir %s: %w", dir, err)
 	}
 	return nil

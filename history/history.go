@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/vfs"
 )
 
 // Dir is the name of the history folder in an agentctl home.
@@ -39,7 +40,14 @@ type History struct {
 	// AutoCompactFiles overrides the package default; negative disables
 	// automatic compaction.
 	AutoCompactFiles int
+	// FS is where Seal and Compact write (Parquet files, the manifest,
+	// removals): vfs.OS if nil. Tests inject faults through it. The
+	// writer lock and every read (logs, manifest, Parquet) stay on the
+	// real filesystem.
+	FS vfs.FS
 }
+
+func (h *History) fs() vfs.FS { return vfs.Or(h.FS) }
 
 // New returns the history of the agentctl home.
 func New(home string) *History {
@@ -141,7 +149,7 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 	m.SessionsDir = snap
 	failpoint(FailSealWritten)
 	m.Generation++
-	if err := m.save(h.Dir, h.NoSync); err != nil {
+	if err := m.save(h.fs(), h.Dir, h.NoSync); err != nil {
 		return results, err
 	}
 	h.remove(retire)
@@ -187,7 +195,7 @@ func (h *History) sealOne(m *Manifest, index map[string]int, id string) sealed {
 	}
 	last := evs[len(evs)-1].Seq
 	rel := path.Join(Partition(evs[0].TS), fmt.Sprintf("%s-%d.parquet", id, last))
-	n, err := WriteRows(filepath.Join(h.Dir, filepath.FromSlash(rel)), rows, h.NoSync)
+	n, err := WriteRowsFS(h.fs(), filepath.Join(h.Dir, filepath.FromSlash(rel)), rows, h.NoSync)
 	if err != nil {
 		s.Err = err.Error()
 		return s

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentctl/agentctl/vfs"
 )
 
 // ManifestFile is the name of the manifest in the history folder.
@@ -168,7 +171,7 @@ func loadManifestV1(dir string) (*Manifest, error) {
 // atomically. It is for programs that build a history of their own (a
 // bundle opened for querying); a History writes its manifest itself, under
 // its lock.
-func WriteManifest(dir string, m *Manifest, noSync bool) error { return m.save(dir, noSync) }
+func WriteManifest(dir string, m *Manifest, noSync bool) error { return m.save(vfs.OS, dir, noSync) }
 
 func decodeJSON(p string, b []byte) (*Manifest, error) {
 	var v1 struct {
@@ -397,16 +400,22 @@ func (m *Manifest) encode() []byte {
 
 // save swaps in m as the manifest: temp file, fsync, rename, fsync dir.
 // Every session in m.Sessions must point at a file in m.Files.
-func (m *Manifest) save(dir string, noSync bool) error {
+func (m *Manifest) save(fsys vfs.FS, dir string, noSync bool) error {
 	if m.Partial {
 		return errors.New("history: write manifest: a partial manifest (LoadManifestChanging) cannot be written")
 	}
 	m.Version = ManifestVersion
 	b := m.encode()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Synced up to the home: the history folder itself must survive a
+	// power cut with the manifest in it.
+	mkdir := vfs.MkdirAllSynced
+	if noSync {
+		mkdir = func(fsys vfs.FS, dir string, perm fs.FileMode) error { return fsys.MkdirAll(dir, perm) }
+	}
+	if err := mkdir(fsys, dir, 0o755); err != nil {
 		return fmt.Errorf("history: write manifest: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-manifest-*")
+	f, err := vfs.CreateTemp(fsys, dir, ".tmp-manifest-*")
 	if err != nil {
 		return fmt.Errorf("history: write manifest: %w", err)
 	}
@@ -419,14 +428,16 @@ func (m *Manifest) save(dir string, noSync bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, ManifestFile))
+		err = fsys.Rename(tmp, filepath.Join(dir, ManifestFile))
 	}
 	if err != nil {
-		os.Remove(tmp)
+		fsys.Remove(tmp)
 		return fmt.Errorf("history: write manifest: %w", err)
 	}
-	os.Remove(filepath.Join(dir, manifestFileV1)) // superseded; absent after the first write
-	return syncDir(dir, noSync)
+	// Superseded; absent after the first write. Left behind, it is never
+	// read while MANIFEST is there, so a failure is not one of the save.
+	fsys.Remove(filepath.Join(dir, manifestFileV1))
+	return syncDir(fsys, dir, noSync)
 }
 
 func (m *Manifest) file(path string) int {

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentctl/agentctl/vfs"
 )
 
 // LoadManifestChanging keeps every session that may still change (not
@@ -26,7 +28,7 @@ func TestLoadManifestChanging(t *testing.T) {
 		"final\"quot": {File: f, LastSeq: 9, LogSize: 90, Final: true},
 	}
 	m.SessionsDir = SessionsSnapshot{MTime: 1795993794492543548, Unsealed: []string{"u1"}}
-	if err := m.save(dir, true); err != nil {
+	if err := m.save(vfs.OS, dir, true); err != nil {
 		t.Fatal(err)
 	}
 	full, err := LoadManifest(dir)
@@ -52,7 +54,7 @@ func TestLoadManifestChanging(t *testing.T) {
 	if !reflect.DeepEqual(part.Files, full.Files) || part.Generation != 7 || !reflect.DeepEqual(part.SessionsDir, full.SessionsDir) {
 		t.Errorf("changing manifest %+v differs from %+v beyond its sessions", part, full)
 	}
-	if err := part.save(dir, true); err == nil {
+	if err := part.save(vfs.OS, dir, true); err == nil {
 		t.Error("a partial manifest was written")
 	}
 	// A manifest that lost a final session's line still fails its end line.

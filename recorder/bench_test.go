@@ -78,3 +78,20 @@ func BenchmarkBareFsyncWrite(b *testing.B) {
 	}
 	reportRate(b)
 }
+
+// BenchmarkAppendNoSync is the CPU cost of an Append without the fsync:
+// encoding, framing, the write, and the calls through Options.FS.
+func BenchmarkAppendNoSync(b *testing.B) {
+	w, err := Create(filepath.Join(b.TempDir(), LogFile), session.Event{}, Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := w.Append(benchEvent); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b)
+}

@@ -24,7 +24,11 @@
 // (group commit): the first caller to find no flush in progress becomes the
 // leader and writes everything queued so far, the others wait for it. After
 // a failed write or sync the Writer is failed for good and every later
-// Append returns that error, because the file's tail is then unknown.
+// Append returns that error, because the file's tail is then unknown. It
+// first cuts the file back to the end of the last acknowledged batch, so
+// that the log reopens to exactly the events whose Append returned nil.
+// Every write goes through Options.FS (package vfs), where the fault tests
+// fail, shorten or crash at each operation in turn (fault_test.go).
 //
 // Only one process may write a session: [Store.Create] and [Store.Open] take
 // the session's [Lease] (an exclusive flock) first. Readers ([ReadFile],

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/vfs"
 )
 
 // LogFile is the name of the event log in a session directory.
@@ -69,10 +71,13 @@ func (s Store) Create(header session.Event, opts Options) (*Session, error) {
 		return nil, fmt.Errorf("recorder: create session %q: invalid id", id)
 	}
 	dir := s.SessionDir(id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
+	// Synced up to the home: a first session in a fresh home must not
+	// lose its folder, or sessions/, to a power cut.
+	mkdir := vfs.MkdirAllSynced
+	if opts.NoSync {
+		mkdir = func(fsys vfs.FS, dir string, perm fs.FileMode) error { return fsys.MkdirAll(dir, perm) }
 	}
-	if err := syncDir(s.sessionsDir(), opts); err != nil {
+	if err := mkdir(opts.fs(), dir, 0o755); err != nil {
 		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
 	}
 	lease, err := AcquireLease(dir)

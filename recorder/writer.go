@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/vfs"
 )
 
 // Options configure a Writer.
@@ -32,7 +34,14 @@ type Options struct {
 	// environment (redact.FromEnv) and the token formats: no log is
 	// written without redaction.
 	Redact func() *redact.Redactor
+	// FS is where the log is written: vfs.OS if nil. Tests inject faults
+	// and crashes through it (see package vfs). The lease stays on the
+	// real filesystem (it needs a real descriptor for flock, and a crash
+	// releases it anyway), and so do readers (ReadFile, ScanFile).
+	FS vfs.FS
 }
+
+func (o Options) fs() vfs.FS { return vfs.Or(o.FS) }
 
 // redactor returns o.Redact, or the default of a nil Redact, built once.
 func (o Options) redactor() func() *redact.Redactor {
@@ -62,7 +71,7 @@ func (o Options) now() time.Time {
 // package doc for group commit and the failed state.
 type Writer struct {
 	path   string
-	f      *os.File
+	f      vfs.File
 	opts   Options
 	red    func() *redact.Redactor
 	header session.Event // the first event, as Create wrote it
@@ -70,6 +79,7 @@ type Writer struct {
 	mu       sync.Mutex
 	cond     sync.Cond // signalled when a flush ends
 	lastSeq  int64     // last seq handed out (durable or queued)
+	size     int64     // bytes of the log that are durable (and acknowledged)
 	pending  []byte    // frames queued for batch curBatch
 	spare    []byte    // a drained buffer to reuse
 	curBatch uint64    // the batch pending belongs to
@@ -79,8 +89,8 @@ type Writer struct {
 	closed   bool
 }
 
-func newWriter(path string, f *os.File, lastSeq int64, opts Options) *Writer {
-	w := &Writer{path: path, f: f, opts: opts, red: opts.redactor(), lastSeq: lastSeq, curBatch: 1}
+func newWriter(path string, f vfs.File, lastSeq, size int64, opts Options) *Writer {
+	w := &Writer{path: path, f: f, opts: opts, red: opts.redactor(), lastSeq: lastSeq, size: size, curBatch: 1}
 	w.cond.L = &w.mu
 	return w
 }
@@ -88,7 +98,9 @@ func newWriter(path string, f *os.File, lastSeq int64, opts Options) *Writer {
 // Create makes a new log at path, which must not exist, holding the file
 // header and header as its first record (seq 1). The file is written under
 // a temp name, fsync'd, linked to path and the directory fsync'd, so a log
-// never exists without its first record. header.Kind must be
+// never exists without its first record; if Create fails, no log and no
+// temp file are left (as far as the failing filesystem lets them be
+// removed). header.Kind must be
 // session_started or empty (then set to it); a zero TS is set from the clock.
 // The header is redacted like every event (see Options.Redact); Header
 // returns it as written.
@@ -112,41 +124,53 @@ func Create(path string, header session.Event, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
 	}
-	if _, err := os.Lstat(path); err == nil {
+	fsys := opts.fs()
+	if _, err := fsys.Lstat(path); err == nil {
 		return nil, fmt.Errorf("recorder: create %s: %w", path, os.ErrExist)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
 	}
 	tmp := path + ".tmp-" + randHex(4)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
 	}
+	linked := false // path names the file: undo that too on failure
 	fail := func(err error) (*Writer, error) {
 		f.Close()
-		os.Remove(tmp)
+		fsys.Remove(tmp)
+		if linked {
+			fsys.Remove(path)
+		}
 		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
 	}
-	if _, err := f.Write(appendFrame(fileHeader(), RecordEvent, payload)); err != nil {
+	first := appendFrame(fileHeader(), RecordEvent, payload)
+	if _, err := f.Write(first); err != nil {
 		return fail(err)
 	}
 	if err := syncFile(f, opts); err != nil {
 		return fail(err)
 	}
 	// Link fails if path exists, unlike rename. Where hard links are not
-	// supported, fall back to rename: the lease keeps writers apart.
-	if err := os.Link(tmp, path); errors.Is(err, os.ErrExist) {
+	// supported (EPERM, EOPNOTSUPP, ENOSYS), fall back to rename: the lease
+	// keeps writers apart. Any other failure is one.
+	if err := fsys.Link(tmp, path); err != nil && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, fs.ErrPermission) {
 		return fail(err)
 	} else if err != nil {
-		if err := os.Rename(tmp, path); err != nil {
+		if err := fsys.Rename(tmp, path); err != nil {
 			return fail(err)
 		}
-	} else if err := os.Remove(tmp); err != nil {
-		return fail(err)
+		linked = true
+	} else {
+		linked = true
+		if err := fsys.Remove(tmp); err != nil {
+			return fail(err)
+		}
 	}
 	if err := syncDir(filepath.Dir(path), opts); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
+		return fail(err)
 	}
-	w := newWriter(path, f, 1, opts)
+	w := newWriter(path, f, 1, int64(len(first)), opts)
 	w.header = header
 	return w, nil
 }
@@ -169,7 +193,7 @@ type Recovery struct {
 // Mid-log corruption returns a *CorruptError and leaves the file untouched.
 // The caller must hold the session's lease.
 func OpenWriter(path string, opts Options) (*Writer, Recovery, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := opts.fs().OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, Recovery{}, fmt.Errorf("recorder: open %s: %w", path, err)
 	}
@@ -214,22 +238,25 @@ func OpenWriter(path string, opts Options) (*Writer, Recovery, error) {
 		rec.Truncated = true
 		rec.TornBytes = tail.FileSize - tail.GoodSize
 	}
-	return newWriter(path, f, lastSeq, opts), rec, nil
+	return newWriter(path, f, lastSeq, rec.GoodSize, opts), rec, nil
 }
 
 // copyBroken copies the whole of f to a new path+".broken" file (".broken.2"
 // and so on if that exists) through temp, fsync, rename, and a directory
 // fsync, and returns its name.
-func copyBroken(f *os.File, path string, opts Options) (string, error) {
+func copyBroken(f vfs.File, path string, opts Options) (string, error) {
+	fsys := opts.fs()
 	name := path + ".broken"
 	for i := 2; ; i++ {
-		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
+		if _, err := fsys.Lstat(name); errors.Is(err, os.ErrNotExist) {
 			break
+		} else if err != nil {
+			return "", err
 		}
 		name = fmt.Sprintf("%s.broken.%d", path, i)
 	}
 	tmp := name + ".tmp-" + randHex(4)
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	out, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", err
 	}
@@ -241,10 +268,10 @@ func copyBroken(f *os.File, path string, opts Options) (string, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, name)
+		err = fsys.Rename(tmp, name)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		fsys.Remove(tmp)
 		return "", err
 	}
 	return name, syncDir(filepath.Dir(path), opts)
@@ -257,7 +284,11 @@ func copyBroken(f *os.File, path string, opts Options) (string, error) {
 //
 // An event that cannot be encoded, or is larger than MaxRecordSize, fails
 // the call and nothing of it is written. A failed write or fsync fails the
-// call and the Writer: every later Append returns the same error.
+// call and the Writer: every later Append returns the same error, and the
+// log is cut back to its acknowledged events (the bytes of the failed
+// batch, whole or torn, are truncated away), so that it reopens to exactly
+// the events whose Append returned nil. Only if that truncation fails too
+// may the failed batch, or a torn tail that OpenWriter cuts, remain.
 func (w *Writer) Append(evs ...session.Event) ([]session.Event, error) {
 	if len(evs) == 0 {
 		return nil, nil
@@ -310,6 +341,9 @@ func (w *Writer) Append(evs ...session.Event) ([]session.Event, error) {
 		err := w.flush(buf)
 		w.mu.Lock()
 		w.flushing = false
+		if err == nil {
+			w.size += int64(len(buf))
+		}
 		if cap(buf) <= 1<<20 { // keep small buffers for the next batch
 			w.spare = buf[:0]
 		}
@@ -326,11 +360,22 @@ func (w *Writer) Append(evs ...session.Event) ([]session.Event, error) {
 	return nil, w.err
 }
 
+// flush writes and syncs buf at the end of the log. On failure it cuts the
+// log back to w.size (only the leader writes, so nothing else is past it):
+// a short write would otherwise leave a torn frame, and a failed fsync a
+// whole batch that was never acknowledged.
 func (w *Writer) flush(buf []byte) error {
-	if _, err := w.f.Write(buf); err != nil {
-		return err
+	_, err := w.f.Write(buf)
+	if err == nil {
+		err = syncFile(w.f, w.opts)
 	}
-	return syncFile(w.f, w.opts)
+	if err != nil {
+		if terr := w.f.Truncate(w.size); terr != nil {
+			return fmt.Errorf("%w; cutting the failed batch off failed too: %v", err, terr)
+		}
+		syncFile(w.f, w.opts) // best effort: the cut is durable or the batch was not
+	}
+	return err
 }
 
 // LastSeq returns the seq of the last event appended (or queued by an
@@ -402,7 +447,7 @@ func encodeRaw(ev session.Event) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-func syncFile(f *os.File, opts Options) error {
+func syncFile(f vfs.File, opts Options) error {
 	if opts.NoSync {
 		return nil
 	}
@@ -413,15 +458,7 @@ func syncDir(dir string, opts Options) error {
 	if opts.NoSync {
 		return nil
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return opts.fs().SyncDir(dir)
 }
 
 func randHex(n int) string {

@@ -1,17 +1,18 @@
 //go:build linux && !(arm || ppc64 || ppc64le)
 
-package cli
+package bundle
 
 import (
-	"os"
 	"syscall"
+
+	"github.com/agentctl/agentctl/vfs"
 )
 
 // writebackEvery is how many bytes writebackFile lets accumulate before it
 // asks the kernel to start writing them out.
 const writebackEvery = 8 << 20
 
-// writebackFile is the bundle's temporary file. Every writebackEvery bytes
+// writebackFile is WriteFile's temporary file. Every writebackEvery bytes
 // it starts the kernel's writeback of what was written
 // (sync_file_range(SYNC_FILE_RANGE_WRITE), which does not wait), so the
 // Sync before the rename has little left to wait for: on the 200 MB
@@ -19,12 +20,12 @@ const writebackEvery = 8 << 20
 // Writeback is a hint: its errors are left to Sync. WriteAt and Seek are
 // the file's own (bundle.Write patches a header in place).
 type writebackFile struct {
-	*os.File
+	vfs.File
 	fd         int
 	off, begun int64 // bytes written by Write; bytes handed to writeback
 }
 
-func newWritebackFile(f *os.File) *writebackFile {
+func newWritebackFile(f vfs.File) *writebackFile {
 	return &writebackFile{File: f, fd: int(f.Fd())}
 }
 
