@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -80,6 +81,7 @@ func AcquireLease(dir string) (*Lease, error) {
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
+	setHeld(path, true)
 	return l, nil
 }
 
@@ -87,27 +89,78 @@ func AcquireLease(dir string) (*Lease, error) {
 // to be released.
 const orphanWait = 3 * time.Second
 
-// awaitOrphans retries the lock for a little while when the holder named in
-// the lease file is a process of this host that is gone. A flock belongs to
-// the open file, not the process: a child the holder forked keeps a copy of
-// the descriptor until it execs (close-on-exec closes it there), so a holder
-// killed while it was starting a tool leaves its lock held for the moment
-// the child takes to exec (observed under crashtest: milliseconds, longer
-// on a loaded machine). A live holder, or one on another host, is reported
-// at once.
+// awaitOrphans retries the lock for a little while when no live writer
+// owns it (see orphaned). A flock belongs to the open file, not the
+// process: a child forked by the holder, or by any goroutine of a process
+// that held the lease a moment ago, keeps a copy of the descriptor until
+// it execs (close-on-exec closes it there), so a holder killed or released
+// while a tool was being started leaves the lock held for the moment the
+// child takes to exec (observed under crashtest: milliseconds, longer on a
+// loaded machine). A live holder, or one on another host, is reported at
+// once.
 func awaitOrphans(f *os.File) error {
-	prev, _ := readLeaseInfo(f)
-	host, _ := os.Hostname()
-	if prev == nil || prev.PID <= 0 || prev.Host != host || processAlive(prev.PID) {
-		return errLocked
-	}
 	deadline := time.Now().Add(orphanWait)
 	for {
+		if !orphaned(f) || time.Now().After(deadline) {
+			return errLocked
+		}
 		time.Sleep(10 * time.Millisecond)
-		err := lockFile(f)
-		if !errors.Is(err, errLocked) || time.Now().After(deadline) {
+		if err := lockFile(f); !errors.Is(err, errLocked) {
 			return err
 		}
+	}
+}
+
+// orphaned reports whether the lock on f is held with no live writer
+// behind it: the file names no holder (released: Release empties it; or a
+// new holder between its lock and its write, which the next look tells),
+// or a holder of this host that is gone, or this process when it does not
+// hold that lease.
+func orphaned(f *os.File) bool {
+	prev, _ := readLeaseInfo(f)
+	if prev == nil {
+		return true
+	}
+	host, _ := os.Hostname()
+	switch {
+	case prev.PID <= 0 || prev.Host != host:
+		return false
+	case prev.PID == os.Getpid():
+		return !heldHere(f.Name())
+	}
+	return !processAlive(prev.PID)
+}
+
+// held lists the lease files this process holds, so a lock found on one it
+// does not hold can be told apart from its own (see orphaned).
+var held struct {
+	sync.Mutex
+	paths map[string]bool
+}
+
+func heldHere(path string) bool {
+	held.Lock()
+	defer held.Unlock()
+	return held.paths[absPath(path)]
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return filepath.Clean(p)
+}
+
+func setHeld(path string, on bool) {
+	held.Lock()
+	defer held.Unlock()
+	if held.paths == nil {
+		held.paths = map[string]bool{}
+	}
+	if on {
+		held.paths[absPath(path)] = true
+	} else {
+		delete(held.paths, absPath(path))
 	}
 }
 
@@ -137,6 +190,7 @@ func (l *Lease) Release() error {
 	}
 	f := l.f
 	l.f = nil
+	setHeld(l.Path, false)
 	err := f.Truncate(0)
 	if err == nil {
 		err = f.Sync()
@@ -160,6 +214,12 @@ func Live(dir string) bool {
 	}
 	defer f.Close()
 	// The lock is taken on our own open file description and dropped by
-	// Close; the file's bytes are untouched.
-	return lockFile(f) == errLocked
+	// Close; the file's bytes are untouched. A dead holder's lock kept a
+	// moment longer by a child it forked is not a live writer (see
+	// awaitOrphans), as AcquireLease judges it too.
+	err = lockFile(f)
+	if errors.Is(err, errLocked) {
+		err = awaitOrphans(f)
+	}
+	return errors.Is(err, errLocked)
 }

@@ -147,3 +147,34 @@ func TestLeaseOfDeadHolderHeldByItsChild(t *testing.T) {
 		t.Errorf("Lease.Previous = %+v, want the dead holder (pid %d)", l.Previous, pid)
 	}
 }
+
+// TestLeaseReleasedWhileAChildHoldsACopy: a lease released by this process
+// while a child it forked (another goroutine starting a tool, say) still
+// holds a copy of the descriptor is neither live nor held for long.
+func TestLeaseReleasedWhileAChildHoldsACopy(t *testing.T) {
+	dir := t.TempDir()
+	l, err := AcquireLease(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("sleep", "0.4")
+	c.ExtraFiles = []*os.File{l.f}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Wait()
+	if !Live(dir) {
+		t.Fatal("Live while this process holds the lease = false")
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if Live(dir) {
+		t.Error("Live after the release, a child holding a copy = true, want false once the copy is gone")
+	}
+	l2, err := AcquireLease(dir)
+	if err != nil {
+		t.Fatalf("AcquireLease after the release = %v", err)
+	}
+	l2.Release()
+}
