@@ -271,7 +271,7 @@ func Check() Report {
 	}
 	r.Enforced = append(r.Enforced,
 		"environment: scrubbed to PATH, HOME, LANG, TMPDIR and the variables the spec passes through",
-		"redaction: secrets replaced in tool output before it is recorded",
+		"redaction: secrets (.env values, secret-looking variables, token formats) replaced in every string of every event before it is recorded, and in the files a bundle copies from the workspace",
 	)
 	r.Missing = append(r.Missing,
 		"seccomp: not used (no system call is filtered; the namespaces, the dropped capabilities and no_new_privs are the boundary)",
