@@ -41,15 +41,7 @@ func TestFaultSweepWriteFile(t *testing.T) {
 		if _, err := write(vfs.OS, path, t.TempDir(), old); err != nil {
 			t.Fatal(err)
 		}
-		var base = vfstest.Unsynced
-		var crash *vfs.CrashFS
-		if p.Mode == vfs.ModeCrash {
-			var err error
-			if crash, err = vfs.NewCrashFS(out); err != nil {
-				t.Fatal(err)
-			}
-			base = crash
-		}
+		base, crash := vfstest.Base(t, p, out)
 		tmp := t.TempDir()
 		_, err := write(p.FS(base), path, tmp, now)
 		tolerated := false

@@ -59,15 +59,7 @@ func sweepHistory(t *testing.T, setup func(t *testing.T, home string), work func
 		if err := os.CopyFS(home, os.DirFS(template)); err != nil {
 			t.Fatal(err)
 		}
-		var base = vfstest.Unsynced
-		var crash *vfs.CrashFS
-		if p.Mode == vfs.ModeCrash {
-			var err error
-			if crash, err = vfs.NewCrashFS(home); err != nil {
-				t.Fatal(err)
-			}
-			base = crash
-		}
+		base, crash := vfstest.Base(t, p, home)
 		h := history.New(home)
 		h.AutoCompactFiles = -1
 		h.FS = p.FS(base)

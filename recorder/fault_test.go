@@ -61,15 +61,7 @@ func sweepLog(t *testing.T, setup func(t *testing.T, dir string) []session.Event
 		dir := t.TempDir()
 		path := filepath.Join(dir, LogFile)
 		before := setup(t, dir)
-		var base = vfstest.Unsynced
-		var crash *vfs.CrashFS
-		if p.Mode == vfs.ModeCrash {
-			var err error
-			if crash, err = vfs.NewCrashFS(dir); err != nil {
-				t.Fatal(err)
-			}
-			base = crash
-		}
+		base, crash := vfstest.Base(t, p, dir)
 		r := work(p.FS(base), path, before)
 		vfstest.CheckErr(t, p, r.err)
 		if crash == nil {
@@ -216,15 +208,7 @@ func TestFaultSweepStoreCreate(t *testing.T) {
 	n := vfstest.Sweep(t, func(t *testing.T, p vfstest.Point) {
 		dir := t.TempDir()
 		st := Store{Root: filepath.Join(dir, "home")}
-		var base = vfstest.Unsynced
-		var crash *vfs.CrashFS
-		if p.Mode == vfs.ModeCrash {
-			var err error
-			if crash, err = vfs.NewCrashFS(dir); err != nil {
-				t.Fatal(err)
-			}
-			base = crash
-		}
+		base, crash := vfstest.Base(t, p, dir)
 		var r logRun
 		s, err := st.Create(session.Event{SessionID: id, Name: "fresh"}, Options{FS: p.FS(base)})
 		if err != nil {

@@ -31,6 +31,22 @@ type Point struct {
 // FS returns the FS of the point over base: base with p.In's faults.
 func (p Point) FS(base vfs.FS) vfs.FS { return vfs.Inject(base, p.In) }
 
+// Base is the filesystem a sweep point's work runs on, below its
+// injection: the real one with syncs made free (Unsynced), or, for a crash
+// point, a CrashFS over dir that a test clones to see what a power cut
+// leaves (crash is nil otherwise).
+func Base(t *testing.T, p Point, dir string) (base vfs.FS, crash *vfs.CrashFS) {
+	t.Helper()
+	if p.Mode != vfs.ModeCrash {
+		return Unsynced, nil
+	}
+	crash, err := vfs.NewCrashFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crash, crash
+}
+
 // Unsynced is the real filesystem with Sync and SyncDir that do nothing
 // (they are still counted and failed by an injector above it): a sweep
 // checks what its work does when they fail, not the disk.
