@@ -92,10 +92,12 @@ func (r *run) billed(resp provider.Response, model string) float64 {
 // model's price (input at the uncached rate: agentctl asks for no cache
 // writes, and reads cost less) in what is left of the cost budget. When
 // less than the spec's max output is left, the call's max output shrinks
-// to fit; when not even the input fits, the run is over budget.
+// to fit (r.capBy names the limit that shrank it); when not even the input
+// fits, the run is over budget.
 func (r *run) modelBudget(req provider.Request) (maxOut int64, over string) {
 	b := r.budget()
 	maxOut = r.cfg.Spec.Model.MaxTokens
+	r.capBy = ""
 	in := estimateRequest(req)
 	if b.MaxTokens > 0 {
 		left := b.MaxTokens - r.st.Tokens() - in
@@ -103,7 +105,9 @@ func (r *run) modelBudget(req provider.Request) (maxOut int64, over string) {
 			return 0, fmt.Sprintf("max_tokens %d: %d spent and the next call needs about %d input tokens",
 				b.MaxTokens, r.st.Tokens(), in)
 		}
-		maxOut = min(maxOut, left)
+		if left < maxOut {
+			maxOut, r.capBy = left, fmt.Sprintf("max_tokens %d", b.MaxTokens)
+		}
 	}
 	if b.MaxCostUSD > 0 {
 		p, ok := r.price()
@@ -120,7 +124,7 @@ func (r *run) modelBudget(req provider.Request) (maxOut int64, over string) {
 				b.MaxCostUSD, r.st.CostUSD, in, p.Cost(provider.Usage{Input: in, Output: 1}))
 		}
 		if maxOut <= 0 || fits < maxOut {
-			maxOut = fits
+			maxOut, r.capBy = fits, fmt.Sprintf("max_cost_usd %.4f", b.MaxCostUSD)
 		}
 	}
 	if b.MaxWall > 0 && r.wall() >= b.MaxWall {

@@ -114,6 +114,7 @@ type run struct {
 	sandbox  *sandbox.Config // set by setupSandbox before any tool runs
 	fp       failpoint       // crash injection (FailpointEnv)
 	cpDue    int64           // seq after which the next checkpoint is worth writing
+	capBy    string          // the budget limit that shrank the current call's max output, if one did
 
 	secrets   *secrets       // what the log is redacted with (recorder Options.Redact)
 	redactErr string         // the last redaction problem recorded
