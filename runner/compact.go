@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/recorder"
@@ -51,7 +52,7 @@ func (r *run) maybeCompact(ctx context.Context) (over string, err error) {
 			return over, nil
 		}
 		req.MaxTokens = maxOut
-		began := r.now()
+		began := time.Now()
 		callCtx, cancel := r.callContext(ctx)
 		resp, err := r.cfg.Provider.Complete(callCtx, req, nil)
 		cancel()
