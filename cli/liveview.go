@@ -84,7 +84,7 @@ func (v *liveView) Event(e session.Event) {
 		fmt.Fprintf(v.w, "        %s\n", describe(e))
 	case session.KindApprovalRequest, session.KindApprovalGranted, session.KindApprovalDenied,
 		session.KindCompaction, session.KindBudgetExceeded, session.KindEvaluation, session.KindReconciled,
-		session.KindInterrupted, session.KindError, session.KindModelChanged:
+		session.KindInterrupted, session.KindError, session.KindModelChanged, session.KindBudgetChanged:
 		fmt.Fprintf(v.w, "%s: %s\n", strings.ReplaceAll(string(e.Kind), "_", " "), describe(e))
 	case session.KindSessionFinished:
 		fmt.Fprintf(v.w, "finished: %s\n", describe(e))

@@ -165,6 +165,8 @@ type replayForkOptions struct {
 	ForkID  string
 	JSON    bool
 	Quiet   bool
+	// RerunBash lets the workspace rebuild run recorded bash calls again.
+	RerunBash bool
 }
 
 func newReplayForkCmd(f *Factory, runF func(context.Context, *replayForkOptions) error) *cobra.Command {
@@ -180,6 +182,11 @@ and continue it live against the pinned model, or the one --model names
 (recorded as a model_changed event: a model change is never silent).
 --prompt adds a user message first. For --model scripted/ID, --script
 names the scripted model's turns.
+
+The effects of bash calls are not in the log: a fork past one is refused,
+with every such call listed, unless --rerun-bash runs them again in the
+sandbox, in order (the fork's log says so). A call cancelled mid-run or
+in flight at a crash cannot be reconstructed at all: fork from before it.
 
 Exit status: as 'agentctl run' (0 done, 3 awaiting approval, 4 budget,
 6 evaluation failed, 130 interrupted, 1 error).`,
@@ -204,6 +211,7 @@ Exit status: as 'agentctl run' (0 done, 3 awaiting approval, 4 budget,
 	cmd.Flags().StringVar(&opts.Spec, "spec", "", "spec `FILE` whose tools run (default: the file the session ran from; the log's copy is never run)")
 	cmd.Flags().StringVar(&opts.Prompt, "prompt", "", "a user message to add before continuing")
 	cmd.Flags().StringVar(&opts.ForkID, "session-id", "", "use this id for the new session (default: random)")
+	cmd.Flags().BoolVar(&opts.RerunBash, "rerun-bash", false, "rebuild the workspace by running the recorded bash calls again in the sandbox (their effects are not in the log)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object with the outcome at the end")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
 	_ = cmd.Flags().MarkHidden("session-id")
@@ -231,6 +239,9 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 		if p != sp.Model.Provider {
 			sp.Model = spec.Model{Provider: p, ID: m, MaxTokens: sp.Model.MaxTokens}
 		} else {
+			if m != sp.Model.ID {
+				sp.Model.Price = nil // the spec's price is its own model's
+			}
 			sp.Model.ID = m
 		}
 	}
@@ -249,7 +260,8 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 		return fmt.Errorf("replay fork %s: %w", id, err)
 	}
 	rep, err := replay.Fork(ctx, replay.ForkConfig{Store: cfg.Store, SessionID: id, Events: evs, From: opts.From, Spec: sp,
-		Provider: cfg.Provider, Tools: cfg.Tools, Prompt: opts.Prompt, ForkID: opts.ForkID, Observer: cfg.Observer})
+		Provider: cfg.Provider, Tools: cfg.Tools, Prompt: opts.Prompt, ForkID: opts.ForkID, Observer: cfg.Observer,
+		RerunBash: opts.RerunBash})
 	flushTelemetry(f, cfg.Observer)
 	if rep.SessionID == "" {
 		return err
@@ -257,8 +269,11 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 	sealSession(f, rep.SessionID)
 	if !opts.JSON {
 		note := ""
+		if rep.Rerun > 0 {
+			note += fmt.Sprintf(", %d bash calls run again", rep.Rerun)
+		}
 		if rep.ModelChanged {
-			note = fmt.Sprintf(", model changed to %s/%s", sp.Model.Provider, sp.Model.ID)
+			note += fmt.Sprintf(", model changed to %s/%s", sp.Model.Provider, sp.Model.ID)
 		}
 		fmt.Fprintf(f.Out, "forked %s at seq %d into %s (%d events copied, %d workspace edits re-applied, %d custom calls not repeated%s)\n",
 			id, opts.From, rep.SessionID, rep.Copied, rep.Reapplied, rep.Skipped, note)

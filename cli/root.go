@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -56,6 +57,14 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 			if fl := cmd.Flags().Lookup("json"); fl != nil && fl.Value.String() == "true" {
 				f.JSON = true
 			}
+			// Once, absolutely: paths derived from the home (a session's
+			// workspace, above all) reach tools, which refuse relative ones,
+			// and must not change meaning if anything changes directory.
+			home, err := filepath.Abs(f.Home)
+			if err != nil {
+				return fmt.Errorf("--home %s: %w", f.Home, err)
+			}
+			f.Home = home
 			return nil
 		},
 	}

@@ -161,10 +161,22 @@ func writeRunSummary(w io.Writer, o runOutput) {
 	switch session.Status(o.Status) {
 	case session.StatusAwaitingApproval:
 		fmt.Fprintf(w, "  next: agentctl approve %s (or deny), then agentctl resume %s\n", o.SessionID, o.SessionID)
-	case session.StatusInterrupted, session.StatusBudgetExceeded:
+	case session.StatusInterrupted:
 		fmt.Fprintf(w, "  next: agentctl resume %s\n", o.SessionID)
+	case session.StatusBudgetExceeded:
+		// Resuming as is would stop on the same limit: name the one to raise.
+		fmt.Fprintf(w, "  next: agentctl resume %s --budget %s=VALUE (raise the limit that stopped it; 0 lifts it)\n", o.SessionID, budgetKey(o.Reason))
 	}
 	fmt.Fprintf(w, "  timeline: agentctl show %s\n", o.SessionID)
+}
+
+// budgetKey is the budget key a budget_exceeded reason starts with
+// ("max_wall 2s: …"), or KEY.
+func budgetKey(reason string) string {
+	if k, _, _ := strings.Cut(reason, " "); session.IsBudgetKey(k) {
+		return k
+	}
+	return "KEY"
 }
 
 // exitCodeForRun separates a failed evaluation (checks failed) from other
@@ -186,6 +198,7 @@ type resumeOptions struct {
 	Workspace        string
 	AllowSpecChange  bool
 	Unsandboxed      bool
+	Budget           []string
 }
 
 func newResumeCmd(f *Factory, runF func(context.Context, *resumeOptions) error) *cobra.Command {
@@ -203,8 +216,13 @@ Tools, commands and the workspace come from the spec file the session ran
 from (or --spec), never from the copy inside the log: a log is not signed.
 A spec file that differs from the recorded one is refused unless
 --allow-spec-change says the change is wanted (it is recorded). The
-workspace is the session's own folder, or the one the spec names.`,
-		Example: "  agentctl resume 3f2a\n  agentctl resume 3f2a --spec agents/fix.yaml --allow-spec-change",
+workspace is the session's own folder, or the one the spec names.
+
+The budget in force is the one the session recorded, with every earlier
+--budget laid over it; a session its budget stopped goes on only once
+--budget raises the limit that stopped it (the change is recorded as a
+budget_changed event, and stays in force on later resumes).`,
+		Example: "  agentctl resume 3f2a\n  agentctl resume 3f2a --budget max_wall=10m --budget max_cost_usd=0.50\n  agentctl resume 3f2a --spec agents/fix.yaml --allow-spec-change",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
@@ -222,6 +240,7 @@ workspace is the session's own folder, or the one the spec names.`,
 	cmd.Flags().BoolVar(&opts.AllowSpecChange, "allow-spec-change", false, "go on although the spec file differs from the recorded spec; the change is recorded")
 	cmd.Flags().StringVar(&opts.Workspace, "workspace", "", "the session's workspace `DIR`, when it is not the session's own folder or the spec's workspace.path")
 	cmd.Flags().BoolVar(&opts.Unsandboxed, "unsandboxed", false, "as for run: where this machine has no namespaces, run tools unconfined")
+	cmd.Flags().StringArrayVar(&opts.Budget, "budget", nil, "raise (or set) one budget limit, `KEY=VALUE`: max_tokens, max_tool_calls, max_cost_usd or max_wall (e.g. max_wall=10m; 0 lifts it); repeatable; recorded as budget_changed")
 	return cmd
 }
 
@@ -252,6 +271,7 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 	}
 	// The session's current model: the header's, or the latest change.
 	fold := session.Fold(evs)
+	fileModel := sp.Model.ID
 	sp.Model.Provider, sp.Model.ID = fold.Provider, fold.Model
 	if opts.Model != "" {
 		prov, model, ok := strings.Cut(opts.Model, "/")
@@ -260,11 +280,21 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 		}
 		sp.Model.Provider, sp.Model.ID = prov, model
 	}
+	if sp.Model.ID != fileModel {
+		sp.Model.Price = nil // the spec's price is its own model's, not this one's
+	}
 	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", id, err)
 	}
 	cfg.AllowModelChange, cfg.SpecChanges = opts.AllowModelChange, changes
+	var check session.Budget
+	for _, b := range opts.Budget {
+		if err := check.Set(b); err != nil {
+			return usageError{fmt.Errorf("resume %s: --budget: %w", id, err)}
+		}
+	}
+	cfg.Budget = opts.Budget
 	resumeTelemetry(cfg.Observer, id, evs)
 	res, err := runner.Resume(ctx, cfg, id)
 	flushTelemetry(f, cfg.Observer)

@@ -177,6 +177,9 @@ func describe(e session.Event) string {
 	case session.KindApprovalDenied:
 		return fmt.Sprintf("[%s] denied %s", e.CallID, e.Reason)
 	case session.KindCompaction:
+		if from := session.SummaryFrom(e); from > 0 {
+			return fmt.Sprintf("seqs %d..%d: %s", from, e.Through, quote(e.Summary, 80))
+		}
 		return fmt.Sprintf("through seq %d: %s", e.Through, quote(e.Summary, 80))
 	case session.KindReconciled:
 		return fmt.Sprintf("%s [%s] key=%s → %s %s", e.Tool, e.CallID, e.IdempotencyKey, e.Outcome, e.Reason)
@@ -190,6 +193,8 @@ func describe(e session.Event) string {
 		return fmt.Sprintf("now %s/%s %s", e.Provider, e.Model, e.Reason)
 	case session.KindSpecChanged:
 		return fmt.Sprintf("now %s (%s) %s", e.SpecPath, e.SpecHash, e.Reason)
+	case session.KindBudgetChanged:
+		return fmt.Sprintf("now %s: %s", orDash(string(e.Attrs)), e.Reason)
 	case session.KindSessionFinished:
 		return strings.TrimSpace(e.Status + " " + e.Reason)
 	}

@@ -314,21 +314,24 @@ func (d *diag) budget() error {
 SELECT (SELECT spec FROM ev WHERE kind = 'session_started' ORDER BY seq LIMIT 1), min(seq), max(seq),
   date_diff('millisecond', min(ts), max(ts)),
   (SELECT list(seq ORDER BY seq) FROM ev WHERE kind = 'budget_exceeded'),
-  (SELECT arg_max(reason, seq) FROM ev WHERE kind = 'budget_exceeded')
+  (SELECT arg_max(reason, seq) FROM ev WHERE kind = 'budget_exceeded'),
+  (SELECT list(CAST(attrs AS VARCHAR) ORDER BY seq) FROM ev WHERE kind = 'budget_changed')
 FROM ev`)
 	if err != nil || len(rows) == 0 {
 		return err
 	}
 	r := rows[0]
+	// The budget in force at the end, as the runner enforced it: the
+	// header's, with each budget_changed (resume --budget) laid over it.
 	var sp struct {
-		Budget struct {
-			MaxTokens    int64           `json:"max_tokens"`
-			MaxToolCalls int64           `json:"max_tool_calls"`
-			MaxCostUSD   float64         `json:"max_cost_usd"`
-			MaxWall      json.RawMessage `json:"max_wall"`
-		} `json:"budget"`
+		Budget session.Budget `json:"budget"`
 	}
 	_ = json.Unmarshal([]byte(str(r[0])), &sp)
+	if changes, ok := r[6].([]any); ok {
+		for _, c := range changes {
+			_ = sp.Budget.Apply(json.RawMessage(str(c)))
+		}
+	}
 	firstSeq, lastSeq, ms := num(r[1]), num(r[2]), num(r[3])
 	mins := float64(ms) / 60000
 	var b strings.Builder
@@ -347,8 +350,8 @@ FROM ev`)
 	if bu.MaxCostUSD > 0 {
 		limits = append(limits, fmt.Sprintf("cost $%.4f/$%.4f", d.rep.CostUSD, bu.MaxCostUSD))
 	}
-	if len(bu.MaxWall) > 0 && string(bu.MaxWall) != "null" {
-		limits = append(limits, "wall "+strings.Trim(string(bu.MaxWall), `"`))
+	if bu.MaxWall > 0 {
+		limits = append(limits, "wall "+bu.MaxWall.String())
 	}
 	if len(limits) > 0 {
 		fmt.Fprintf(&b, "; limits: %s", strings.Join(limits, ", "))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/recorder"
@@ -37,6 +38,10 @@ type ForkConfig struct {
 	// ForkID, if set, names the new session.
 	ForkID   string
 	Observer runner.Observer
+	// RerunBash lets the rebuild of the workspace run the recorded bash
+	// calls again, in the sandbox and in log order: their effects are not
+	// in the log, so without it a fork past a bash call is refused.
+	RerunBash bool
 }
 
 // ForkReport is the outcome of a fork; --json prints it.
@@ -46,19 +51,26 @@ type ForkReport struct {
 	ForkedFrom   int64  `json:"forked_from"`
 	Copied       int64  `json:"copied"`
 	ModelChanged bool   `json:"model_changed"`
-	// Reapplied counts the recorded workspace tool calls re-run to bring
-	// the fresh workspace to its state at From; Skipped the calls not
-	// re-run (custom tools that act outside the workspace).
-	Reapplied int           `json:"reapplied"`
-	Skipped   int           `json:"skipped"`
-	Result    runner.Result `json:"result"`
+	// Reapplied counts the recorded workspace edits (built-in file tools)
+	// re-run to bring the fresh workspace to its state at From; Rerun the
+	// bash calls run again (RerunBash); Skipped the custom tool calls not
+	// repeated (they may act outside the workspace, so agentctl never
+	// repeats one; NotRepeated names them).
+	Reapplied   int           `json:"reapplied"`
+	Rerun       int           `json:"rerun_bash"`
+	Skipped     int           `json:"skipped"`
+	NotRepeated []string      `json:"not_repeated,omitempty"`
+	Result      runner.Result `json:"result"`
 }
 
 // Fork starts a new session whose log is the original's events up to From
 // (header first, with parent_session_id and forked_from), then continues it
 // live with runner.Resume. The fork's workspace is a fresh copy of
 // workspace.from with the recorded workspace tool calls up to From applied
-// again, so the continuation sees the files as they were at From.
+// again, so the continuation sees the files as they were at From; a fork
+// whose workspace cannot be rebuilt so is refused before anything is
+// created, with the calls at fault listed (see planRebuild), never started
+// on a partial workspace.
 //
 // A cut between an assistant message and its model_call is refused. The
 // copied part ends with a session_finished (status interrupted, stamped
@@ -85,6 +97,15 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	}
 	kept := session.Fold(keep)
 	curProv, curModel := kept.Provider, kept.Model
+	rebuild := cfg.Spec.Workspace.Path == ""
+	var plan rebuildPlan
+	if rebuild {
+		plan = planRebuild(kept, cfg.Tools, cfg.RerunBash)
+		if len(plan.cannot) > 0 {
+			return rep, fmt.Errorf("fork %s: the workspace at seq %d cannot be rebuilt: %d recorded call(s) changed it in ways the log does not hold:\n  %s\nfork from before the first of them, or pass --rerun-bash to run the bash calls again in the sandbox",
+				cfg.SessionID, cfg.From, len(plan.cannot), strings.Join(plan.cannot, "\n  "))
+		}
+	}
 
 	id := cfg.ForkID
 	if id == "" {
@@ -96,9 +117,28 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	hdr.Spec = cfg.Spec.JSON()
 	ws := cfg.Spec.Workspace.Path
 	if ws == "" {
-		ws = filepath.Join(cfg.Store.SessionDir(id), "workspace")
+		ws = filepath.Join(cfg.Store.SessionDir(id), recorder.WorkspaceDir)
+	}
+	// Tools refuse a relative workspace: a home given as ./.agentctl must
+	// not make every call of the fork fail.
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}
 	hdr.Workspace = ws
+	if rebuild {
+		// The workspace first: a fork whose rebuild fails leaves nothing.
+		if _, err := os.Lstat(cfg.Store.SessionDir(id)); err == nil {
+			return rep, fmt.Errorf("fork %s: session %s already exists", cfg.SessionID, id)
+		}
+		n, rerun, err := rebuildWorkspace(ctx, cfg.Spec, cfg.Tools, plan, ws, cfg.Store.Root)
+		rep.Reapplied, rep.Rerun = n, rerun
+		if err != nil {
+			_ = os.RemoveAll(cfg.Store.SessionDir(id))
+			return rep, fmt.Errorf("fork %s: rebuild the workspace at seq %d: %w", cfg.SessionID, cfg.From, err)
+		}
+		rep.Skipped, rep.NotRepeated = len(plan.notRepeated), plan.notRepeated
+	}
 	// The header is stamped now: the fork starts when it is made (its
 	// started, in sessions and the views). The copied events keep their
 	// timestamps, so their part of the timeline reads as it happened;
@@ -108,6 +148,9 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 
 	sess, err := cfg.Store.Create(hdr, recorder.Options{})
 	if err != nil {
+		if rebuild {
+			_ = os.RemoveAll(cfg.Store.SessionDir(id))
+		}
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}
 	rep.SessionID = id
@@ -123,7 +166,7 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	// fork's. A done finish is not copied (a done session cannot go on).
 	if l := keep[len(keep)-1]; l.Kind != session.KindSessionFinished {
 		add = append(add, session.Event{Kind: session.KindSessionFinished, TS: l.TS, Status: string(session.StatusInterrupted),
-			Reason: fmt.Sprintf("fork point: %s up to seq %d; the fork continues from here", cfg.SessionID, cfg.From)})
+			Reason: fmt.Sprintf("fork point: %s up to seq %d; the fork continues from here%s", cfg.SessionID, cfg.From, plan.describe(rebuild))})
 	}
 	if p, m := cfg.Spec.Model.Provider, cfg.Spec.Model.ID; p != curProv || m != curModel {
 		rep.ModelChanged = true
@@ -142,13 +185,6 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	if err := sess.Close(); err != nil {
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}
-	if cfg.Spec.Workspace.Path == "" {
-		n, skipped, err := rebuildWorkspace(ctx, cfg.Spec, cfg.Tools, keep, ws, cfg.Store.Root)
-		rep.Reapplied, rep.Skipped = n, skipped
-		if err != nil {
-			return rep, fmt.Errorf("fork %s: rebuild the workspace at seq %d: %w", cfg.SessionID, cfg.From, err)
-		}
-	}
 	prov := cfg.Provider
 	if rep.ModelChanged {
 		// A new model starts its own script from its first turn; hide
@@ -164,12 +200,124 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 // noSetTurn hides a provider's SetTurn.
 type noSetTurn struct{ provider.Provider }
 
-// rebuildWorkspace copies workspace.from into ws and re-runs the recorded
-// calls of tools that act on the workspace only (the built-ins) that ended
-// ok, in log order. Custom tools may act on the world (a payment, an email)
-// and are never repeated.
-func rebuildWorkspace(ctx context.Context, sp *spec.Spec, reg *tools.Registry, evs []session.Event, ws, home string) (int, int, error) {
-	// The re-applied calls hide the home as the original run's did.
+// rebuildPlan is how a fork's workspace is brought to its state at the
+// fork point: the recorded calls to run again, in log order, and the
+// calls whose effect cannot be reconstructed.
+type rebuildPlan struct {
+	// steps are the calls to run again: built-in file edits that ended
+	// ok, and (with RerunBash) bash calls.
+	steps []*session.Call
+	// bash marks the steps that are bash calls.
+	bash map[*session.Call]bool
+	// cannot says, for each call that changed the workspace in a way the
+	// log does not hold, why: a fork past it is refused.
+	cannot []string
+	// notRepeated names the custom tool calls with side effects, which
+	// agentctl never repeats (they may act outside the workspace).
+	notRepeated []string
+}
+
+// planRebuild decides, for each call the kept part of the log dispatched,
+// how its effect on the workspace is reconstructed:
+//
+//   - a tool without side effects (read_file, grep, …): nothing to redo;
+//   - a built-in file edit (write_file, edit_file): run again when it ended
+//     ok (one that failed wrote nothing: file tools write whole or not at
+//     all); in flight at a crash and never settled, it cannot be;
+//   - bash: its effects are not in the log (a file it wrote, a file it
+//     deleted), so it is run again only with rerunBash, and one cancelled
+//     mid-run or never settled cannot be (its partial effect is unknown);
+//   - a custom tool with side effects: never repeated (a payment, an
+//     email), and named in notRepeated;
+//   - a tool the spec no longer has: what it did is unknown.
+//
+// The fork's workspace is a fresh copy of workspace.from, so the parent's
+// git state is not used: a checkpoint records HEAD, not the work tree, and
+// a workspace with uncommitted edits at the fork point would come back
+// without them.
+func planRebuild(kept *session.State, reg *tools.Registry, rerunBash bool) rebuildPlan {
+	plan := rebuildPlan{bash: map[*session.Call]bool{}}
+	var calls []*session.Call
+	for _, c := range kept.Calls {
+		if c.RequestSeq > 0 && c.Dispatched() && !c.Denied {
+			calls = append(calls, c)
+		}
+	}
+	slices.SortFunc(calls, func(a, b *session.Call) int { return cmp.Compare(a.FirstSeq(), b.FirstSeq()) })
+	for _, c := range calls {
+		name := fmt.Sprintf("call %s (%s, seq %d)", c.ID, c.Tool, c.FirstSeq())
+		t, ok := reg.Get(c.Tool)
+		outcome := c.Outcome()
+		settled := outcome == session.ResultOK || outcome == session.ReconciledRecovered || outcome == session.ReconciledRepeated
+		switch {
+		case !ok:
+			plan.cannot = append(plan.cannot, name+": the spec has no such tool now, so what it did is unknown")
+		case !t.SideEffects():
+		case isCustom(t):
+			plan.notRepeated = append(plan.notRepeated, name)
+		case c.Tool == tools.NameBash:
+			switch {
+			case outcome == session.ResultCancelled || outcome == "pending" || outcome == session.ReconciledNeedsHuman:
+				plan.cannot = append(plan.cannot, fmt.Sprintf("%s: %s mid-run; what it had done by then cannot be reproduced", name, unsettled(outcome)))
+			case !rerunBash:
+				plan.cannot = append(plan.cannot, name+": a bash call; the files it wrote or removed are not in the log")
+			default:
+				plan.steps = append(plan.steps, c)
+				plan.bash[c] = true
+			}
+		case settled:
+			plan.steps = append(plan.steps, c)
+		case outcome == "pending" || outcome == session.ReconciledNeedsHuman:
+			plan.cannot = append(plan.cannot, fmt.Sprintf("%s: %s, so whether it wrote is unknown", name, unsettled(outcome)))
+		}
+	}
+	return plan
+}
+
+func unsettled(outcome string) string {
+	switch outcome {
+	case session.ResultCancelled:
+		return "cancelled"
+	case session.ReconciledNeedsHuman:
+		return "left to a human after a crash"
+	}
+	return "in flight at a crash"
+}
+
+func isCustom(t tools.Tool) bool {
+	_, custom := t.(*tools.Command)
+	return custom
+}
+
+// describe is what the fork point's session_finished adds about the
+// workspace, so the fork's own log says how it was made.
+func (p rebuildPlan) describe(rebuilt bool) string {
+	if !rebuilt {
+		return "; the workspace is the spec's workspace.path as it is now"
+	}
+	var edits, bash []string
+	for _, c := range p.steps {
+		if p.bash[c] {
+			bash = append(bash, c.ID)
+		} else {
+			edits = append(edits, c.ID)
+		}
+	}
+	out := fmt.Sprintf("; workspace rebuilt from workspace.from: %d edit(s) re-applied", len(edits))
+	if len(bash) > 0 {
+		out += fmt.Sprintf(", %d bash call(s) run again (--rerun-bash: %s)", len(bash), strings.Join(bash, ", "))
+	}
+	if len(p.notRepeated) > 0 {
+		out += fmt.Sprintf(", custom call(s) not repeated: %s", strings.Join(p.notRepeated, "; "))
+	}
+	return out
+}
+
+// rebuildWorkspace copies workspace.from into ws and runs the plan's steps
+// again, in log order, in the sandbox the original run's calls had (the
+// home hidden). A step that ended ok then and fails now stops the rebuild;
+// a bash call that failed then is not expected to succeed now.
+func rebuildWorkspace(ctx context.Context, sp *spec.Spec, reg *tools.Registry, plan rebuildPlan, ws, home string) (edits, bash int, err error) {
 	sb, err := runner.SandboxConfig(sp, home)
 	if err != nil {
 		return 0, 0, err
@@ -181,29 +329,30 @@ func rebuildWorkspace(ctx context.Context, sp *spec.Spec, reg *tools.Registry, e
 	} else if err := os.MkdirAll(ws, 0o755); err != nil {
 		return 0, 0, err
 	}
-	n, skipped := 0, 0
-	// The calls that ended ok, in the order of their results.
-	var done []*session.Call
-	for _, c := range session.Fold(evs).Calls {
-		if c.ResultSeq > 0 && c.Status == session.ResultOK && c.RequestSeq > 0 {
-			done = append(done, c)
+	for _, c := range plan.steps {
+		t, _ := reg.Get(c.Tool)
+		res := t.Run(ctx, tools.Call{Args: c.Args, Workspace: ws, Sandbox: sb,
+			Timeout: time.Duration(sp.ToolTimeout), Env: passEnv(sp.Sandbox.Env)})
+		if res.Status != session.ResultOK && c.Outcome() == session.ResultOK {
+			return edits, bash, fmt.Errorf("re-run %s (call %s, seq %d): %s", c.Tool, c.ID, c.FirstSeq(), res.Error)
+		}
+		if plan.bash[c] {
+			bash++
+		} else {
+			edits++
 		}
 	}
-	slices.SortFunc(done, func(a, b *session.Call) int { return cmp.Compare(a.ResultSeq, b.ResultSeq) })
-	for _, c := range done {
-		t, ok := reg.Get(c.Tool)
-		if !ok || !t.SideEffects() {
-			continue
+	return edits, bash, nil
+}
+
+// passEnv copies the named variables of agentctl's environment, as a run
+// passes them to its tools.
+func passEnv(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok {
+			out = append(out, n+"="+v)
 		}
-		if _, custom := t.(*tools.Command); custom {
-			skipped++
-			continue
-		}
-		res := t.Run(ctx, tools.Call{Args: c.Args, Workspace: ws, Sandbox: sb})
-		if res.Status != session.ResultOK {
-			return n, skipped, fmt.Errorf("re-run %s (call %s, seq %d): %s", c.Tool, c.ID, c.ResultSeq, res.Error)
-		}
-		n++
 	}
-	return n, skipped, nil
+	return out
 }

@@ -60,6 +60,7 @@ type Verifier struct {
 	od       *session.Digester
 	buf      []origEvent
 	wantOrig bool // a compaction call has been checked: keep orig current
+	origGap  bool // originals were dropped for a chunked part, not fed to orig
 	lostOrig bool // buf outgrew maxOrigBuf before any was: Report asks for Verify if one comes
 	fedMax   int64
 	lastSeq  int64
@@ -184,9 +185,15 @@ func (v *Verifier) step(e, next *session.Event) {
 			output: e.Output, errText: e.Error, status: e.Status, out: e.Outcome, reas: e.Reason, calls: e.ToolCalls})
 	case session.KindCompaction:
 		// Later compactions reach at least this far (else Report asks for
-		// Verify): fold the originals up to here so buf stays short.
+		// Verify): fold the originals up to here so buf stays short. A
+		// chunked part's originals are read by no later request (those
+		// start after it), so they are dropped rather than folded.
 		if v.wantOrig && !v.unsorted && e.Through >= v.fedMax {
-			v.feed(e.Through)
+			if session.SummaryFrom(*e) > 0 {
+				v.drop(e.Through)
+			} else {
+				v.feed(e.Through)
+			}
 		}
 	}
 }
@@ -273,7 +280,7 @@ func (v *Verifier) check(call, after *session.Event) bool {
 			return true
 		}
 		rep.Checked++
-		msgs, ok := v.compactionMessages(after.Through)
+		msgs, ok := v.compactionMessages(after)
 		if !ok {
 			v.redo, v.stopped = true, true
 			return false
@@ -309,16 +316,53 @@ func (v *Verifier) check(call, after *session.Event) bool {
 }
 
 // compactionMessages is runner.CompactionMessages over the events added so
-// far, through seq through. The originals' projection only grows between
-// compactions, so it is fed from where the last one stopped.
-func (v *Verifier) compactionMessages(through int64) ([]session.Message, bool) {
+// far, for the compaction c recorded after the call. A summary of
+// everything up to its through reads orig, the originals' projection,
+// which only grows between compactions, so it is fed from where the last
+// one stopped; a chunked part (summary_from) reads the buffered originals
+// from its summary_from on, which no earlier part covered.
+func (v *Verifier) compactionMessages(c *session.Event) ([]session.Message, bool) {
+	through := c.Through
 	if v.unsorted || v.lostOrig || through < v.fedMax {
 		return nil, false
 	}
 	v.wantOrig = true
+	if v.od == nil {
+		v.od = session.NewDigester()
+	}
+	if from, fit := runner.CompactionInput(*c); from > 0 {
+		if from <= v.fedMax {
+			return nil, false // it re-reads originals already folded away: Verify does it
+		}
+		var src []session.Event
+		for _, o := range v.buf {
+			if o.seq >= from && o.seq <= through {
+				src = append(src, o.event())
+			}
+		}
+		msgs, _ := runner.CompactionMessages(src, from, through, fit)
+		return msgs, true
+	}
+	if v.origGap {
+		return nil, false // orig misses the originals of chunked parts: Verify does it
+	}
 	v.feed(through)
-	prompt, _ := runner.CompactionMessages(nil, 0)
+	prompt, _ := runner.CompactionMessages(nil, 0, 0, 0)
 	return append(prompt, v.orig.Messages()...), true
+}
+
+// drop forgets the buffered originals up to seq through (a chunked part
+// read them), leaving orig without them.
+func (v *Verifier) drop(through int64) {
+	n := 0
+	for n < len(v.buf) && v.buf[n].seq <= through {
+		v.fedMax = v.buf[n].seq
+		n++
+	}
+	if n > 0 {
+		v.origGap = true
+	}
+	v.buf = append(v.buf[:0], v.buf[n:]...)
 }
 
 // VerifyLog verifies the log at path as it is read: recorder.ScanFile

@@ -174,7 +174,8 @@ func isCompactionCall(e session.Event) bool {
 // event before m except the assistant_message at m-1 that answered it, with
 // the header's system prompt and tool list. Compaction calls (attrs
 // purpose "compaction") are recomputed with runner.CompactionMessages over
-// the originals up to the compaction's through; `replay anchors` checks
+// the originals the compaction recorded right after the call covers (from
+// its summary_from, or from the start, to its through); `replay anchors` checks
 // what they read. Verify stops at the first divergence.
 //
 // Without opts.Project, Verify runs a Verifier over evs; verifyBatch is the
@@ -225,7 +226,8 @@ func verifyBatch(id string, evs []session.Event, opts VerifyOptions) Report {
 				return true
 			}
 			rep.Checked++
-			msgs, _ := runner.CompactionMessages(evs[:i], evs[i+1].Through)
+			from, fit := runner.CompactionInput(evs[i+1])
+			msgs, _ := runner.CompactionMessages(evs[:i], from, evs[i+1].Through, fit)
 			if got := session.Digest(msgs, []string{}); got != call.RequestDigest {
 				rep.Status = StatusDiverged
 				rep.Divergence = explain(call, rep.Checked, got, msgs, nil, nil, 0)

@@ -22,9 +22,10 @@ const CheckpointsFile = "checkpoints.jsonl"
 
 // CheckpointFormat is the format of the checkpoints this version writes.
 // A checkpoint of another format (one written before the fold moved to
-// session.State had none) is skipped, and resume folds the log instead:
-// checkpoints are derived state, never the only copy of anything.
-const CheckpointFormat = 2
+// session.State had none; format 2 had no budget in force and no summary
+// parts) is skipped, and resume folds the log instead: checkpoints are
+// derived state, never the only copy of anything.
+const CheckpointFormat = 3
 
 // Checkpoint is the folded state of a session after event Seq: the
 // session's fold and the projection the model would be sent next.

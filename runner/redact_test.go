@@ -36,7 +36,7 @@ func TestRedactionMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := &spec.Spec{Name: "mid-run", Model: spec.Model{Provider: "scripted", ID: "scripted-1", MaxTokens: 256},
+	sp := &spec.Spec{Name: "mid-run", Model: spec.Model{Provider: "scripted", ID: "scripted-1", MaxTokens: 1 << 20}, // the big .env is one long call
 		Prompt: "go", Mode: "write", MaxTurns: 10, Compaction: spec.Compaction{Window: 1 << 30, Threshold: 0.75}}
 	store := recorder.Store{Root: t.TempDir()}
 	res, err := Start(context.Background(), Config{Spec: sp, Store: store, Provider: provider.NewScripted(script, "scripted-1"), Tools: reg, SessionID: "aa00000000000001"})

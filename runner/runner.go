@@ -61,6 +61,10 @@ type Config struct {
 	// than the one the session pinned; the change is recorded as a
 	// model_changed event. Without it such a resume is refused.
 	AllowModelChange bool
+	// Budget, on Resume, holds KEY=VALUE settings (resume --budget
+	// max_wall=10m) laid over the budget in force; the change is recorded
+	// as a budget_changed event before anything runs.
+	Budget []string
 	// NoSync skips fsync on appends. Only for crash tests that kill
 	// processes (the page cache survives SIGKILL); never for real runs.
 	NoSync bool
@@ -110,6 +114,7 @@ type run struct {
 	sandbox  *sandbox.Config // set by setupSandbox before any tool runs
 	fp       failpoint       // crash injection (FailpointEnv)
 	cpDue    int64           // seq after which the next checkpoint is worth writing
+	capBy    string          // the budget limit that shrank the current call's max output, if one did
 
 	secrets   *secrets       // what the log is redacted with (recorder Options.Redact)
 	redactErr string         // the last redaction problem recorded
@@ -131,6 +136,9 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	if err := tools.CheckMode(cfg.Spec.Mode, cfg.Tools); err != nil {
+		return Result{}, fmt.Errorf("start: %w", err)
+	}
+	if err := needPrice(cfg.Spec, cfg.Spec.Budget.Session(), cfg.Spec.Model.ID); err != nil {
 		return Result{}, fmt.Errorf("start: %w", err)
 	}
 	sp := cfg.Spec
@@ -284,9 +292,35 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 			strings.Join(ids, ", "), id, ids[0])
 		return res, nil
 	}
+	budget, budgetEv, budgetChanged, err := resumeBudget(cfg, r.st.Budget)
+	if err != nil {
+		return r.result(), fmt.Errorf("resume %s: %w", id, err)
+	}
+	if err := needPrice(cfg.Spec, budget, cfg.Spec.Model.ID); err != nil {
+		return r.result(), fmt.Errorf("resume %s: %w", id, err)
+	}
+	if r.st.Status() == session.StatusBudgetExceeded {
+		// Going on would only stop again: say what to raise, append nothing.
+		inForce := r.st.Budget
+		r.st.Budget = budget
+		over := r.spent()
+		r.st.Budget = inForce
+		if over != "" {
+			res := r.result()
+			res.Status = session.StatusBudgetExceeded
+			res.Reason = fmt.Sprintf("%s; the session is still over its budget: raise it with agentctl resume %s --budget %s=VALUE",
+				over, id, budgetKeyOf(over))
+			return res, nil
+		}
+	}
 	if len(cfg.SpecChanges) > 0 {
 		if err := r.append(session.Event{Kind: session.KindSpecChanged, SpecPath: cfg.Spec.Path, SpecHash: specHash(cfg.Spec),
 			Reason: "resume --allow-spec-change; changed: " + strings.Join(cfg.SpecChanges, ", ")}); err != nil {
+			return r.result(), err
+		}
+	}
+	if budgetChanged {
+		if err := r.append(budgetEv); err != nil {
 			return r.result(), err
 		}
 	}
@@ -465,29 +499,43 @@ func (r *run) loop(parent context.Context) (Result, error) {
 		if r.st.Turns >= sp.MaxTurns {
 			return r.finish(session.StatusFailed, fmt.Sprintf("%s: the run used all %d turns (raise max_turns in the spec)", ReasonMaxTurns, sp.MaxTurns))
 		}
-		if err := r.maybeCompact(ctx); err != nil {
+		if over, err := r.maybeCompact(ctx); err != nil {
 			if ctx.Err() != nil {
 				return r.interrupt(ctx, "", nil)
 			}
 			return r.failProvider(err)
+		} else if over != "" {
+			return r.overBudget(over)
 		}
-		msgs := r.st.projector.Messages()
-		maxOut, over := r.modelBudget(msgs)
+		req := provider.Request{Model: r.st.Model, Messages: r.st.projector.Messages(), Tools: r.toolDefs()}
+		maxOut, over := r.modelBudget(req)
 		if over != "" {
 			return r.overBudget(over)
 		}
-		req := provider.Request{Model: r.st.Model, Messages: msgs, Tools: r.toolDefs(), MaxTokens: maxOut}
+		req.MaxTokens = maxOut
 		var retries int64
 		var retryErr error
 		req = r.withRetryLog(req, &retries, &retryErr) // each failed try is a model_call
 		began := time.Now()
-		resp, err := r.cfg.Provider.Complete(ctx, req, r.onText)
+		callCtx, cancelCall := r.callContext(ctx)
+		resp, err := r.cfg.Provider.Complete(callCtx, req, r.onText)
+		cancelCall()
 		latency := callLatency(resp, began)
 		r.flushText()
 		if retryErr != nil {
 			return r.result(), retryErr
 		}
 		if err != nil {
+			if wallCut(ctx, callCtx) {
+				// Cut at the deadline: the call is recorded with what it had
+				// streamed and what it cost, and the budget ends the run.
+				cut := r.failedCallEvent(req, resp, latency, retries+1, err)
+				cut.Error = "cancelled at the max_wall deadline"
+				if err := r.append(cut); err != nil {
+					return r.result(), err
+				}
+				return r.overBudget(r.wallReason("the model call"))
+			}
 			if ctx.Err() != nil {
 				// The call was cut: keep what the model had said, and what it
 				// cost if the provider reported it.
@@ -539,7 +587,7 @@ func (r *run) modelCallEvent(req provider.Request, resp provider.Response, laten
 		LatencyMS:     latency,
 		InputTokens:   resp.InputTokens,
 		OutputTokens:  resp.OutputTokens,
-		CostUSD:       resp.CostUSD,
+		CostUSD:       r.billed(resp, req.Model),
 		FinishReason:  resp.FinishReason,
 		Error:         errText,
 
@@ -654,7 +702,11 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 			Args: cs.Call.Args, IdempotencyKey: key}); err != nil {
 			return r.result(), true, err
 		}
-		res := r.execute(ctx, t, cs, args, key)
+		res, cut := r.execute(ctx, t, cs, args, key)
+		if cut {
+			out, err := r.overBudget(r.wallReason(fmt.Sprintf("call %s (%s)", cs.Call.ID, name)))
+			return out, true, err
+		}
 		if res.Status == session.ResultCancelled || ctx.Err() != nil {
 			out, err := r.interrupt(ctx, "", calls[i+1:])
 			return out, true, err
@@ -665,17 +717,25 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 
 // execute runs one tool call with args (see callArgs) and records its
 // result. Subprocess output is redacted as it is captured (and so is the
-// artifact of the whole output); the recorder redacts the rest.
-func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args json.RawMessage, key string) tools.Result {
+// artifact of the whole output); the recorder redacts the rest. The call
+// runs under what is left of max_wall (callContext); cut reports that the
+// deadline cancelled it, and its result then says so.
+func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args json.RawMessage, key string) (res tools.Result, cut bool) {
 	began := time.Now()
 	var gate func(string) error
 	if cs.Granted == "" && !r.st.Grants[cs.Call.Name] {
 		// Decide again on the path the tool resolves at its I/O.
 		gate = approvalGate(r.cfg.Spec.Approvals, cs.Call.Name)
 	}
-	res := t.Run(ctx, tools.Call{Args: args, Workspace: r.ws, IdempotencyKey: key,
+	callCtx, cancel := r.callContext(ctx)
+	res = t.Run(callCtx, tools.Call{Args: args, Workspace: r.ws, IdempotencyKey: key,
 		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env),
 		Sandbox: r.sandbox, Redactor: r.redactor(), ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
+	cancel()
+	if cut = wallCut(ctx, callCtx) && res.Status == session.ResultCancelled; cut {
+		res.Error = fmt.Sprintf("cancelled at the max_wall deadline (%s) after %s; its processes were killed",
+			r.budget().MaxWall, time.Since(began).Round(time.Millisecond))
+	}
 	// Crash injection: the effect happened, its result is not durable yet.
 	r.fp.hit("in-tool", r.st.LastSeq)
 	ev := session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name, Status: res.Status,
@@ -686,9 +746,9 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args jso
 	if err := r.append(ev); err != nil {
 		// The writer is failed; the result is lost and the intent stays
 		// pending, which resume reconciles.
-		return tools.Result{Status: session.ResultCancelled, Error: err.Error()}
+		return tools.Result{Status: session.ResultCancelled, Error: err.Error()}, false
 	}
-	return res
+	return res, cut
 }
 
 func (r *run) toolError(cs *callState, msg string) error {

@@ -116,6 +116,11 @@ func (r *run) afterAnswer(_ context.Context, req provider.Request, resp provider
 	case resp.Refusal != "":
 		res, err := r.finish(session.StatusFailed, fmt.Sprintf("%s: the model refused: %s", ReasonRefused, oneLine(resp.Refusal, 200)))
 		return res, true, true, err
+	case resp.FinishReason == provider.FinishLength && r.capBy != "":
+		// The budget shrank the cap that cut the answer: the budget, not
+		// the spec's max output, is what ran out.
+		res, err := r.overBudget(fmt.Sprintf("%s: the answer was cut at the %d output tokens the budget had left", r.capBy, req.MaxTokens))
+		return res, true, true, err
 	case resp.FinishReason == provider.FinishLength:
 		switch r.cfg.Spec.Truncated() {
 		case spec.TruncatedFail:

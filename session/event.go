@@ -35,7 +35,13 @@ const (
 	// KindSpecChanged records that a resume went on with a spec file that
 	// differs from the one the session recorded (spec_path, spec_hash of
 	// the new one; reason lists the changed keys).
-	KindSpecChanged     Kind = "spec_changed"
+	KindSpecChanged Kind = "spec_changed"
+	// KindBudgetChanged records that a resume changed the budget in force
+	// (resume --budget, or a spec change that reached budget): attrs hold
+	// the changed keys with their new values in the spec's form
+	// ({"max_wall":"10m"}), reason says who changed what. The budget in
+	// force is the header's, with each of these laid over it (State.Budget).
+	KindBudgetChanged   Kind = "budget_changed"
 	KindError           Kind = "error"
 	KindSessionFinished Kind = "session_finished"
 )
@@ -46,7 +52,7 @@ var Kinds = []Kind{
 	KindToolIntent, KindToolResult, KindApprovalRequest, KindApprovalGranted,
 	KindApprovalDenied, KindCompaction, KindInterrupted, KindReconciled,
 	KindBudgetExceeded, KindEvaluation, KindSubagentStarted, KindSubagentFinished,
-	KindModelChanged, KindSpecChanged, KindError, KindSessionFinished,
+	KindModelChanged, KindSpecChanged, KindBudgetChanged, KindError, KindSessionFinished,
 }
 
 // Known reports whether k is a kind this version of agentctl understands.

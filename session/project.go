@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Roles of a projected message. They are provider-neutral; providers map
@@ -38,6 +39,36 @@ const (
 // SummaryPrefix opens the system message that stands for compacted events.
 const SummaryPrefix = "Session so far: "
 
+// SummaryPart is one compaction's summary while it is in force: the
+// summary message is the prefix and the parts in order, each made from
+// original events only (never from another part).
+type SummaryPart struct {
+	Seq     int64  `json:"seq"`
+	Through int64  `json:"through"`
+	Text    string `json:"text"`
+}
+
+// partSeparator joins the parts of a summary message.
+const partSeparator = "\n\n"
+
+// SummaryFrom is the first seq a compaction's summary was made from when
+// it is one part of a chunked summary (its attrs {"summary_from": N}): the
+// parts in force that end before it are kept before it. 0 for a summary
+// that covers everything up to its through and replaces every earlier one
+// (the only kind before chunked compaction).
+func SummaryFrom(e Event) int64 {
+	if e.Kind != KindCompaction || len(e.Attrs) == 0 {
+		return 0
+	}
+	var a struct {
+		From int64 `json:"summary_from"`
+	}
+	if json.Unmarshal(e.Attrs, &a) != nil || a.From < 0 {
+		return 0
+	}
+	return a.From
+}
+
 // Project rebuilds the provider payload from a log: the system prompt, then
 // (if a compaction exists) the latest summary and the first user message
 // verbatim, then every conversational event after the compaction's through
@@ -59,7 +90,8 @@ type Projector struct {
 	system string
 
 	firstUser *Message // the first user message, pinned verbatim
-	summary   *Message // latest compaction, as a system message
+	summary   *Message // the summary parts in force, as a system message
+	parts     []SummaryPart
 	through   int64
 
 	// tail holds the messages after the latest compaction in log order.
@@ -202,7 +234,16 @@ func (p *Projector) compact(e Event) {
 		return // an older compaction recorded late never replaces a newer one
 	}
 	p.through = e.Through
-	p.summary = &Message{Role: RoleSystem, Content: SummaryPrefix + e.Summary, Seq: e.Seq}
+	var kept []SummaryPart
+	if from := SummaryFrom(e); from > 0 {
+		for _, pt := range p.parts {
+			if pt.Through < from {
+				kept = append(kept, pt)
+			}
+		}
+	}
+	p.parts = append(kept, SummaryPart{Seq: e.Seq, Through: e.Through, Text: e.Summary})
+	p.summary = summaryMessage(p.parts)
 	cut := sort.Search(len(p.tail), func(i int) bool { return effectiveSeq(p.tail, i) > e.Through })
 	// In place (no one else holds tail: State copies it); the vacated
 	// slots are cleared so they keep no old message alive.
@@ -227,6 +268,16 @@ func (p *Projector) compact(e Event) {
 		i++
 	}
 	p.tail = p.tail[i:]
+}
+
+// summaryMessage is the system message of the parts in force: one part
+// reads as a summary always has ("Session so far: <summary>").
+func summaryMessage(parts []SummaryPart) *Message {
+	texts := make([]string, len(parts))
+	for i, pt := range parts {
+		texts[i] = pt.Text
+	}
+	return &Message{Role: RoleSystem, Content: SummaryPrefix + strings.Join(texts, partSeparator), Seq: parts[len(parts)-1].Seq}
 }
 
 // effectiveSeq gives synthetic messages the seq of the message before them.
@@ -278,6 +329,7 @@ type ProjectorState struct {
 	System    string        `json:"system,omitempty"`
 	FirstUser *Message      `json:"first_user,omitempty"`
 	Summary   *Message      `json:"summary,omitempty"`
+	Parts     []SummaryPart `json:"parts,omitempty"`
 	Through   int64         `json:"through,omitempty"`
 	Tail      []Message     `json:"tail,omitempty"`
 	Pending   []PendingCall `json:"pending,omitempty"`
@@ -286,7 +338,7 @@ type ProjectorState struct {
 // State captures the projector's state.
 func (p *Projector) State() ProjectorState {
 	s := ProjectorState{System: p.system, FirstUser: p.firstUser, Summary: p.summary, Through: p.through,
-		Tail: append([]Message(nil), p.tail...)}
+		Parts: append([]SummaryPart(nil), p.parts...), Tail: append([]Message(nil), p.tail...)}
 	for _, id := range p.pendingOrder {
 		if name, ok := p.pending[id]; ok {
 			s.Pending = append(s.Pending, PendingCall{ID: id, Name: name})
@@ -300,6 +352,7 @@ func (p *Projector) State() ProjectorState {
 func RestoreProjector(s ProjectorState) *Projector {
 	p := NewProjector(s.System)
 	p.firstUser, p.summary, p.through = s.FirstUser, s.Summary, s.Through
+	p.parts = append([]SummaryPart(nil), s.Parts...)
 	p.tail = append([]Message(nil), s.Tail...)
 	for _, c := range s.Pending {
 		p.pending[c.ID] = c.Name

@@ -46,6 +46,8 @@ const (
 //   - turns: assistant_message events.
 //   - provider, model: those in force: the header's, or the latest
 //     model_changed.
+//   - budget: the header's spec's budget, each budget_changed's keys laid
+//     over it in order.
 //   - started: the header's timestamp (a fork's header is stamped when the
 //     fork was made; its copied events keep theirs). ended: the timestamp
 //     of a session_finished that is the last event, else none.
@@ -78,6 +80,10 @@ type State struct {
 	// Provider and Model are those in force (after model_changed).
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// Budget is the budget in force: the header's spec's, with the keys of
+	// each budget_changed laid over it. The runner enforces this one, so a
+	// budget raised on one resume stays raised on the next.
+	Budget Budget `json:"budget"`
 
 	Events   int64     `json:"events"`
 	LastSeq  int64     `json:"last_seq"`
@@ -245,10 +251,13 @@ func (s *State) Add(e Event) {
 			s.PinnedProvider, s.PinnedModel = e.Provider, e.Model
 			s.ParentSessionID, s.ForkedFrom = e.ParentSessionID, e.ForkedFrom
 			s.ImportedFrom = ImportedFrom(e)
+			s.Budget = specBudget(e.Spec)
 		}
 		s.Provider, s.Model = e.Provider, e.Model
 	case KindModelChanged:
 		s.Provider, s.Model = e.Provider, e.Model
+	case KindBudgetChanged:
+		_ = s.Budget.Apply(e.Attrs) // attrs the runner did not write change nothing
 	case KindUserMessage:
 		s.Prompted = true
 		s.DoneClaim, s.TruncClaim, s.LastEval = false, false, nil

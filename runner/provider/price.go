@@ -2,21 +2,21 @@ package provider
 
 import "strings"
 
-// price is a list price in USD per million tokens, one rate per part of a
+// Price is a list price in USD per million tokens, one rate per part of a
 // bill: uncached input, cache reads, cache writes (five-minute and
 // one-hour lifetimes) and output.
-type price struct{ in, out, cacheRead, cacheWrite, cacheWrite1h float64 }
+type Price struct{ Input, Output, CacheRead, CacheWrite, CacheWrite1h float64 }
 
 // anthropicPrice is Anthropic's rule: cache reads cost a tenth of the
 // input rate, five-minute cache writes 1.25 times it, one-hour writes twice.
-func anthropicPrice(in, out float64) price {
-	return price{in: in, out: out, cacheRead: in * 0.1, cacheWrite: in * 1.25, cacheWrite1h: in * 2}
+func anthropicPrice(in, out float64) Price {
+	return Price{Input: in, Output: out, CacheRead: in * 0.1, CacheWrite: in * 1.25, CacheWrite1h: in * 2}
 }
 
 // openAIPrice is OpenAI's rule: cached input has its own (lower) rate and
 // writing the cache costs nothing extra.
-func openAIPrice(in, out, cached float64) price {
-	return price{in: in, out: out, cacheRead: cached, cacheWrite: in, cacheWrite1h: in}
+func openAIPrice(in, out, cached float64) Price {
+	return Price{Input: in, Output: out, CacheRead: cached, CacheWrite: in, CacheWrite1h: in}
 }
 
 // prices holds list prices (USD per 1M tokens, standard tier, no batch
@@ -26,7 +26,7 @@ func openAIPrice(in, out, cached float64) price {
 // "gpt-4o-mini" is not priced as "gpt-4o". Prices change; the table is an
 // estimate for budgets and reports, not a bill. Unknown models (local
 // servers, new releases) cost 0.
-var prices = map[string]price{
+var prices = map[string]Price{
 	"gpt-4o":       openAIPrice(2.50, 10.00, 1.25),
 	"gpt-4o-mini":  openAIPrice(0.15, 0.60, 0.075),
 	"gpt-4.1":      openAIPrice(2.00, 8.00, 0.50),
@@ -71,6 +71,19 @@ func Cost(model string, in, out int64) float64 {
 // uncached input, cache reads, cache writes and output. 0 when the model is
 // not in the table.
 func CostOf(model string, u Usage) float64 {
+	p, ok := PriceOf(model)
+	if !ok {
+		return 0
+	}
+	return p.Cost(u)
+}
+
+// PriceOf is the list price of model from the table (the longest matching
+// id prefix), false when the table has none: a local server's model, a
+// scripted one, a release newer than this agentctl. A cost budget needs a
+// price to reserve against, so the runner refuses one for such a model
+// unless the spec gives its price.
+func PriceOf(model string) (Price, bool) {
 	best := ""
 	for prefix := range prices {
 		if strings.HasPrefix(model, prefix) && len(prefix) > len(best) {
@@ -78,13 +91,17 @@ func CostOf(model string, u Usage) float64 {
 		}
 	}
 	if best == "" {
-		return 0
+		return Price{}, false
 	}
-	p := prices[best]
+	return prices[best], true
+}
+
+// Cost is the USD cost of usage u at p, each part at its own rate.
+func (p Price) Cost(u Usage) float64 {
 	write1h := min(max(u.CacheCreation1h, 0), max(u.CacheCreation, 0))
 	write5m := max(u.CacheCreation, 0) - write1h
 	read := max(u.CacheRead, 0)
 	plain := max(u.Input-read-write5m-write1h, 0)
-	return (float64(plain)*p.in + float64(read)*p.cacheRead + float64(write5m)*p.cacheWrite +
-		float64(write1h)*p.cacheWrite1h + float64(u.Output)*p.out) / 1e6
+	return (float64(plain)*p.Input + float64(read)*p.CacheRead + float64(write5m)*p.CacheWrite +
+		float64(write1h)*p.CacheWrite1h + float64(u.Output)*p.Output) / 1e6
 }

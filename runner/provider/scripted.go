@@ -228,6 +228,8 @@ func (s *Scripted) SetTurn(n int) { s.turn = n }
 // "call_<turn>_<index>", turn 1-based and index 0-based, so they are the
 // same on every run. Usage, when the turn gives none, is estimated from
 // character counts (see estimateTokens).
+// An answer longer than req.MaxTokens is cut
+// as a live provider cuts it (see capOutput).
 func (s *Scripted) Complete(ctx context.Context, req Request, onText func(string)) (Response, error) {
 	if err := ctx.Err(); err != nil {
 		return Response{Model: s.model}, err
@@ -248,14 +250,6 @@ func (s *Scripted) Complete(ctx context.Context, req Request, onText func(string
 		return Response{Model: s.model}, &Error{Provider: "scripted", Type: "scripted_error", Message: t.Error}
 	}
 
-	runes := []rune(t.Text)
-	first, second := string(runes[:len(runes)/2]), string(runes[len(runes)/2:])
-	emitChunks(onText, first)
-	if err := sleep(ctx, t.Delay); err != nil {
-		return Response{Text: first, Model: s.model}, err
-	}
-	emitChunks(onText, second)
-
 	r := Response{Text: t.Text, Model: s.model, FinishReason: FinishStop}
 	outChars := utf8.RuneCountInString(t.Text)
 	for i, c := range t.ToolCalls {
@@ -267,8 +261,34 @@ func (s *Scripted) Complete(ctx context.Context, req Request, onText func(string
 		r.FinishReason = FinishToolCalls
 	}
 	s.setUsage(&r, t.Usage, req, outChars)
+	capOutput(&r, req.MaxTokens)
+
+	runes := []rune(r.Text)
+	first, second := string(runes[:len(runes)/2]), string(runes[len(runes)/2:])
+	emitChunks(onText, first)
+	if err := sleep(ctx, t.Delay); err != nil {
+		return Response{Text: first, Model: s.model}, err
+	}
+	emitChunks(onText, second)
 	s.turn++
 	return r, nil
+}
+
+// capOutput cuts an answer longer than the request's max output tokens as
+// a provider does: the text up to the cap (about four characters a token),
+// no tool calls (they would come after it), the cap billed as output and
+// finish_reason length. The budget's reservation shrinks max output, so a
+// scripted run shows what a live one would spend.
+func capOutput(r *Response, maxTokens int64) {
+	if maxTokens <= 0 || r.OutputTokens <= maxTokens {
+		return
+	}
+	if keep := int((maxTokens - 1) * 4); utf8.RuneCountInString(r.Text) > keep {
+		r.Text = string([]rune(r.Text)[:max(keep, 0)])
+	}
+	r.ToolCalls = nil
+	r.OutputTokens, r.FinishReason = maxTokens, FinishLength
+	r.CostUSD = Cost(r.Model, r.InputTokens, r.OutputTokens)
 }
 
 func (s *Scripted) summarise(req Request, onText func(string)) Response {
@@ -276,9 +296,10 @@ func (s *Scripted) summarise(req Request, onText func(string)) Response {
 	if text == "" {
 		text = Digest(req.Messages)
 	}
-	emitChunks(onText, text)
 	r := Response{Text: text, Model: s.model, FinishReason: FinishStop}
 	s.setUsage(&r, nil, req, utf8.RuneCountInString(text))
+	capOutput(&r, req.MaxTokens)
+	emitChunks(onText, r.Text)
 	return r
 }
 

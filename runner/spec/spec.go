@@ -21,6 +21,9 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"gopkg.in/yaml.v3"
+
+	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/session"
 )
 
 // Spec is one agent spec. Paths in it are relative to the spec file; Load
@@ -62,6 +65,32 @@ type Model struct {
 	BaseURL   string `yaml:"base_url" json:"base_url,omitempty"`
 	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env,omitempty"`
 	MaxTokens int64  `yaml:"max_tokens" json:"max_tokens,omitempty"`
+	// Price is the model's price, for a model agentctl's price table does
+	// not know (a scripted model, a local server, a new release): a cost
+	// budget needs one to reserve each call against. It is the price of
+	// this model id only; a resume or fork on another model drops it.
+	Price *Price `yaml:"price" json:"price,omitempty"`
+}
+
+// Price is a model's price in USD per million tokens. Cache reads and
+// writes cost the input price unless given.
+type Price struct {
+	Input      float64  `yaml:"input" json:"input"`
+	Output     float64  `yaml:"output" json:"output"`
+	CacheRead  *float64 `yaml:"cache_read" json:"cache_read,omitempty"`
+	CacheWrite *float64 `yaml:"cache_write" json:"cache_write,omitempty"`
+}
+
+// Provider is p as the provider package prices calls.
+func (p Price) Provider() provider.Price {
+	out := provider.Price{Input: p.Input, Output: p.Output, CacheRead: p.Input, CacheWrite: p.Input, CacheWrite1h: p.Input}
+	if p.CacheRead != nil {
+		out.CacheRead = *p.CacheRead
+	}
+	if p.CacheWrite != nil {
+		out.CacheWrite, out.CacheWrite1h = *p.CacheWrite, *p.CacheWrite
+	}
+	return out
 }
 
 // Workspace is copied from From into the session, or used in place at Path.
@@ -137,6 +166,11 @@ type Budget struct {
 	MaxToolCalls int64    `yaml:"max_tool_calls" json:"max_tool_calls,omitempty"`
 	MaxCostUSD   float64  `yaml:"max_cost_usd" json:"max_cost_usd,omitempty"`
 	MaxWall      Duration `yaml:"max_wall" json:"max_wall,omitempty"`
+}
+
+// Session is b as a session's fold holds it (session.State.Budget).
+func (b Budget) Session() session.Budget {
+	return session.Budget{MaxTokens: b.MaxTokens, MaxToolCalls: b.MaxToolCalls, MaxCostUSD: b.MaxCostUSD, MaxWall: time.Duration(b.MaxWall)}
 }
 
 // Compaction: when the projection passes Threshold of Window (estimated
@@ -596,6 +630,9 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	}
 	if s.Budget.MaxTokens < 0 || s.Budget.MaxToolCalls < 0 || s.Budget.MaxCostUSD < 0 || s.Budget.MaxWall < 0 {
 		bad("budget limits must not be negative", "budget")
+	}
+	if p := s.Model.Price; p != nil && (p.Input < 0 || p.Output < 0 || (p.CacheRead != nil && *p.CacheRead < 0) || (p.CacheWrite != nil && *p.CacheWrite < 0)) {
+		bad("model.price: prices must not be negative (USD per million tokens)", "model", "price")
 	}
 	if s.Compaction.Threshold < 0 || s.Compaction.Threshold > 1 {
 		bad(fmt.Sprintf("compaction.threshold %v must be between 0 and 1", s.Compaction.Threshold), "compaction", "threshold")

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/session"
 )
 
 // TestLoadErrors: every malformed spec is refused with file:line and a
@@ -41,6 +44,8 @@ func TestLoadErrors(t *testing.T) {
 		{"relative read_only", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\nsandbox: {read_only: [tools]}\n", `:4: sandbox.read_only "tools" must be an absolute folder`},
 		{"on_truncated value", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\non_truncated: ignore\n", `:4: on_truncated "ignore" is not fail, continue or evaluate`},
 		{"on_truncated evaluate without checks", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\non_truncated: evaluate\n", `:4: on_truncated: evaluate needs done checks`},
+		{"negative price", "name: x\nmodel: {provider: openai, id: g, price: {input: -1, output: 2}}\nprompt: hi\n", `model.price: prices must not be negative`},
+		{"unknown price key", "name: x\nmodel: {provider: openai, id: g, price: {in: 1}}\nprompt: hi\n", `unknown key "in"`},
 		{"empty", "", "the file is empty"},
 		{"not yaml", "name: [x\n", "did not find expected"},
 	}
@@ -160,5 +165,25 @@ func TestTruncatedPolicy(t *testing.T) {
 		if tt.yaml == "" && strings.Contains(string(s.JSON()), "on_truncated") {
 			t.Errorf("an unset on_truncated is recorded: %s", s.JSON())
 		}
+	}
+}
+
+// TestBudgetAsTheFoldReadsIt: the budget of a spec, as its header records
+// it (Spec.JSON), is the budget a fold of that header holds: the runner
+// enforces the fold's, so the two must never disagree.
+func TestBudgetAsTheFoldReadsIt(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "agent.yaml")
+	os.WriteFile(p, []byte("name: x\nmodel: {provider: openai, id: g, price: {input: 1.5, output: 6, cache_read: 0.15}}\nprompt: hi\n"+
+		"budget: {max_tokens: 5000, max_tool_calls: 7, max_cost_usd: 0.125, max_wall: 90s}\n"), 0o644)
+	sp, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := session.Fold([]session.Event{{Seq: 1, Kind: session.KindSessionStarted, Spec: sp.JSON()}})
+	if want := sp.Budget.Session(); st.Budget != want || want.MaxWall != 90*time.Second {
+		t.Errorf("fold of the header: %+v, spec: %+v", st.Budget, want)
+	}
+	if got := sp.Model.Price.Provider(); got.Input != 1.5 || got.Output != 6 || got.CacheRead != 0.15 || got.CacheWrite != 1.5 {
+		t.Errorf("price = %+v", got)
 	}
 }
