@@ -543,4 +543,3 @@ func clip(s string, n int) string {
 	}
 	return string([]rune(s)[:n]) + "…"
 }
-

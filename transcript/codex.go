@@ -355,5 +355,3 @@ func codexOutput(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
-
-

@@ -107,7 +107,10 @@ func importSWEAgent(path string) (*Session, error) {
 		b.note(0, CodeSkipped, "the RetryAgent's other attempts; the chosen attempt (the top-level trajectory) is imported")
 	}
 	// The system prompt and the task, from the history.
-	type call struct{ id, name string; args json.RawMessage }
+	type call struct {
+		id, name string
+		args     json.RawMessage
+	}
 	var calls []call
 	prompted := false
 	for i, h := range t.History {
