@@ -254,4 +254,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
