@@ -126,6 +126,9 @@ func commandsHome(t *testing.T, fixtures string) string {
 	agentctl(t, "--home", home, "resume", "f01d000000000004", "-q")
 	// Every corpus transcript, of each format (sub-agents as children).
 	must(ExitOK, "import", "auto", filepath.Join(fixtures, "..", "testdata", "corpus", "transcripts"), "-q")
+	// A fork of an import (the fasthooks Claude Code session) to a
+	// scripted model, whose tools the imported session does not have.
+	must(ExitOK, "replay", "fork", "390ba41c9ef80c05", "--from", "6", "--model", "scripted/alt", "--script", alt, "-q", "--session-id", "f01d000000000009")
 	// A log damaged in the middle, never sealed (a sealed session is read
 	// from the history, which keeps the copy made before the damage).
 	b, err := os.ReadFile(filepath.Join(fixtures, "home", "sessions", "5e55100000000001", recorder.LogFile))

@@ -395,7 +395,7 @@ FROM (
     CASE WHEN session_id IN ($CORRUPT) THEN 'corrupt'
       WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(status, seq)
       WHEN count(*) FILTER (WHERE kind = 'session_finished') = 0
-        AND coalesce(arg_min(json_extract_string(attrs, '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') <> '' THEN 'imported'
+        AND coalesce(arg_min(json_extract_string(nullif(attrs, ''), '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') <> '' THEN 'imported'
       WHEN session_id IN ($LIVE) THEN 'running' ELSE 'crashed' END AS status,
     arg_min(ts, seq) FILTER (WHERE kind = 'session_started') AS started,
     CASE WHEN arg_max(kind, seq) = 'session_finished' AND session_id NOT IN ($CORRUPT) THEN arg_max(ts, seq) END AS ended,
@@ -409,8 +409,8 @@ FROM (
     count(*) FILTER (WHERE kind = 'assistant_message' AND coalesce(refusal, '') <> '') AS refusals,
     count(*) FILTER (WHERE kind = 'assistant_message' AND finish_reason = 'length') AS truncations,
     count(*) FILTER (WHERE kind = 'model_call' AND attempt > 1) AS retries,
-    nullif(arg_min(json_extract_string(attrs, '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') AS imported_from,
-    nullif(arg_min(json_extract_string(attrs, '$.source_status'), seq) FILTER (WHERE kind = 'session_started'), '') AS source_status
+    nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') AS imported_from,
+    nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.source_status'), seq) FILTER (WHERE kind = 'session_started'), '') AS source_status
   FROM events GROUP BY session_id
 ) LEFT JOIN (SELECT session_id, count(*) AS n FROM tool_calls GROUP BY session_id) t USING (session_id)`
 

@@ -126,6 +126,8 @@ type followUp struct {
 
 // followUps lists the recording's user messages after the one the run
 // starts with, each with the number of assistant turns before it.
+// Prompts after the last turn are left out: the recording has no answer
+// to give them.
 func followUps(evs []session.Event) []followUp {
 	var out []followUp
 	turns, first := 0, true
@@ -140,6 +142,9 @@ func followUps(evs []session.Event) []followUp {
 			}
 			out = append(out, followUp{afterTurns: turns, text: e.Text})
 		}
+	}
+	for len(out) > 0 && out[len(out)-1].afterTurns >= turns {
+		out = out[:len(out)-1]
 	}
 	return out
 }

@@ -271,6 +271,7 @@ func importClaudeCode(path string) (*Session, string, error) {
 	var lastUser int64 // seq of the latest user_message
 	flush := func() {
 		if cur != nil {
+			lastStop = cur.finish
 			b.addTurn(*cur, curLine)
 			cur, curID = nil, ""
 		}
@@ -305,7 +306,10 @@ func importClaudeCode(path string) (*Session, string, error) {
 		}
 		flushBranch()
 		if srcID == "" && l.SessionID != "" {
-			srcID, version, b.hdr.Workspace = l.SessionID, l.Version, l.Cwd
+			srcID, version = l.SessionID, l.Version
+			if l.Cwd != "" {
+				b.attrs["source_cwd"] = l.Cwd
+			}
 			if l.GitBranch != "" {
 				b.attrs["git_branch"] = l.GitBranch
 			}
@@ -337,7 +341,7 @@ func importClaudeCode(path string) (*Session, string, error) {
 				cur.usage = m.Usage.bill()
 			}
 			if m.StopReason != "" {
-				cur.finish, lastStop = m.StopReason, m.StopReason
+				cur.finish = m.StopReason
 			}
 			for _, x := range rawBlocks(m.Content) {
 				var bl ccBlock
@@ -476,7 +480,9 @@ func importClaudeCode(path string) (*Session, string, error) {
 		b.attrs["source_version"] = version
 	}
 	if lastStop != "" {
-		b.attrs["source_status"] = lastStop
+		b.attrs["source_status"] = lastStop // the last response's stop reason
+	} else {
+		b.notRecorded("end state")
 	}
 	if sidechain && agentID != "" {
 		b.attrs["agent_id"] = agentID

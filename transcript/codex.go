@@ -156,7 +156,10 @@ func importCodex(path string) (*Session, error) {
 			if p.Originator != "" {
 				b.attrs["originator"] = p.Originator
 			}
-			b.hdr.Workspace, b.hdr.TS = p.Cwd, ts
+			b.hdr.TS = ts
+			if p.Cwd != "" {
+				b.attrs["source_cwd"] = p.Cwd
+			}
 			if p.ModelProvider != "" {
 				b.hdr.Provider = p.ModelProvider
 			}
@@ -327,6 +330,8 @@ func importCodex(path string) (*Session, error) {
 	b.hdr.Name = "codex " + id
 	if status != "" {
 		b.attrs["source_status"] = status
+	} else {
+		b.notRecorded("end state")
 	}
 	return b.finish(""), nil
 }

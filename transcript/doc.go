@@ -30,6 +30,9 @@
 //	source_file        the file, as given
 //	source_sha256      the file's content hash
 //	source_session_id  the source's own id, when it has one
+//	source_cwd         the folder the source ran in (never the session's
+//	                   workspace: a transcript from elsewhere does not
+//	                   choose host folders)
 //	source_status      the source's end state (an exit status, a stop
 //	                   reason, an agent state), when it records one
 //	not_recorded       what the format does not carry (usage, timestamps,
