@@ -112,6 +112,9 @@ type agentctlExtra struct {
 	// Step extras.
 	Refusal      string         `json:"refusal,omitempty"`
 	FinishReason string         `json:"finish_reason,omitempty"`
+	// The assistant message's own usage (metrics are the model_call's).
+	InputTokens  int64 `json:"input_tokens,omitempty"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
 	ModelCall    *session.Event `json:"model_call,omitempty"`
 	// A system step that stands for an event ATIF has no step for.
 	Event *session.Event `json:"event,omitempty"`
@@ -321,9 +324,7 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 				at(ax, &a)
 				if ax != nil {
 					a.Refusal, a.FinishReason = ax.Refusal, ax.FinishReason
-				}
-				if tr.usage != nil {
-					a.InputTokens, a.OutputTokens = tr.usage.Input, tr.usage.Output
+					a.InputTokens, a.OutputTokens = ax.InputTokens, ax.OutputTokens
 				}
 				add(a)
 				if ax != nil && ax.ModelCall != nil {
@@ -524,6 +525,7 @@ func ExportATIF(id string, evs []session.Event) ([]byte, error) {
 			st := atifStep{Timestamp: ts(e), Source: "agent", Message: jsonString(e.Text)}
 			ax := x(e)
 			ax.Refusal, ax.FinishReason = e.Refusal, e.FinishReason
+			ax.InputTokens, ax.OutputTokens = e.InputTokens, e.OutputTokens
 			for _, c := range e.ToolCalls {
 				args := c.Args
 				if len(args) == 0 {
