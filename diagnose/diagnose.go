@@ -63,13 +63,13 @@ var _ Querier = (*query.DB)(nil)
 // Report is the postmortem. Its JSON form is `diagnose --json` and only
 // grows.
 type Report struct {
-	SessionID string    `json:"session_id"`
-	Name      string    `json:"name"`
-	Status    string    `json:"status"`
-	Events    int64     `json:"events"`
-	Tokens    int64     `json:"tokens"`
-	CostUSD   float64   `json:"cost_usd"`
-	ToolCalls int64     `json:"tool_calls"`
+	SessionID string  `json:"session_id"`
+	Name      string  `json:"name"`
+	Status    string  `json:"status"`
+	Events    int64   `json:"events"`
+	Tokens    int64   `json:"tokens"`
+	CostUSD   float64 `json:"cost_usd"`
+	ToolCalls int64   `json:"tool_calls"`
 	// ImportedFrom and SourceStatus: an imported session's source tool
 	// and the end state it recorded.
 	ImportedFrom string    `json:"imported_from,omitempty"`

@@ -91,9 +91,9 @@ func RecordedTools(evs []session.Event) *tools.Registry {
 type recordedTool struct {
 	name        string
 	unavailable bool
-	mu      sync.Mutex
-	results []tools.Result
-	next    int
+	mu          sync.Mutex
+	results     []tools.Result
+	next        int
 }
 
 func (t *recordedTool) Name() string { return t.name }

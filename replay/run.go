@@ -65,6 +65,11 @@ type ToolDiff struct {
 	Replay    string `json:"replay"`
 }
 
+// StatusEndOfRecording is the replay status of an imported session whose
+// source stopped after a tool result: every recorded turn was replayed,
+// and the replay's own log ends when the recording has no next turn.
+const StatusEndOfRecording = "end_of_recording"
+
 // RunReport is the outcome of an offline replay; its JSON form is the
 // --json output of `agentctl replay run` and only grows.
 type RunReport struct {
@@ -150,6 +155,17 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 		res, err = runner.Resume(ctx, rc, res.SessionID)
 	}
 	rep.ReplaySessionID, rep.ReplayStatus, rep.Reason, rep.Turns = res.SessionID, string(res.Status), res.Reason, res.Turns
+	if fold.ImportedFrom != "" && res.Status == session.StatusFailed && res.Turns == rep.RecordedTurns &&
+		strings.Contains(res.Reason, provider.ErrRecordingExhausted.Error()) {
+		// The source's run stopped after a tool result (an exit, a
+		// submission): every recorded turn was replayed, and the model the
+		// replay stands in for has nothing more to say.
+		rep.ReplayStatus = StatusEndOfRecording
+		rep.Reason = fmt.Sprintf("every recorded turn was replayed; the %s run stopped after its last tool result", fold.ImportedFrom)
+		if fold.SourceStatus != "" {
+			rep.Reason += " (its end state: " + fold.SourceStatus + ")"
+		}
+	}
 	if err != nil && res.SessionID == "" {
 		return rep, fmt.Errorf("replay run %s: %w", cfg.SessionID, err)
 	}

@@ -110,11 +110,11 @@ type agentctlExtra struct {
 	TS    string          `json:"ts,omitempty"`
 	Attrs json.RawMessage `json:"attrs,omitempty"`
 	// Step extras.
-	Refusal      string         `json:"refusal,omitempty"`
-	FinishReason string         `json:"finish_reason,omitempty"`
+	Refusal      string `json:"refusal,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
 	// The assistant message's own usage (metrics are the model_call's).
-	InputTokens  int64 `json:"input_tokens,omitempty"`
-	OutputTokens int64 `json:"output_tokens,omitempty"`
+	InputTokens  int64          `json:"input_tokens,omitempty"`
+	OutputTokens int64          `json:"output_tokens,omitempty"`
 	ModelCall    *session.Event `json:"model_call,omitempty"`
 	// A system step that stands for an event ATIF has no step for.
 	Event *session.Event `json:"event,omitempty"`

@@ -462,7 +462,9 @@ func TestMalformedVariants(t *testing.T) {
 		{"fasthooks-derived-result-without-its-call.jsonl", func(l []string) []string {
 			// Drop the assistant line that asks for toolu_01BYfGNk…; its
 			// result stays.
-			i := line(l, func(s string) bool { return strings.Contains(s, `"type":"tool_use","id":"toolu_01BYfGNktE4d25hZnxHwFh2s"`) })
+			i := line(l, func(s string) bool {
+				return strings.Contains(s, `"type":"tool_use","id":"toolu_01BYfGNktE4d25hZnxHwFh2s"`)
+			})
 			return append(l[:i:i], l[i+1:]...)
 		}, transcript.CodeOrphanResult, 4, func(t *testing.T, s *transcript.Session) {
 			if c := session.Fold(s.Events).Call("toolu_01BYfGNktE4d25hZnxHwFh2s"); c == nil || c.RequestSeq != 0 || c.ResultSeq == 0 {
@@ -679,5 +681,35 @@ func BenchmarkImportLargest(b *testing.B) {
 		if _, err := transcript.Import(transcript.FormatCodex, p); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestClaudeCodeUsage: an imported turn counts usage as the live provider
+// does (cache reads and writes in input_tokens, the breakdown kept, each
+// part priced) from the transcript's first response, msg_012yp674…:
+// input 9, cache write 5,061, cache read 12,834, output 8 on
+// claude-haiku-4-5; its response id and its thinking block are kept.
+func TestClaudeCodeUsage(t *testing.T) {
+	ss, err := transcript.Import(transcript.FormatClaudeCode, tr(fasthooks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := ss[0].Events
+	a, mc := evs[2], evs[3]
+	if a.Kind != session.KindAssistantMessage || mc.Kind != session.KindModelCall {
+		t.Fatalf("events 3, 4 = %s, %s", a.Kind, mc.Kind)
+	}
+	if mc.ResponseID != "msg_012yp674BDbdduJCYtTe3GMH" || mc.InputTokens != 9+5061+12834 || mc.CacheReadInputTokens != 12834 ||
+		mc.CacheCreationInputTokens != 5061 || mc.OutputTokens != 8 {
+		t.Fatalf("model_call = %+v", mc)
+	}
+	// $1/M input, $0.10/M cache reads, $1.25/M five-minute writes, $5/M output.
+	want := (9*1.0 + 12834*0.10 + 5061*1.25 + 8*5.0) / 1e6
+	if d := mc.CostUSD - want; d > 1e-12 || d < -1e-12 {
+		t.Errorf("cost_usd = %v, want %v", mc.CostUSD, want)
+	}
+	var attrs map[string][]json.RawMessage
+	if json.Unmarshal(a.Attrs, &attrs) != nil || len(attrs["thinking"]) != 1 || !bytes.Contains(attrs["thinking"][0], []byte(`"signature"`)) {
+		t.Errorf("assistant attrs = %s, want the thinking block verbatim", a.Attrs)
 	}
 }
