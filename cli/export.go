@@ -24,7 +24,7 @@ func newExportCmd(f *Factory, runF func(context.Context, *exportOTLPOptions) err
 		Short: "Send recorded sessions to other systems",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{fmt.Errorf("export needs a target, e.g. 'agentctl export otlp SESSION'")}
+			return usageError{fmt.Errorf("export needs a target, e.g. 'agentctl export otlp SESSION' or 'agentctl export atif SESSION'")}
 		},
 	}
 	opts := &exportOTLPOptions{}
@@ -58,7 +58,7 @@ Metrics are exported live by 'run' and 'resume' only.`,
 		},
 	}
 	otlpCmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object per exported session")
-	cmd.AddCommand(otlpCmd)
+	cmd.AddCommand(otlpCmd, newExportATIFCmd(f, nil))
 	return cmd
 }
 

@@ -53,6 +53,8 @@ func TestFlagParsing(t *testing.T) {
 	verifyCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newReplayVerifyCmd)(); return c, o })
 	forkCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newReplayForkCmd)(); return c, o })
 	crashCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newCrashtestCmd)(); return c, o })
+	importCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newImportCmd)(); return c, o })
+	atifCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newExportATIFCmd)(); return c, o })
 	for _, tt := range []tc{
 		{name: "run", parse: runCmd, args: []string{"spec.yaml", "--prompt", "fix it", "--json", "--unsandboxed"},
 			want: runOptions{Spec: "spec.yaml", Prompt: "fix it", JSON: true, Unsandboxed: true}},
@@ -68,6 +70,10 @@ func TestFlagParsing(t *testing.T) {
 		{name: "eval", parse: evalCmd, args: []string{"suite.yaml", "--json-out", "r.json", "--junit", "j.xml", "--parallel", "3", "--shard", "1/2"},
 			want: evalOptions{Suite: "suite.yaml", JSONOut: "r.json", JUnit: "j.xml", Parallel: 3, Shard: "1/2"}},
 		{name: "eval old --json FILE", parse: evalCmd, args: []string{"suite.yaml", "--json", "r.json"}, wantErr: "--json-out r.json"},
+		{name: "import", parse: importCmd, args: []string{"auto", "a.jsonl", "runs/", "--json"},
+			want: importOptions{Format: "auto", Paths: []string{"a.jsonl", "runs/"}, JSON: true}},
+		{name: "import needs a file", parse: importCmd, args: []string{"codex"}, wantErr: "requires at least 2 arg"},
+		{name: "export atif", parse: atifCmd, args: []string{"3f2a", "-o", "t.json"}, want: exportATIFOptions{Session: "3f2a", Output: "t.json"}},
 		{name: "replay verify", parse: verifyCmd, args: []string{"--all", "--json"}, want: replayVerifyOptions{Sessions: []string{}, All: true, JSON: true}},
 		{name: "replay fork", parse: forkCmd, args: []string{"3f2a", "--from", "12", "--model", "scripted/alt", "--script", "s.yaml", "--spec", "a.yaml"},
 			want: replayForkOptions{Session: "3f2a", From: 12, Model: "scripted/alt", Script: "s.yaml", Spec: "a.yaml"}},

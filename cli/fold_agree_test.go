@@ -26,7 +26,7 @@ import (
 // TestFoldAgreesWithViews holds the SQL views of package query to the Go
 // fold (session.State, through recorder.Store.Summary): for every session
 // of the fixture homes, of homes made by the eval suites and by commands a
-// user runs (forks to another model, approvals, an import, a crash and a
+// user runs (forks to another model, approvals, imports of every corpus transcript, a crash and a
 // needs_human stop, a corrupt log), and of every point of crashtest's
 // matrix, the sessions view and the fold give the same status, counts,
 // tokens, cost, model and times, and the tool_calls view has exactly the
@@ -85,13 +85,6 @@ func TestFoldAgreesWithViews(t *testing.T) {
 	})
 }
 
-// claudeCode is a two-turn Claude Code transcript: a tool call, a result.
-const claudeCode = `{"parentUuid":null,"type":"user","sessionId":"abc","version":"2.0.76","message":{"role":"user","content":"list the files"},"uuid":"u1","timestamp":"2026-01-02T19:18:31.028Z"}
-{"parentUuid":"u1","type":"assistant","sessionId":"abc","version":"2.0.76","message":{"id":"msg_1","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":10,"output_tokens":5}},"uuid":"a1","timestamp":"2026-01-02T19:18:32.000Z"}
-{"parentUuid":"a1","type":"user","sessionId":"abc","version":"2.0.76","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"a.txt","is_error":false}]},"uuid":"u2","timestamp":"2026-01-02T19:18:33.000Z"}
-{"parentUuid":"u2","type":"assistant","sessionId":"abc","version":"2.0.76","message":{"id":"msg_2","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"One file: a.txt"}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":6}},"uuid":"a2","timestamp":"2026-01-02T19:18:34.000Z"}
-`
-
 // agentctl runs one command in this process, as a user would.
 func agentctl(t *testing.T, args ...string) (string, int) {
 	t.Helper()
@@ -112,7 +105,7 @@ func evalHome(t *testing.T, fixtures string) string {
 
 // commandsHome records sessions the way a user makes them: a run, forks
 // of it (to another scripted model, whose script starts over and reuses
-// the parent's call ids), approvals, an import and a corrupt log. Crashes
+// the parent's call ids), approvals, imports of every corpus transcript and a corrupt log. Crashes
 // (needs_human, reconciled by lookup) come from the crash matrix.
 func commandsHome(t *testing.T, fixtures string) string {
 	home := t.TempDir()
@@ -131,9 +124,11 @@ func commandsHome(t *testing.T, fixtures string) string {
 	must(ExitAwaitingApproval, "run", agent("run-migration"), "-q", "--session-id", "f01d000000000004")
 	must(ExitOK, "approve", "f01d000000000004")
 	agentctl(t, "--home", home, "resume", "f01d000000000004", "-q")
-	cc := filepath.Join(home, "cc.jsonl")
-	os.WriteFile(cc, []byte(claudeCode), 0o644)
-	must(ExitOK, "replay", "import", "claude-code", cc, "--session-id", "f01d000000000007")
+	// Every corpus transcript, of each format (sub-agents as children).
+	must(ExitOK, "import", "auto", filepath.Join(fixtures, "..", "testdata", "corpus", "transcripts"), "-q")
+	// A fork of an import (the fasthooks Claude Code session) to a
+	// scripted model, whose tools the imported session does not have.
+	must(ExitOK, "replay", "fork", "390ba41c9ef80c05", "--from", "6", "--model", "scripted/alt", "--script", alt, "-q", "--session-id", "f01d000000000009")
 	// A log damaged in the middle, never sealed (a sealed session is read
 	// from the history, which keeps the copy made before the damage).
 	b, err := os.ReadFile(filepath.Join(fixtures, "home", "sessions", "5e55100000000001", recorder.LogFile))
@@ -157,7 +152,7 @@ func compareHome(t *testing.T, home string) int {
 	}
 	defer db.Close()
 	res, err := db.Query(ctx, `SELECT session_id, name, provider, model, status, started, ended, events,
-		input_tokens, output_tokens, cost_usd, tool_calls, errors FROM sessions ORDER BY session_id`)
+		input_tokens, output_tokens, cost_usd, tool_calls, errors, coalesce(source_status, '') FROM sessions ORDER BY session_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +185,10 @@ func compareHome(t *testing.T, home string) int {
 			}
 			continue
 		}
-		got := fmt.Sprintf("name=%s provider=%s model=%s status=%s started=%s ended=%s events=%d in=%d out=%d tool_calls=%d errors=%d",
-			str(r[1]), str(r[2]), str(r[3]), str(r[4]), tm(r[5]), tm(r[6]), i64(r[7]), i64(r[8]), i64(r[9]), i64(r[11]), i64(r[12]))
-		want := fmt.Sprintf("name=%s provider=%s model=%s status=%s started=%s ended=%s events=%d in=%d out=%d tool_calls=%d errors=%d",
-			sum.Name, sum.Provider, sum.Model, sum.Status, tm(sum.Started), tm(sum.Ended), sum.Events, sum.InputTokens, sum.OutputTokens, sum.ToolCalls, sum.Errors)
+		got := fmt.Sprintf("name=%s provider=%s model=%s status=%s (%s) started=%s ended=%s events=%d in=%d out=%d tool_calls=%d errors=%d",
+			str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[13]), tm(r[5]), tm(r[6]), i64(r[7]), i64(r[8]), i64(r[9]), i64(r[11]), i64(r[12]))
+		want := fmt.Sprintf("name=%s provider=%s model=%s status=%s (%s) started=%s ended=%s events=%d in=%d out=%d tool_calls=%d errors=%d",
+			sum.Name, sum.Provider, sum.Model, sum.Status, fold.SourceStatus, tm(sum.Started), tm(sum.Ended), sum.Events, sum.InputTokens, sum.OutputTokens, sum.ToolCalls, sum.Errors)
 		if got != want {
 			t.Errorf("%s:\nview %s\nfold %s", id, got, want)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
-	"github.com/agentctl/agentctl/session"
 )
 
 func newReplayCmd(f *Factory) *cobra.Command {
@@ -28,13 +26,14 @@ with today's code and compares it with the recorded request digests;
 the model, the tools run again in a fresh workspace); 'replay fork'
 continues a session from an event against the pinned or another model;
 'replay diff' compares two sessions turn by turn; 'replay anchors' checks
-what compaction kept; 'replay import' brings in other tools' sessions.
+what compaction kept; 'replay import' (the older name of 'agentctl import')
+brings in other tools' sessions.
 
 Exit status: 0 ok, 1 error, 6 a check failed (divergence, differing tool
 results, lost anchors).`,
 	}
 	cmd.AddCommand(newReplayVerifyCmd(f, nil), newReplayRunCmd(f, nil), newReplayForkCmd(f, nil),
-		newReplayDiffCmd(f, nil), newReplayAnchorsCmd(f, nil), newReplayImportCmd(f, nil))
+		newReplayDiffCmd(f, nil), newReplayAnchorsCmd(f, nil), newImportCmd(f, nil))
 	return cmd
 }
 
@@ -363,71 +362,4 @@ func writeDiff(w io.Writer, rep replay.DiffReport) {
 	default:
 		fmt.Fprintf(w, "the turns agree; status A %s, B %s\n", rep.A.Status, rep.B.Status)
 	}
-}
-
-type replayImportOptions struct {
-	Format    string
-	File      string
-	SessionID string
-}
-
-func newReplayImportCmd(f *Factory, runF func(context.Context, *replayImportOptions) error) *cobra.Command {
-	opts := &replayImportOptions{}
-	cmd := &cobra.Command{
-		Use:   "import FORMAT FILE",
-		Short: "Import another tool's session transcript as a session",
-		Long: `Turn another tool's transcript into a session under --home, so verify,
-diff and anchors read it like one of ours. FORMAT is claude-code (a Claude
-Code session JSONL from ~/.claude/projects/). Imported sessions record no
-request digests: 'replay verify' checks their structure only and says so.
-Prints the new session's id.`,
-		Example: "  agentctl replay import claude-code ~/.claude/projects/-work-app/0b5e….jsonl",
-		Args:    cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Format, opts.File = args[0], args[1]
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return replayImportRun(f, opts)
-		},
-	}
-	cmd.Flags().StringVar(&opts.SessionID, "session-id", "", "use this id for the new session (default: random)")
-	return cmd
-}
-
-func replayImportRun(f *Factory, opts *replayImportOptions) error {
-	if opts.Format != replay.ImportedClaudeCode {
-		return usageError{fmt.Errorf("replay import: format %q is not one this agentctl knows (claude-code)", opts.Format)}
-	}
-	in, err := os.Open(opts.File)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	id := opts.SessionID
-	if id == "" {
-		id = recorder.NewSessionID()
-	}
-	evs, err := replay.ImportClaudeCode(in, id)
-	if err != nil {
-		return err
-	}
-	sess, err := f.Store().Create(evs[0], recorder.Options{})
-	if err != nil {
-		return err
-	}
-	rest := make([]session.Event, 0, len(evs)-1)
-	for _, e := range evs[1:] {
-		e.Seq = 0
-		rest = append(rest, e)
-	}
-	if _, err := sess.Append(rest...); err != nil {
-		sess.Close()
-		return err
-	}
-	if err := sess.Close(); err != nil {
-		return err
-	}
-	fmt.Fprintf(f.Out, "%s\n", id)
-	return nil
 }

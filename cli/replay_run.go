@@ -14,6 +14,7 @@ import (
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
 	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/session"
 )
 
 type replayRunOptions struct {
@@ -71,11 +72,21 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	if len(evs) == 0 {
 		return fmt.Errorf("replay run %s: the log has no events", id)
 	}
-	sp, changes, err := sessionSpec(f, evs[0], opts.Spec, "", false)
-	if err != nil {
-		return fmt.Errorf("replay run %s: %w", id, err)
+	// An imported session has no spec file: it replays from a minimal spec
+	// with the recorded results standing in for its tools, unless --spec
+	// names tools to re-run.
+	imported := session.ImportedFrom(evs[0]) != "" && opts.Spec == ""
+	var sp *spec.Spec
+	if imported {
+		sp = replay.ImportedSpec(evs)
+	} else {
+		s, changes, err := sessionSpec(f, evs[0], opts.Spec, "", false)
+		if err != nil {
+			return fmt.Errorf("replay run %s: %w", id, err)
+		}
+		sp = s
+		warnSpecChanges(f, "replay run", id, sp, changes)
 	}
-	warnSpecChanges(f, "replay run", id, sp, changes)
 	if opts.WorkspaceFrom != "" {
 		abs, err := filepath.Abs(opts.WorkspaceFrom)
 		if err != nil {
@@ -88,9 +99,11 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 			return fmt.Errorf("replay run %s: the initial workspace %s: %w (hint: --workspace-from DIR)", id, sp.Workspace.From, err)
 		}
 	}
-	reg, err := buildTools(sp)
-	if err != nil {
-		return fmt.Errorf("replay run %s: %w", id, err)
+	reg := replay.RecordedTools(evs)
+	if !imported {
+		if reg, err = buildTools(sp); err != nil {
+			return fmt.Errorf("replay run %s: %w", id, err)
+		}
 	}
 	st := f.Store()
 	if !opts.Keep {
@@ -115,6 +128,9 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 		}
 	} else {
 		writeReplayRun(f.Out, rep, opts.Keep)
+		if imported {
+			fmt.Fprintf(f.Out, "  imported from %s: no spec; the recorded results stood in for its tools (--spec FILE re-runs them)\n", session.ImportedFrom(evs[0]))
+		}
 	}
 	if err != nil {
 		return err
@@ -226,11 +242,20 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 	if len(evs) == 0 {
 		return fmt.Errorf("replay fork %s: the log has no events", id)
 	}
-	sp, changes, err := sessionSpec(f, evs[0], opts.Spec, "", false)
-	if err != nil {
-		return fmt.Errorf("replay fork %s: %w", id, err)
+	// An imported session has no spec file: it forks with a minimal spec
+	// whose tools say they cannot run here, unless --spec gives tools.
+	imported := session.ImportedFrom(evs[0]) != "" && opts.Spec == ""
+	var sp *spec.Spec
+	if imported {
+		sp = replay.ImportedSpec(evs)
+	} else {
+		s, changes, err := sessionSpec(f, evs[0], opts.Spec, "", false)
+		if err != nil {
+			return fmt.Errorf("replay fork %s: %w", id, err)
+		}
+		sp = s
+		warnSpecChanges(f, "replay fork", id, sp, changes)
 	}
-	warnSpecChanges(f, "replay fork", id, sp, changes)
 	if opts.Model != "" {
 		p, m, ok := strings.Cut(opts.Model, "/")
 		if !ok || p == "" || m == "" {
@@ -258,6 +283,9 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
 	if err != nil {
 		return fmt.Errorf("replay fork %s: %w", id, err)
+	}
+	if imported {
+		cfg.Tools = replay.UnavailableTools(evs)
 	}
 	rep, err := replay.Fork(ctx, replay.ForkConfig{Store: cfg.Store, SessionID: id, Events: evs, From: opts.From, Spec: sp,
 		Provider: cfg.Provider, Tools: cfg.Tools, Prompt: opts.Prompt, ForkID: opts.ForkID, Observer: cfg.Observer,

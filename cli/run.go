@@ -257,6 +257,9 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
 		return fmt.Errorf("resume %s: the log has no session header", id)
 	}
+	if from := session.ImportedFrom(evs[0]); from != "" && session.Fold(evs).Status() == session.StatusImported {
+		return fmt.Errorf("resume %s: the session was imported from %s: it ran there, and holds no run of agentctl's to go on with (no spec, no end of ours); continue it with 'agentctl replay fork %s --from SEQ' instead", id, from, id)
+	}
 	sp, changes, err := sessionSpec(f, evs[0], opts.Spec, opts.Workspace, opts.Unsandboxed)
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", id, err)

@@ -36,7 +36,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs testdata/script/*.txtar end to end through the binary.
-// $FIXTURES points at the repository's fixtures folder.
+// $FIXTURES points at the repository's fixtures folder, $CORPUS at its
+// testdata/corpus (real third-party files, byte for byte).
 func TestScripts(t *testing.T) {
 	fixtures, err := filepath.Abs(filepath.Join("..", "fixtures"))
 	if err != nil {
@@ -47,6 +48,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("FIXTURES", fixtures)
+			env.Setenv("CORPUS", filepath.Join(fixtures, "..", "testdata", "corpus"))
 			env.Setenv("AGENTCTL_HOME", filepath.Join(env.WorkDir, ".agentctl"))
 			return nil
 		},

@@ -97,8 +97,18 @@ func describe(e session.Event) string {
 	switch e.Kind {
 	case session.KindSessionStarted:
 		s := fmt.Sprintf("%s on %s/%s", orDash(e.Name), e.Provider, e.Model)
-		if e.ParentSessionID != "" {
+		switch {
+		case e.ParentSessionID != "" && e.ForkedFrom > 0:
 			s += fmt.Sprintf(" (forked from %s at seq %d)", e.ParentSessionID, e.ForkedFrom)
+		case e.ParentSessionID != "":
+			s += fmt.Sprintf(" (a sub-agent of %s)", e.ParentSessionID)
+		}
+		if from := session.ImportedFrom(e); from != "" {
+			s += " (imported from " + from
+			if st := session.Fold([]session.Event{e}).SourceStatus; st != "" {
+				s += ", source end state " + st
+			}
+			s += ")"
 		}
 		return s
 	case session.KindUserMessage:

@@ -44,6 +44,7 @@ import (
 	"math/big"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,14 +63,18 @@ var _ Querier = (*query.DB)(nil)
 // Report is the postmortem. Its JSON form is `diagnose --json` and only
 // grows.
 type Report struct {
-	SessionID string    `json:"session_id"`
-	Name      string    `json:"name"`
-	Status    string    `json:"status"`
-	Events    int64     `json:"events"`
-	Tokens    int64     `json:"tokens"`
-	CostUSD   float64   `json:"cost_usd"`
-	ToolCalls int64     `json:"tool_calls"`
-	Findings  []Finding `json:"findings"`
+	SessionID string  `json:"session_id"`
+	Name      string  `json:"name"`
+	Status    string  `json:"status"`
+	Events    int64   `json:"events"`
+	Tokens    int64   `json:"tokens"`
+	CostUSD   float64 `json:"cost_usd"`
+	ToolCalls int64   `json:"tool_calls"`
+	// ImportedFrom and SourceStatus: an imported session's source tool
+	// and the end state it recorded.
+	ImportedFrom string    `json:"imported_from,omitempty"`
+	SourceStatus string    `json:"source_status,omitempty"`
+	Findings     []Finding `json:"findings"`
 }
 
 // Finding is one observation, with the seqs it rests on.
@@ -120,7 +125,8 @@ func (d *diag) add(kind, text string, seqs ...int64) {
 }
 
 func (d *diag) totals() error {
-	rows, err := d.q(`SELECT name, status, events, tokens::BIGINT, cost_usd, tool_calls FROM sessions WHERE session_id = $ID`)
+	rows, err := d.q(`SELECT name, status, events, tokens::BIGINT, cost_usd, tool_calls, coalesce(imported_from, ''), coalesce(source_status, '')
+FROM sessions WHERE session_id = $ID`)
 	if err != nil {
 		return err
 	}
@@ -130,6 +136,7 @@ func (d *diag) totals() error {
 	r := rows[0]
 	d.rep.Name, d.rep.Status, d.rep.Events, d.rep.Tokens = str(r[0]), str(r[1]), num(r[2]), num(r[3])
 	d.rep.CostUSD, d.rep.ToolCalls = flt(r[4]), num(r[5])
+	d.rep.ImportedFrom, d.rep.SourceStatus = str(r[6]), str(r[7])
 	return nil
 }
 
@@ -380,8 +387,12 @@ ORDER BY intent_seq`)
 			parts = append(parts, fmt.Sprintf("%s %s (seq %d, key %s)", str(r[1]), str(r[0]), num(r[2]), str(r[3])))
 			seqs = append(seqs, num(r[2]))
 		}
-		d.add("pending", fmt.Sprintf("%d pending %s: %s; the effect may or may not have happened, and resume reconciles it before anything else runs.",
-			len(rows), plural(len(rows), "intent", "intents"), strings.Join(parts, ", ")), seqs...)
+		how := "the effect may or may not have happened, and resume reconciles it before anything else runs"
+		if d.rep.ImportedFrom != "" {
+			how = "the " + d.rep.ImportedFrom + " transcript records no result for it"
+		}
+		d.add("pending", fmt.Sprintf("%d pending %s: %s; %s.",
+			len(rows), plural(len(rows), "intent", "intents"), strings.Join(parts, ", "), how), seqs...)
 	}
 	rows, err = d.q(`WITH ev AS (SELECT * FROM events WHERE session_id = $ID)
 SELECT r.seq, r.call_id, coalesce(r.tool, ''), r.outcome,
@@ -512,6 +523,14 @@ AND (kind IN ('session_finished', 'budget_exceeded', 'interrupted', 'error', 'ev
 			what += " " + t
 		}
 		text = fmt.Sprintf("the log ends at seq %d (%s) with no session_finished: the process died there (crash, kill, lost machine) or is still running; 'agentctl resume' continues it", num(last[0]), what)
+		if d.rep.ImportedFrom != "" {
+			end := "records no end state"
+			if d.rep.SourceStatus != "" {
+				end = "recorded the end state " + strconv.Quote(d.rep.SourceStatus)
+			}
+			text = fmt.Sprintf("imported from %s, whose transcript %s; the log ends at seq %d (%s) with no session_finished because the run happened there, not in agentctl: there is nothing to resume ('agentctl replay fork' continues it)",
+				d.rep.ImportedFrom, end, num(last[0]), what)
+		}
 		seqs = append(seqs, num(last[0]))
 		if len(path) > 0 {
 			text = strings.Join(path, ", resumed, then ") + "; then " + text

@@ -21,8 +21,9 @@
 //	            while a process holds its lease, crashed when none does,
 //	            corrupt when damaged; a test holds the view to the Go fold;
 //	            also the cache token sums, refusals, truncations (turns cut
-//	            at the output cap) and retries (model tries after the first
-//	            of a call)
+//	            at the output cap), retries (model tries after the first
+//	            of a call), and for an import its imported_from and
+//	            source_status (the end state the source recorded)
 //	tool_calls  one row per call (its id and requesting message) that was
 //	            dispatched or answered: its last tool_intent joined with its
 //	            last tool_result, and a later reconciliation's outcome

@@ -377,13 +377,16 @@ func (d *DB) sessionsView() string {
 // (calls dispatched or answered); errors counts error events and tool
 // results with status error; refusals and truncations count assistant
 // messages that refused or were cut at the output cap; retries counts the
-// model tries after the first of a call.
+// model tries after the first of a call; imported_from and source_status
+// are an import's source tool and the end state it recorded (NULL for
+// sessions agentctl ran).
 const sessionsView = `CREATE OR REPLACE VIEW sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
   events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd,
   coalesce(t.n, 0) AS tool_calls, errors,
-  cache_read_input_tokens, cache_creation_input_tokens, refusals, truncations, retries
+  cache_read_input_tokens, cache_creation_input_tokens, refusals, truncations, retries,
+  imported_from, source_status
 FROM (
   SELECT session_id,
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
@@ -392,7 +395,7 @@ FROM (
     CASE WHEN session_id IN ($CORRUPT) THEN 'corrupt'
       WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(status, seq)
       WHEN count(*) FILTER (WHERE kind = 'session_finished') = 0
-        AND coalesce(arg_min(json_extract_string(attrs, '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') <> '' THEN 'imported'
+        AND coalesce(arg_min(json_extract_string(nullif(attrs, ''), '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') <> '' THEN 'imported'
       WHEN session_id IN ($LIVE) THEN 'running' ELSE 'crashed' END AS status,
     arg_min(ts, seq) FILTER (WHERE kind = 'session_started') AS started,
     CASE WHEN arg_max(kind, seq) = 'session_finished' AND session_id NOT IN ($CORRUPT) THEN arg_max(ts, seq) END AS ended,
@@ -405,7 +408,9 @@ FROM (
     coalesce(sum(cache_creation_input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS cache_creation_input_tokens,
     count(*) FILTER (WHERE kind = 'assistant_message' AND coalesce(refusal, '') <> '') AS refusals,
     count(*) FILTER (WHERE kind = 'assistant_message' AND finish_reason = 'length') AS truncations,
-    count(*) FILTER (WHERE kind = 'model_call' AND attempt > 1) AS retries
+    count(*) FILTER (WHERE kind = 'model_call' AND attempt > 1) AS retries,
+    nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') AS imported_from,
+    nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.source_status'), seq) FILTER (WHERE kind = 'session_started'), '') AS source_status
   FROM events GROUP BY session_id
 ) LEFT JOIN (SELECT session_id, count(*) AS n FROM tool_calls GROUP BY session_id) t USING (session_id)`
 

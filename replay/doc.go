@@ -42,10 +42,13 @@
 // checks every compaction: the first user message verbatim and the needles
 // in the projection after it, and source_seqs naming original events only.
 //
-// # Import
+// # Imported sessions
 //
-// ImportClaudeCode turns a Claude Code session transcript (JSONL) into
-// events, so replay reads other tools' sessions too.
+// Package transcript imports other tools' transcripts. An imported session
+// has no spec and its tools are not agentctl's: ImportedSpec is the spec
+// it replays and forks with, RecordedTools the tools whose results a
+// replay gives back, and UnavailableTools those a fork offers (they say
+// they cannot run here).
 //
 // Nothing here is safe for concurrent use on the same value; distinct
 // sessions may be verified in parallel.

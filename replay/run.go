@@ -65,6 +65,11 @@ type ToolDiff struct {
 	Replay    string `json:"replay"`
 }
 
+// StatusEndOfRecording is the replay status of an imported session whose
+// source stopped after a tool result: every recorded turn was replayed,
+// and the replay's own log ends when the recording has no next turn.
+const StatusEndOfRecording = "end_of_recording"
+
 // RunReport is the outcome of an offline replay; its JSON form is the
 // --json output of `agentctl replay run` and only grows.
 type RunReport struct {
@@ -92,6 +97,12 @@ var ErrInPlaceWorkspace = errors.New("replay: the session used its workspace in 
 // (provider "recorded"), whose tools run for real in a fresh copy of
 // workspace.from, and whose approvals are the recorded decisions. Each tool
 // result is compared with the recorded one as it arrives.
+//
+// An imported session has no spec and no tools of agentctl's: the caller
+// passes ImportedSpec and RecordedTools (or a spec file's tools, to re-run
+// them), the replay gives the recording's later user prompts once the
+// turns before them are served, and its status is not compared (the
+// recording has no end of ours).
 func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 	evs := cfg.Events
 	rep := RunReport{SessionID: cfg.SessionID, Differences: []ToolDiff{}}
@@ -116,15 +127,45 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 	obs := &compareObserver{orig: orig, next: cfg.Observer, strict: cfg.Strict, stop: cancel, seen: map[callKey]bool{}, fold: session.NewState()}
 	rc := runner.Config{Spec: &sp, Store: cfg.Store, Provider: prov, Tools: cfg.Tools, Observer: obs, SessionID: cfg.ReplayID}
 	res, err := runner.Start(ctx, rc)
-	for err == nil && res.Status == session.StatusAwaitingApproval && ctx.Err() == nil {
-		var decided bool
-		decided, err = applyRecordedDecisions(cfg.Store, res.SessionID, decisions)
-		if err != nil || !decided {
+	// An imported session's later prompts come from its user; the replay
+	// gives each once the turns before it are served, as the user did.
+	var follow []followUp
+	if fold.ImportedFrom != "" {
+		follow = followUps(evs)
+	}
+	for err == nil && ctx.Err() == nil {
+		if res.Status == session.StatusAwaitingApproval {
+			var decided bool
+			decided, err = applyRecordedDecisions(cfg.Store, res.SessionID, decisions)
+			if err != nil || !decided {
+				break
+			}
+		} else if res.Status == session.StatusDone && len(follow) > 0 && follow[0].afterTurns <= res.Turns {
+			var add []session.Event
+			for len(follow) > 0 && follow[0].afterTurns <= res.Turns {
+				add = append(add, session.Event{Kind: session.KindUserMessage, Text: follow[0].text})
+				follow = follow[1:]
+			}
+			if err = appendEvents(cfg.Store, res.SessionID, add); err != nil {
+				break
+			}
+		} else {
 			break
 		}
 		res, err = runner.Resume(ctx, rc, res.SessionID)
 	}
 	rep.ReplaySessionID, rep.ReplayStatus, rep.Reason, rep.Turns = res.SessionID, string(res.Status), res.Reason, res.Turns
+	if fold.ImportedFrom != "" && res.Status == session.StatusFailed && res.Turns == rep.RecordedTurns &&
+		strings.Contains(res.Reason, provider.ErrRecordingExhausted.Error()) {
+		// The source's run stopped after a tool result (an exit, a
+		// submission): every recorded turn was replayed, and the model the
+		// replay stands in for has nothing more to say.
+		rep.ReplayStatus = StatusEndOfRecording
+		rep.Reason = fmt.Sprintf("every recorded turn was replayed; the %s run stopped after its last tool result", fold.ImportedFrom)
+		if fold.SourceStatus != "" {
+			rep.Reason += " (its end state: " + fold.SourceStatus + ")"
+		}
+	}
 	if err != nil && res.SessionID == "" {
 		return rep, fmt.Errorf("replay run %s: %w", cfg.SessionID, err)
 	}
@@ -140,7 +181,7 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 					Log: resultText(e), Replay: "(no result)"})
 			}
 		}
-		if rep.ReplayStatus != rep.LogStatus {
+		if rep.ReplayStatus != rep.LogStatus && fold.ImportedFrom == "" {
 			rep.Differences = append(rep.Differences, ToolDiff{Code: CodeStatusDiffers, Field: "status", Log: rep.LogStatus, Replay: rep.ReplayStatus})
 		}
 	}
@@ -215,6 +256,17 @@ func applyRecordedDecisions(st recorder.Store, id string, decisions map[callKey]
 	defer sess.Close()
 	_, err = sess.Append(add...)
 	return err == nil, err
+}
+
+// appendEvents appends evs to session id of st.
+func appendEvents(st recorder.Store, id string, evs []session.Event) error {
+	sess, _, err := st.Open(id, recorder.Options{})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	_, err = sess.Append(evs...)
+	return err
 }
 
 func resultText(e session.Event) string {

@@ -89,8 +89,8 @@ func TestVerifierMatchesBatch(t *testing.T) {
 	for i, agent := range []string{"fix-typo", "long-refactor", "retry-eval", "loop-forever"} {
 		logs["recorded "+agent] = record(t, tmp, agent, fmt.Sprintf("00000000000000c%d", i))
 	}
-	logs["imported codemie"] = importFile(t, "codemie-4c2ddfdc.jsonl", "00000000000000d1")
-	logs["imported fasthooks"] = importFile(t, "fasthooks-sample_main_transcript.jsonl", "00000000000000d2")
+	logs["imported codemie"] = importFile(t, "claude-code/codemie-ai__codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl")
+	logs["imported fasthooks"] = importFile(t, "claude-code/oneryalcin__fasthooks/sample_main_transcript.jsonl")
 	clean := loadFixture(t, fxClean)
 	logs["redigested tool_name"] = redigest(clean, ruleNamed(t, "tool_name"))
 	logs["redigested output cap"] = redigest(clean, capOutputs)

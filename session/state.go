@@ -77,6 +77,10 @@ type State struct {
 	ParentSessionID string    `json:"parent_session_id,omitempty"`
 	ForkedFrom      int64     `json:"forked_from,omitempty"`
 	ImportedFrom    string    `json:"imported_from,omitempty"`
+	// SourceStatus is an import's end state as its source recorded it (an
+	// exit status, a stop reason, an agent state: the header's attrs
+	// source_status), "" when the source records none.
+	SourceStatus string `json:"source_status,omitempty"`
 	// Provider and Model are those in force (after model_changed).
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
@@ -250,7 +254,7 @@ func (s *State) Add(e Event) {
 			s.ID, s.Name, s.System, s.Started = e.SessionID, e.Name, e.System, e.TS
 			s.PinnedProvider, s.PinnedModel = e.Provider, e.Model
 			s.ParentSessionID, s.ForkedFrom = e.ParentSessionID, e.ForkedFrom
-			s.ImportedFrom = ImportedFrom(e)
+			s.ImportedFrom, s.SourceStatus = importAttrs(e)
 			s.Budget = specBudget(e.Spec)
 		}
 		s.Provider, s.Model = e.Provider, e.Model
@@ -426,7 +430,8 @@ func (s *State) Call(id string) *Call {
 //	corrupt      Corrupt is set: reading stopped at damage
 //	<finished>   the last event is a session_finished: its status
 //	imported     the header names imported_from and no session_finished
-//	             exists (an import records no end; a fork of one has the
+//	             exists (an import records no end of ours; the source's
+//	             own end state is SourceStatus; a fork of one has the
 //	             fork point's)
 //	running      Live is set: a process holds the lease
 //	crashed      otherwise: the log stops with no end and no one writes it
@@ -538,12 +543,20 @@ func ProjectionOf(events []Event) ProjectorState {
 // ImportedFrom returns the tool a session was imported from, as its
 // header's attrs name it ({"imported_from": ...}), or "".
 func ImportedFrom(header Event) string {
+	from, _ := importAttrs(header)
+	return from
+}
+
+// importAttrs reads the header attrs an import writes: the tool it came
+// from and the source's end state.
+func importAttrs(header Event) (from, status string) {
 	if len(header.Attrs) == 0 {
-		return ""
+		return "", ""
 	}
 	var a struct {
-		From string `json:"imported_from"`
+		From   string `json:"imported_from"`
+		Status string `json:"source_status"`
 	}
 	_ = json.Unmarshal(header.Attrs, &a)
-	return a.From
+	return a.From, a.Status
 }

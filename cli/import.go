@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/transcript"
+)
+
+type importOptions struct {
+	Format string
+	Paths  []string
+	JSON   bool
+	Quiet  bool
+}
+
+// newImportCmd is `agentctl import`, and under use "import" of replay its
+// older name `agentctl replay import`.
+func newImportCmd(f *Factory, runF func(context.Context, *importOptions) error) *cobra.Command {
+	opts := &importOptions{}
+	cmd := &cobra.Command{
+		Use:   "import FORMAT FILE|DIR...",
+		Short: "Import other tools' transcripts as sessions",
+		Long: `Turn other tools' transcripts into sessions under --home, so show, query,
+bundle, diagnose, trace and replay read them like sessions agentctl ran.
+FORMAT is one of:
+
+  claude-code  Claude Code session JSONL (~/.claude/projects/<dir>/<id>.jsonl);
+               its sub-agent files beside it become child sessions
+  codex        Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl)
+  swe-agent    SWE-agent trajectory (*.traj)
+  openhands    OpenHands event stream / trajectory (a JSON array)
+  inspect      Inspect AI eval log (.eval or .json): one session per sample
+  atif         ATIF trajectory (trajectory.json), with its sub-agents
+  auto         tell each file's format from its content
+
+A DIR imports every file in it (recursively) that the format reads. The
+same file imported twice gives the same session id and is not written
+again. The header names the source (imported_from, source_file,
+source_sha256, source_status: the source's end state, not_recorded: what
+the format does not carry). What does not map to a field is kept in
+attrs; what is skipped is listed by line (--json: one report per session,
+with notes coded torn_line, bad_line, unknown_record, skipped,
+kept_in_attrs, orphan_result, no_result, fork, subagent).
+
+Imported sessions have status "imported" and no spec: 'replay verify'
+checks their structure only, 'replay run' replays them with the recorded
+results standing in for the tools (--spec FILE re-runs the tools), and
+'replay fork' continues them against a model with no tools (or the
+tools of --spec FILE); 'resume' does not apply.`,
+		Example: `  agentctl import claude-code ~/.claude/projects/-work-app/0b5e….jsonl
+  agentctl import auto runs/ --json | jq -c '{session_id, notes: (.notes | length)}'
+  agentctl import inspect logs/2025-05-12T20-27-36-04-00_browser.eval`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Format, opts.Paths = args[0], args[1:]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return importRun(f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON report per imported session")
+	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "print only the session ids")
+	return cmd
+}
+
+func importRun(f *Factory, opts *importOptions) error {
+	if opts.Format != transcript.FormatAuto && !contains(transcript.Formats, opts.Format) {
+		return usageError{fmt.Errorf("import: format %q is not one this agentctl knows (%s, or auto)", opts.Format, strings.Join(transcript.Formats, ", "))}
+	}
+	files, err := importFiles(opts.Format, opts.Paths)
+	if err != nil {
+		return err
+	}
+	st := f.Store()
+	done := map[string]bool{}
+	enc := json.NewEncoder(f.Out)
+	imported := 0
+	for _, file := range files {
+		ss, err := transcript.Import(opts.Format, file)
+		if err != nil {
+			return err
+		}
+		for _, s := range transcript.All(ss) {
+			if done[s.ID()] {
+				continue // a sub-agent file also named on its own
+			}
+			done[s.ID()] = true
+			if _, err := os.Stat(st.LogPath(s.ID())); err == nil {
+				s.Report.Existing = true
+			} else if err := record(st, s.Events); err != nil {
+				return fmt.Errorf("import %s: %w", file, err)
+			} else {
+				sealSession(f, s.ID())
+				imported++
+			}
+			switch {
+			case opts.JSON:
+				if err := enc.Encode(s.Report); err != nil {
+					return err
+				}
+			case opts.Quiet:
+				fmt.Fprintln(f.Out, s.ID())
+			default:
+				writeImport(f, s)
+			}
+		}
+	}
+	return nil
+}
+
+func writeImport(f *Factory, s *transcript.Session) {
+	r := s.Report
+	what := "imported"
+	if r.Existing {
+		what = "already imported"
+	}
+	part := ""
+	if r.Part != "" {
+		part = " (" + r.Part + ")"
+	}
+	child := ""
+	if r.ParentSessionID != "" {
+		child = ", a sub-agent of " + r.ParentSessionID
+	}
+	fmt.Fprintf(f.Out, "%s %s%s as %s: %d events (%d turns, %d tool calls)%s\n", what, r.File, part, r.SessionID, r.Events,
+		r.Counts[string(session.KindAssistantMessage)], r.Counts[string(session.KindToolIntent)], child)
+	codes := map[string]int{}
+	for _, n := range r.Notes {
+		codes[n.Code]++
+	}
+	var keys []string
+	for k := range codes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == transcript.CodeSkipped || k == transcript.CodeSubagent || k == transcript.CodeKeptInAttrs {
+			continue
+		}
+		for _, n := range r.Notes {
+			if n.Code == k {
+				loc := ""
+				if n.Line > 0 {
+					loc = fmt.Sprintf("line %d: ", n.Line)
+				}
+				fmt.Fprintf(f.Out, "  [%s] %s%s\n", n.Code, loc, n.Detail)
+			}
+		}
+	}
+	if n := codes[transcript.CodeSkipped] + codes[transcript.CodeKeptInAttrs]; n > 0 {
+		fmt.Fprintf(f.Out, "  %d records skipped or kept in attrs (--json lists them by line)\n", n)
+	}
+	if len(r.NotRecorded) > 0 {
+		fmt.Fprintf(f.Out, "  the source does not record: %s\n", strings.Join(r.NotRecorded, "; "))
+	}
+}
+
+// record writes an imported session through the recorder (which redacts
+// every string, as for a run).
+func record(st recorder.Store, evs []session.Event) error {
+	sess, err := st.Create(evs[0], recorder.Options{})
+	if err != nil {
+		return err
+	}
+	rest := make([]session.Event, 0, len(evs)-1)
+	for _, e := range evs[1:] {
+		e.Seq = 0
+		rest = append(rest, e)
+	}
+	if _, err := sess.Append(rest...); err != nil {
+		sess.Close()
+		return err
+	}
+	return sess.Close()
+}
+
+// importFiles expands the paths: a file as is, a folder to the files in it
+// the format reads (by extension; auto: those whose format Detect tells),
+// sorted. Claude Code sub-agent files in a folder are left to their
+// session's file, which brings them in.
+func importFiles(format string, paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+				return nil
+			}
+			if readsFile(format, path) {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("import: %s holds no %s file", p, format)
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+func readsFile(format, path string) bool {
+	name := filepath.Base(path)
+	ext := filepath.Ext(name)
+	subagent := strings.HasPrefix(name, "agent-") || filepath.Base(filepath.Dir(path)) == "subagents"
+	switch format {
+	case transcript.FormatClaudeCode:
+		return ext == ".jsonl" && !subagent
+	case transcript.FormatCodex:
+		return ext == ".jsonl"
+	case transcript.FormatSWEAgent:
+		return ext == ".traj"
+	case transcript.FormatOpenHands, transcript.FormatATIF:
+		return ext == ".json"
+	case transcript.FormatInspect:
+		return ext == ".eval" || ext == ".json"
+	}
+	got, err := transcript.Detect(path)
+	return err == nil && !(got == transcript.FormatClaudeCode && subagent)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,75 @@
+// Package transcript imports other tools' transcripts as agentctl
+// sessions, and exports sessions as ATIF trajectories.
+//
+// Many production agent sessions already exist on disk as another tool's
+// transcript. Imported, they replay, fork, query and bundle like sessions
+// agentctl ran itself. Each format maps its records to event kinds:
+//
+//	claude-code  Claude Code session JSONL (~/.claude/projects/…/<id>.jsonl)
+//	             and its sub-agent files (agent-<id>.jsonl, subagents/)
+//	codex        Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl)
+//	swe-agent    SWE-agent trajectories (*.traj)
+//	openhands    OpenHands (V0) event streams / trajectories (a JSON array)
+//	inspect      Inspect AI eval logs (.eval zip, .json): one session per
+//	             sample and epoch
+//	atif         Harbor ATIF trajectories (trajectory.json), with their
+//	             sub-agent trajectories
+//
+// # What an import holds
+//
+// One API response of the source becomes one assistant_message and one
+// model_call (usage counted once; input_tokens holds every input token
+// billed, cache reads and writes included, with the two cache fields as
+// the breakdown, and cost_usd priced by provider.CostOf as a live run
+// would be). Each tool call becomes a tool_intent at the time the model
+// asked for it and a tool_result at the time it answered, so the
+// tool_calls view has args, times and latency. The header (session_started)
+// names the source in its attrs:
+//
+//	imported_from      the format
+//	source_file        the file, as given
+//	source_sha256      the file's content hash
+//	source_session_id  the source's own id, when it has one
+//	source_cwd         the folder the source ran in (never the session's
+//	                   workspace: a transcript from elsewhere does not
+//	                   choose host folders)
+//	source_status      the source's end state (an exit status, a stop
+//	                   reason, an agent state), when it records one
+//	not_recorded       what the format does not carry (usage, timestamps,
+//	                   a system prompt, tool error flags…): left empty,
+//	                   never invented
+//
+// What does not map to a field is kept verbatim in the event's attrs
+// (thinking blocks, images, reasoning items, scores), and what is neither
+// mapped nor kept is listed by line in the Report, with a code:
+//
+//	torn_line        the last record is cut short: the sound prefix is
+//	                 imported, the rest reported
+//	bad_line         a record that is not JSON (not at the end)
+//	unknown_record   a record type this importer does not know
+//	skipped          a known record that is not part of the conversation
+//	                 (file snapshots, titles, hook summaries, duplicates)
+//	kept_in_attrs    a record kept verbatim in an event's attrs
+//	orphan_result    a tool result whose call the transcript lacks
+//	no_result        a tool call the transcript has no result for
+//	fork             lines on a branch the conversation left (Claude Code
+//	                 rewinds: parentUuid chains that are not the one
+//	                 leading to the last message)
+//	subagent         a sub-agent imported as a child session
+//
+// The session id is derived from the format, the part of the file (an
+// Inspect sample) and the content hash, so the same file imported twice
+// yields the same id.
+//
+// Imported sessions have no spec and no request digests: their status is
+// "imported" (session.StatusImported) with source_status beside it;
+// `replay verify` checks their structure only, and `replay run` and
+// `replay fork` work from a minimal spec (see package replay and the CLI).
+//
+// # Export
+//
+// ExportATIF writes any session as an ATIF-v1.7 trajectory. Fields ATIF has
+// no place for (seqs, digests, approvals, evaluations, finishes) go into its
+// extra objects under "agentctl", so importing the export gives back the
+// same events.
+package transcript

@@ -1,0 +1,715 @@
+package transcript_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/query"
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay"
+	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/transcript"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden event listings")
+
+// corpus is the repository's copy of the third-party transcripts (byte for
+// byte; TestCorpusIntact checks them against SOURCES.md).
+var corpus = filepath.Join("..", "testdata", "corpus")
+
+func tr(rel string) string { return filepath.Join(corpus, "transcripts", filepath.FromSlash(rel)) }
+
+// TestCorpusIntact checks every transcript copy against the git blob id
+// SOURCES.md lists for it, so an edited third-party file is noticed.
+func TestCorpusIntact(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(corpus, "SOURCES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `(transcripts/[^`]+)` \\|.*?\\| `([0-9a-f]{12})` \\|").FindAllStringSubmatch(string(src), -1)
+	if len(rows) < 26 {
+		t.Fatalf("SOURCES.md lists %d transcripts, want 26", len(rows))
+	}
+	for _, r := range rows {
+		b, err := os.ReadFile(filepath.Join(corpus, filepath.FromSlash(r[1])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha1.New()
+		fmt.Fprintf(h, "blob %d\x00", len(b))
+		h.Write(b)
+		if got := fmt.Sprintf("%x", h.Sum(nil)); !strings.HasPrefix(got, r[2]) {
+			t.Errorf("%s: git blob %s, SOURCES.md says %s", r[1], got[:12], r[2])
+		}
+	}
+}
+
+// TestEveryCorpusFileImports imports each corpus file on its own with
+// --format auto: the format is told right (its folder names it), every
+// session has a header and a conversation, verify finds its structure
+// sound, and importing the file again gives the same ids.
+func TestEveryCorpusFileImports(t *testing.T) {
+	dirFormat := map[string]string{"claude-code": transcript.FormatClaudeCode, "codex": transcript.FormatCodex,
+		"swe-agent": transcript.FormatSWEAgent, "openhands": transcript.FormatOpenHands, "inspect-ai": transcript.FormatInspect, "atif": transcript.FormatATIF}
+	n := 0
+	err := filepath.Walk(filepath.Join(corpus, "transcripts"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		n++
+		rel, _ := filepath.Rel(filepath.Join(corpus, "transcripts"), p)
+		want := dirFormat[strings.Split(filepath.ToSlash(rel), "/")[0]]
+		if strings.HasSuffix(p, ".jsonl") && strings.Contains(rel, "atif/") {
+			want = transcript.FormatClaudeCode // the native session an ATIF file was made from
+		}
+		t.Run(rel, func(t *testing.T) {
+			if got, err := transcript.Detect(p); err != nil || got != want {
+				t.Fatalf("Detect = %q, %v; want %q", got, err, want)
+			}
+			ss, err := transcript.Import(transcript.FormatAuto, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, _ := transcript.Import(want, p)
+			all, all2 := transcript.All(ss), transcript.All(again)
+			if len(all) != len(all2) {
+				t.Fatalf("%d sessions, then %d", len(all), len(all2))
+			}
+			for i, s := range all {
+				if s.ID() != all2[i].ID() {
+					t.Errorf("session %d: id %s, then %s", i, s.ID(), all2[i].ID())
+				}
+				h := s.Events[0]
+				if h.Kind != session.KindSessionStarted || session.ImportedFrom(h) != want || s.Report.SHA256 == "" {
+					t.Fatalf("header = %+v", h)
+				}
+				if s.Report.Counts[string(session.KindAssistantMessage)] == 0 {
+					t.Errorf("%s: no assistant message", s.ID())
+				}
+				// The only structural problems are those the import
+				// reported: results whose call the file lacks.
+				orphans := 0
+				for _, n := range s.Report.Notes {
+					if n.Code == transcript.CodeOrphanResult {
+						orphans++
+					}
+				}
+				rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{})
+				problems := 0
+				for _, p := range rep.Problems {
+					if p.Code != "orphan_tool_result" {
+						problems++
+					}
+				}
+				if (rep.Status != replay.StatusStructureOnly && orphans == 0) || problems > 0 || len(rep.Problems) != orphans {
+					t.Errorf("%s: %d orphan results reported; verify = %s", s.ID(), orphans, rep.Text())
+				}
+				if st := session.Fold(s.Events); st.Status() != session.StatusImported {
+					t.Errorf("%s: status %s, want imported", s.ID(), st.Status())
+				}
+			}
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 26 {
+		t.Errorf("walked %d corpus files, want 26", n)
+	}
+}
+
+// counts are what `agentctl query` says of a session.
+type counts struct {
+	User, Responses, Calls, Errors, In, Out int64
+}
+
+// TestCountsAgreeWithSource: for one real file of each format, the
+// figures the query views give equal those a jq over the source gives;
+// each number below was written from the jq shown beside it, never from
+// our own output.
+func TestCountsAgreeWithSource(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		want counts
+	}{
+		// jq -s '{user: [.[]|select(.type=="user" and .isMeta!=true and .isCompactSummary!=true and ((.message.content|type)=="string"
+		//   or any(.message.content[]; .type=="text")))]|length, responses: ([.[]|select(.type=="assistant")|.message.id]|unique|length),
+		//   calls: [.[]|select(.type=="assistant")|.message.content[]|select(.type=="tool_use")]|length,
+		//   errors: [.[]|select(.type=="user")|.message.content|arrays|.[]|select(.type=="tool_result" and .is_error==true)]|length,
+		//   in: ([.[]|select(.type=="assistant")]|group_by(.message.id)|map(last.message.usage|.input_tokens+.cache_creation_input_tokens+.cache_read_input_tokens)|add),
+		//   out: ([.[]|select(.type=="assistant")]|group_by(.message.id)|map(last.message.usage.output_tokens)|add)}'
+		{"claude-code/oneryalcin__fasthooks/sample_main_transcript.jsonl", counts{7, 12, 10, 2, 231864, 1480}},
+		// jq -s '{user: [.[]|select(.type=="event_msg" and .payload.type=="user_message")]|length,
+		//   responses: runs of model output items (reasoning, function_call, assistant message) between inputs
+		//   (function_call_output, user_message, non-assistant message), by reduce,
+		//   calls: [.[]|select(.payload.type=="function_call")]|length,
+		//   errors: [.[]|select(.payload.type=="function_call_output")|.payload.output|select(test("(?m)^Process exited with code [1-9]"))]|length}'
+		// (the rollout has no token_count lines: no usage)
+		{"codex/codemie-ai__codemie-code/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl", counts{3, 20, 38, 1, 0, 0}},
+		// jq '{responses: (.trajectory|length), calls: (.trajectory|length), in: .info.model_stats.tokens_sent, out: .info.model_stats.tokens_received}'
+		{"swe-agent/SWE-agent__SWE-agent/6e44b9__sweagenttestrepo-1c2844.traj", counts{1, 5, 5, 0, 7141, 243}},
+		// jq '{user: [.[]|select(.source=="user" and .action=="message")]|length,
+		//   responses: ([.[]|select(.action!=null and .tool_call_metadata!=null)|.tool_call_metadata.model_response.id]|unique|length)
+		//     + ([.[]|select(.source=="agent" and .action=="message" and .tool_call_metadata==null)]|length),
+		//   calls: [.[]|select(.action!=null and .tool_call_metadata!=null)]|length,
+		//   errors: [.[]|select(.observation!=null and .success==false)]|length,
+		//   in/out: ([…|.tool_call_metadata.model_response]|unique_by(.id)|map(.usage.prompt_tokens / .completion_tokens)|add)}'
+		{"openhands/All-Hands-AI__OpenHands/basic_gui_mode.json", counts{1, 5, 4, 1, 17297, 2024}},
+		// jq '.samples[0] | {user: [.messages[]|select(.role=="user")]|length, responses: [.events[]|select(.event=="model")]|length,
+		//   calls: [.events[]|select(.event=="tool")]|length, errors: [.messages[]|select(.role=="tool" and .error!=null)]|length,
+		//   in: ([.events[]|select(.event=="model")|.output.usage.input_tokens]|add), out: (… .output_tokens …)}'
+		{"inspect-ai/UKGovernmentBEIS__inspect_ai/2025-05-12T20-27-36-04-00_browser.json", counts{1, 5, 4, 0, 15235, 281}},
+		// jq '{user: [.steps[]|select(.source=="user")]|length, responses: [.steps[]|select(.source=="agent")]|length,
+		//   calls: ([.steps[].tool_calls//[]|length]|add), in: ([.steps[].metrics.prompt_tokens//0]|add), out: (… completion_tokens …)}'
+		{"atif/harbor-framework__harbor/atif2otel-fixtures/trajectory_pass.json", counts{1, 11, 12, 0, 485630, 3304}},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			home := t.TempDir()
+			ss, err := transcript.Import(transcript.FormatAuto, tr(tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := ss[0].ID()
+			for _, s := range transcript.All(ss) {
+				record(t, home, s.Events)
+			}
+			if got := queryCounts(t, home, id); got != tt.want {
+				t.Errorf("query gives %+v, the source %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func record(t *testing.T, home string, evs []session.Event) {
+	t.Helper()
+	sess, err := recorder.Store{Root: home}.Create(evs[0], recorder.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := make([]session.Event, 0, len(evs))
+	for _, e := range evs[1:] {
+		e.Seq = 0
+		rest = append(rest, e)
+	}
+	if _, err := sess.Append(rest...); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func queryCounts(t *testing.T, home, id string) counts {
+	t.Helper()
+	db, err := query.Open(context.Background(), home, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Query(context.Background(), fmt.Sprintf(`SELECT
+  (SELECT count(*) FROM events WHERE session_id = '%[1]s' AND kind = 'user_message'),
+  (SELECT count(*) FROM events WHERE session_id = '%[1]s' AND kind = 'model_call'),
+  s.tool_calls,
+  (SELECT count(*) FROM tool_calls WHERE session_id = '%[1]s' AND status = 'error'),
+  s.input_tokens, s.output_tokens
+FROM sessions s WHERE session_id = '%[1]s'`, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 {
+		t.Fatalf("%d rows for %s", len(res.Rows), id)
+	}
+	n := func(v any) int64 {
+		switch x := v.(type) {
+		case int64:
+			return x
+		case int32:
+			return int64(x)
+		case *big.Int:
+			return x.Int64()
+		case float64:
+			return int64(x)
+		}
+		return -1
+	}
+	r := res.Rows[0]
+	return counts{n(r[0]), n(r[1]), n(r[2]), n(r[3]), n(r[4]), n(r[5])}
+}
+
+// TestGolden lists the events of one file of each format (and the
+// sub-agents they bring in) against testdata/golden; -update rewrites the
+// listings after a change was checked by hand.
+func TestGolden(t *testing.T) {
+	for _, tt := range []struct{ name, file string }{
+		{"claude-code", "claude-code/codemie-ai__codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"},
+		{"claude-code-2.1", "claude-code/codemie-ai__codemie-code/session-9eda1058.jsonl"},
+		{"codex", "codex/jazzyalex__agent-sessions/small.jsonl"},
+		{"swe-agent", "swe-agent/SWE-agent__SWE-agent/6e44b9__sweagenttestrepo-1c2844.traj"},
+		{"openhands", "openhands/All-Hands-AI__OpenHands/basic.json"},
+		{"inspect", "inspect-ai/UKGovernmentBEIS__inspect_ai/log_read_sample.eval"},
+		{"atif", "atif/harbor-framework__harbor/terminus-2-context-summarization/trajectory.json"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ss, err := transcript.Import(transcript.FormatAuto, tr(tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for _, s := range transcript.All(ss) {
+				listing(&b, s)
+			}
+			golden := filepath.Join("testdata", "golden", tt.name+".golden")
+			if *update {
+				os.MkdirAll(filepath.Dir(golden), 0o755)
+				if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to write it)", err)
+			}
+			if b.String() != string(want) {
+				t.Errorf("listing differs from %s:\n%s", golden, diffLines(string(want), b.String()))
+			}
+		})
+	}
+}
+
+// listing writes one line per event with the fields that say what it is,
+// then the report's notes; times and source paths are left out (the
+// corpus may sit anywhere).
+func listing(w io.Writer, s *transcript.Session) {
+	fmt.Fprintf(w, "session %s", s.ID())
+	if s.Report.Part != "" {
+		fmt.Fprintf(w, " (%s)", s.Report.Part)
+	}
+	if p := s.Events[0].ParentSessionID; p != "" {
+		fmt.Fprintf(w, " child of %s", p)
+	}
+	fmt.Fprintln(w)
+	for _, e := range s.Events {
+		var f []string
+		add := func(k, v string) {
+			if v != "" {
+				f = append(f, k+"="+v)
+			}
+		}
+		num := func(k string, v int64) {
+			if v != 0 {
+				f = append(f, fmt.Sprintf("%s=%d", k, v))
+			}
+		}
+		add("provider", e.Provider)
+		add("model", e.Model)
+		add("name", e.Name)
+		add("text", clip(e.Text))
+		for _, c := range e.ToolCalls {
+			f = append(f, fmt.Sprintf("call=%s:%s%s", c.ID, c.Name, clip(string(c.Args))))
+		}
+		add("call_id", e.CallID)
+		add("tool", e.Tool)
+		add("status", e.Status)
+		add("error", clip(e.Error))
+		add("output", clip(e.Output))
+		num("in", e.InputTokens)
+		num("out", e.OutputTokens)
+		num("cache_read", e.CacheReadInputTokens)
+		num("cache_write", e.CacheCreationInputTokens)
+		if e.CostUSD != 0 {
+			f = append(f, fmt.Sprintf("cost=%.6f", e.CostUSD))
+		}
+		num("latency_ms", e.LatencyMS)
+		add("response_id", e.ResponseID)
+		add("finish", e.FinishReason)
+		num("through", e.Through)
+		add("summary", clip(e.Summary))
+		add("child", e.ChildSessionID)
+		add("outcome", e.Outcome)
+		if len(e.Attrs) > 0 {
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal(e.Attrs, &m)
+			var keys []string
+			for k := range m {
+				if k != "source_file" {
+					keys = append(keys, k)
+				}
+			}
+			sortStrings(keys)
+			f = append(f, "attrs="+strings.Join(keys, ","))
+		}
+		fmt.Fprintf(w, "  %d %s %s\n", e.Seq, e.Kind, strings.Join(f, " "))
+	}
+	for _, n := range s.Report.Notes {
+		d := n.Detail
+		if i := strings.Index(d, "/testdata/corpus/"); i >= 0 {
+			d = "…" + d[i:]
+		}
+		fmt.Fprintf(w, "  note line %d %s: %s\n", n.Line, n.Code, d)
+	}
+	fmt.Fprintf(w, "  not recorded: %s\n", strings.Join(s.Report.NotRecorded, "; "))
+}
+
+func clip(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 50 {
+		return fmt.Sprintf("%q", string(r[:50])+"…")
+	}
+	if s == "" {
+		return ""
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func diffLines(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			out = append(out, fmt.Sprintf("line %d:\n  want %s\n  got  %s", i+1, x, y))
+			if len(out) > 8 {
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// derive writes a variant of a real corpus file, made by edit, under a
+// name that says it is derived and how.
+func derive(t *testing.T, rel, name string, edit func(lines []string) []string) string {
+	t.Helper()
+	b, err := os.ReadFile(tr(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(strings.Join(edit(lines), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const fasthooks = "claude-code/oneryalcin__fasthooks/sample_main_transcript.jsonl"
+
+// TestMalformedVariants: variants derived from a real transcript give the
+// documented report, and import what is sound.
+func TestMalformedVariants(t *testing.T) {
+	orig, err := transcript.Import(transcript.FormatClaudeCode, tr(fasthooks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	origFold := session.Fold(orig[0].Events)
+	line := func(lines []string, pred func(string) bool) int {
+		for i, l := range lines {
+			if pred(l) {
+				return i
+			}
+		}
+		t.Fatal("no such line")
+		return -1
+	}
+	for _, tt := range []struct {
+		name  string
+		edit  func([]string) []string
+		code  string
+		line  int // the note's line (1-based); 0: any
+		check func(t *testing.T, s *transcript.Session)
+	}{
+		{"fasthooks-derived-torn-last-line.jsonl", func(l []string) []string {
+			last := l[len(l)-1]
+			l[len(l)-1] = last[:len(last)/2]
+			return l
+		}, transcript.CodeTornLine, 63, func(t *testing.T, s *transcript.Session) {
+			// The torn line is the last prompt: everything before it is in.
+			if got := session.Fold(s.Events).Turns; got != origFold.Turns {
+				t.Errorf("turns %d, want %d", got, origFold.Turns)
+			}
+		}},
+		{"fasthooks-derived-unknown-record-type.jsonl", func(l []string) []string {
+			i := line(l, func(s string) bool { return strings.HasPrefix(s, `{"type":"file-history-snapshot"`) })
+			l[i] = strings.Replace(l[i], `"type":"file-history-snapshot"`, `"type":"derived-unknown-type"`, 1)
+			return l
+		}, transcript.CodeUnknownRecord, 1, nil},
+		{"fasthooks-derived-result-without-its-call.jsonl", func(l []string) []string {
+			// Drop the assistant line that asks for toolu_01BYfGNk…; its
+			// result stays.
+			i := line(l, func(s string) bool {
+				return strings.Contains(s, `"type":"tool_use","id":"toolu_01BYfGNktE4d25hZnxHwFh2s"`)
+			})
+			return append(l[:i:i], l[i+1:]...)
+		}, transcript.CodeOrphanResult, 4, func(t *testing.T, s *transcript.Session) {
+			if c := session.Fold(s.Events).Call("toolu_01BYfGNktE4d25hZnxHwFh2s"); c == nil || c.RequestSeq != 0 || c.ResultSeq == 0 {
+				t.Errorf("the orphan result is not kept as a call without its request: %+v", c)
+			}
+			// verify calls the structure broken, at that result.
+			rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{})
+			if rep.Status != replay.StatusBroken || len(rep.Problems) != 1 || rep.Problems[0].Code != "orphan_tool_result" {
+				t.Errorf("verify = %s", rep.Text())
+			}
+		}},
+		{"fasthooks-derived-rewound-parentuuid.jsonl", func(l []string) []string {
+			// The third prompt ("can you read it back…") is re-parented onto
+			// the first answer: the second exchange becomes a branch the
+			// conversation left.
+			i := line(l, func(s string) bool { return strings.Contains(s, `"uuid":"4ff8f9dd`) })
+			l[i] = regexp.MustCompile(`"parentUuid":"[^"]+"`).ReplaceAllString(l[i], `"parentUuid":"5d50bbbc-`+uuidTail(l, "5d50bbbc")+`"`)
+			return l
+		}, transcript.CodeFork, 10, func(t *testing.T, s *transcript.Session) {
+			for _, e := range s.Events {
+				if strings.Contains(e.Text, "hello_world.py file and add") {
+					t.Errorf("an event of the abandoned branch was imported: seq %d %s", e.Seq, e.Kind)
+				}
+			}
+			if got := session.Fold(s.Events).Turns; got != origFold.Turns-2 {
+				t.Errorf("turns %d, want %d (the branch's 2 responses left out)", got, origFold.Turns-2)
+			}
+		}},
+		{"fasthooks-derived-streamed-results-between-lines.jsonl", func(l []string) []string {
+			// 2.1.x streams each parallel call's result right after the
+			// call's line: move the three results of msg …pPxEy4 between
+			// its three tool_use lines.
+			var calls, results []int
+			for i, s := range l {
+				switch {
+				case strings.Contains(s, `"uuid":"888a6c2d`), strings.Contains(s, `"uuid":"413ec6a2`), strings.Contains(s, `"uuid":"54fea1cf`):
+					calls = append(calls, i)
+				case strings.Contains(s, `"uuid":"c42abd7f`), strings.Contains(s, `"uuid":"682e5fb1`), strings.Contains(s, `"uuid":"3822412c`):
+					results = append(results, i)
+				}
+			}
+			if len(calls) != 3 || len(results) != 3 {
+				t.Fatalf("calls %v results %v", calls, results)
+			}
+			var out []string
+			for i, s := range l {
+				switch {
+				case i == calls[0] || i == calls[1] || i == calls[2]:
+					out = append(out, s)
+					for k, c := range calls {
+						if c == i {
+							out = append(out, l[results[k]])
+						}
+					}
+				case i == results[0] || i == results[1] || i == results[2]:
+				default:
+					out = append(out, s)
+				}
+			}
+			return out
+		}, "", 0, func(t *testing.T, s *transcript.Session) {
+			st := session.Fold(s.Events)
+			if st.Turns != origFold.Turns || st.InputTokens != origFold.InputTokens || st.OutputTokens != origFold.OutputTokens || st.ToolCalls != origFold.ToolCalls {
+				t.Errorf("turns %d in %d out %d calls %d; the original file gives %d, %d, %d, %d",
+					st.Turns, st.InputTokens, st.OutputTokens, st.ToolCalls, origFold.Turns, origFold.InputTokens, origFold.OutputTokens, origFold.ToolCalls)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := derive(t, fasthooks, tt.name, tt.edit)
+			ss, err := transcript.Import(transcript.FormatClaudeCode, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ss[0]
+			if tt.code != "" {
+				found := false
+				for _, n := range s.Report.Notes {
+					if n.Code == tt.code && (tt.line == 0 || n.Line == tt.line) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no %s note at line %d in %+v", tt.code, tt.line, s.Report.Notes)
+				}
+			}
+			if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 && tt.code != transcript.CodeOrphanResult {
+				t.Errorf("verify: %s", rep.Text())
+			}
+			if tt.check != nil {
+				tt.check(t, s)
+			}
+		})
+	}
+}
+
+// uuidTail is the rest of the uuid of the line whose uuid starts with
+// prefix.
+func uuidTail(lines []string, prefix string) string {
+	re := regexp.MustCompile(`"uuid":"` + prefix + `-([^"]+)"`)
+	for _, l := range lines {
+		if m := re.FindStringSubmatch(l); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// TestSubagentsLinked: a Claude Code session brings in the sub-agent files
+// beside it, an ATIF trajectory the ones its results refer to; each child
+// names its parent, and the parent has subagent_started/finished for it.
+func TestSubagentsLinked(t *testing.T) {
+	for _, tt := range []struct {
+		file     string
+		children int
+	}{
+		{"claude-code/codemie-ai__codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl", 2},
+		{"atif/harbor-framework__harbor/terminus-2-context-summarization/trajectory.json", 3},
+	} {
+		ss, err := transcript.Import(transcript.FormatAuto, tr(tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ss[0]
+		if len(p.Children) != tt.children {
+			t.Fatalf("%s: %d children, want %d", tt.file, len(p.Children), tt.children)
+		}
+		st := session.Fold(p.Events)
+		for _, c := range p.Children {
+			if c.Events[0].ParentSessionID != p.ID() {
+				t.Errorf("child %s names parent %q", c.ID(), c.Events[0].ParentSessionID)
+			}
+			found := false
+			for _, id := range st.Children {
+				found = found || id == c.ID()
+			}
+			if !found {
+				t.Errorf("the parent has no subagent_started for %s", c.ID())
+			}
+		}
+		for i, e := range p.Events {
+			if e.Seq != int64(i+1) {
+				t.Fatalf("seqs are not dense after linking: event %d has seq %d", i, e.Seq)
+			}
+		}
+	}
+}
+
+// TestATIFRoundTrip: the ATIF export of a session, imported, gives back
+// its events (all but the header, which names the import): a session
+// agentctl ran (fixtures) and imported ones.
+func TestATIFRoundTrip(t *testing.T) {
+	type src struct {
+		name string
+		evs  []session.Event
+	}
+	var srcs []src
+	for _, id := range []string{"7e90000000000001", "7e90000000000006"} {
+		evs, _, err := recorder.ReadFile(filepath.Join("..", "fixtures", "replay", "home", "sessions", id, recorder.LogFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, src{id, evs})
+	}
+	for _, f := range []string{fasthooks, "openhands/All-Hands-AI__OpenHands/basic_gui_mode.json"} {
+		ss, err := transcript.Import(transcript.FormatAuto, tr(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, src{f, ss[0].Events})
+	}
+	for _, s := range srcs {
+		t.Run(s.name, func(t *testing.T) {
+			b, err := transcript.ExportATIF("5e55000000000001", s.evs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(t.TempDir(), "trajectory.json")
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ss, err := transcript.Import(transcript.FormatAuto, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ss[0].Events
+			if len(got) != len(s.evs) {
+				t.Fatalf("%d events back, %d exported", len(got), len(s.evs))
+			}
+			for i := 1; i < len(got); i++ {
+				a, _ := session.Encode(s.evs[i])
+				g, _ := session.Encode(got[i])
+				if !bytes.Equal(a, g) {
+					t.Errorf("event %d:\nexported %s\nimported %s", i+1, a, g)
+				}
+			}
+			if h := got[0]; session.ImportedFrom(h) != transcript.FormatATIF || h.Model != s.evs[0].Model || h.System != s.evs[0].System {
+				t.Errorf("header = %+v", h)
+			}
+		})
+	}
+}
+
+// BenchmarkImportLargest imports the largest corpus file (a 515 KB Codex
+// rollout); bench/import compares its MB/s with `jq -c . FILE`.
+func BenchmarkImportLargest(b *testing.B) {
+	p := tr("codex/codemie-ai__codemie-code/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl")
+	fi, err := os.Stat(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(fi.Size())
+	for b.Loop() {
+		if _, err := transcript.Import(transcript.FormatCodex, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestClaudeCodeUsage: an imported turn counts usage as the live provider
+// does (cache reads and writes in input_tokens, the breakdown kept, each
+// part priced) from the transcript's first response, msg_012yp674…:
+// input 9, cache write 5,061, cache read 12,834, output 8 on
+// claude-haiku-4-5; its response id and its thinking block are kept.
+func TestClaudeCodeUsage(t *testing.T) {
+	ss, err := transcript.Import(transcript.FormatClaudeCode, tr(fasthooks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := ss[0].Events
+	a, mc := evs[2], evs[3]
+	if a.Kind != session.KindAssistantMessage || mc.Kind != session.KindModelCall {
+		t.Fatalf("events 3, 4 = %s, %s", a.Kind, mc.Kind)
+	}
+	if mc.ResponseID != "msg_012yp674BDbdduJCYtTe3GMH" || mc.InputTokens != 9+5061+12834 || mc.CacheReadInputTokens != 12834 ||
+		mc.CacheCreationInputTokens != 5061 || mc.OutputTokens != 8 {
+		t.Fatalf("model_call = %+v", mc)
+	}
+	// $1/M input, $0.10/M cache reads, $1.25/M five-minute writes, $5/M output.
+	want := (9*1.0 + 12834*0.10 + 5061*1.25 + 8*5.0) / 1e6
+	if d := mc.CostUSD - want; d > 1e-12 || d < -1e-12 {
+		t.Errorf("cost_usd = %v, want %v", mc.CostUSD, want)
+	}
+	var attrs map[string][]json.RawMessage
+	if json.Unmarshal(a.Attrs, &attrs) != nil || len(attrs["thinking"]) != 1 || !bytes.Contains(attrs["thinking"][0], []byte(`"signature"`)) {
+		t.Errorf("assistant attrs = %s, want the thinking block verbatim", a.Attrs)
+	}
+}
