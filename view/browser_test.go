@@ -81,6 +81,7 @@ func newBrowser(t testing.TB) *browser {
 type tab struct {
 	t        testing.TB
 	ctx      context.Context
+	close    func() // closes the tab
 	url      string
 	mu       sync.Mutex
 	requests []string
@@ -88,7 +89,7 @@ type tab struct {
 }
 
 // open loads the page at path in a new tab and waits until its script has
-// drawn it (body[data-ready]).
+// drawn it and the browser has painted that (body[data-painted]).
 func (b *browser) open(t testing.TB, path string) *tab {
 	t.Helper()
 	abs, err := filepath.Abs(path)
@@ -97,7 +98,7 @@ func (b *browser) open(t testing.TB, path string) *tab {
 	}
 	ctx, cancel := chromedp.NewContext(b.ctx)
 	t.Cleanup(cancel)
-	tb := &tab{t: t, ctx: ctx, url: (&url.URL{Scheme: "file", Path: abs}).String()}
+	tb := &tab{t: t, ctx: ctx, close: cancel, url: (&url.URL{Scheme: "file", Path: abs}).String()}
 	err = chromedp.Listen(ctx, func(ev any) {
 		tb.mu.Lock()
 		defer tb.mu.Unlock()
@@ -134,7 +135,7 @@ func (b *browser) open(t testing.TB, path string) *tab {
 		}
 		_, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{})
 		return err
-	}), chromedp.Navigate(tb.url), chromedp.WaitReady(chromedp.CSS("body[data-ready]")))
+	}), chromedp.Navigate(tb.url), chromedp.WaitReady(chromedp.CSS("body[data-painted]")))
 	return tb
 }
 
