@@ -38,13 +38,13 @@ func TestBrowser(t *testing.T) {
 		// The hostile output is text: nothing ran, no element was made of
 		// it, the escapes show as escapes, the secret is redacted.
 		var got struct {
-			Pwned, Title     string
-			Scripts, Imgs    int
-			Text             string
-			HasEsc, HasBidi  bool
-			SecretInDOM      bool
-			SecretInHTML     bool
-			RedactedShown    bool
+			Pwned, Title    string
+			Scripts, Imgs   int
+			Text            string
+			HasEsc, HasBidi bool
+			SecretInDOM     bool
+			SecretInHTML    bool
+			RedactedShown   bool
 		}
 		raw, _ := os.ReadFile(page)
 		tb.eval(`(() => {
@@ -75,7 +75,10 @@ func TestBrowser(t *testing.T) {
 		}
 
 		// A tool call expands to its arguments and result.
-		var card struct{ Cards int; Text string }
+		var card struct {
+			Cards int
+			Text  string
+		}
 		tb.click(`#e5 .call-toggle`)
 		tb.eval(`({Cards: document.querySelectorAll('#e5 .call-card').length, Text: (document.querySelector('#e5 .call-card') || {}).textContent || ''})`, &card)
 		if card.Cards != 1 || !strings.Contains(card.Text, `"command": "sh hostile.sh"`) || !strings.Contains(card.Text, "seq 6 result") {
@@ -141,7 +144,7 @@ func TestBrowser(t *testing.T) {
 		tb.drawAll()
 		var got struct {
 			Requests, Session, Once, Denied, Resumes int
-			Grant                                   string
+			Grant                                    string
 		}
 		tb.eval(`({Requests: document.querySelectorAll('#rows .k-approval_request').length,
 			Session: [...document.querySelectorAll('#rows .k-approval_granted')].filter(r => r.textContent.includes('scope session')).length,

@@ -79,10 +79,10 @@ func TestBuildAgreesWithFold(t *testing.T) {
 // the log's shape shows them, for recorded sessions of every kind.
 func TestMarks(t *testing.T) {
 	for _, tt := range []struct{ home, id, want string }{
-		{"../fixtures/diagnose/home", "d1a9000000000001", "error@6 error@10 error@14 error@17"},          // failed calls, then a budget stop
-		{"../fixtures/diagnose/home", "d1a9000000000003", "crash@9"},                                     // killed in a tool, not resumed
-		{"../fixtures/diagnose/home", "d1a9000000000004", "crash@5 resume@6"},                            // killed in a tool; resume reconciles (needs_human)
-		{"../fixtures/diagnose/home", "d1a9000000000005", "resume@12 resume@19"},                         // approve and deny between invocations are not resumes
+		{"../fixtures/diagnose/home", "d1a9000000000001", "error@6 error@10 error@14 error@17"}, // failed calls, then a budget stop
+		{"../fixtures/diagnose/home", "d1a9000000000003", "crash@9"},                            // killed in a tool, not resumed
+		{"../fixtures/diagnose/home", "d1a9000000000004", "crash@5 resume@6"},                   // killed in a tool; resume reconciles (needs_human)
+		{"../fixtures/diagnose/home", "d1a9000000000005", "resume@12 resume@19"},                // approve and deny between invocations are not resumes
 		{"../fixtures/diagnose/home", "d1a9000000000006", "compaction@8 compaction@14 compaction@36 compaction@54 compaction@68 compaction@78"},
 		{"../fixtures/home", "1a1e000000000003", "interrupted@7"},
 		{"../fixtures/home", "70a0000000000004", "crash@4"}, // a torn tail
