@@ -161,8 +161,25 @@ func (tb *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// click clicks the element sel selects, as a mouse would.
-func (tb *tab) click(sel string) { tb.t.Helper(); tb.do(chromedp.Click(chromedp.CSS(sel))) }
+// click clicks the first element sel selects with the mouse, at the
+// middle of the element scrolled into view. (chromedp.Click would find it
+// through the DOM domain, which copies the whole DOM of a 10,000-row page
+// into the test first.)
+func (tb *tab) click(sel string) {
+	tb.t.Helper()
+	var at struct {
+		Found bool
+		X, Y  float64
+	}
+	q, _ := json.Marshal(sel)
+	tb.eval(`(() => { const e = document.querySelector(`+string(q)+`); if (!e) return {Found: false};
+		e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();
+		return {Found: true, X: r.left + r.width / 2, Y: r.top + r.height / 2}; })()`, &at)
+	if !at.Found {
+		tb.t.Fatalf("click: nothing matches %s", sel)
+	}
+	tb.do(chromedp.MouseClickXY(at.X, at.Y))
+}
 
 // eval evaluates a JavaScript expression in the page into out (awaiting
 // a promise).

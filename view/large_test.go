@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/agentctl/agentctl/cli"
 	"github.com/agentctl/agentctl/crashtest"
 )
@@ -92,7 +90,7 @@ func TestBrowserLarge(t *testing.T) {
 		Seq    string
 		InView bool
 	}
-	tb.do(chromedp.SetValue(chromedp.CSS("#goto"), "9000"))
+	tb.eval(`document.getElementById('goto').value = '9000'`, new(string))
 	tb.click(`.bar button`)
 	tb.eval(`(() => { const e = document.getElementById('e9000'); if (!e) return {}; const r = e.getBoundingClientRect();
 		return {Seq: e.dataset.seq, InView: r.top >= 0 && r.top < innerHeight && e.classList.contains('target')}; })()`, &far)

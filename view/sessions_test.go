@@ -3,6 +3,7 @@ package view_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +33,78 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// shared is the home record made for the first test that asked, reused by
+// the others (they only read it).
+var shared struct {
+	once sync.Once
+	dir  string
+	h    *home
+	err  string
+}
+
+// recorded returns the sessions of record, recorded once per test binary.
+func recorded(t *testing.T) *home {
+	t.Helper()
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "agentctl-view-test-")
+		if err != nil {
+			shared.err = err.Error()
+			return
+		}
+		shared.dir = dir
+		rt := &recordT{T: t, dir: dir}
+		func() {
+			defer func() {
+				if r := recover(); r != nil && r != errRecordFailed {
+					panic(r)
+				}
+			}()
+			shared.h = record(rt)
+		}()
+		shared.err = rt.failure
+	})
+	if shared.err != "" {
+		t.Fatalf("recording the test sessions failed: %s", shared.err)
+	}
+	return &home{t: t, dir: shared.h.dir, fixtures: shared.h.fixtures}
+}
+
+var errRecordFailed = errors.New("recording failed")
+
+// recordT runs record for recorded: its temporary folders outlive the
+// test that happened to ask first, and a failure is kept for every test
+// that asks.
+type recordT struct {
+	*testing.T
+	dir     string
+	n       int
+	failure string
+}
+
+func (r *recordT) TempDir() string {
+	r.n++
+	d := filepath.Join(r.dir, fmt.Sprint(r.n))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		r.Fatal(err)
+	}
+	return d
+}
+
+func (r *recordT) Fatalf(format string, args ...any) {
+	r.failure = fmt.Sprintf(format, args...)
+	panic(errRecordFailed)
+}
+
+func (r *recordT) Fatal(args ...any) {
+	r.failure = fmt.Sprint(args...)
+	panic(errRecordFailed)
 }
 
 // home is an agentctl home the tests record sessions into with the real

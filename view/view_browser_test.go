@@ -26,7 +26,7 @@ func TestBrowser(t *testing.T) {
 		t.Skip("records sessions and drives chromium")
 	}
 	b := newBrowser(t)
-	h := record(t)
+	h := recorded(t)
 	out := t.TempDir()
 
 	t.Run("rich", func(t *testing.T) {
@@ -243,10 +243,8 @@ func TestBrowser(t *testing.T) {
 		os.MkdirAll(filepath.Dir(page), 0o755)
 		away.run(cli.ExitOK, "view", "--bundle", bpath, "-o", page)
 		// Unpacked where the page says, the artifact link reaches it.
-		wd, _ := os.Getwd()
-		os.Chdir(laptop)
+		t.Chdir(laptop)
 		away.run(cli.ExitOK, "bundle", "open", bpath)
-		os.Chdir(wd)
 		tb := b.open(t, page)
 		tb.screenshot("bundle")
 		checkHeader(t, tb, want)

@@ -138,7 +138,7 @@ func TestPageText(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records sessions")
 	}
-	h := record(t)
+	h := recorded(t)
 	for _, id := range []string{idRich, idFork, idCompact, idApproval, idCrash, idInterrupt} {
 		t.Run(id, func(t *testing.T) {
 			st := recorder.Store{Root: h.dir}

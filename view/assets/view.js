@@ -386,7 +386,7 @@
           break;
         case 'compaction':
           add(b, 'replaces every event up to seq ', seqLink(e.through, String(e.through)),
-            e.sources ? ' (a summary of ' + num(e.sources) + ' events)' : '');
+            e.sources ? ' (summarized from ' + num(e.sources) + (e.sources === 1 ? ' event)' : ' events)') : '');
           add(b, h('div', 'cc-label', 'summary'), longText(e.summary, 'summary'));
           if (hd.goal) add(b, h('div', 'cc-label', 'pinned goal, sent verbatim after the summary'), longText(hd.goal, 'goal'));
           break;
