@@ -88,10 +88,12 @@ type tab struct {
 	problems []string
 }
 
-// open loads the page at path in a new tab and waits until its script has
-// drawn it and the browser has painted that (body[data-painted]).
+// open loads the page at path (with a #fragment, if it ends in one) in a
+// new tab and waits until its script has drawn it and the browser has
+// painted that (body[data-painted]).
 func (b *browser) open(t testing.TB, path string) *tab {
 	t.Helper()
+	path, frag, _ := strings.Cut(path, "#")
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +101,10 @@ func (b *browser) open(t testing.TB, path string) *tab {
 	ctx, cancel := chromedp.NewContext(b.ctx)
 	t.Cleanup(cancel)
 	tb := &tab{t: t, ctx: ctx, close: cancel, url: (&url.URL{Scheme: "file", Path: abs}).String()}
+	nav := tb.url
+	if frag != "" {
+		nav += "#" + frag
+	}
 	err = chromedp.Listen(ctx, func(ev any) {
 		tb.mu.Lock()
 		defer tb.mu.Unlock()
@@ -135,7 +141,7 @@ func (b *browser) open(t testing.TB, path string) *tab {
 		}
 		_, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{})
 		return err
-	}), chromedp.Navigate(tb.url), chromedp.WaitReady(chromedp.CSS("body[data-painted]")))
+	}), chromedp.Navigate(nav), chromedp.WaitReady(chromedp.CSS("body[data-painted]")))
 	return tb
 }
 

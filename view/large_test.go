@@ -110,4 +110,18 @@ func TestBrowserLarge(t *testing.T) {
 	}
 	tb.screenshot("large")
 	tb.clean()
+
+	// A link to an event far down (#eSEQ, as a finding's link or a
+	// colleague's message has it) opens the page at that event.
+	tb = b.open(t, page+"#e7777")
+	var deep struct {
+		Seq    string
+		InView bool
+	}
+	tb.eval(`(() => { const e = document.querySelector('.ev.target'); if (!e) return {}; const r = e.getBoundingClientRect();
+		return {Seq: e.dataset.seq, InView: r.top >= 0 && r.top < innerHeight}; })()`, &deep)
+	if deep.Seq != "7777" || !deep.InView {
+		t.Errorf("opening #e7777: %+v", deep)
+	}
+	tb.clean()
 }
