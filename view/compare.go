@@ -58,10 +58,7 @@ func CompareSessions(a, b Input) (*Compare, error) {
 		}
 	}
 	rep := replay.Diff(a.ID, a.Events, b.ID, b.Events)
-	c := &cleaner{max: a.MaxText}
-	if c.max <= 0 {
-		c.max = DefaultMaxText
-	}
+	c := &cleaner{max: min(textCap(a), textCap(b))}
 	out := &Compare{A: side(a, rep.A), B: side(b, rep.B), Rows: make([]TurnRow, 0, len(rep.Rows)), FirstDiff: rep.FirstDiff, Same: rep.Same}
 	out.Relation = relation(a, b)
 	for _, r := range rep.Rows {

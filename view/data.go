@@ -20,6 +20,15 @@ import (
 // much and where the whole text is.
 const DefaultMaxText = 8 << 10
 
+// DefaultMaxTotal bounds the recorded text a page embeds in all. When the
+// strings of a session, each cut to MaxText, would pass it, they are cut
+// shorter, all to the same length (the longest that fits), so a long
+// session of long outputs still makes a page of a few megabytes.
+const DefaultMaxTotal = 6 << 20
+
+// minText is the shortest cut MaxTotal makes.
+const minText = 256
+
 // Input is one session as the view reads it: its events and what the log
 // cannot say about itself.
 type Input struct {
@@ -49,8 +58,9 @@ type Input struct {
 	// ArtifactNote tells a reader where the linked artifacts are (for a
 	// bundle: unpack it beside the page).
 	ArtifactNote string
-	// MaxText overrides DefaultMaxText.
-	MaxText int
+	// MaxText and MaxTotal override DefaultMaxText and DefaultMaxTotal.
+	MaxText  int
+	MaxTotal int
 }
 
 // Finding is one diagnose finding: its kind, its text and the seqs it
@@ -115,8 +125,10 @@ type Header struct {
 	Origin      string   `json:"origin,omitempty"`
 	// ArtifactNote says where linked artifacts are.
 	ArtifactNote string `json:"artifact_note,omitempty"`
-	// Clipped counts the strings cut to MaxText.
+	// Clipped counts the strings cut, to MaxText bytes (smaller than
+	// Input.MaxText when the page's total would pass Input.MaxTotal).
 	Clipped int `json:"clipped,omitempty"`
+	MaxText int `json:"max_text"`
 }
 
 // Event is one event as the page shows it: the recorded fields it
@@ -217,10 +229,7 @@ func Build(in Input) (*Session, error) {
 		}
 		return nil, fmt.Errorf("view %s: the log has no events", in.ID)
 	}
-	c := &cleaner{max: in.MaxText}
-	if c.max <= 0 {
-		c.max = DefaultMaxText
-	}
+	c := &cleaner{max: textCap(in)}
 	st := session.NewState()
 	out := &Session{Findings: []Finding{}, Events: make([]Event, 0, len(in.Events)), Calls: []Call{}, Marks: []Mark{}}
 	t0 := in.Events[0].TS
@@ -344,7 +353,7 @@ func header(in Input, st *session.State, sum recorder.Summary, c *cleaner) Heade
 		h.Forks = append(h.Forks, Fork{ID: l.ID, At: f.At, Href: l.Href})
 	}
 	h.Exit = exitPath(st, sum, in.ReadErr)
-	h.Clipped = c.clipped
+	h.Clipped, h.MaxText = c.clipped, c.max
 	return h
 }
 
@@ -434,6 +443,47 @@ func marks(evs []session.Event, status session.Status) []Mark {
 		out = append(out, Mark{Seq: evs[len(evs)-1].Seq, Kind: "crash", Label: "crashed: the log stops here with no end"})
 	}
 	return out
+}
+
+// textCap is the length strings are cut to: MaxText, or the longest cut
+// (not under minText) that keeps the long strings of all events, so cut,
+// within MaxTotal.
+func textCap(in Input) int {
+	maxText, total := in.MaxText, in.MaxTotal
+	if maxText <= 0 {
+		maxText = DefaultMaxText
+	}
+	if total <= 0 {
+		total = DefaultMaxTotal
+	}
+	var lens []int
+	for _, e := range in.Events {
+		for _, n := range []int{len(e.Text), len(e.Output), len(e.Summary), len(e.Args), len(e.Error), len(e.Evidence), len(e.Refusal), len(e.Raw)} {
+			if n > minText {
+				lens = append(lens, n)
+			}
+		}
+	}
+	fits := func(c int) bool {
+		sum := 0
+		for _, n := range lens {
+			sum += min(n, c)
+		}
+		return sum <= total
+	}
+	if fits(maxText) {
+		return maxText
+	}
+	lo, hi := minText, maxText // fits(lo) is assumed: below it, text is not worth showing
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // cleaner makes recorded strings safe and small.

@@ -50,7 +50,9 @@
 // The timeline is drawn 200 rows at a time as it scrolls into view (and up
 // to an event a link jumps to), so a 10,000-event session opens in well
 // under a second (bench/view). Strings longer than MaxText (8 KiB) are
-// cut, so a page stays a few megabytes whatever the outputs' size.
+// cut, and shorter, all to one length, when the page's text would pass
+// MaxTotal (6 MiB), so a page stays a few megabytes whatever the outputs'
+// size.
 //
 // # Concurrency
 //

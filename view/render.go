@@ -56,7 +56,7 @@ func hash(s string) string {
 }
 
 // CSP is the page's Content-Security-Policy.
-var CSP = "default-src 'none'; style-src " + hash(css) + "; script-src " + hash(js) + "; img-src data:; base-uri 'none'; form-action 'none'"
+var CSP = "default-src 'none'; style-src " + hash(css) + "; script-src " + hash(js) + "; base-uri 'none'; form-action 'none'"
 
 // Write writes the page to w as one self-contained HTML file: its style,
 // script and data inline, nothing fetched, so it opens from file:// on a

@@ -169,3 +169,51 @@ func TestPageText(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxTotal: when the strings cut to MaxText would pass MaxTotal, they
+// are all cut to one shorter length, the longest that fits.
+func TestMaxTotal(t *testing.T) {
+	st := recorder.Store{Root: "../fixtures/diagnose/home"}
+	evs, _, err := st.Load("d1a9000000000006")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := 0 // the long strings (over 256 bytes), cut to MaxText
+	for _, e := range evs {
+		for _, n := range []int{len(e.Text), len(e.Output), len(e.Summary), len(e.Args), len(e.Error), len(e.Evidence)} {
+			if n > 256 {
+				whole += min(n, view.DefaultMaxText)
+			}
+		}
+	}
+	for _, tt := range []struct{ maxTotal, wantMax int }{
+		{0, view.DefaultMaxText},
+		{whole, view.DefaultMaxText},
+		{whole / 2, 0}, // some cut between 256 and 8 KiB
+		{1, 256},       // never under 256 bytes
+	} {
+		s, err := view.Build(view.Input{ID: "d1a9000000000006", Events: evs, MaxTotal: tt.maxTotal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := s.Header.MaxText
+		if tt.wantMax != 0 && c != tt.wantMax || tt.wantMax == 0 && (c <= 256 || c >= view.DefaultMaxText) {
+			t.Errorf("MaxTotal %d: strings cut to %d bytes", tt.maxTotal, c)
+		}
+		long := 0
+		for i, e := range s.Events {
+			for _, f := range []struct{ got, was string }{{e.Summary, evs[i].Summary}, {e.Output, evs[i].Output}, {e.Text, evs[i].Text}} {
+				head, _, _ := strings.Cut(f.got, "\n… [")
+				if len(head) > c {
+					t.Errorf("MaxTotal %d: seq %d keeps %d bytes, over the cut of %d", tt.maxTotal, e.Seq, len(head), c)
+				}
+				if len(f.was) > 256 {
+					long += min(len(f.was), c)
+				}
+			}
+		}
+		if tt.maxTotal > 1 && long > tt.maxTotal {
+			t.Errorf("MaxTotal %d: %d bytes of long strings kept", tt.maxTotal, long)
+		}
+	}
+}

@@ -150,7 +150,8 @@
     var meta = h('p', 'meta');
     add(meta, hd.origin ? 'read from ' + hd.origin + '. ' : '', hd.spec_path ? 'spec ' + hd.spec_path + ' ' : '',
       hd.spec_hash ? '(' + hd.spec_hash.slice(0, 19) + ') ' : '', hd.agentctl_version ? 'recorded by agentctl ' + hd.agentctl_version + '. ' : '',
-      hd.clipped ? hd.clipped + ' long strings are cut in this page. ' : '', hd.artifact_note || '');
+      hd.clipped ? hd.clipped + ' long strings are cut to ' + num(hd.max_text) + ' bytes in this page (agentctl show --json has them whole). ' : '',
+      hd.artifact_note || '');
     head.appendChild(meta);
     app.appendChild(head);
 
