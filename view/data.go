@@ -201,6 +201,8 @@ type Call struct {
 	Approval   int64  `json:"approval,omitempty"`
 	Decision   int64  `json:"decision,omitempty"`
 	Reconciled int64  `json:"reconciled,omitempty"`
+	// Outcome is Call.Outcome of package session, except that a call
+	// nothing ended is "denied" or "awaiting_approval" when it is.
 	Outcome    string `json:"outcome"`
 	Granted    string `json:"granted,omitempty"`
 	Denied     bool   `json:"denied,omitempty"`
@@ -272,10 +274,19 @@ func Build(in Input) (*Session, error) {
 	st.Live = in.Live
 	out.Summary = recorder.SummaryOf(in.ID, st, in.Tail, in.ReadErr)
 	for _, sc := range st.Calls {
+		// A call nothing ended is "pending" in the tool_calls view; the
+		// page says why when the log does.
+		outcome := sc.Outcome()
+		switch {
+		case outcome == "pending" && sc.Denied:
+			outcome = session.ResultDenied
+		case outcome == "pending" && sc.AwaitingApproval():
+			outcome = "awaiting_approval"
+		}
 		out.Calls = append(out.Calls, Call{
 			ID: c.str(sc.ID), Tool: c.str(sc.Tool), Args: c.str(string(sc.Args)), Turn: sc.Turn,
 			Request: sc.RequestSeq, Intent: sc.IntentSeq, Result: sc.ResultSeq, Approval: sc.ApprovalSeq,
-			Decision: sc.DecisionSeq, Reconciled: sc.ReconciledSeq, Outcome: c.str(sc.Outcome()),
+			Decision: sc.DecisionSeq, Reconciled: sc.ReconciledSeq, Outcome: c.str(outcome),
 			Granted: c.str(sc.Granted), Denied: sc.Denied, NeedsHuman: sc.NeedsHuman,
 			Key: c.str(sc.IdempotencyKey), LatencyMS: sc.LatencyMS,
 		})

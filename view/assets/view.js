@@ -375,7 +375,7 @@
           if (e.call && !calls[e.call - 1].intent) add(b, callToggle(e.call)); // an imported call has no intent row
           break;
         case 'approval_request':
-          add(b, h('span', 'badge s-wait', 'waits for a human'), ' ', e.reason ? 'rule: ' + e.reason : '');
+          add(b, h('span', 'badge s-wait', 'waits for a human'), ' ', e.reason);
           if (e.call) add(b, callToggle(e.call));
           break;
         case 'approval_granted':
