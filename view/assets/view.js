@@ -37,6 +37,13 @@
     if (title) a.title = title;
     return a;
   }
+  // vis shows control and bidirectional characters as escapes, as the
+  // recorder's strings are already (package termsafe): for the summary,
+  // which the page embeds exactly as 'agentctl sessions --json' prints it.
+  function vis(t) {
+    return String(t === undefined || t === null ? '' : t).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+      function (c) { return '\\u' + ('000' + c.charCodeAt(0).toString(16)).slice(-4); });
+  }
   function num(n) { return (n || 0).toLocaleString('en-US'); }
   function usd(c) { return '$' + (c || 0).toFixed(4); }
   function dur(ms) {
@@ -108,7 +115,7 @@
 
     // header
     var head = h('header', 'head');
-    add(head, add(h('h1'), sum.name || '(unnamed session)', ' ', h('code', 'sid', sum.session_id)));
+    add(head, add(h('h1'), vis(sum.name) || '(unnamed session)', ' ', h('code', 'sid', vis(sum.session_id))));
     var dl = h('dl', 'figures');
     function fig(k, label, value, cls) {
       var d = h('div', 'fig ' + (cls || ''));
@@ -116,9 +123,10 @@
       add(d, h('dt', '', label), typeof value === 'object' ? add(h('dd'), value) : h('dd', '', value));
       dl.appendChild(d);
     }
-    var model = (hd.pinned_provider || sum.provider) + '/' + (hd.pinned_model || sum.model);
-    if (sum.provider + '/' + sum.model !== model) model += ' → now ' + sum.provider + '/' + sum.model;
-    fig('status', 'status', sum.status + (sum.torn ? ' (torn tail)' : ''), 'st-' + sum.status);
+    var now = vis(sum.provider) + '/' + vis(sum.model);
+    var model = hd.pinned_provider || hd.pinned_model ? hd.pinned_provider + '/' + hd.pinned_model : now;
+    if (now !== model) model += ' → now ' + now;
+    fig('status', 'status', vis(sum.status) + (sum.torn ? ' (torn tail)' : ''), 'st-' + sum.status);
     fig('model', 'pinned model', model);
     fig('duration', 'duration', dur(hd.duration_ms));
     fig('events', 'events', num(sum.events));
@@ -498,14 +506,14 @@
 
   function renderCompare(C) {
     var head = h('header', 'head');
-    add(head, h('h1', '', 'Compare: A ' + C.a.summary.session_id + ' · B ' + C.b.summary.session_id));
+    add(head, h('h1', '', 'Compare: A ' + vis(C.a.summary.session_id) + ' · B ' + vis(C.b.summary.session_id)));
     var sides = h('div', 'sides');
     [['A', C.a], ['B', C.b]].forEach(function (p) {
       var sm = p[1].summary, box = h('div', 'side');
       box.dataset.side = p[0];
-      add(box, h('h2', '', p[0] + ': '), link(sm.session_id, p[1].href, 'its view'));
-      add(box, h('p', '', (sm.name || '-') + ' · ' + sm.provider + '/' + sm.model),
-        h('p', 'st-' + sm.status, 'status ' + sm.status),
+      add(box, h('h2', '', p[0] + ': '), link(vis(sm.session_id), p[1].href, 'its view'));
+      add(box, h('p', '', (vis(sm.name) || '-') + ' · ' + vis(sm.provider) + '/' + vis(sm.model)),
+        h('p', 'st-' + sm.status, 'status ' + vis(sm.status)),
         h('p', '', num(sm.events) + ' events · ' + num(sm.tool_calls) + ' tool calls · ' + num(sm.input_tokens + sm.output_tokens) + ' tokens · ' + usd(sm.cost_usd)));
       sides.appendChild(box);
     });
