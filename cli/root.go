@@ -96,6 +96,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newEvalCmd(f, nil),
 		newBundleCmd(f, nil, nil),
 		newDiagnoseCmd(f, nil),
+		newViewCmd(f, nil),
 	)
 	return root
 }
