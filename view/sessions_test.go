@@ -224,7 +224,7 @@ tools: [bash, read_file]
 		}
 	}
 	h.run(cli.ExitOK, "run", filepath.Join(dir, "spec.yaml"), "-q", "--session-id", idRich)
-	h.run(cli.ExitOK, "replay", "fork", idRich, "--from", "6", "--model", "scripted/alt", "--script", filepath.Join(dir, "alt.yaml"), "-q", "--session-id", idFork)
+	h.run(cli.ExitOK, "replay", "fork", idRich, "--from", "6", "--rerun-bash", "--model", "scripted/alt", "--script", filepath.Join(dir, "alt.yaml"), "-q", "--session-id", idFork)
 	h.run(cli.ExitOK, "run", h.agent("long-refactor"), "-q", "--session-id", idCompact)
 	h.run(cli.ExitAwaitingApproval, "run", h.agent("run-migration"), "-q", "--session-id", idApproval)
 	h.run(cli.ExitOK, "approve", idApproval, "--scope", "session") // write_file, for the session
