@@ -19,6 +19,9 @@ func WriteFile(ctx context.Context, path string, st recorder.Store, id string, o
 	fsys := vfs.Or(opts.FS)
 	opts.FS = fsys
 	dir := filepath.Dir(path)
+	if fi, err := fsys.Lstat(dir); err != nil || !fi.IsDir() {
+		return nil, 0, fmt.Errorf("bundle: write %s: the folder %s does not exist (create it, or pick another -o)", path, dir)
+	}
 	tmp, err := vfs.CreateTemp(fsys, dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, 0, fmt.Errorf("bundle: %w", err)
