@@ -52,13 +52,19 @@ func (r *run) maybeCompact(ctx context.Context) (over string, err error) {
 			return over, nil
 		}
 		req.MaxTokens = maxOut
+		var retries int64
+		var retryErr error
+		req = r.withRetryLog(req, &retries, &retryErr) // each failed try is a model_call, as for a turn
 		began := time.Now()
 		callCtx, cancel := r.callContext(ctx)
 		resp, err := r.cfg.Provider.Complete(callCtx, req, nil)
 		cancel()
+		if retryErr != nil {
+			return "", retryErr
+		}
 		if err != nil {
 			if wallCut(ctx, callCtx) {
-				cut := r.failedCallEvent(req, resp, callLatency(resp, began), 1, err)
+				cut := r.failedCallEvent(req, resp, callLatency(resp, began), retries+1, err)
 				cut.Error = "cancelled at the max_wall deadline"
 				if err := r.append(cut); err != nil {
 					return "", err
@@ -67,8 +73,12 @@ func (r *run) maybeCompact(ctx context.Context) (over string, err error) {
 			}
 			return "", fmt.Errorf("compaction: %w", err)
 		}
+		mc := r.modelCallEvent(req, resp, 0, "")
+		if retries > 0 {
+			mc.Attempt = retries + 1
+		}
 		if err := r.append(
-			r.modelCallEvent(req, resp, 0, ""),
+			mc,
 			session.Event{Kind: session.KindCompaction, Through: ch.Through, Summary: resp.Text, SourceSeqs: seqs,
 				Attrs: fmt.Appendf(nil, `{"summary_from":%d,"fit_tokens":%d}`, ch.From, limit)},
 		); err != nil {
