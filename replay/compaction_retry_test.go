@@ -61,9 +61,7 @@ func TestCompactionRetriesRecorded(t *testing.T) {
 		if i < 2 || evs[i-1].Kind != session.KindModelCall || evs[i-1].Attempt != 2 ||
 			evs[i-2].Kind != session.KindModelCall || evs[i-2].Attempt != 1 || evs[i-2].ErrorType != "overloaded_error" {
 			t.Errorf("compaction at seq %d is not preceded by a failed try (attempt 1, overloaded_error) and the answer (attempt 2): %+v / %+v", e.Seq, evs[max(i-2, 0)], evs[max(i-1, 0)])
-			continue
 		}
-
 	}
 	if compactions == 0 {
 		t.Fatal("the fixture did not compact")
