@@ -75,17 +75,9 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	// An imported session has no spec file: it replays from a minimal spec
 	// with the recorded results standing in for its tools, unless --spec
 	// names tools to re-run.
-	imported := session.ImportedFrom(evs[0]) != "" && opts.Spec == ""
-	var sp *spec.Spec
-	if imported {
-		sp = replay.ImportedSpec(evs)
-	} else {
-		s, changes, err := sessionSpec(f, evs[0], opts.Spec, "", false)
-		if err != nil {
-			return fmt.Errorf("replay run %s: %w", id, err)
-		}
-		sp = s
-		warnSpecChanges(f, "replay run", id, sp, changes)
+	sp, imported, err := replaySpec(f, "replay run", id, evs, opts.Spec)
+	if err != nil {
+		return err
 	}
 	if opts.WorkspaceFrom != "" {
 		abs, err := filepath.Abs(opts.WorkspaceFrom)
@@ -244,17 +236,9 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 	}
 	// An imported session has no spec file: it forks with a minimal spec
 	// whose tools say they cannot run here, unless --spec gives tools.
-	imported := session.ImportedFrom(evs[0]) != "" && opts.Spec == ""
-	var sp *spec.Spec
-	if imported {
-		sp = replay.ImportedSpec(evs)
-	} else {
-		s, changes, err := sessionSpec(f, evs[0], opts.Spec, "", false)
-		if err != nil {
-			return fmt.Errorf("replay fork %s: %w", id, err)
-		}
-		sp = s
-		warnSpecChanges(f, "replay fork", id, sp, changes)
+	sp, imported, err := replaySpec(f, "replay fork", id, evs, opts.Spec)
+	if err != nil {
+		return err
 	}
 	if opts.Model != "" {
 		p, m, ok := strings.Cut(opts.Model, "/")
@@ -307,4 +291,20 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 			id, opts.From, rep.SessionID, rep.Copied, rep.Reapplied, rep.Skipped, note)
 	}
 	return reportRun(f, rep.Result, err, opts.JSON)
+}
+
+// replaySpec is the spec replay run and fork go on with: for a session
+// agentctl ran, the spec file (sessionSpec; a changed one is warned about);
+// for an imported one with no --spec, the minimal spec replay.ImportedSpec
+// makes from its events (imported reports that case).
+func replaySpec(f *Factory, cmd, id string, evs []session.Event, specFile string) (sp *spec.Spec, imported bool, err error) {
+	if session.ImportedFrom(evs[0]) != "" && specFile == "" {
+		return replay.ImportedSpec(evs), true, nil
+	}
+	sp, changes, err := sessionSpec(f, evs[0], specFile, "", false)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s %s: %w", cmd, id, err)
+	}
+	warnSpecChanges(f, cmd, id, sp, changes)
+	return sp, false, nil
 }
