@@ -2,7 +2,9 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/agentctl/agentctl/recorder"
@@ -19,8 +21,13 @@ func WriteFile(ctx context.Context, path string, st recorder.Store, id string, o
 	fsys := vfs.Or(opts.FS)
 	opts.FS = fsys
 	dir := filepath.Dir(path)
-	if fi, err := fsys.Lstat(dir); err != nil || !fi.IsDir() {
+	switch fi, err := fsys.Lstat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, 0, fmt.Errorf("bundle: write %s: the folder %s does not exist (create it, or pick another -o)", path, dir)
+	case err != nil:
+		return nil, 0, fmt.Errorf("bundle: write %s: %w", path, err)
+	case !fi.IsDir():
+		return nil, 0, fmt.Errorf("bundle: write %s: %s is not a folder", path, dir)
 	}
 	tmp, err := vfs.CreateTemp(fsys, dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
