@@ -21,15 +21,11 @@ func WriteFile(ctx context.Context, path string, st recorder.Store, id string, o
 	fsys := vfs.Or(opts.FS)
 	opts.FS = fsys
 	dir := filepath.Dir(path)
-	switch fi, err := fsys.Lstat(dir); {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, 0, fmt.Errorf("bundle: write %s: the folder %s does not exist (create it, or pick another -o)", path, dir)
-	case err != nil:
-		return nil, 0, fmt.Errorf("bundle: write %s: %w", path, err)
-	case !fi.IsDir():
-		return nil, 0, fmt.Errorf("bundle: write %s: %s is not a folder", path, dir)
-	}
 	tmp, err := vfs.CreateTemp(fsys, dir, "."+filepath.Base(path)+".tmp-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// The temp file's create says it: no look at the folder beforehand.
+		return nil, 0, fmt.Errorf("bundle: write %s: the folder %s does not exist (create it, or pick another -o): %w", path, dir, err)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("bundle: %w", err)
 	}

@@ -39,22 +39,21 @@ func TestFlagParsing(t *testing.T) {
 			return reflect.ValueOf(got).Elem().Interface(), err
 		}
 	}
-	wrap := func(f func() (*cobra.Command, any)) func([]string) (any, error) { return run(f) }
-	runCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newRunCmd)(); return c, o })
-	resumeCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newResumeCmd)(); return c, o })
-	approveCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newApproveCmd)(); return c, o })
-	queryCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newQueryCmd)(); return c, o })
-	bundleCmd := wrap(func() (*cobra.Command, any) {
+	runCmd := run(func() (*cobra.Command, any) { c, o := capture(newRunCmd)(); return c, o })
+	resumeCmd := run(func() (*cobra.Command, any) { c, o := capture(newResumeCmd)(); return c, o })
+	approveCmd := run(func() (*cobra.Command, any) { c, o := capture(newApproveCmd)(); return c, o })
+	queryCmd := run(func() (*cobra.Command, any) { c, o := capture(newQueryCmd)(); return c, o })
+	bundleCmd := run(func() (*cobra.Command, any) {
 		return capture(func(f *Factory, h func(context.Context, *bundleOptions) error) *cobra.Command {
 			return newBundleCmd(f, h, nil)
 		})()
 	})
-	evalCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newEvalCmd)(); return c, o })
-	verifyCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newReplayVerifyCmd)(); return c, o })
-	forkCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newReplayForkCmd)(); return c, o })
-	crashCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newCrashtestCmd)(); return c, o })
-	importCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newImportCmd)(); return c, o })
-	atifCmd := wrap(func() (*cobra.Command, any) { c, o := capture(newExportATIFCmd)(); return c, o })
+	evalCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalCmd)(); return c, o })
+	verifyCmd := run(func() (*cobra.Command, any) { c, o := capture(newReplayVerifyCmd)(); return c, o })
+	forkCmd := run(func() (*cobra.Command, any) { c, o := capture(newReplayForkCmd)(); return c, o })
+	crashCmd := run(func() (*cobra.Command, any) { c, o := capture(newCrashtestCmd)(); return c, o })
+	importCmd := run(func() (*cobra.Command, any) { c, o := capture(newImportCmd)(); return c, o })
+	atifCmd := run(func() (*cobra.Command, any) { c, o := capture(newExportATIFCmd)(); return c, o })
 	for _, tt := range []tc{
 		{name: "run", parse: runCmd, args: []string{"spec.yaml", "--prompt", "fix it", "--json", "--unsandboxed"},
 			want: runOptions{Spec: "spec.yaml", Prompt: "fix it", JSON: true, Unsandboxed: true}},
