@@ -35,8 +35,10 @@ func cleanIndex(b []byte, hashLen int) ([]byte, error) {
 	fixed := 40 + hashLen + 2  // stat data, id, flags
 	off := 12
 	var prev string
+	starts := make([]int, 0, min(count, 1<<20))
 	for i := uint32(0); i < count; i++ {
 		start := off
+		starts = append(starts, start)
 		if off+fixed > len(body) {
 			return nil, bad("ends inside entry %d of %d", i+1, count)
 		}
@@ -101,6 +103,10 @@ func cleanIndex(b []byte, hashLen int) ([]byte, error) {
 	}
 	out := make([]byte, off, off+hashLen)
 	copy(out, b[:off])
+	for _, e := range starts {
+		clear(out[e : e+24])    // ctime, mtime, dev, ino
+		clear(out[e+28 : e+40]) // uid, gid, size (the mode at 24 stays)
+	}
 	if hashLen == 32 {
 		sum := sha256.Sum256(out)
 		return append(out, sum[:]...), nil
