@@ -1,0 +1,422 @@
+package gitsafe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Tracker records a workspace as git history in a git folder that
+// agentctl owns and keeps OUTSIDE the workspace (the runner puts it at
+// sessions/<id>/git). Nothing of the workspace's own .git is read or
+// written: git never tracks a path named .git, so an agent that arms
+// .git/config or hooks, or replaces .git with a symlink, changes nothing
+// git sees, and it cannot rewrite the recorded history because it cannot
+// reach the folder. The workspace is only the work tree.
+//
+// What the workspace still holds for git is neutralised like Repo's:
+// hooks, fsmonitor and every config outside the private folder are off;
+// the private info/attributes unsets text, eol, filter, ident and
+// working-tree-encoding for every path, overriding any .gitattributes in
+// the tree, so a file's bytes are committed as they are; .gitignore files
+// in the tree are not read (untracked files are listed without exclude
+// rules and added with --force), so an agent cannot hide a file from the
+// record by ignoring it. An untracked folder holding its own repository
+// (a nested .git) is left out, as Repo's diff leaves it out: adding it
+// would read that repository, wherever its .git leads.
+//
+// A Tracker's methods must not be called concurrently, and only one
+// Tracker may write a folder at a time (the session's lease ensures it).
+type Tracker struct {
+	dir    string // the private git folder, absolute
+	ws     string // the work tree, absolute, symlinks resolved
+	branch string // refs/heads/<branch>
+
+	// Timeout bounds each git command; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Commit is one commit of a Tracker's branch, as Log reports it.
+type Commit struct {
+	SHA      string            `json:"sha"`
+	Subject  string            `json:"subject"`
+	Trailers map[string]string `json:"trailers,omitempty"`
+}
+
+// Change is a path that differs between two states of the workspace:
+// Status is A (added), M (modified), D (deleted) or T (type changed).
+type Change struct {
+	Status string `json:"status"`
+	Path   string `json:"path"`
+}
+
+// Identity is the author and committer of every Tracker commit.
+const (
+	IdentityName  = "agentctl"
+	IdentityEmail = "agentctl@localhost"
+)
+
+// trackAttributes overrides every .gitattributes of the tree (the private
+// info/attributes has the highest precedence): no conversion, filter or
+// keyword expansion touches a file's bytes on add or checkout.
+const trackAttributes = "* -text -eol -filter -ident -working-tree-encoding -export-subst\n"
+
+// OpenTracker opens (creating it when missing) the private git folder dir
+// for the work tree ws, on the branch named branch. dir must not be
+// inside ws. A lock file left by a git that was killed (index.lock, a
+// ref's .lock) is removed: the caller holds the session's lease, so no
+// other git can be writing.
+func OpenTracker(dir, ws, branch string) (*Tracker, error) {
+	if !validRef("refs/heads/" + branch) {
+		return nil, fmt.Errorf("gitsafe: %q is not a branch name", branch)
+	}
+	absWS, err := filepath.Abs(ws)
+	if err != nil {
+		return nil, fmt.Errorf("gitsafe: %w", err)
+	}
+	realWS, err := filepath.EvalSymlinks(absWS)
+	if err != nil {
+		return nil, fmt.Errorf("gitsafe: workspace: %w", err)
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("gitsafe: %w", err)
+	}
+	if err := os.MkdirAll(absDir, 0o700); err != nil {
+		return nil, fmt.Errorf("gitsafe: create the git folder: %w", err)
+	}
+	realDir, err := filepath.EvalSymlinks(absDir)
+	if err != nil {
+		return nil, fmt.Errorf("gitsafe: git folder: %w", err)
+	}
+	if rel, err := filepath.Rel(realWS, realDir); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+		return nil, fmt.Errorf("gitsafe: the git folder %s is inside the workspace %s, where the agent could write it; put it outside", realDir, realWS)
+	}
+	t := &Tracker{dir: realDir, ws: realWS, branch: branch}
+	if _, err := os.Stat(filepath.Join(realDir, "HEAD")); errors.Is(err, os.ErrNotExist) {
+		if err := t.init(); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("gitsafe: %w", err)
+	}
+	for _, lock := range []string{"index.lock", "HEAD.lock", filepath.Join("refs", "heads", filepath.FromSlash(branch)+".lock")} {
+		os.Remove(filepath.Join(realDir, lock))
+	}
+	return t, nil
+}
+
+// init writes the private folder: git init without templates (no sample
+// hooks), HEAD on the branch, and the attribute override.
+func (t *Tracker) init() error {
+	if err := os.MkdirAll(filepath.Join(t.dir, "home"), 0o700); err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	if err := t.run(context.Background(), nil, io.Discard, "init", "-q", "--template=", "--initial-branch="+t.branch); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(t.dir, "info"), 0o700); err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(t.dir, "info", "attributes"), []byte(trackAttributes), 0o600); err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	return nil
+}
+
+// Dir is the private git folder.
+func (t *Tracker) Dir() string { return t.dir }
+
+// Branch is the branch the Tracker commits to.
+func (t *Tracker) Branch() string { return t.branch }
+
+// Tip is the branch's last commit, "" before the first.
+func (t *Tracker) Tip(ctx context.Context) (string, error) {
+	var out bytes.Buffer
+	err := t.run(ctx, nil, &capWriter{w: &out, n: 1 << 10}, "for-each-ref", "--format=%(objectname)", "refs/heads/"+t.branch)
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(out.String())
+	if id != "" && !ValidID(id) {
+		return "", fmt.Errorf("gitsafe: branch %s points at %.80q", t.branch, id)
+	}
+	return id, nil
+}
+
+// stage makes the private index hold the work tree as it is now (every
+// file, ignore rules of the tree not applied, nested repositories left
+// out) and returns the id of its tree.
+func (t *Tracker) stage(ctx context.Context) (string, error) {
+	if err := t.run(ctx, nil, io.Discard, "add", "--update", "--force"); err != nil {
+		return "", err
+	}
+	var untracked bytes.Buffer
+	if err := t.run(ctx, nil, &capWriter{w: &untracked, n: maxUntracked}, "ls-files", "--others", "-z"); err != nil {
+		if errors.Is(err, errCut) {
+			return "", fmt.Errorf("gitsafe: the names of the untracked files take more than %d bytes", maxUntracked)
+		}
+		return "", err
+	}
+	var files bytes.Buffer
+	for name := range bytes.SplitSeq(untracked.Bytes(), []byte{0}) {
+		if len(name) > 0 && name[len(name)-1] != '/' {
+			files.Write(name)
+			files.WriteByte(0)
+		}
+	}
+	if files.Len() > 0 {
+		if err := t.run(ctx, &files, io.Discard, "add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return "", err
+		}
+	}
+	var out bytes.Buffer
+	if err := t.run(ctx, nil, &capWriter{w: &out, n: 1 << 10}, "write-tree"); err != nil {
+		return "", err
+	}
+	tree := strings.TrimSpace(out.String())
+	if !ValidID(tree) {
+		return "", fmt.Errorf("gitsafe: write-tree printed %.80q", tree)
+	}
+	return tree, nil
+}
+
+// Commit records the work tree as a commit on the branch when it differs
+// from the tip (or there is no tip yet: the first commit is made even for
+// an empty work tree, so a run always has a base), and returns the tip
+// afterwards and whether a commit was made. The message is subject, a
+// blank line and the trailers ("Key: value" lines, sorted by key); when
+// is the author and committer date, so the same work tree, message and
+// time give the same id.
+func (t *Tracker) Commit(ctx context.Context, subject string, trailers map[string]string, when time.Time) (string, bool, error) {
+	tip, err := t.Tip(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	tree, err := t.stage(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	if tip != "" {
+		var out bytes.Buffer
+		if err := t.run(ctx, nil, &capWriter{w: &out, n: 1 << 10}, "rev-parse", "--verify", "--end-of-options", tip+"^{tree}"); err != nil {
+			return "", false, err
+		}
+		if strings.TrimSpace(out.String()) == tree {
+			return tip, false, nil
+		}
+	}
+	msg := strings.TrimSpace(strings.ReplaceAll(subject, "\n", " ")) + "\n"
+	if len(trailers) > 0 {
+		keys := make([]string, 0, len(trailers))
+		for k := range trailers {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		msg += "\n"
+		for _, k := range keys {
+			msg += k + ": " + strings.ReplaceAll(trailers[k], "\n", " ") + "\n"
+		}
+	}
+	args := []string{"commit-tree", tree}
+	if tip != "" {
+		args = append(args, "-p", tip)
+	}
+	var out bytes.Buffer
+	date := fmt.Sprintf("%d +0000", when.Unix())
+	if err := t.runEnv(ctx, []string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, strings.NewReader(msg), &capWriter{w: &out, n: 1 << 10}, args...); err != nil {
+		return "", false, err
+	}
+	id := strings.TrimSpace(out.String())
+	if !ValidID(id) {
+		return "", false, fmt.Errorf("gitsafe: commit-tree printed %.80q", id)
+	}
+	// The old value makes the update fail if someone moved the branch.
+	old := tip
+	if old == "" {
+		old = strings.Repeat("0", len(id))
+	}
+	if err := t.run(ctx, nil, io.Discard, "update-ref", "-m", "agentctl", "refs/heads/"+t.branch, id, old); err != nil {
+		return "", false, err
+	}
+	return id, true, nil
+}
+
+// Changes lists the paths in which the work tree differs from commit id,
+// sorted. It stages the work tree in the private index, which a Commit
+// does anyway.
+func (t *Tracker) Changes(ctx context.Context, id string) ([]Change, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("gitsafe: %.80q is not an object id", id)
+	}
+	tree, err := t.stage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.Diff(ctx, id, tree)
+}
+
+// Diff lists the paths that differ between two commits or trees.
+func (t *Tracker) Diff(ctx context.Context, from, to string) ([]Change, error) {
+	if !ValidID(from) || !ValidID(to) {
+		return nil, fmt.Errorf("gitsafe: diff of %.80q and %.80q: not object ids", from, to)
+	}
+	var out bytes.Buffer
+	if err := t.run(ctx, nil, &capWriter{w: &out, n: maxUntracked}, "diff-tree", "-r", "-z", "--no-renames", "--name-status", "--end-of-options", from, to); err != nil {
+		return nil, err
+	}
+	f := strings.Split(strings.TrimSuffix(out.String(), "\x00"), "\x00")
+	var changes []Change
+	for i := 0; i+1 < len(f); i += 2 {
+		changes = append(changes, Change{Status: f[i], Path: f[i+1]})
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
+	return changes, nil
+}
+
+// HasCommit reports whether id is a commit of the private repository.
+func (t *Tracker) HasCommit(ctx context.Context, id string) bool {
+	return ValidID(id) && t.run(ctx, nil, io.Discard, "cat-file", "-e", id+"^{commit}") == nil
+}
+
+// Log lists the branch's commits, newest first, at most max of them.
+func (t *Tracker) Log(ctx context.Context, max int) ([]Commit, error) {
+	tip, err := t.Tip(ctx)
+	if err != nil || tip == "" {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := t.run(ctx, nil, &capWriter{w: &out, n: 64 << 20}, "log", fmt.Sprintf("--max-count=%d", max),
+		"--format=%H%x00%s%x00%(trailers:only,unfold)%x00", "--end-of-options", tip); err != nil {
+		return nil, err
+	}
+	f := strings.Split(out.String(), "\x00")
+	var log []Commit
+	for i := 0; i+2 < len(f); i += 3 {
+		c := Commit{SHA: strings.TrimSpace(f[i]), Subject: f[i+1], Trailers: map[string]string{}}
+		for line := range strings.SplitSeq(f[i+2], "\n") {
+			if k, v, ok := strings.Cut(line, ": "); ok {
+				c.Trailers[k] = v
+			}
+		}
+		log = append(log, c)
+	}
+	return log, nil
+}
+
+// Export writes the files of commit id into dst, which must be an empty
+// or missing folder outside the private git folder: a fork's workspace.
+// Paths come from trees this package committed (git refuses .git and ..
+// components when it adds them); symlinks are written as symlinks.
+func (t *Tracker) Export(ctx context.Context, id, dst string) error {
+	if !ValidID(id) {
+		return fmt.Errorf("gitsafe: %.80q is not an object id", id)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	if ents, err := os.ReadDir(dst); err != nil || len(ents) > 0 {
+		return fmt.Errorf("gitsafe: export %s: %s is not an empty folder", id, dst)
+	}
+	absDst, err := filepath.Abs(dst)
+	if err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "agentctl-export-*")
+	if err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	other := *t
+	other.ws = absDst
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if err := other.runEnv(ctx, env, nil, io.Discard, "read-tree", "--end-of-options", id); err != nil {
+		return err
+	}
+	return other.runEnv(ctx, env, nil, io.Discard, "checkout-index", "--all", "--force")
+}
+
+// Restore makes the work tree hold exactly commit id: files the commit
+// has are written back, files it lacks are removed (nested repositories
+// and .git are left alone). Resume uses it only when the user asks to
+// drop what differs.
+func (t *Tracker) Restore(ctx context.Context, id string) error {
+	changes, err := t.Changes(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := t.run(ctx, nil, io.Discard, "read-tree", "--end-of-options", id); err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if c.Status == "A" { // in the work tree, not in the commit
+			if err := os.Remove(filepath.Join(t.ws, filepath.FromSlash(c.Path))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("gitsafe: restore %s: %w", id, err)
+			}
+		}
+	}
+	return t.run(ctx, nil, io.Discard, "checkout-index", "--all", "--force")
+}
+
+// env is the whole environment of git for the Tracker: like Repo's, with
+// the private folder as GIT_DIR and a fixed identity.
+func (t *Tracker) env() []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(t.dir, "home"),
+		"LC_ALL=C",
+		"GIT_DIR=" + t.dir,
+		"GIT_WORK_TREE=" + t.ws,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_CONFIG_SYSTEM=/dev/null",
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_NO_LAZY_FETCH=1",
+		"GIT_PROTOCOL_FROM_USER=0",
+		"GIT_LITERAL_PATHSPECS=1",
+		"GIT_AUTHOR_NAME=" + IdentityName, "GIT_AUTHOR_EMAIL=" + IdentityEmail,
+		"GIT_COMMITTER_NAME=" + IdentityName, "GIT_COMMITTER_EMAIL=" + IdentityEmail,
+	}
+}
+
+func (t *Tracker) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args ...string) error {
+	return t.runEnv(ctx, nil, stdin, stdout, args...)
+}
+
+// runEnv runs git with args, the Tracker's environment plus extra.
+func (t *Tracker) runEnv(ctx context.Context, extra []string, stdin io.Reader, stdout io.Writer, args ...string) error {
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, configArgs...), args...)...)
+	cmd.Env = append(t.env(), extra...)
+	cmd.Dir = t.dir
+	cmd.Stdin, cmd.Stdout = stdin, stdout
+	var stderr bytes.Buffer
+	cmd.Stderr = &capWriter{w: &stderr, n: 16 << 10, quiet: true}
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if cw, ok := stdout.(*capWriter); ok && cw.cut {
+		return fmt.Errorf("git %s: %w", args[0], errCut)
+	}
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return fmt.Errorf("git %s: timed out after %v", args[0], timeout)
+		}
+		return fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}

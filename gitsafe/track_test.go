@@ -1,0 +1,334 @@
+package gitsafe_test
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/gitsafe"
+)
+
+// tracker opens a Tracker for w.ws with its git folder next to the
+// workspace, as the runner keeps it under the session folder.
+func (w *world) tracker() *gitsafe.Tracker {
+	w.t.Helper()
+	tr, err := gitsafe.OpenTracker(filepath.Join(filepath.Dir(w.ws), "rungit"), w.ws, "agentctl/s1")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	tr.Timeout = 20 * time.Second
+	return tr
+}
+
+// files reads every file under dir except .git folders, symlinks as
+// "-> target", for comparing a workspace with an export.
+func files(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			out[rel] = "-> " + l
+		case d.Type().IsRegular():
+			b, _ := os.ReadFile(p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func equalFiles(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTrackerCommits: edits, a new file and a deletion across three
+// commits; each commit holds the work tree of its moment (checked by
+// exporting it), carries its trailers, and an unchanged work tree makes
+// no commit.
+func TestTrackerCommits(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	tr := w.tracker()
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	first, made, err := tr.Commit(ctx, "initializer", map[string]string{"Agentctl-Session": "s1", "Agentctl-Seq": "2"}, when)
+	if err != nil || !made {
+		t.Fatalf("first commit: %s %v %v", first, made, err)
+	}
+	snap1 := files(t, w.ws)
+	if again, made, err := tr.Commit(ctx, "nothing", nil, when); err != nil || made || again != first {
+		t.Fatalf("commit of an unchanged work tree = %s, %v, %v; want %s and no commit", again, made, err, first)
+	}
+	w.write(filepath.Join(w.ws, "a.txt"), "edited\n")
+	w.write(filepath.Join(w.ws, "d", "new.txt"), "new\n")
+	os.Remove(filepath.Join(w.ws, "b.txt"))
+	changes, err := tr.Changes(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []gitsafe.Change{{"M", "a.txt"}, {"D", "b.txt"}, {"A", "d/new.txt"}}
+	if len(changes) != len(want) {
+		t.Fatalf("changes = %v, want %v", changes, want)
+	}
+	for i := range want {
+		if changes[i] != want[i] {
+			t.Errorf("change %d = %v, want %v", i, changes[i], want[i])
+		}
+	}
+	second, made, err := tr.Commit(ctx, "call c1", map[string]string{"Agentctl-Session": "s1", "Agentctl-Seq": "7"}, when.Add(time.Second))
+	if err != nil || !made || second == first {
+		t.Fatalf("second commit: %s %v %v", second, made, err)
+	}
+	snap2 := files(t, w.ws)
+	log, err := tr.Log(ctx, 10)
+	if err != nil || len(log) != 2 || log[0].SHA != second || log[1].SHA != first {
+		t.Fatalf("log = %+v, %v", log, err)
+	}
+	if log[0].Trailers["Agentctl-Seq"] != "7" || log[0].Trailers["Agentctl-Session"] != "s1" || log[0].Subject != "call c1" {
+		t.Errorf("newest commit = %+v", log[0])
+	}
+	for _, c := range []struct {
+		id   string
+		want map[string]string
+	}{{first, snap1}, {second, snap2}} {
+		dst := filepath.Join(t.TempDir(), "x")
+		if err := tr.Export(ctx, c.id, dst); err != nil {
+			t.Fatal(err)
+		}
+		if got := files(t, dst); !equalFiles(got, c.want) {
+			t.Errorf("export of %s = %v, want %v", c.id, got, c.want)
+		}
+	}
+	// The same tree, message and time give the same id (a resumed run's
+	// commit is comparable).
+	tr2, _ := gitsafe.OpenTracker(filepath.Join(t.TempDir(), "g2"), w.ws, "agentctl/s1")
+	if err := tr.Restore(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, w.ws); !equalFiles(got, snap1) {
+		t.Errorf("restore of %s = %v, want %v", first, got, snap1)
+	}
+	if id, _, err := tr2.Commit(ctx, "initializer", map[string]string{"Agentctl-Session": "s1", "Agentctl-Seq": "2"}, when); err != nil || id != first {
+		t.Errorf("the same commit in another folder = %s, %v; want %s", id, err, first)
+	}
+}
+
+// TestTrackerAttacks: what an agent can plant in its workspace to make a
+// git that records it run a program, read outside the workspace, or leave
+// something out of the record. Each row shows the attack works on plain
+// git committing in the workspace (control), then commits with a Tracker:
+// no marker file, no outside content in any exported commit, and the
+// export equals the work tree byte for byte (every file recorded as it
+// is).
+func TestTrackerAttacks(t *testing.T) {
+	rows := []struct {
+		name  string
+		plant func(w *world)
+		quiet bool // no control: plain git does not run or leak for it, it only hides or converts
+	}{
+		{name: "filter clean", plant: func(w *world) {
+			w.write(filepath.Join(w.ws, ".gitattributes"), "* filter=pwn\n")
+			w.config("filter.pwn.clean", w.evil, "filter.pwn.required", "true")
+		}},
+		{name: "filter process", plant: func(w *world) {
+			w.write(filepath.Join(w.ws, ".gitattributes"), "* filter=pwn\n")
+			w.config("filter.pwn.process", w.evil)
+		}},
+		{name: "fsmonitor", plant: func(w *world) { w.config("core.fsmonitor", w.evil) }},
+		{name: "hooks", plant: func(w *world) {
+			for _, h := range hooks {
+				p := filepath.Join(w.ws, ".git", "hooks", h)
+				w.write(p, "#!/bin/sh\necho "+h+" >> "+filepath.Join(w.out, "marker-"+h)+"\n")
+				os.Chmod(p, 0o755)
+			}
+		}},
+		{name: "include.path", plant: func(w *world) {
+			w.write(filepath.Join(w.out, "evil.cfg"), "[filter \"pwn\"]\n\tclean = "+w.evil+"\n")
+			w.write(filepath.Join(w.ws, ".gitattributes"), "* filter=pwn\n")
+			w.config("include.path", filepath.Join(w.out, "evil.cfg"))
+		}},
+		{name: ".git a symlink to a repository outside", plant: func(w *world) {
+			os.RemoveAll(filepath.Join(w.ws, ".git"))
+			os.Symlink(filepath.Join(w.other, ".git"), filepath.Join(w.ws, ".git"))
+		}},
+		{name: "core.worktree outside", plant: func(w *world) { w.config("core.worktree", w.hidden) }},
+		{name: "a symlink to the key", plant: func(w *world) {
+			os.Symlink(filepath.Join(w.hidden, "id_rsa"), filepath.Join(w.ws, "key"))
+		}, quiet: true},
+		{name: ".gitignore hides everything", plant: func(w *world) {
+			w.write(filepath.Join(w.ws, ".gitignore"), "*\n")
+			w.write(filepath.Join(w.ws, "hidden.txt"), "not hidden from the record\n")
+		}, quiet: true},
+		{name: "eol conversion", plant: func(w *world) {
+			w.write(filepath.Join(w.ws, ".gitattributes"), "* text eol=lf\n")
+			w.write(filepath.Join(w.ws, "crlf.txt"), "a\r\nb\r\n")
+		}, quiet: true},
+		{name: "untracked nested repository with its own fsmonitor", plant: func(w *world) {
+			sub := filepath.Join(w.ws, "nested")
+			w.write(filepath.Join(sub, "s.txt"), "s\n")
+			w.git(sub, "init", "-q")
+			w.git(sub, "add", ".")
+			w.git(sub, "commit", "-qm", "s")
+			w.git(sub, "config", "core.fsmonitor", w.evil)
+		}, quiet: true},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			ctx := context.Background()
+			if !row.quiet {
+				c := newWorld(t)
+				row.plant(c)
+				c.naiveCommit()
+				leaked := strings.Contains(c.git(c.other, "log", "--all", "--format=%s"), "naive") ||
+					strings.Contains(c.git(c.ws, "log", "--all", "-p"), hiddenKey)
+				if len(c.ran()) == 0 && !leaked {
+					t.Fatalf("control: plain git ran nothing and wrote nothing outside; the attack is not real")
+				}
+			}
+			w := newWorld(t)
+			tr := w.tracker()
+			if _, _, err := tr.Commit(ctx, "initializer", nil, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			row.plant(w)
+			w.write(filepath.Join(w.ws, "a.txt"), "the agent's edit\n")
+			id, _, err := tr.Commit(ctx, "after", nil, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := w.ran(); len(m) > 0 {
+				t.Errorf("a planted program ran: %v", m)
+			}
+			dst := filepath.Join(t.TempDir(), "x")
+			if err := tr.Export(ctx, id, dst); err != nil {
+				t.Fatal(err)
+			}
+			got, want := files(t, dst), files(t, w.ws)
+			if row.name == "untracked nested repository with its own fsmonitor" {
+				delete(want, filepath.Join("nested", "s.txt")) // left out on purpose, see Tracker
+			}
+			if !equalFiles(got, want) {
+				t.Errorf("the commit holds %q, the work tree %q", got, want)
+			}
+			for name, body := range got {
+				if strings.Contains(body, hiddenKey) || strings.Contains(body, hiddenOther) {
+					t.Errorf("outside content in the record at %s", name)
+				}
+			}
+			if s := w.git(w.other, "log", "--all", "--format=%s"); s != "other" {
+				t.Errorf("the repository outside changed: %q", s)
+			}
+		})
+	}
+}
+
+// naiveCommit is what a tool that trusts the workspace's repository
+// would do: plain git add and commit in it.
+func (w *world) naiveCommit() {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-qm", "naive"}} {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Dir = w.ws
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.out, "GIT_CONFIG_NOSYSTEM=1"}
+		cmd.Run()
+	}
+}
+
+// TestTrackerInsideWorkspace: a git folder the agent could reach is
+// refused.
+func TestTrackerInsideWorkspace(t *testing.T) {
+	w := newWorld(t)
+	for _, dir := range []string{filepath.Join(w.ws, "g"), w.ws} {
+		if _, err := gitsafe.OpenTracker(dir, w.ws, "b"); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
+			t.Errorf("OpenTracker(%s) = %v, want a refusal", dir, err)
+		}
+	}
+}
+
+// TestTrackerStaleLock: a git killed while it held the index lock leaves
+// index.lock behind; the next Tracker (the resumed run, which holds the
+// session lease) removes it instead of failing every commit.
+func TestTrackerStaleLock(t *testing.T) {
+	w := newWorld(t)
+	tr := w.tracker()
+	if _, _, err := tr.Commit(context.Background(), "one", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tr.Dir(), "index.lock"), nil, 0o600)
+	w.write(filepath.Join(w.ws, "a.txt"), "two\n")
+	if _, _, err := tr.Commit(context.Background(), "two", nil, time.Now()); err == nil {
+		t.Fatal("the lock does not block git: the test cannot tell")
+	}
+	if _, made, err := w.tracker().Commit(context.Background(), "two", nil, time.Now()); err != nil || !made {
+		t.Errorf("commit after reopening = %v, %v", made, err)
+	}
+}
+
+// bigWorkspace writes n small files in 100 folders.
+func bigWorkspace(b testing.TB, ws string, n int) {
+	for i := range n {
+		p := filepath.Join(ws, "d"+strconv.Itoa(i%100), "f"+strconv.Itoa(i)+".go")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("package p // "+strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestTrackerManyFiles: a 10,000-file workspace is committed whole, and a
+// later commit after three edits changes exactly those three paths.
+func TestTrackerManyFiles(t *testing.T) {
+	w := newWorld(t)
+	bigWorkspace(t, w.ws, 10000)
+	tr := w.tracker()
+	ctx := context.Background()
+	first, _, err := tr.Commit(ctx, "init", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		w.write(filepath.Join(w.ws, "d"+strconv.Itoa(i), "f"+strconv.Itoa(i)+".go"), "changed\n")
+	}
+	second, _, err := tr.Commit(ctx, "edit", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := tr.Diff(ctx, first, second)
+	if err != nil || len(changes) != 3 {
+		t.Errorf("changes = %v, %v; want the 3 edits", changes, err)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command("git", "--git-dir", tr.Dir(), "ls-tree", "-r", "--name-only", first)
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil || strings.Count(out.String(), "\n") < 10000 {
+		t.Errorf("the first commit has %d paths, %v", strings.Count(out.String(), "\n"), err)
+	}
+}
