@@ -75,6 +75,7 @@ type Row struct {
 	ResponseID               string `parquet:"response_id,optional"`
 	ErrorType                string `parquet:"error_type,optional,dict"`
 	Attempt                  int64  `parquet:"attempt,optional"`
+	GitSHA                   string `parquet:"git_sha,optional"`
 }
 
 // FromEvent converts an event of session id into a row. The timestamp is
@@ -93,7 +94,7 @@ func FromEvent(id string, e session.Event) (Row, error) {
 		Evidence: e.Evidence, Error: e.Error, ChildSessionID: e.ChildSessionID, Attrs: string(e.Attrs),
 		Raw: string(e.Raw), Refusal: e.Refusal, CacheReadInputTokens: e.CacheReadInputTokens,
 		CacheCreationInputTokens: e.CacheCreationInputTokens, MaxTokens: e.MaxTokens, ResponseID: e.ResponseID,
-		ErrorType: e.ErrorType, Attempt: e.Attempt,
+		ErrorType: e.ErrorType, Attempt: e.Attempt, GitSHA: e.GitSHA,
 	}
 	var err error
 	if len(e.ToolCalls) > 0 {
@@ -132,6 +133,7 @@ func (r Row) Event() (session.Event, error) {
 		ChildSessionID: r.ChildSessionID, Attrs: rawJSON(r.Attrs), Refusal: r.Refusal,
 		CacheReadInputTokens: r.CacheReadInputTokens, CacheCreationInputTokens: r.CacheCreationInputTokens,
 		MaxTokens: r.MaxTokens, ResponseID: r.ResponseID, ErrorType: r.ErrorType, Attempt: r.Attempt,
+		GitSHA: r.GitSHA,
 	}
 	if r.Kind == string(session.KindSessionStarted) {
 		e.SessionID = r.SessionID

@@ -102,6 +102,7 @@ const (
 	fResponseID
 	fErrorType
 	fAttempt
+	fGitSHA
 )
 
 // parser walks one record. Every method returns false on anything the fast
@@ -325,6 +326,8 @@ func (p *parser) field(e *Event, k []byte) bool {
 		f, s = fErrorType, &e.ErrorType
 	case "attempt":
 		f, n = fAttempt, &e.Attempt
+	case "git_sha":
+		f, s = fGitSHA, &e.GitSHA
 	default:
 		// Unknown keys, and keys encoding/json would match ignoring case.
 		return false

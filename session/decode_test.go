@@ -239,6 +239,7 @@ func randomEvent(r *rand.Rand) Event {
 		IdempotencyKey: str(), Output: str(), Artifact: str(), Scope: str(), Through: num(),
 		Summary: str(), Status: str(), Outcome: str(), Reason: str(), Evidence: str(),
 		Error: str(), ChildSessionID: str(), Attrs: raw(),
+		GitSHA: str(),
 	}
 	switch r.IntN(3) {
 	case 0:

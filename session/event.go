@@ -160,6 +160,12 @@ type Event struct {
 	// Attempt numbers the tries of one call the provider retried, from 1;
 	// 0 (omitted) when the first try was the only one.
 	Attempt int64 `json:"attempt,omitempty"`
+	// GitSHA is the commit of the session's run branch that holds the
+	// workspace after this event (workspace: {git: true}): on the first
+	// user_message the initializer commit, on a tool_result or reconciled
+	// the commit of the call's changes, on a done session_finished the
+	// final commit. Empty when the event changed nothing.
+	GitSHA string `json:"git_sha,omitempty"`
 
 	// tool_intent, tool_result, approval_*, reconciled.
 	CallID         string          `json:"call_id,omitempty"`

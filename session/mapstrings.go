@@ -29,6 +29,7 @@ func (e *Event) MapStrings(f func(string) string) {
 		&e.CallID, &e.Tool, &e.IdempotencyKey, &e.Output, &e.Artifact, &e.Scope,
 		&e.Summary, &e.Status, &e.Outcome, &e.Reason, &e.Evidence, &e.Error,
 		&e.ChildSessionID, &e.Refusal, &e.ResponseID, &e.ErrorType,
+		&e.GitSHA,
 	} {
 		str(p)
 	}

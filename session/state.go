@@ -123,6 +123,12 @@ type State struct {
 	Finished *Event `json:"finished,omitempty"`
 	// Children are the sessions subagent_started events name, in order.
 	Children []string `json:"children,omitempty"`
+	// GitSHA is the latest git_sha recorded (workspace: {git: true}): the
+	// commit of the run branch that holds the workspace as the log last
+	// saw it; GitSeq the event that recorded it. Empty for a session
+	// without git state.
+	GitSHA string `json:"git_sha,omitempty"`
+	GitSeq int64  `json:"git_seq,omitempty"`
 
 	// Calls in the order they were requested (orphans where they appear).
 	Calls []*Call `json:"calls,omitempty"`
@@ -247,6 +253,9 @@ func (s *State) Add(e Event) {
 	// events it precedes: the copied segment starts at the next event.
 	if s.SegStart.IsZero() && !(e.Kind == KindSessionStarted && e.ForkedFrom > 0) {
 		s.SegStart = e.TS
+	}
+	if e.GitSHA != "" {
+		s.GitSHA, s.GitSeq = e.GitSHA, e.Seq
 	}
 	switch e.Kind {
 	case KindSessionStarted:
