@@ -27,7 +27,8 @@ const exitCodesHelp = `Exit status:
   1    error (bad input, corrupt log, provider error, ...)
   3    awaiting approval (run 'agentctl approve' or 'deny', then 'resume')
   4    budget exceeded
-  5    needs human (a pending side effect could not be reconciled)
+  5    needs human (a pending side effect could not be reconciled, or the
+       workspace differs from the recorded git state: resume --on-mismatch)
   6    checks failed (evaluation, eval suite, replay divergence, crashtest)
   7    corrupt log: a record in the middle of a session log fails its checks
        (not a crash's torn tail, which resume cuts); nothing repairs it

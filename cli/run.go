@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -131,6 +132,9 @@ func reportRun(f *Factory, res runner.Result, err error, asJSON bool) error {
 	if err != nil || res.Err != nil {
 		code = ExitError
 	}
+	if wm := (*runner.WorkspaceMismatchError)(nil); errors.As(err, &wm) {
+		code = ExitNeedsHuman // a human decides: --on-mismatch=reset or accept
+	}
 	out := runOutput{SessionID: res.SessionID, Status: string(res.Status), Reason: res.Reason, Events: res.Events,
 		Turns: res.Turns, ToolCalls: res.ToolCalls, InputTokens: res.InputTokens, OutputTokens: res.OutputTokens,
 		CostUSD: res.CostUSD, ExitCode: code}
@@ -199,6 +203,7 @@ type resumeOptions struct {
 	AllowSpecChange  bool
 	Unsandboxed      bool
 	Budget           []string
+	OnMismatch       string
 }
 
 func newResumeCmd(f *Factory, runF func(context.Context, *resumeOptions) error) *cobra.Command {
@@ -240,6 +245,7 @@ budget_changed event, and stays in force on later resumes).`,
 	cmd.Flags().BoolVar(&opts.AllowSpecChange, "allow-spec-change", false, "go on although the spec file differs from the recorded spec; the change is recorded")
 	cmd.Flags().StringVar(&opts.Workspace, "workspace", "", "the session's workspace `DIR`, when it is not the session's own folder or the spec's workspace.path")
 	cmd.Flags().BoolVar(&opts.Unsandboxed, "unsandboxed", false, "as for run: where this machine has no namespaces, run tools unconfined")
+	cmd.Flags().StringVar(&opts.OnMismatch, "on-mismatch", "", "when the workspace differs from the session's recorded git state: `reset` puts it back at the recorded commit, accept records the changes as a commit; either is recorded (an error event, reason workspace_mismatch). Without it such a resume stops with exit 5 and lists the paths")
 	cmd.Flags().StringArrayVar(&opts.Budget, "budget", nil, "raise (or set) one budget limit, `KEY=VALUE`: max_tokens, max_tool_calls, max_cost_usd or max_wall (e.g. max_wall=10m; 0 lifts it); repeatable; recorded as budget_changed")
 	return cmd
 }
@@ -298,6 +304,12 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 		}
 	}
 	cfg.Budget = opts.Budget
+	switch opts.OnMismatch {
+	case "", runner.WorkspaceAccept, runner.WorkspaceReset:
+		cfg.WorkspaceChoice = opts.OnMismatch
+	default:
+		return usageError{fmt.Errorf("resume %s: --on-mismatch %q: use reset or accept", id, opts.OnMismatch)}
+	}
 	resumeTelemetry(cfg.Observer, id, evs)
 	res, err := runner.Resume(ctx, cfg, id)
 	flushTelemetry(f, cfg.Observer)

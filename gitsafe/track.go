@@ -420,3 +420,7 @@ func (t *Tracker) runEnv(ctx context.Context, extra []string, stdin io.Reader, s
 	}
 	return nil
 }
+
+// ValidRef reports whether name is a ref name git accepts and this
+// package writes (refs/heads/..., no .., no control characters).
+func ValidRef(name string) bool { return validRef(name) }

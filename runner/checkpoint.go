@@ -73,6 +73,9 @@ func (r *run) writeCheckpoint() {
 		return
 	}
 	cp := r.st.checkpoint(r.ws)
+	if r.st.GitSHA != "" {
+		cp.WorkspaceGit = r.st.GitSHA // the run branch's commit, not the workspace's own HEAD
+	}
 	cp.Sum = cp.sum()
 	b, err := json.Marshal(cp)
 	if err != nil {

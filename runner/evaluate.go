@@ -17,7 +17,7 @@ import (
 func (r *run) evaluate(ctx context.Context) (Result, bool, error) {
 	checks := r.cfg.Spec.Done
 	if len(checks) == 0 {
-		res, err := r.finish(session.StatusDone, "")
+		res, err := r.finishDone(context.Background())
 		return res, true, err
 	}
 	reg, err := tools.Builtins("write", []string{"bash"})
@@ -64,7 +64,7 @@ func (r *run) evaluate(ctx context.Context) (Result, bool, error) {
 // back to the model while retries remain.
 func (r *run) decide(outcome, evidence string, failed []string) (Result, bool, error) {
 	if outcome == "pass" {
-		res, err := r.finish(session.StatusDone, "")
+		res, err := r.finishDone(context.Background())
 		return res, true, err
 	}
 	if r.st.EvalFailures > r.cfg.Spec.Retries {

@@ -35,6 +35,16 @@ func (r *run) reconcile(ctx context.Context) (Result, bool, error) {
 		outcome, output, why := r.settle(ctx, cs)
 		ev := session.Event{Kind: session.KindReconciled, CallID: cs.Call.ID, Tool: cs.Call.Name,
 			IdempotencyKey: cs.IntentKey, Outcome: outcome, Output: output, Reason: why}
+		// Whatever the outcome, the workspace as the call left it is
+		// committed: the record holds what is there, even when a human
+		// must still say what it means.
+		if t, ok := r.cfg.Tools.Get(cs.Call.Name); !ok || t.SideEffects() {
+			ev.GitSHA = r.commitCall(ctx, cs)
+		}
+		if r.gitErr != nil {
+			res, err := r.fail(ReasonGitError, r.gitErr)
+			return res, true, err
+		}
 		if err := r.append(ev); err != nil {
 			return r.result(), true, err
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/buildinfo"
+	"github.com/agentctl/agentctl/gitsafe"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/sandbox"
@@ -72,6 +73,10 @@ type Config struct {
 	// seq) and inside each tool call after its effect ("in-tool", intent
 	// seq). In-process crash injection panics from it; see crashtest.
 	Failpoint func(kind string, seq int64)
+	// WorkspaceChoice, on Resume, says what to do when the workspace
+	// differs from the recorded git state: WorkspaceAccept or
+	// WorkspaceReset; "" refuses (a *WorkspaceMismatchError).
+	WorkspaceChoice string
 }
 
 // Result is the outcome of Start or Resume. Err is set when the run ended
@@ -120,6 +125,10 @@ type run struct {
 	redactErr string         // the last redaction problem recorded
 	textOut   io.WriteCloser // streamed text of the model call in progress, redacted
 	sent      sentCalls      // the latest assistant message's calls, unredacted
+
+	git         *gitsafe.Tracker // the run branch, opened on first use (gitstate.go)
+	gitErr      error            // a call's changes could not be committed
+	progressDue bool             // show the progress files before the next model call
 }
 
 func (r *run) now() time.Time {
@@ -214,7 +223,18 @@ func (r *run) boot(prompt string) (Result, bool, error) {
 		res, err := r.fail(ReasonSetupError, err)
 		return res, true, err
 	}
-	if err := r.append(session.Event{Kind: session.KindUserMessage, Text: prompt}); err != nil {
+	first := session.Event{Kind: session.KindUserMessage, Text: prompt}
+	if r.gitOn() {
+		// The initializer commit: the workspace as the run found it, the
+		// base of every diff, before the first tool call.
+		sha, err := r.commitWorkspace(context.Background(), "initializer: the workspace of session "+r.id+" before its first call", r.st.LastSeq, "")
+		if err != nil {
+			res, err := r.fail(ReasonGitError, err)
+			return res, true, err
+		}
+		first.GitSHA = sha
+	}
+	if err := r.append(first); err != nil {
 		return r.result(), true, err
 	}
 	return Result{}, false, nil
@@ -335,8 +355,14 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		if res, stopped, err := r.boot(prompt); stopped || err != nil {
 			return res, err
 		}
-	} else if err := r.setupSandbox(); err != nil {
-		return r.fail(ReasonSetupError, err)
+	} else {
+		if err := r.setupSandbox(); err != nil {
+			return r.fail(ReasonSetupError, err)
+		}
+		if err := r.verifyWorkspace(ctx, cfg.WorkspaceChoice); err != nil {
+			return r.result(), err
+		}
+		r.progressDue = true
 	}
 	if setter, ok := cfg.Provider.(interface{ SetTurn(int) }); ok {
 		setter.SetTurn(r.st.Turns)
@@ -499,6 +525,7 @@ func (r *run) loop(parent context.Context) (Result, error) {
 		if r.st.Turns >= sp.MaxTurns {
 			return r.finish(session.StatusFailed, fmt.Sprintf("%s: the run used all %d turns (raise max_turns in the spec)", ReasonMaxTurns, sp.MaxTurns))
 		}
+		compactions := r.st.Compactions
 		if over, err := r.maybeCompact(ctx); err != nil {
 			if ctx.Err() != nil {
 				return r.interrupt(ctx, "", nil)
@@ -506,6 +533,11 @@ func (r *run) loop(parent context.Context) (Result, error) {
 			return r.failProvider(err)
 		} else if over != "" {
 			return r.overBudget(over)
+		}
+		if r.progressDue || r.st.Compactions > compactions {
+			if err := r.showProgress(); err != nil {
+				return r.result(), err
+			}
 		}
 		req := provider.Request{Model: r.st.Model, Messages: r.st.projector.Messages(), Tools: r.toolDefs()}
 		maxOut, over := r.modelBudget(req)
@@ -703,6 +735,10 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 			return r.result(), true, err
 		}
 		res, cut := r.execute(ctx, t, cs, args, key)
+		if r.gitErr != nil {
+			out, err := r.fail(ReasonGitError, r.gitErr)
+			return out, true, err
+		}
 		if cut {
 			out, err := r.overBudget(r.wallReason(fmt.Sprintf("call %s (%s)", cs.Call.ID, name)))
 			return out, true, err
@@ -740,6 +776,9 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args jso
 	r.fp.hit("in-tool", r.st.LastSeq)
 	ev := session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name, Status: res.Status,
 		Output: res.Output, Error: res.Error, LatencyMS: time.Since(began).Milliseconds()}
+	if t.SideEffects() {
+		ev.GitSHA = r.commitCall(ctx, cs)
+	}
 	if res.Artifact != "" {
 		ev.Artifact = filepath.ToSlash(filepath.Join(ArtifactsDir, filepath.Base(res.Artifact)))
 	}

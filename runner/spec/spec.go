@@ -51,6 +51,10 @@ type Spec struct {
 	MaxTurns    int      `yaml:"max_turns" json:"max_turns,omitempty"`
 	ToolTimeout Duration `yaml:"tool_timeout" json:"tool_timeout,omitempty"`
 	Sandbox     Sandbox  `yaml:"sandbox" json:"sandbox"`
+	// Progress names files in the workspace (PROGRESS.md,
+	// feature-list.json) that the harness shows the model on resume and
+	// after a compaction; see progress.go.
+	Progress []string `yaml:"progress" json:"progress,omitempty"`
 
 	// Path is the absolute path of the spec file; Dir its directory.
 	Path string `yaml:"-" json:"-"`
@@ -97,6 +101,9 @@ func (p Price) Provider() provider.Price {
 type Workspace struct {
 	From string `yaml:"from" json:"from,omitempty"`
 	Path string `yaml:"path" json:"path,omitempty"`
+	// Git keeps the workspace as git state (a run branch, a commit per
+	// change); nil means the default, see Spec.WantsGit.
+	Git *bool `yaml:"git" json:"git,omitempty"`
 }
 
 // CustomTool is a tool implemented by a command: args JSON on stdin, the
@@ -569,6 +576,11 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	}
 	if s.Workspace.From != "" && s.Workspace.Path != "" {
 		bad("workspace takes from (copied) or path (used in place), not both", "workspace")
+	}
+	for i, name := range s.Progress {
+		if why := badProgressName(name); why != "" {
+			bad(fmt.Sprintf("progress file %q %s", name, why), "progress", i)
+		}
 	}
 	for i, t := range s.Tools {
 		if !knownTools[t] {
