@@ -111,25 +111,97 @@ func OpenTracker(dir, ws, branch string) (*Tracker, error) {
 	for _, lock := range []string{"index.lock", "HEAD.lock", filepath.Join("refs", "heads", filepath.FromSlash(branch)+".lock")} {
 		os.Remove(filepath.Join(realDir, lock))
 	}
+	if err := t.harden(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
-// init writes the private folder: git init without templates (no sample
-// hooks), HEAD on the branch, and the attribute override.
+// trackConfig is the whole config of a Tracker's folder.
+const trackConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+
+// harden rewrites what in the private folder could make git run a
+// program or read elsewhere, each time it is opened: a home handed over
+// from elsewhere (a CI artifact) is not trusted, its git folders
+// included. The config and info/attributes are written anew, and
+// alternates, commondir and gitdir files are removed; hooks never run
+// (core.hooksPath=/dev/null on every command).
+func (t *Tracker) harden() error {
+	if err := os.MkdirAll(filepath.Join(t.dir, "info"), 0o700); err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(t.dir, "home"), 0o700); err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	for name, body := range map[string]string{"config": trackConfig, filepath.Join("info", "attributes"): trackAttributes} {
+		p := filepath.Join(t.dir, name)
+		os.Remove(p) // a symlink planted there is replaced, not followed
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			return fmt.Errorf("gitsafe: %w", err)
+		}
+	}
+	for _, name := range []string{filepath.Join("objects", "info", "alternates"), "commondir", "gitdir", filepath.Join("info", "grafts"), "shallow"} {
+		if err := os.Remove(filepath.Join(t.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("gitsafe: %w", err)
+		}
+	}
+	return nil
+}
+
+// Seed starts a new Tracker's branch at commit id of another Tracker's
+// folder, from (a fork of a session at the event that recorded id), and
+// writes id's files into the work tree, which must be empty. The objects
+// are copied (through a temporary alternate and git repack), so the new
+// history does not depend on the other folder staying.
+func (t *Tracker) Seed(ctx context.Context, from, id string) error {
+	if !ValidID(id) {
+		return fmt.Errorf("gitsafe: %.80q is not an object id", id)
+	}
+	if ents, err := os.ReadDir(t.ws); err != nil || len(ents) > 0 {
+		return fmt.Errorf("gitsafe: seed %s: the work tree %s is not an empty folder", short(id), t.ws)
+	}
+	src, err := filepath.Abs(filepath.Join(from, "objects"))
+	if err != nil || strings.ContainsAny(src, "\n\r") {
+		return fmt.Errorf("gitsafe: seed from %s: bad object folder", from)
+	}
+	alt := filepath.Join(t.dir, "objects", "info", "alternates")
+	if err := os.MkdirAll(filepath.Dir(alt), 0o700); err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	if err := os.WriteFile(alt, []byte(src+"\n"), 0o600); err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	defer os.Remove(alt)
+	if !t.HasCommit(ctx, id) {
+		return fmt.Errorf("gitsafe: seed: %s is not a commit of %s", short(id), from)
+	}
+	if err := t.run(ctx, nil, io.Discard, "update-ref", "-m", "agentctl seed", "refs/heads/"+t.branch, id); err != nil {
+		return err
+	}
+	if err := t.run(ctx, nil, io.Discard, "repack", "-a", "-d", "-q"); err != nil {
+		return err
+	}
+	if err := os.Remove(alt); err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	if !t.HasCommit(ctx, id) {
+		return fmt.Errorf("gitsafe: seed: the copy of %s is incomplete", short(id))
+	}
+	if err := t.run(ctx, nil, io.Discard, "read-tree", "--end-of-options", id); err != nil {
+		return err
+	}
+	return t.run(ctx, nil, io.Discard, "checkout-index", "--all", "--force", "-u")
+}
+
+func short(id string) string { return id[:min(len(id), 12)] }
+
+// init creates the private folder: git init without templates (no sample
+// hooks), HEAD on the branch; harden then writes config and attributes.
 func (t *Tracker) init() error {
 	if err := os.MkdirAll(filepath.Join(t.dir, "home"), 0o700); err != nil {
 		return fmt.Errorf("gitsafe: %w", err)
 	}
-	if err := t.run(context.Background(), nil, io.Discard, "init", "-q", "--template=", "--initial-branch="+t.branch); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(t.dir, "info"), 0o700); err != nil {
-		return fmt.Errorf("gitsafe: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(t.dir, "info", "attributes"), []byte(trackAttributes), 0o600); err != nil {
-		return fmt.Errorf("gitsafe: %w", err)
-	}
-	return nil
+	return t.run(context.Background(), nil, io.Discard, "init", "-q", "--template=", "--initial-branch="+t.branch)
 }
 
 // Dir is the private git folder.

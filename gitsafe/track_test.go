@@ -332,3 +332,81 @@ func TestTrackerManyFiles(t *testing.T) {
 		t.Errorf("the first commit has %d paths, %v", strings.Count(out.String(), "\n"), err)
 	}
 }
+
+// TestTrackerHandedOver: a home from elsewhere holds the run's git folder,
+// its config armed (fsmonitor, a filter every path uses, an include of
+// more), its info/attributes naming the filter, an alternate outside and
+// hooks. Opening it rewrites what could run a program or lead outside;
+// a commit runs nothing.
+func TestTrackerHandedOver(t *testing.T) {
+	w := newWorld(t)
+	tr := w.tracker()
+	if _, _, err := tr.Commit(context.Background(), "one", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	dir := tr.Dir()
+	w.write(filepath.Join(dir, "config"), "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "+w.evil+"\n[filter \"pwn\"]\n\tclean = "+w.evil+"\n\trequired = true\n")
+	w.write(filepath.Join(dir, "info", "attributes"), "* filter=pwn\n")
+	w.write(filepath.Join(dir, "objects", "info", "alternates"), filepath.Join(w.other, ".git", "objects")+"\n")
+	for _, h := range hooks {
+		w.write(filepath.Join(dir, "hooks", h), "#!/bin/sh\necho "+h+" >> "+filepath.Join(w.out, "marker-"+h)+"\n")
+		os.Chmod(filepath.Join(dir, "hooks", h), 0o755)
+	}
+	// Control: plain git with that folder runs the planted filter.
+	cmd := exec.Command("git", "--git-dir", dir, "--work-tree", w.ws, "add", "a.txt")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.out, "GIT_CONFIG_NOSYSTEM=1"}
+	cmd.Run()
+	if len(w.ran()) == 0 {
+		t.Fatal("control: plain git ran nothing; the attack is not real")
+	}
+	for _, m := range w.ran() {
+		os.Remove(m)
+	}
+	w.write(filepath.Join(w.ws, "a.txt"), "two\n")
+	if _, made, err := w.tracker().Commit(context.Background(), "two", nil, time.Now()); err != nil || !made {
+		t.Fatalf("commit: %v %v", made, err)
+	}
+	if m := w.ran(); len(m) > 0 {
+		t.Errorf("a planted program ran: %v", m)
+	}
+}
+
+// TestTrackerSeed: a fork's Tracker starts at another's commit with its
+// files, keeps working when the other folder is gone, and commits on.
+func TestTrackerSeed(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	tr := w.tracker()
+	id, _, err := tr.Commit(ctx, "one", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := files(t, w.ws)
+	w.write(filepath.Join(w.ws, "a.txt"), "later\n")
+	if _, _, err := tr.Commit(ctx, "two", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(t.TempDir(), "fork")
+	os.MkdirAll(ws, 0o755)
+	fork, err := gitsafe.OpenTracker(filepath.Join(t.TempDir(), "forkgit"), ws, "agentctl/fork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fork.Seed(ctx, tr.Dir(), id); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, ws); !equalFiles(got, want) {
+		t.Errorf("the fork's workspace = %v, want %v", got, want)
+	}
+	os.RemoveAll(tr.Dir())
+	if tip, _ := fork.Tip(ctx); tip != id {
+		t.Errorf("the fork's tip = %s, want %s", tip, id)
+	}
+	if ch, err := fork.Changes(ctx, id); err != nil || len(ch) != 0 {
+		t.Errorf("the fork's workspace differs from %s: %v %v", id, ch, err)
+	}
+	w.write(filepath.Join(ws, "new.txt"), "n\n")
+	if _, made, err := fork.Commit(ctx, "fork edit", nil, time.Now()); err != nil || !made {
+		t.Errorf("commit in the fork: %v %v", made, err)
+	}
+}

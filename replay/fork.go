@@ -61,6 +61,10 @@ type ForkReport struct {
 	Skipped     int           `json:"skipped"`
 	NotRepeated []string      `json:"not_repeated,omitempty"`
 	Result      runner.Result `json:"result"`
+	// GitSHA is the commit of the parent's run branch the fork's
+	// workspace was made from (a session with git state), "" when it was
+	// rebuilt by re-running calls.
+	GitSHA string `json:"git_sha,omitempty"`
 }
 
 // Fork starts a new session whose log is the original's events up to From
@@ -70,7 +74,10 @@ type ForkReport struct {
 // again, so the continuation sees the files as they were at From; a fork
 // whose workspace cannot be rebuilt so is refused before anything is
 // created, with the calls at fault listed (see planRebuild), never started
-// on a partial workspace.
+// on a partial workspace. A session with git state (its log up to From
+// records a git_sha) needs none of that: the fork's run branch starts at
+// that commit and its workspace is the commit's files
+// (runner.ForkWorkspace), so no recorded call runs again, bash included.
 //
 // A cut between an assistant message and its model_call is refused. The
 // copied part ends with a session_finished (status interrupted, stamped
@@ -98,8 +105,11 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	kept := session.Fold(keep)
 	curProv, curModel := kept.Provider, kept.Model
 	rebuild := cfg.Spec.Workspace.Path == ""
+	// With git state the workspace at From is a commit of the parent's run
+	// branch: the fork starts from it and no recorded call runs again.
+	fromGit := rebuild && kept.GitSHA != ""
 	var plan rebuildPlan
-	if rebuild {
+	if rebuild && !fromGit {
 		plan = planRebuild(kept, cfg.Tools, cfg.RerunBash)
 		if len(plan.cannot) > 0 {
 			return rep, fmt.Errorf("fork %s: the workspace at seq %d cannot be rebuilt: %d recorded call(s) changed it in ways the log does not hold:\n  %s\nfork from before the first of them, or pass --rerun-bash to run the bash calls again in the sandbox",
@@ -126,7 +136,16 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}
 	hdr.Workspace = ws
-	if rebuild {
+	if fromGit {
+		if _, err := os.Lstat(cfg.Store.SessionDir(id)); err == nil {
+			return rep, fmt.Errorf("fork %s: session %s already exists", cfg.SessionID, id)
+		}
+		if err := runner.ForkWorkspace(ctx, cfg.Store, cfg.SessionID, kept.GitSHA, id, ws); err != nil {
+			_ = os.RemoveAll(cfg.Store.SessionDir(id))
+			return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
+		}
+		rep.GitSHA = kept.GitSHA
+	} else if rebuild {
 		// The workspace first: a fork whose rebuild fails leaves nothing.
 		if _, err := os.Lstat(cfg.Store.SessionDir(id)); err == nil {
 			return rep, fmt.Errorf("fork %s: session %s already exists", cfg.SessionID, id)
@@ -166,7 +185,7 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	// fork's. A done finish is not copied (a done session cannot go on).
 	if l := keep[len(keep)-1]; l.Kind != session.KindSessionFinished {
 		add = append(add, session.Event{Kind: session.KindSessionFinished, TS: l.TS, Status: string(session.StatusInterrupted),
-			Reason: fmt.Sprintf("fork point: %s up to seq %d; the fork continues from here%s", cfg.SessionID, cfg.From, plan.describe(rebuild))})
+			Reason: fmt.Sprintf("fork point: %s up to seq %d; the fork continues from here%s", cfg.SessionID, cfg.From, forkDescribe(plan, rebuild, kept))})
 	}
 	if p, m := cfg.Spec.Model.Provider, cfg.Spec.Model.ID; p != curProv || m != curModel {
 		rep.ModelChanged = true
@@ -287,6 +306,14 @@ func unsettled(outcome string) string {
 func isCustom(t tools.Tool) bool {
 	_, custom := t.(*tools.Command)
 	return custom
+}
+
+// forkDescribe says how the fork's workspace was made.
+func forkDescribe(plan rebuildPlan, rebuild bool, kept *session.State) string {
+	if rebuild && kept.GitSHA != "" {
+		return fmt.Sprintf("; workspace from the run branch at commit %s (recorded at seq %d); no call was run again", kept.GitSHA, kept.GitSeq)
+	}
+	return plan.describe(rebuild)
 }
 
 // describe is what the fork point's session_finished adds about the

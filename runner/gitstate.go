@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/agentctl/agentctl/gitsafe"
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -243,4 +245,23 @@ func (r *run) verifyWorkspace(ctx context.Context, choice string) error {
 		return mismatch("no call was in flight that could have changed it", changes)
 	}
 	return errors.New("resume: --on-mismatch is accept or reset")
+}
+
+// ForkWorkspace makes the workspace ws and the git state of session
+// forkID, forked from parentID at the event that recorded sha: the fork's
+// run branch starts at sha (its objects copied from the parent's git
+// folder) and ws holds exactly sha's files. No recorded call is run again.
+func ForkWorkspace(ctx context.Context, store recorder.Store, parentID, sha, forkID, ws string) error {
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return err
+	}
+	tr, err := gitsafe.OpenTracker(filepath.Join(store.SessionDir(forkID), GitDir), ws, gitBranch(forkID))
+	if err != nil {
+		return err
+	}
+	parent := filepath.Join(store.SessionDir(parentID), GitDir)
+	if err := tr.Seed(ctx, parent, sha); err != nil {
+		return fmt.Errorf("the workspace at commit %s of %s: %w", short(sha), parent, err)
+	}
+	return nil
 }
