@@ -383,19 +383,18 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		if err := b.workspace(ctx, prefix+"workspace.tar.zst", ws, red); err != nil {
 			return nil, err
 		}
-		for _, name := range progressFiles {
-			p := filepath.Join(ws, name)
-			fi, err := os.Lstat(p)
-			if err != nil || !fi.Mode().IsRegular() || fi.Size() > 16<<20 {
-				continue
+		if root, err := os.OpenRoot(ws); err == nil {
+			for _, name := range progressNames(hdr) {
+				c, ok := readProgress(root, name)
+				if !ok {
+					continue
+				}
+				if err := b.a.addBytes(prefix+"progress/"+name, []byte(red.String(string(c)))); err != nil {
+					root.Close()
+					return nil, err
+				}
 			}
-			c, err := os.ReadFile(p)
-			if err != nil {
-				continue
-			}
-			if err := b.a.addBytes(prefix+"progress/"+name, []byte(red.String(string(c)))); err != nil {
-				return nil, err
-			}
+			root.Close()
 		}
 	}
 	if err := b.artifacts(filepath.Join(dir, runner.ArtifactsDir), prefix+"artifacts/", red); err != nil {
