@@ -287,6 +287,9 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 		if rep.ModelChanged {
 			note += fmt.Sprintf(", model changed to %s/%s", sp.Model.Provider, sp.Model.ID)
 		}
+		if rep.GitSHA != "" {
+			note += ", workspace from the run branch at commit " + rep.GitSHA
+		}
 		fmt.Fprintf(f.Out, "forked %s at seq %d into %s (%d events copied, %d workspace edits re-applied, %d custom calls not repeated%s)\n",
 			id, opts.From, rep.SessionID, rep.Copied, rep.Reapplied, rep.Skipped, note)
 	}
