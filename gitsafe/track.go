@@ -40,6 +40,11 @@ type Tracker struct {
 	ws     string // the work tree, absolute, symlinks resolved
 	branch string // refs/heads/<branch>
 
+	// The branch's tip and its tree once looked up: this Tracker is the
+	// only writer, so they change only through its own commits.
+	tip, tipTree string
+	known        bool
+
 	// Timeout bounds each git command; 0 means DefaultTimeout.
 	Timeout time.Duration
 }
@@ -175,6 +180,7 @@ func (t *Tracker) Seed(ctx context.Context, from, id string) error {
 	if !t.HasCommit(ctx, id) {
 		return fmt.Errorf("gitsafe: seed: %s is not a commit of %s", short(id), from)
 	}
+	t.known = false
 	if err := t.run(ctx, nil, io.Discard, "update-ref", "-m", "agentctl seed", "refs/heads/"+t.branch, id); err != nil {
 		return err
 	}
@@ -250,6 +256,11 @@ func (t *Tracker) stage(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	return t.writeTree(ctx)
+}
+
+// writeTree writes the private index as a tree and returns its id.
+func (t *Tracker) writeTree(ctx context.Context) (string, error) {
 	var out bytes.Buffer
 	if err := t.run(ctx, nil, &capWriter{w: &out, n: 1 << 10}, "write-tree"); err != nil {
 		return "", err
@@ -269,22 +280,63 @@ func (t *Tracker) stage(ctx context.Context) (string, error) {
 // is the author and committer date, so the same work tree, message and
 // time give the same id.
 func (t *Tracker) Commit(ctx context.Context, subject string, trailers map[string]string, when time.Time) (string, bool, error) {
+	return t.commit(ctx, t.stage, subject, trailers, when)
+}
+
+// CommitPaths is Commit when the caller knows the only paths that can
+// have changed (a built-in file tool's one file): only they are staged,
+// which spares a scan of the whole work tree. Should staging them fail (a
+// path inside a nested repository), the whole work tree is staged.
+func (t *Tracker) CommitPaths(ctx context.Context, paths []string, subject string, trailers map[string]string, when time.Time) (string, bool, error) {
+	stage := func(ctx context.Context) (string, error) {
+		var list bytes.Buffer
+		for _, p := range paths {
+			if p == "" || strings.ContainsRune(p, 0) {
+				return t.stage(ctx)
+			}
+			list.WriteString(p)
+			list.WriteByte(0)
+		}
+		if err := t.run(ctx, &list, io.Discard, "add", "--all", "--force", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return t.stage(ctx)
+		}
+		return t.writeTree(ctx)
+	}
+	return t.commit(ctx, stage, subject, trailers, when)
+}
+
+// head is the branch's tip and its tree, looked up once.
+func (t *Tracker) head(ctx context.Context) (string, string, error) {
+	if t.known {
+		return t.tip, t.tipTree, nil
+	}
 	tip, err := t.Tip(ctx)
 	if err != nil {
-		return "", false, err
+		return "", "", err
 	}
-	tree, err := t.stage(ctx)
-	if err != nil {
-		return "", false, err
-	}
+	tree := ""
 	if tip != "" {
 		var out bytes.Buffer
 		if err := t.run(ctx, nil, &capWriter{w: &out, n: 1 << 10}, "rev-parse", "--verify", "--end-of-options", tip+"^{tree}"); err != nil {
-			return "", false, err
+			return "", "", err
 		}
-		if strings.TrimSpace(out.String()) == tree {
-			return tip, false, nil
-		}
+		tree = strings.TrimSpace(out.String())
+	}
+	t.tip, t.tipTree, t.known = tip, tree, true
+	return tip, tree, nil
+}
+
+func (t *Tracker) commit(ctx context.Context, stage func(context.Context) (string, error), subject string, trailers map[string]string, when time.Time) (string, bool, error) {
+	tip, tipTree, err := t.head(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	tree, err := stage(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	if tip != "" && tree == tipTree {
+		return tip, false, nil
 	}
 	msg := strings.TrimSpace(strings.ReplaceAll(subject, "\n", " ")) + "\n"
 	if len(trailers) > 0 {
@@ -317,8 +369,10 @@ func (t *Tracker) Commit(ctx context.Context, subject string, trailers map[strin
 		old = strings.Repeat("0", len(id))
 	}
 	if err := t.run(ctx, nil, io.Discard, "update-ref", "-m", "agentctl", "refs/heads/"+t.branch, id, old); err != nil {
+		t.known = false
 		return "", false, err
 	}
+	t.tip, t.tipTree, t.known = id, tree, true
 	return id, true, nil
 }
 

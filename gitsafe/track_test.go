@@ -410,3 +410,33 @@ func TestTrackerSeed(t *testing.T) {
 		t.Errorf("commit in the fork: %v %v", made, err)
 	}
 }
+
+// TestTrackerCommitPaths: staging only the named path records its change
+// and its removal, and leaves other changes to the next full commit.
+func TestTrackerCommitPaths(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	tr := w.tracker()
+	first, _, err := tr.Commit(ctx, "one", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.write(filepath.Join(w.ws, "a.txt"), "named\n")
+	w.write(filepath.Join(w.ws, "other.txt"), "not named\n")
+	second, made, err := tr.CommitPaths(ctx, []string{"a.txt"}, "a", nil, time.Now())
+	if err != nil || !made {
+		t.Fatal(made, err)
+	}
+	if ch, _ := tr.Diff(ctx, first, second); len(ch) != 1 || ch[0].Path != "a.txt" {
+		t.Errorf("CommitPaths(a.txt) changed %v", ch)
+	}
+	os.Remove(filepath.Join(w.ws, "a.txt"))
+	third, _, err := tr.CommitPaths(ctx, []string{"a.txt"}, "rm a", nil, time.Now())
+	if ch, _ := tr.Diff(ctx, second, third); err != nil || len(ch) != 1 || ch[0] != (gitsafe.Change{Status: "D", Path: "a.txt"}) {
+		t.Errorf("CommitPaths of a removed file: %v %v", ch, err)
+	}
+	fourth, _, _ := tr.Commit(ctx, "all", nil, time.Now())
+	if ch, _ := tr.Diff(ctx, third, fourth); len(ch) != 1 || ch[0].Path != "other.txt" {
+		t.Errorf("the full commit after it changed %v", ch)
+	}
+}

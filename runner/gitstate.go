@@ -2,9 +2,11 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/agentctl/agentctl/gitsafe"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -111,6 +114,12 @@ func (r *run) tracker() (*gitsafe.Tracker, error) {
 // call's id or ""), and returns the SHA to record on the event: "" when
 // the branch's tip is already the one the log last recorded.
 func (r *run) commitWorkspace(ctx context.Context, subject string, seq int64, call string) (string, error) {
+	return r.commitChanged(ctx, nil, subject, seq, call)
+}
+
+// commitChanged is commitWorkspace when only paths can have changed (nil:
+// anything).
+func (r *run) commitChanged(ctx context.Context, paths []string, subject string, seq int64, call string) (string, error) {
 	tr, err := r.tracker()
 	if err != nil {
 		return "", err
@@ -119,7 +128,12 @@ func (r *run) commitWorkspace(ctx context.Context, subject string, seq int64, ca
 	if call != "" {
 		trailers[TrailerCall] = call
 	}
-	sha, _, err := tr.Commit(context.WithoutCancel(ctx), subject, trailers, r.now())
+	var sha string
+	if paths != nil {
+		sha, _, err = tr.CommitPaths(context.WithoutCancel(ctx), paths, subject, trailers, r.now())
+	} else {
+		sha, _, err = tr.Commit(context.WithoutCancel(ctx), subject, trailers, r.now())
+	}
 	if err != nil {
 		return "", fmt.Errorf("commit the workspace: %w", err)
 	}
@@ -137,11 +151,40 @@ func (r *run) commitCall(ctx context.Context, cs *callState) string {
 	if !r.gitOn() {
 		return ""
 	}
-	sha, err := r.commitWorkspace(ctx, fmt.Sprintf("call %s (%s)", cs.Call.ID, cs.Call.Name), r.st.LastSeq, cs.Call.ID)
+	sha, err := r.commitChanged(ctx, onlyPaths(cs.Call.Name, cs.Call.Args, r.ws), fmt.Sprintf("call %s (%s)", cs.Call.ID, cs.Call.Name), r.st.LastSeq, cs.Call.ID)
 	if err != nil {
 		r.gitErr = err
 	}
 	return sha
+}
+
+// onlyPaths is the one workspace path a built-in file tool (write_file,
+// edit_file) can change, as git names it, or nil when the call may change
+// anything (bash, a custom tool) or its path is not plainly inside the
+// workspace: then the whole work tree is staged.
+func onlyPaths(tool string, args json.RawMessage, ws string) []string {
+	if tool != tools.NameWriteFile && tool != tools.NameEditFile {
+		return nil
+	}
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Path == "" {
+		return nil
+	}
+	p := a.Path
+	if filepath.IsAbs(p) {
+		rel, err := filepath.Rel(ws, p)
+		if err != nil {
+			return nil
+		}
+		p = rel
+	}
+	p = path.Clean(filepath.ToSlash(p))
+	if p == "." || p == ".." || strings.HasPrefix(p, "../") || strings.HasPrefix(p, "/") {
+		return nil
+	}
+	return []string{p}
 }
 
 // finishDone ends the run done; with git state it first commits what the
