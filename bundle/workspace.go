@@ -561,6 +561,7 @@ func (j *seqJob) finish() error {
 // workspace.
 type wsDiff struct {
 	repo    *gitsafe.Repo
+	run     *gitsafe.Tracker // a session with git state: its run branch (see openRunDiff)
 	base    string
 	refused error // why git was not run; the member says so instead
 }
@@ -598,6 +599,11 @@ func openDiff(ctx context.Context, ws, checkpoints string) *wsDiff {
 func (d *wsDiff) write(ctx context.Context, w io.Writer) error {
 	if d.refused != nil {
 		fmt.Fprintf(w, "# no git diff: %v\n", d.refused)
+	} else if d.run != nil {
+		fmt.Fprintf(w, "# git diff %s (the run's initializer commit; working tree, every file included)\n", d.base)
+		if err := d.run.DiffWorkTree(ctx, d.base, 0, w); err != nil {
+			return err
+		}
 	} else {
 		fmt.Fprintf(w, "# git diff %s (working tree, untracked files included)\n", d.base)
 		err := d.repo.DiffWorkTree(ctx, d.base, w)

@@ -366,7 +366,11 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		return nil, err
 	}
 	if wsOK {
-		if d := openDiff(ctx, ws, cps); d != nil {
+		d := openRunDiff(ctx, dir, ws, id, evs)
+		if d == nil {
+			d = openDiff(ctx, ws, cps)
+		}
+		if d != nil {
 			if err := b.temp(prefix+"workspace.diff", func(w io.Writer) error {
 				return d.write(ctx, redactWriter(red, w))
 			}); errors.As(err, new(tempFileError)) {

@@ -45,6 +45,8 @@ type Tracker struct {
 	tip, tipTree string
 	known        bool
 
+	extra []string // more environment for every git command
+
 	// Timeout bounds each git command; 0 means DefaultTimeout.
 	Timeout time.Duration
 }
@@ -200,6 +202,83 @@ func (t *Tracker) Seed(ctx context.Context, from, id string) error {
 }
 
 func short(id string) string { return id[:min(len(id), 12)] }
+
+// OpenTrackerReadOnly opens an existing Tracker folder for a reader that
+// may run next to the live writer (a bundle of a running session):
+// nothing in it is removed or rewritten, so a folder whose config or
+// attributes are not the ones a Tracker writes, or that names an
+// alternate, commondir or gitdir, is refused instead of repaired. Use
+// only DiffWorkTree, Diff, Log, Tip and HasCommit on it.
+func OpenTrackerReadOnly(dir, ws, branch string) (*Tracker, error) {
+	if !validRef("refs/heads/" + branch) {
+		return nil, fmt.Errorf("gitsafe: %q is not a branch name", branch)
+	}
+	realWS, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return nil, fmt.Errorf("gitsafe: workspace: %w", err)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("gitsafe: git folder: %w", err)
+	}
+	if realWS, err = filepath.Abs(realWS); err != nil {
+		return nil, fmt.Errorf("gitsafe: %w", err)
+	}
+	if realDir, err = filepath.Abs(realDir); err != nil {
+		return nil, fmt.Errorf("gitsafe: %w", err)
+	}
+	for name, want := range map[string]string{"config": trackConfig, filepath.Join("info", "attributes"): trackAttributes} {
+		fi, err := os.Lstat(filepath.Join(realDir, name))
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil, refuse("the run's git folder %s: %s is missing or not a file", realDir, name)
+		}
+		if b, err := os.ReadFile(filepath.Join(realDir, name)); err != nil || string(b) != want {
+			return nil, refuse("the run's git folder %s: %s is not the one agentctl writes", realDir, name)
+		}
+	}
+	for _, name := range []string{filepath.Join("objects", "info", "alternates"), "commondir", "gitdir", filepath.Join("info", "grafts")} {
+		if _, err := os.Lstat(filepath.Join(realDir, name)); err == nil {
+			return nil, refuse("the run's git folder %s has %s, which agentctl never writes", realDir, name)
+		}
+	}
+	return &Tracker{dir: realDir, ws: realWS, branch: branch}, nil
+}
+
+// DiffWorkTree writes `git diff --binary base` of the work tree as it is
+// now, every file included (as Commit stages it), to w, cut past max
+// bytes with a line saying so. It stages into a copy of the private
+// index, so it can run next to the live writer; the blobs it writes go to
+// the private object folder, where concurrent writes are safe.
+func (t *Tracker) DiffWorkTree(ctx context.Context, base string, max int64, w io.Writer) error {
+	if !ValidID(base) {
+		return fmt.Errorf("gitsafe: diff base %.80q is not an object id", base)
+	}
+	tmp, err := os.MkdirTemp("", "agentctl-diff-*")
+	if err != nil {
+		return fmt.Errorf("gitsafe: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	index := filepath.Join(tmp, "index")
+	if b, err := os.ReadFile(filepath.Join(t.dir, "index")); err == nil {
+		if err := os.WriteFile(index, b, 0o600); err != nil {
+			return fmt.Errorf("gitsafe: %w", err)
+		}
+	}
+	other := *t
+	other.extra = []string{"GIT_INDEX_FILE=" + index}
+	tree, err := other.stage(ctx)
+	if err != nil {
+		return err
+	}
+	if max <= 0 {
+		max = DefaultMaxOutput
+	}
+	err = other.run(ctx, nil, &capWriter{w: w, n: max}, "diff-tree", "-p", "-r", "--binary", "--no-ext-diff", "--no-textconv", "--no-color", "--end-of-options", base, tree)
+	if errors.Is(err, errCut) {
+		_, err = fmt.Fprintf(w, "\n# [the diff is cut here: it is longer than %d bytes]\n", max)
+	}
+	return err
+}
 
 // init creates the private folder: git init without templates (no sample
 // hooks), HEAD on the branch; harden then writes config and attributes.
@@ -528,7 +607,7 @@ func (t *Tracker) runEnv(ctx context.Context, extra []string, stdin io.Reader, s
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, configArgs...), args...)...)
-	cmd.Env = append(t.env(), extra...)
+	cmd.Env = append(append(t.env(), t.extra...), extra...)
 	cmd.Dir = t.dir
 	cmd.Stdin, cmd.Stdout = stdin, stdout
 	var stderr bytes.Buffer

@@ -3,6 +3,7 @@ package gitsafe_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -438,5 +439,46 @@ func TestTrackerCommitPaths(t *testing.T) {
 	fourth, _, _ := tr.Commit(ctx, "all", nil, time.Now())
 	if ch, _ := tr.Diff(ctx, third, fourth); len(ch) != 1 || ch[0].Path != "other.txt" {
 		t.Errorf("the full commit after it changed %v", ch)
+	}
+}
+
+// TestTrackerReadOnlyDiff: a reader next to the live writer diffs the
+// work tree without touching the writer's index or locks, and refuses a
+// folder that is not as a Tracker writes it.
+func TestTrackerReadOnlyDiff(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	tr := w.tracker()
+	base, _, err := tr.Commit(ctx, "one", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.write(filepath.Join(w.ws, "a.txt"), "after\n")
+	w.write(filepath.Join(w.ws, "new.txt"), "new\n")
+	os.WriteFile(filepath.Join(tr.Dir(), "index.lock"), nil, 0o600) // the writer is mid-command
+	before, _ := os.ReadFile(filepath.Join(tr.Dir(), "index"))
+	ro, err := gitsafe.OpenTrackerReadOnly(tr.Dir(), w.ws, "agentctl/s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := ro.DiffWorkTree(ctx, base, 0, &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"+after", "+++ b/new.txt", "+new"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the diff lacks %q:\n%s", want, b.String())
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(tr.Dir(), "index")); !bytes.Equal(before, after) {
+		t.Error("the reader changed the writer's index")
+	}
+	if _, err := os.Stat(filepath.Join(tr.Dir(), "index.lock")); err != nil {
+		t.Error("the reader removed the writer's lock")
+	}
+	w.write(filepath.Join(tr.Dir(), "config"), "[core]\n\tfsmonitor = "+w.evil+"\n")
+	var refused *gitsafe.RefusedError
+	if _, err := gitsafe.OpenTrackerReadOnly(tr.Dir(), w.ws, "agentctl/s1"); !errors.As(err, &refused) {
+		t.Errorf("read-only open of an armed folder: %v, want a refusal", err)
 	}
 }

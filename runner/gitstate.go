@@ -77,8 +77,8 @@ func (e *WorkspaceMismatchError) Error() string {
 
 func short(sha string) string { return sha[:min(len(sha), 12)] }
 
-// gitBranch is the run branch of session id.
-func gitBranch(id string) string {
+// GitBranch is the run branch of session id in its git folder (GitDir).
+func GitBranch(id string) string {
 	b := "agentctl/" + id
 	if !gitsafe.ValidRef("refs/heads/" + b) {
 		return "agentctl/run"
@@ -101,7 +101,7 @@ func (r *run) tracker() (*gitsafe.Tracker, error) {
 	if r.git != nil {
 		return r.git, nil
 	}
-	tr, err := gitsafe.OpenTracker(filepath.Join(r.cfg.Store.SessionDir(r.id), GitDir), r.ws, gitBranch(r.id))
+	tr, err := gitsafe.OpenTracker(filepath.Join(r.cfg.Store.SessionDir(r.id), GitDir), r.ws, GitBranch(r.id))
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +298,7 @@ func ForkWorkspace(ctx context.Context, store recorder.Store, parentID, sha, for
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return err
 	}
-	tr, err := gitsafe.OpenTracker(filepath.Join(store.SessionDir(forkID), GitDir), ws, gitBranch(forkID))
+	tr, err := gitsafe.OpenTracker(filepath.Join(store.SessionDir(forkID), GitDir), ws, GitBranch(forkID))
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func (g *gitRun) events(id string) []session.Event {
 
 func (g *gitRun) tracker(id string) *gitsafe.Tracker {
 	g.t.Helper()
-	tr, err := gitsafe.OpenTracker(filepath.Join(g.store.SessionDir(id), GitDir), filepath.Join(g.store.SessionDir(id), recorder.WorkspaceDir), gitBranch(id))
+	tr, err := gitsafe.OpenTracker(filepath.Join(g.store.SessionDir(id), GitDir), filepath.Join(g.store.SessionDir(id), recorder.WorkspaceDir), GitBranch(id))
 	if err != nil {
 		g.t.Fatal(err)
 	}
