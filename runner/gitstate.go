@@ -226,7 +226,18 @@ func (r *run) verifyWorkspace(ctx context.Context, choice string) error {
 		return fmt.Errorf("resume %s: open the run's git folder: %w", r.id, err)
 	}
 	if !tr.HasCommit(ctx, want) {
-		return mismatch(fmt.Sprintf("the run's git folder %s does not hold it (removed or replaced)", tr.Dir()), nil)
+		why := fmt.Sprintf("the run's git folder %s does not hold it (removed or replaced)", tr.Dir())
+		if choice != WorkspaceAccept {
+			return mismatch(why, nil)
+		}
+		// Nothing to compare with or reset to: the workspace as it is
+		// becomes the base, and the log says so.
+		sha, err := r.commitWorkspace(ctx, "the workspace found on resume, accepted (--on-mismatch=accept)", r.st.LastSeq, "")
+		if err != nil {
+			return fmt.Errorf("resume %s: %w", r.id, err)
+		}
+		return r.append(session.Event{Kind: session.KindError, Reason: ReasonWorkspaceMismatch, GitSHA: sha,
+			Error: why + "; resume --on-mismatch=accept recorded the workspace as it is as commit " + short(sha)})
 	}
 	pending := map[string]bool{}
 	for _, c := range r.st.Calls {

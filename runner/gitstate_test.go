@@ -470,3 +470,30 @@ func TestGitArmedRepository(t *testing.T) {
 		t.Error("the workspace's .git is in the record")
 	}
 }
+
+// TestGitFolderLost: the run's git folder is gone (a home copied without
+// it): resume refuses, saying so; --on-mismatch=accept records the
+// workspace as it is as the new base and goes on.
+func TestGitFolderLost(t *testing.T) {
+	g := newGitRun(t, map[string]string{"go.mod": "module m\n"}, threeTurns, "budget: {max_tool_calls: 1}\n")
+	res, err := Start(context.Background(), g.config(nil))
+	if err != nil || res.Status != session.StatusBudgetExceeded {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	os.RemoveAll(filepath.Join(g.store.SessionDir(res.SessionID), GitDir))
+	cfg := g.config(nil)
+	cfg.Budget = []string{"max_tool_calls=20"}
+	_, err = Resume(context.Background(), cfg, res.SessionID)
+	var wm *WorkspaceMismatchError
+	if !errors.As(err, &wm) || !strings.Contains(err.Error(), "does not hold it") {
+		t.Fatalf("resume without the git folder: %v, want a mismatch", err)
+	}
+	cfg.WorkspaceChoice = WorkspaceReset
+	if _, err := Resume(context.Background(), cfg, res.SessionID); !errors.As(err, &wm) {
+		t.Errorf("reset without the commit to reset to: %v, want the mismatch", err)
+	}
+	cfg.WorkspaceChoice = WorkspaceAccept
+	if res, err = Resume(context.Background(), cfg, res.SessionID); err != nil || res.Status != session.StatusDone {
+		t.Fatalf("resume --on-mismatch=accept: %+v, %v", res, err)
+	}
+}
