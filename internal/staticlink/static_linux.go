@@ -1,6 +1,6 @@
 //go:build linux && cgo && !race && netgo && osusergo && !agentctl_dynamic
 
-package main
+package staticlink
 
 // With -tags netgo,osusergo (the README's build command) agentctl links
 // statically on Linux: every command starts sooner (bench/run's start-up
