@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -52,6 +51,14 @@ func (p *proc) run(e *env) (sample, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Peak RSS comes from /usr/bin/time, a small process: a child forked
+	// by this (large) process would report this process's RSS as its own
+	// peak (Linux keeps the high-water mark of the mm it replaced at exec).
+	rssFile := ""
+	if timeBin != "" {
+		rssFile = filepath.Join(e.tmp, "rss")
+		args = append([]string{timeBin, "-f", "%M", "-o", rssFile}, args...)
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = os.Environ()
 	if p.env != nil {
@@ -70,8 +77,16 @@ func (p *proc) run(e *env) (sample, error) {
 		return nil, fmt.Errorf("%s: %w: %s", strings.Join(shortArgs(args), " "), err, lastLine(stderr.String()))
 	}
 	s := sample{"s": d.Seconds()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		s["rss"] = float64(ru.Maxrss) / 1024 // KiB -> MiB
+	if rssFile != "" {
+		b, err := os.ReadFile(rssFile)
+		if err != nil {
+			return nil, fmt.Errorf("peak RSS: %w", err)
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSpace(lastLine(string(b))), 64)
+		if err != nil {
+			return nil, fmt.Errorf("peak RSS from /usr/bin/time: %w", err)
+		}
+		s["rss"] = kb / 1024 // KiB -> MiB
 	}
 	if p.after != nil {
 		if err := p.after(e, s); err != nil {
@@ -80,6 +95,15 @@ func (p *proc) run(e *env) (sample, error) {
 	}
 	return s, nil
 }
+
+// timeBin is GNU time, for peak RSS; without it rows on "rss" fail.
+var timeBin = func() string {
+	p, err := exec.LookPath("/usr/bin/time")
+	if err != nil {
+		return ""
+	}
+	return p
+}()
 
 // gobench is one Go benchmark, run as `pkg.test -test.run '^$'
 // -test.bench '^Name$' -test.count 1` from a test binary built once.
@@ -132,6 +156,7 @@ func (g *gobench) run(e *env) (sample, error) {
 	}
 	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", strings.Join(pat, "/"), "-test.count", "1", "-test.benchtime", bt, "-test.benchmem=false")
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "AGENTCTL_BENCH_CACHE="+filepath.Join(e.tmp, "cache"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
