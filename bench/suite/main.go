@@ -2,7 +2,7 @@
 // agentctl against its reference in one invocation and prints a table of
 // medians and ratios (see bench/README.md for what each row means).
 //
-//	bench/run [--quick] [--json] [--only REGEXP] [--keep]
+//	bench/run [--quick] [--json] [--only REGEXP] [--keep] [--table FILE]
 //
 // Data are generated (deterministic, bench/internal/benchgen) into a temp
 // folder. Each row runs its two sides alternately, A B A B, so drift of a
@@ -39,7 +39,15 @@ func main() {
 	asJSON := flag.Bool("json", false, "print the results as one JSON object instead of the table")
 	only := flag.String("only", "", "run only the rows whose name matches this regular expression")
 	keep := flag.Bool("keep", false, "keep the temp folder with the data and binaries (its path is printed)")
+	table := flag.String("table", "", "print the table of a report saved with --json from this `file`, and run nothing")
 	flag.Parse()
+	if *table != "" {
+		if err := printSaved(*table); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := mainErr(*quick, *asJSON, *only, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -227,6 +235,18 @@ func medianOf(ss []sample, metric string) (float64, error) {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2, nil
 }
 
+func printSaved(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: not a report of bench/run --json: %w", path, err)
+	}
+	return printTable(os.Stdout, rep)
+}
+
 func printTable(w io.Writer, rep report) error {
 	fmt.Fprintf(w, "agentctl bench/run (%s), %s, %s, %.0f s\n\n", rep.Mode, rep.Date, rep.Machine, rep.Seconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -254,7 +274,7 @@ func show(v *float64, metric string) string {
 		return "-"
 	}
 	switch x := *v; metric {
-	case "s":
+	case "s", "cpu":
 		if x < 10 {
 			return fmt.Sprintf("%.1f ms", x*1000)
 		}

@@ -21,8 +21,8 @@ type measure interface {
 	run(e *env) (sample, error)
 }
 
-// A sample maps a metric to its value: "s" (wall seconds) and "rss" (peak
-// resident MB) for processes, "bytes" for an output's size, and for Go
+// A sample maps a metric to its value: "s" (wall seconds), "cpu" (CPU
+// seconds) and "rss" (peak resident MB) for processes, "bytes" for an output's size, and for Go
 // benchmarks every "value unit" pair of the result line ("ns/op" also as
 // "s").
 type sample map[string]float64
@@ -76,7 +76,10 @@ func (p *proc) run(e *env) (sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %s", strings.Join(shortArgs(args), " "), err, lastLine(stderr.String()))
 	}
-	s := sample{"s": d.Seconds()}
+	// CPU time of the process and its children (user + system, all
+	// threads): steadier than wall time on a shared machine, where waiting
+	// for a core stretches the wall time of both sides.
+	s := sample{"s": d.Seconds(), "cpu": (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
 	if rssFile != "" {
 		b, err := os.ReadFile(rssFile)
 		if err != nil {
