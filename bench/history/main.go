@@ -2,7 +2,7 @@
 // events, an aggregate query through `agentctl query` before and after
 // `agentctl history compact`, and jq over the same events as JSONL.
 //
-//	go build -o /tmp/agentctl ./cmd/agentctl
+//	go build -tags netgo,osusergo -o /tmp/agentctl ./cmd/agentctl
 //	go run ./bench/history -agentctl /tmp/agentctl -sessions 10000 -events 100
 package main
 
