@@ -143,6 +143,17 @@ type histData struct {
 
 const historyEvents = 100
 
+// historyJSONL returns the events as JSONL, which compaction does not
+// change: the jq reference serves the rows before and after it.
+func (e *env) historyJSONL() (string, error) {
+	compacted := e.hist != nil && e.hist.compacted
+	h, err := e.history(compacted)
+	if err != nil {
+		return "", err
+	}
+	return h.jsonl, nil
+}
+
 func (e *env) history(compacted bool) (*histData, error) {
 	if e.hist == nil {
 		h := &histData{home: filepath.Join(e.tmp, "history"), sessions: e.size(1000, 10000)}

@@ -68,11 +68,11 @@ func rows() []row {
 	}
 	queryBefore, queryAfter := histQuery(false), histQuery(true)
 	jq := &proc{args: func(e *env) ([]string, error) {
-		h, err := e.history(false)
+		jsonl, err := e.historyJSONL()
 		if err != nil {
 			return nil, err
 		}
-		return []string{"jq", "-c", jqQ, h.jsonl}, nil
+		return []string{"jq", "-c", jqQ, jsonl}, nil
 	}}
 	floor := &proc{args: func(e *env) ([]string, error) {
 		h, err := e.history(true)

@@ -118,3 +118,16 @@ func TestRowsDeclared(t *testing.T) {
 		seen[r.name] = true
 	}
 }
+
+// TestJSONLAfterCompaction: the jq reference still runs once the history
+// is compacted (the JSONL does not change), while a query before
+// compaction refuses to run after it.
+func TestJSONLAfterCompaction(t *testing.T) {
+	e := &env{hist: &histData{jsonl: "/h/events.jsonl", compacted: true}}
+	if got, err := e.historyJSONL(); got != "/h/events.jsonl" || err != nil {
+		t.Errorf("historyJSONL() = %q, %v, want /h/events.jsonl, nil", got, err)
+	}
+	if _, err := e.history(false); err == nil {
+		t.Error("history(false) after compaction: no error")
+	}
+}
