@@ -9,7 +9,7 @@ MB=${1:-200}
 RUNS=${2:-3}
 W=$(mktemp -d /tmp/agentctl-bench-bundle-XXXXXX)
 trap 'rm -rf "$W"' EXIT
-go build -o "$W/agentctl" ./cmd/agentctl
+go build -tags netgo,osusergo -o "$W/agentctl" ./cmd/agentctl
 export AGENTCTL_HOME="$W/home"
 "$W/agentctl" run fixtures/agents/loop-forever.yaml -q --session-id be0c000000000001 >/dev/null || true
 WS="$AGENTCTL_HOME/sessions/be0c000000000001/workspace"

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$(mktemp -d)/agentctl
-go build -o "$bin" ./cmd/agentctl
+go build -tags netgo,osusergo -o "$bin" ./cmd/agentctl
 work=$(mktemp -d)
 cd "$work"
 for mode in process in-process; do

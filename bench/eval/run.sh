@@ -9,7 +9,7 @@ N=${1:-200}
 root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/agentctl" ./cmd/agentctl
+go build -tags netgo,osusergo -o "$work/agentctl" ./cmd/agentctl
 A="$work/agentctl"
 agent="$root/fixtures/agents/fix-typo.yaml"
 

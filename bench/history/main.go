@@ -2,12 +2,11 @@
 // events, an aggregate query through `agentctl query` before and after
 // `agentctl history compact`, and jq over the same events as JSONL.
 //
-//	go build -o /tmp/agentctl ./cmd/agentctl
+//	go build -tags netgo,osusergo -o /tmp/agentctl ./cmd/agentctl
 //	go run ./bench/history -agentctl /tmp/agentctl -sessions 10000 -events 100
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -16,9 +15,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentctl/agentctl/bench/internal/benchgen"
 	"github.com/agentctl/agentctl/history"
-	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/session"
 )
 
 const sqlQ = `SELECT model, count(*) AS calls, sum(input_tokens + output_tokens) AS tokens, sum(cost_usd) AS cost FROM events WHERE kind = 'model_call' GROUP BY model ORDER BY model`
@@ -84,54 +82,7 @@ func main() {
 	fmt.Printf("ratios: jq / after = %.1fx, before / after = %.1fx\n", float64(jq)/float64(after), float64(before)/float64(after))
 }
 
-func generate(home, jsonl string, n, e int) error {
-	st := recorder.Store{Root: home}
-	f, err := os.Create(jsonl)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	w := bufio.NewWriter(f)
-	defer w.Flush()
-	base := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
-	models := []string{"gpt-4o-mini", "claude-sonnet-4-5", "llama-3"}
-	for i := range n {
-		id := fmt.Sprintf("%016x", i+1)
-		ts := base.Add(time.Duration(i) * time.Second)
-		hdr := session.Event{TS: ts, Kind: session.KindSessionStarted, SessionID: id, Name: "bench", Provider: "p", Model: models[i%3]}
-		s, err := st.Create(hdr, recorder.Options{NoSync: true})
-		if err != nil {
-			return err
-		}
-		evs := make([]session.Event, 0, e-1)
-		for j := 1; j < e-1; j++ {
-			ev := session.Event{TS: ts.Add(time.Duration(j) * time.Millisecond)}
-			switch j % 4 {
-			case 0:
-				ev.Kind, ev.Model, ev.InputTokens, ev.OutputTokens, ev.CostUSD = session.KindModelCall, models[i%3], int64(100+j), int64(j), 0.001
-			case 1:
-				ev.Kind, ev.CallID, ev.Tool = session.KindToolIntent, fmt.Sprint("c", j), "bash"
-			case 2:
-				ev.Kind, ev.CallID, ev.Tool, ev.Status, ev.LatencyMS, ev.Output = session.KindToolResult, fmt.Sprint("c", j-1), "bash", "ok", int64(j), "output of the tool"
-			default:
-				ev.Kind, ev.Text = session.KindAssistantMessage, "thinking about the next step"
-			}
-			evs = append(evs, ev)
-		}
-		evs = append(evs, session.Event{TS: ts.Add(time.Second), Kind: session.KindSessionFinished, Status: "done"})
-		out, err := s.Append(evs...)
-		if err != nil {
-			return err
-		}
-		s.Close()
-		for _, ev := range append([]session.Event{hdr}, out...) {
-			b, _ := session.Encode(ev)
-			w.Write(b)
-			w.WriteByte('\n')
-		}
-	}
-	return nil
-}
+func generate(home, jsonl string, n, e int) error { return benchgen.History(home, jsonl, n, e) }
 
 // timeRuns runs bin args n times and returns the best and median times.
 func timeRuns(n int, bin string, args ...string) (best, median time.Duration) {

@@ -12,19 +12,17 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/agentctl/agentctl/bench/internal/benchgen"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
 	"github.com/agentctl/agentctl/session"
@@ -183,57 +181,6 @@ func check(err error) {
 	}
 }
 
-// gen makes a session of about n events the way the runner records one:
-// per turn an assistant message with a tool call, its model_call with the
-// request digest of the projection before it, an intent and a result; a
-// compaction (call + event) every `every` turns, through the seq before
-// the latest assistant message, as the runner compacts.
-func gen(n, every int) []session.Event {
-	tools := []string{"edit_file", "grep", "list_files", "read_file"}
-	attrs, _ := json.Marshal(map[string][]string{"tools": tools})
-	ts := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
-	evs := []session.Event{{Seq: 1, TS: ts, Kind: session.KindSessionStarted, SessionID: "x", Provider: "scripted", Model: "scripted-1",
-		System: "You are a careful coding agent.", Attrs: attrs}}
-	p := session.NewProjector(evs[0].System)
-	p.Add(evs[0])
-	add := func(e session.Event) {
-		e.Seq, e.TS = int64(len(evs)+1), ts.Add(time.Duration(len(evs))*time.Millisecond)
-		evs = append(evs, e)
-		p.Add(e)
-	}
-	add(session.Event{Kind: session.KindUserMessage, Text: "Rename Foo to Bar in pkg/. Constraint: never edit vendor/."})
-	lastAssistant := int64(0)
-	for turn := 1; len(evs) < n; turn++ {
-		if every > 0 && turn%every == 0 && lastAssistant > 0 {
-			add(session.Event{Kind: session.KindModelCall, Provider: "scripted", Model: "scripted-1", Attrs: json.RawMessage(`{"purpose":"compaction"}`), InputTokens: 900, OutputTokens: 80})
-			add(session.Event{Kind: session.KindCompaction, Through: lastAssistant - 1, Summary: fmt.Sprintf("Summary of turns up to %d: renamed Foo in %d files.", turn, turn)})
-		}
-		digest := session.Digest(p.Messages(), tools)
-		id := fmt.Sprintf("call_%d_0", turn)
-		args := json.RawMessage(fmt.Sprintf(`{"path":"pkg/f%d.go"}`, turn))
-		add(session.Event{Kind: session.KindAssistantMessage, Text: fmt.Sprintf("Reading pkg/f%d.go.", turn),
-			ToolCalls: []session.ToolCall{{ID: id, Name: "read_file", Args: args}}, InputTokens: 300, OutputTokens: 12})
-		lastAssistant = evs[len(evs)-1].Seq
-		add(session.Event{Kind: session.KindModelCall, RequestDigest: digest, Provider: "scripted", Model: "scripted-1", InputTokens: 300, OutputTokens: 12, FinishReason: "tool_calls"})
-		add(session.Event{Kind: session.KindToolIntent, CallID: id, Tool: "read_file", Args: args})
-		add(session.Event{Kind: session.KindToolResult, CallID: id, Tool: "read_file", Status: "ok",
-			Output: "package pkg\n\n// File uses Foo.\nfunc use() { _ = Foo{} }\n" + strings.Repeat("// filler line of a realistic file\n", 4)})
-	}
-	return evs
-}
+func gen(n, every int) []session.Event { return benchgen.Replay(n, every) }
 
-func write(st recorder.Store, id string, evs []session.Event) {
-	hdr := evs[0]
-	hdr.SessionID = id
-	sess, err := st.Create(hdr, recorder.Options{NoSync: true})
-	check(err)
-	rest := make([]session.Event, 0, len(evs)-1)
-	for _, e := range evs[1:] {
-		e.Seq = 0
-		rest = append(rest, e)
-	}
-	_, err = sess.Append(rest...)
-	check(err)
-	check(sess.Close())
-	_ = os.Remove(filepath.Join(st.SessionDir(id), recorder.LeaseFile))
-}
+func write(st recorder.Store, id string, evs []session.Event) { check(benchgen.WriteLog(st, id, evs)) }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/agentctl/agentctl/cli"
+	_ "github.com/agentctl/agentctl/internal/staticlink" // static with -tags netgo,osusergo
 	"github.com/agentctl/agentctl/runner/sandbox"
 )
 

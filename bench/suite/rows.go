@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A row is one line of the table: agentctl's side (a), the reference (b;
+// nil where the goal is an absolute value), the metric both report, and
+// the goal. Rows run in order; a measure shared by two rows (the same
+// pointer) is measured once and its samples serve both.
+type row struct {
+	name   string
+	a, b   measure
+	metric string // a sample key: "s", "rss", "bytes", or a Go benchmark unit
+	goal   *goal  // nil: reported, no goal
+	quick  bool   // part of --quick
+	runs   [2]int // runs of each side, quick and full (0: 3 and 5)
+	warm   bool   // one unmeasured run of each side first (page cache)
+}
+
+// goal is a bound on the ratio a/b or on a's median.
+type goal struct {
+	value bool // on a's median, not on the ratio
+	max   bool // a bound from above (<=); else from below (>=)
+	limit float64
+	text  string
+}
+
+func ratioAtMost(x float64, text string) *goal  { return &goal{max: true, limit: x, text: text} }
+func ratioAtLeast(x float64, text string) *goal { return &goal{limit: x, text: text} }
+func valueAtMost(x float64, text string) *goal {
+	return &goal{value: true, max: true, limit: x, text: text}
+}
+func valueAtLeast(x float64, text string) *goal { return &goal{value: true, limit: x, text: text} }
+
+// gb is a Go benchmark in one of pkgs ("./proxy"); bt is its -benchtime
+// in --quick and full runs.
+func gb(pkgs, name, quickBT, fullBT string) *gobench {
+	return &gobench{pkgs: strings.Split(pkgs, "|"), name: name, benchtime: quickBT, full: fullBT}
+}
+
+// run is agentctl (static) with args.
+func run(args ...string) *proc {
+	return &proc{args: func(e *env) ([]string, error) { return append([]string{e.agentctl}, args...), nil }}
+}
+
+// queries of the history rows: the same aggregate in SQL and in jq.
+const (
+	sqlQ = `SELECT model, count(*) AS calls, sum(input_tokens + output_tokens) AS tokens, sum(cost_usd) AS cost FROM events WHERE kind = 'model_call' GROUP BY model ORDER BY model`
+	jqQ  = `select(.kind == "model_call") | [.model, (.input_tokens + .output_tokens), .cost_usd]`
+)
+
+func rows() []row {
+	startStatic := run("version")
+	startDynamic := &proc{args: func(e *env) ([]string, error) { return []string{e.dynamic, "version"}, nil }}
+
+	histQuery := func(compacted bool) *proc {
+		return &proc{args: func(e *env) ([]string, error) {
+			h, err := e.history(compacted)
+			if err != nil {
+				return nil, err
+			}
+			return []string{e.agentctl, "--home", h.home, "query", sqlQ}, nil
+		}}
+	}
+	queryBefore, queryAfter := histQuery(false), histQuery(true)
+	jq := &proc{args: func(e *env) ([]string, error) {
+		jsonl, err := e.historyJSONL()
+		if err != nil {
+			return nil, err
+		}
+		return []string{"jq", "-c", jqQ, jsonl}, nil
+	}}
+	floor := &proc{args: func(e *env) ([]string, error) {
+		h, err := e.history(true)
+		if err != nil {
+			return nil, err
+		}
+		return append([]string{e.floor, sqlQ}, h.files...), nil
+	}}
+	compaction := &recorded{get: func(e *env) (sample, error) {
+		h, err := e.history(true)
+		if err != nil {
+			return nil, err
+		}
+		return h.compact, nil
+	}}
+
+	verifyLong := &proc{args: func(e *env) ([]string, error) {
+		home, err := e.replayHome()
+		return []string{e.agentctl, "--home", home, "replay", "verify", replayLong}, err
+	}, after: func(e *env, s sample) error {
+		s["Mevents/s"] = float64(replayLongEvents) / s["s"] / 1e6
+		return nil
+	}}
+	view10k := &proc{args: func(e *env) ([]string, error) {
+		home, err := e.replayHome()
+		return []string{e.agentctl, "--home", home, "view", replayShort, "-o", filepath.Join(e.tmp, "view.html")}, err
+	}}
+
+	crash := func(flags ...string) *proc {
+		return &proc{args: func(e *env) ([]string, error) {
+			return append([]string{e.agentctl, "crashtest", filepath.Join(e.root, "bench/crashtest/scenario.yaml"), "--parallel", "2", "--json"}, flags...), nil
+		}, dir: func(e *env) string { return e.tmp }}
+	}
+	crashChild, crashInProcess := crash(), crash("--in-process")
+
+	bundleOut := func(e *env) string { return filepath.Join(e.tmp, "b.tar.zst") }
+	refOut := func(e *env) string { return filepath.Join(e.tmp, "ref.tar.zst") }
+	size := func(path func(*env) string) func(e *env, s sample) error {
+		return func(e *env, s sample) error {
+			fi, err := os.Stat(path(e))
+			if err != nil {
+				return err
+			}
+			s["bytes"] = float64(fi.Size())
+			return os.Remove(path(e)) // neither side replaces a file
+		}
+	}
+	bundle := &proc{args: func(e *env) ([]string, error) {
+		home, _, err := e.bundleHome()
+		return []string{e.agentctl, "--home", home, "bundle", bundleSession, "-o", bundleOut(e)}, err
+	}, after: size(bundleOut)}
+	tarZstd := &proc{args: func(e *env) ([]string, error) {
+		_, ws, err := e.bundleHome()
+		return []string{"sh", "-c", `tar -cf - -C "$1" . | zstd -3 -q -T1 -f -o "$2"`, "sh", ws, refOut(e)}, err
+	}, after: size(refOut)}
+
+	evalSuite := &proc{args: func(e *env) ([]string, error) {
+		suite, err := e.evalSuite()
+		if err != nil {
+			return nil, err
+		}
+		home, err := os.MkdirTemp(e.tmp, "eval-")
+		return []string{e.agentctl, "--home", home, "eval", suite, "--parallel", "2", "-q"}, err
+	}}
+	bareRuns := &proc{args: func(e *env) ([]string, error) {
+		home, err := os.MkdirTemp(e.tmp, "bare-")
+		n := e.size(evalQuick, evalFull)
+		return []string{"sh", "-c", `seq "$1" | xargs -P2 -I{} "$2" --home "$3" run -q "$4" > /dev/null`, "sh",
+			fmt.Sprint(n), e.agentctl, home, filepath.Join(e.root, "fixtures/agents/fix-typo.yaml")}, err
+	}}
+
+	importFile := "testdata/corpus/transcripts/codex/codemie-ai__codemie-code/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
+	jqImport := &proc{args: func(e *env) ([]string, error) {
+		return []string{"jq", "-c", ".", filepath.Join(e.root, importFile)}, nil
+	}}
+
+	viewOpen := gb("./view", "BenchmarkView10k/open", "3x", "5x") // skips without chromium
+	otlp := gb("./bench/otlp", "BenchmarkRun1000TurnsOTLP", "1x", "1x")
+	otlp.needEnv = "AGENTCTL_JAEGER_BIN"
+
+	verifyLongBench := gb("./bench/replay", "BenchmarkVerifyLong", "3x", "10x")
+	appendBare := gb("./recorder", "BenchmarkBareFsyncWrite", "200x", "1000x")
+
+	return []row{
+		{name: "start-up: agentctl version, static vs dynamic (ms)", a: startStatic, b: startDynamic, metric: "s", quick: true, runs: [2]int{9, 21}, warm: true,
+			goal: ratioAtMost(0.9, "static <= 0.9x dynamic")},
+		{name: "start-up: agentctl version, static vs dynamic (CPU ms)", a: startStatic, b: startDynamic, metric: "cpu", quick: true,
+			goal: ratioAtMost(0.9, "static <= 0.9x dynamic")},
+		{name: "durable append, 1 writer (events/s)", a: gb("./recorder", "BenchmarkAppendSingle", "200x", "1000x"), b: appendBare, metric: "events/s", quick: true,
+			goal: ratioAtLeast(0.8, ">= 0.8x bare write+fsync")},
+		{name: "durable append, 64 writers (events/s)", a: gb("./recorder", "BenchmarkAppendConcurrent", "2000x", "20000x"), b: appendBare, metric: "events/s", quick: true,
+			goal: ratioAtLeast(10, ">= 10x bare write+fsync")},
+		{name: "projection 100k vs 10k events (ns/event)", a: gb("./session", "BenchmarkProject/events=100000", "3x", "10x"), b: gb("./session", "BenchmarkProject/events=10000", "3x", "10x"), metric: "ns/event", quick: true,
+			goal: ratioAtMost(1.1, "linear within 10%")},
+		{name: "replay verify from disk, 1 x 100k (M events/s)", a: verifyLongBench, metric: "Mevents/s", quick: true,
+			goal: valueAtLeast(1, ">= 1 M events/s")},
+		{name: "replay verify from disk, 1 x 100k (M events per CPU s)", a: verifyLongBench, metric: "Mevents/cpu-s", quick: true},
+		{name: "replay verify from disk, 1,000 x 100 (M events/s)", a: gb("./bench/replay", "BenchmarkVerifyMany", "3x", "10x"), metric: "Mevents/s", quick: true,
+			goal: valueAtLeast(1, ">= 1 M events/s")},
+		{name: "replay verify 100k vs 10k events (ns/event)", a: verifyLongBench, b: gb("./bench/replay", "BenchmarkVerifyLong10k", "30x", "100x"), metric: "ns/event", quick: true,
+			goal: ratioAtMost(1.1, "linear within 10%")},
+		{name: "replay verify 100k, whole process (M events/s)", a: verifyLong, metric: "Mevents/s", quick: true, warm: true},
+		{name: "peak RSS: replay verify 100k (MB)", a: verifyLong, metric: "rss", quick: true},
+		{name: "query before compaction vs jq (ms)", a: queryBefore, b: jq, metric: "s", warm: true, runs: [2]int{2, 3}},
+		{name: "history compact (s)", a: compaction, metric: "s", quick: true, runs: [2]int{1, 1},
+			goal: valueAtMost(60, "< 60 s (10,000 x 100)")},
+		{name: "query after compaction vs bare DuckDB (ms)", a: queryAfter, b: floor, metric: "s", quick: true, warm: true, runs: [2]int{7, 15},
+			goal: ratioAtMost(1.5, "<= 1.5x bare DuckDB")},
+		{name: "query after compaction vs bare DuckDB (CPU ms)", a: queryAfter, b: floor, metric: "cpu", quick: true,
+			goal: ratioAtMost(1.5, "<= 1.5x bare DuckDB")},
+		{name: "query after compaction vs jq (ms)", a: queryAfter, b: jq, metric: "s", quick: true,
+			goal: ratioAtMost(0.01, ">= 100x faster than jq")},
+		{name: "peak RSS: query after compaction vs bare DuckDB (MB)", a: queryAfter, b: floor, metric: "rss", quick: true},
+		{name: "crash matrix ~200 events, child processes vs in-process (s)", a: crashChild, b: crashInProcess, metric: "s", runs: [2]int{1, 3},
+			goal: valueAtMost(10, "child processes < 10 s")},
+		{name: "bundle vs tar -c | zstd -3: time (s)", a: bundle, b: tarZstd, metric: "s", quick: true, warm: true, runs: [2]int{2, 5},
+			goal: ratioAtMost(1, "no slower")},
+		{name: "bundle vs tar -c | zstd -3: size (MB)", a: bundle, b: tarZstd, metric: "bytes", quick: true,
+			goal: ratioAtMost(1.05, "within 5%")},
+		{name: "peak RSS: bundle vs tar -c | zstd -3 (MB)", a: bundle, b: tarZstd, metric: "rss", quick: true,
+			goal: valueAtMost(100, "bundle < 100 MB")},
+		{name: "OTLP export on / off, 1,000-turn run (wall ratio)", a: otlp, metric: "wall-on/off", runs: [2]int{1, 1},
+			goal: valueAtMost(1.1, "< 1.10")},
+		{name: "eval suite --parallel 2 vs bare agentctl runs (s)", a: evalSuite, b: bareRuns, metric: "s", quick: true, runs: [2]int{1, 3}},
+		{name: "import of a 515 KB Codex rollout vs jq -c . (ms)", a: gb("./transcript", "BenchmarkImportLargest", "20x", "100x"), b: jqImport, metric: "s", quick: true, warm: true},
+		{name: "view: 10,000-event page opened in chromium (ms, wall)", a: viewOpen, metric: "ms-wall", runs: [2]int{1, 3},
+			goal: valueAtMost(2000, "< 2000 ms")},
+		{name: "view: agentctl view writing that page (ms)", a: gb("./view", "BenchmarkView10k/write", "3x", "5x"), metric: "s", runs: [2]int{1, 3}},
+		{name: "view: a generated 10,002-event session, whole process (ms)", a: view10k, metric: "s", warm: true},
+
+		// Other helpers' benchmarks, shown as "not built" until they exist.
+		{name: "proxy added latency vs direct (ns/op)", a: gb("./proxy", "BenchmarkProxyAdded", "100x", "1000x"), b: gb("./proxy", "BenchmarkProxyDirect", "100x", "1000x"), metric: "ns/op", quick: true},
+		{name: "proxy offline replay (ns/op)", a: gb("./proxy", "BenchmarkProxyReplay", "100x", "1000x"), metric: "ns/op", quick: true},
+		{name: "turn with git commit vs without (ns/op)", a: gb("./gitsafe|./runner", "BenchmarkTurnCommit", "20x", "100x"), b: gb("./gitsafe|./runner", "BenchmarkTurnNoGit", "20x", "100x"), metric: "ns/op", quick: true},
+		{name: "remote push (ns/op)", a: gb("./remote", "BenchmarkRemotePush", "3x", "10x"), metric: "ns/op", quick: true},
+		{name: "cold remote query (ns/op)", a: gb("./remote", "BenchmarkRemoteQueryCold", "3x", "10x"), metric: "ns/op", quick: true},
+		{name: "MCP tool call vs built-in (ns/op)", a: gb("./mcp", "BenchmarkMCPCall", "100x", "1000x"), b: gb("./mcp", "BenchmarkMCPDirect", "100x", "1000x"), metric: "ns/op", quick: true},
+	}
+}
+
+const (
+	evalQuick = 6
+	evalFull  = 40
+)
+
+// evalSuite writes a suite of fix-typo scenarios (status done only).
+func (e *env) evalSuite() (string, error) {
+	p := filepath.Join(e.tmp, "suite.yaml")
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	var b strings.Builder
+	b.WriteString("name: bench\nscenarios:\n")
+	for i := 1; i <= e.size(evalQuick, evalFull); i++ {
+		fmt.Fprintf(&b, "  - name: s%03d\n    agent: %s\n    assert:\n      - {status: done}\n", i, filepath.Join(e.root, "fixtures/agents/fix-typo.yaml"))
+	}
+	return p, os.WriteFile(p, []byte(b.String()), 0o644)
+}
