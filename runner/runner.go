@@ -137,7 +137,7 @@ func (r *run) now() time.Time {
 
 // Start creates a new session from cfg.Spec and runs it until it stops.
 func Start(ctx context.Context, cfg Config) (Result, error) {
-	fp, err := loadFailpoint(cfg.Failpoint)
+	fp, err := loadFailpoint(cfg.Failpoint, subID(cfg))
 	if err != nil {
 		return Result{}, err
 	}
@@ -241,7 +241,7 @@ func headerAttrs(reg *tools.Registry) json.RawMessage {
 // Resume continues a stopped session: awaiting approval, interrupted, over
 // budget, failed on a provider error, or crashed.
 func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
-	fp, err := loadFailpoint(cfg.Failpoint)
+	fp, err := loadFailpoint(cfg.Failpoint, subID(cfg))
 	if err != nil {
 		return Result{}, err
 	}

@@ -147,10 +147,8 @@ func (r *run) prepareChild(args json.RawMessage, key string, intentSeq int64, ca
 		Spec: sp, Store: r.cfg.Store, Provider: prov, Tools: reg, Observer: obs, Clock: r.cfg.Clock,
 		SessionID: id, NoSync: r.cfg.NoSync, NewProvider: r.cfg.NewProvider,
 		Parent: &Lineage{SessionID: r.id, Seq: intentSeq, Root: root},
-		// The child has no failpoint of its own: crash injection names
-		// the parent's seqs, and the parent's in-tool point covers a
-		// child that finished before its result was recorded.
-		Failpoint: func(string, int64) {},
+		// Crash injection names a child's points by its id (failpoint.go).
+		Failpoint: childFailpoint(r.cfg.Failpoint, id),
 	}}, nil
 }
 
@@ -499,4 +497,13 @@ func subagentAttrs(reg *tools.Registry, root string) json.RawMessage {
 		Root  string   `json:"root_session_id"`
 	}{reg.Names(), root})
 	return b
+}
+
+// subID is the session id a failpoint must name to fire in a run of cfg:
+// a subagent's own id, "" for a session `run` or `resume` was given.
+func subID(cfg Config) string {
+	if cfg.Parent == nil {
+		return ""
+	}
+	return cfg.SessionID
 }
