@@ -69,20 +69,20 @@ func (p Point) String() string {
 }
 
 // ParsePoints reads "all" (nil), or a comma list of N (after:N), after:N
-// or in-tool:N.
+// or in-tool:N, each optionally followed by @SESSION (a subagent's).
 func ParsePoints(s string) ([]Point, error) {
 	if s == "" || s == "all" {
 		return nil, nil
 	}
 	var out []Point
 	for _, f := range strings.Split(s, ",") {
-		f, sess, _ := strings.Cut(strings.TrimSpace(f), "@")
+		f, sess, at := strings.Cut(strings.TrimSpace(f), "@")
 		kind, n, ok := strings.Cut(f, ":")
 		if !ok {
 			kind, n = "after", kind
 		}
 		seq, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || seq < 1 || (kind != "after" && kind != "in-tool") {
+		if err != nil || seq < 1 || (kind != "after" && kind != "in-tool") || (at && sess == "") {
 			return nil, fmt.Errorf("point %q: use all, N, after:N or in-tool:N (each optionally @SESSION of a subagent)", f)
 		}
 		out = append(out, Point{kind, seq, sess})

@@ -36,8 +36,9 @@ func parseFailpoint(v string) (failpoint, error) {
 	if v == "" {
 		return failpoint{}, nil
 	}
-	v, sess, _ := strings.Cut(v, "@")
+	v, sess, at := strings.Cut(v, "@")
 	kind, n, ok := strings.Cut(v, ":")
+	ok = ok && (!at || sess != "")
 	seq, err := strconv.ParseInt(n, 10, 64)
 	if !ok || err != nil || seq < 1 || (kind != "after" && kind != "in-tool") {
 		return failpoint{}, fmt.Errorf("%s=%q: use after:SEQ or in-tool:SEQ, optionally followed by @SESSION", FailpointEnv, v)
