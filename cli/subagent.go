@@ -86,6 +86,8 @@ func sessionTree(st recorder.Store, id string) (*treeNode, error) {
 			n.Relation, n.Seq = "subagent", fold.ParentSeq
 		case fold.ForkedFrom > 0:
 			n.Relation, n.Seq = "fork", fold.ForkedFrom
+		case fold.ParentSessionID != "":
+			n.Relation = "subagent" // an imported one: the source names no call
 		}
 		if sid == id {
 			root = n
@@ -131,7 +133,10 @@ func writeTree(w io.Writer, n *treeNode) {
 		rel := ""
 		switch n.Relation {
 		case "subagent":
-			rel = fmt.Sprintf("  subagent (task call at seq %d)", n.Seq)
+			rel = "  subagent"
+			if n.Seq > 0 {
+				rel += fmt.Sprintf(" (task call at seq %d)", n.Seq)
+			}
 		case "fork":
 			rel = fmt.Sprintf("  fork (from seq %d)", n.Seq)
 		}
