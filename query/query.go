@@ -379,7 +379,9 @@ func (d *DB) sessionsView() string {
 // messages that refused or were cut at the output cap; retries counts the
 // model tries after the first of a call; imported_from and source_status
 // are an import's source tool and the end state it recorded (NULL for
-// sessions agentctl ran).
+// sessions agentctl ran); parent_session_id is the header's (a subagent's
+// or a fork's parent), parent_seq a subagent's (its parent's task intent)
+// and forked_from a fork's, NULL when the header has none.
 const sessionsView = `CREATE OR REPLACE VIEW sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
