@@ -210,6 +210,12 @@ func TestSubagentRefused(t *testing.T) {
 		{"workspace spec unconfined", `{spec: child.yaml, prompt: go}`,
 			map[string]string{"ws/child.yaml": "name: c\nmodel: {provider: scripted, id: s, script: m.yaml}\nprompt: x\ntools: [read_file]\nsandbox: {unconfined: true}\n", "ws/m.yaml": readerModel},
 			"sandbox"},
+		{"workspace spec names host files as subagents", `{spec: child.yaml, prompt: go}`,
+			map[string]string{"ws/child.yaml": "name: c\nmodel: {provider: scripted, id: s, script: m.yaml}\nprompt: x\ntools: [task, read_file]\nsubagents: {x: /etc/shadow}\n", "ws/m.yaml": readerModel},
+			"may not name more spec files"},
+		{"workspace spec runs done commands without bash", `{spec: child.yaml, prompt: go}`,
+			map[string]string{"ws/child.yaml": "name: c\nmodel: {provider: scripted, id: s, script: m.yaml}\nprompt: x\ntools: [read_file]\ndone: [{command: \"touch pwned\"}]\n", "ws/m.yaml": readerModel},
+			"has done checks, which run commands"},
 		{"unknown agent", `{agent: writer, prompt: go}`, nil, `no subagent named "writer" (declared: reader)`},
 		{"agent and spec", `{agent: reader, spec: x.yaml, prompt: go}`, nil, "agent or spec, not both"},
 		{"no prompt", `{agent: reader, prompt: ""}`, nil, "needs a prompt"},
@@ -480,6 +486,52 @@ func TestSubagentCrashReconcile(t *testing.T) {
 			}
 			if ids, _ := cfg.Store.IDs(); len(ids) != 2 {
 				t.Errorf("sessions = %v, want the parent and one child", ids)
+			}
+		})
+	}
+}
+
+// TestSubagentWorkspaceSpecAndApprovals: a subagent spec the agent wrote
+// into the workspace runs when it stays within the parent (its script in
+// the workspace too); the parent's approval rules bind the child, whose
+// gated call stops it awaiting approval, which reaches the parent as an
+// error result naming the child, not as a way round the rule.
+func TestSubagentWorkspaceSpecAndApprovals(t *testing.T) {
+	child := "name: helper\nmodel: {provider: scripted, id: scripted-1, script: m.yaml}\nprompt: x\ntools: [read_file, list_files]\n"
+	for _, tt := range []struct {
+		name, approvals, status, result string
+	}{
+		{"runs", "", session.ResultOK, "The notes say: hello from the workspace."},
+		{"gated by the parent's rule", "approvals: [{tool: read_file, path: notes.txt}]\n", session.ResultError, "ended awaiting_approval"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := subagentDir(t, map[string]string{
+				"parent.yaml":        strings.Replace(parentSpec, "script: parent.yaml", "script: model.yaml", 1) + tt.approvals,
+				"reader.yaml":        readerSpec,
+				"model.yaml":         parentModel(`{spec: sub/helper.yaml, prompt: "Read notes.txt."}`),
+				"ws/notes.txt":       "hello from the workspace\n",
+				"ws/sub/helper.yaml": child, "ws/sub/m.yaml": readerModel,
+			})
+			cfg := subagentConfig(t, filepath.Join(dir, "parent.yaml"), filepath.Join(dir, "home"))
+			res, err := Start(context.Background(), cfg)
+			if err != nil || res.Status != session.StatusDone {
+				t.Fatalf("Start = %+v, %v; want done", res, err)
+			}
+			evs := loadLog(t, cfg.Store, res.SessionID)
+			rs := ofKind(evs, session.KindToolResult)
+			if len(rs) != 1 || rs[0].Status != tt.status || !strings.Contains(rs[0].Output+rs[0].Error, tt.result) {
+				t.Fatalf("task result = %+v, want %s with %q", rs, tt.status, tt.result)
+			}
+			fin := ofKind(evs, session.KindSubagentFinished)
+			if len(fin) != 1 {
+				t.Fatalf("subagent_finished = %+v", fin)
+			}
+			kid := loadLog(t, cfg.Store, fin[0].ChildSessionID)
+			if kid[0].Name != "helper" {
+				t.Errorf("child name %q, want helper", kid[0].Name)
+			}
+			if tt.status == session.ResultError && len(ofKind(kid, session.KindToolResult)) != 0 {
+				t.Errorf("the gated read ran in the child: %+v", ofKind(kid, session.KindToolResult))
 			}
 		})
 	}

@@ -41,8 +41,10 @@ func Load(path string) (*Spec, error) {
 }
 
 // LoadChild loads the spec of a subagent its parent's task call names by
-// path (a file in the workspace) and checks it against parent like a
-// declared one.
+// path (a file in the workspace, which the agent may have written) and
+// checks it against parent like a declared one. It may not name
+// subagents: those are more spec files, anywhere on the host, that it
+// would have agentctl read (and quote in errors).
 func LoadChild(path string, parent *Spec) (*Spec, error) {
 	child, err := loadOne(path)
 	if err != nil {
@@ -51,8 +53,8 @@ func LoadChild(path string, parent *Spec) (*Spec, error) {
 	if err := CheckChild(parent, child); err != nil {
 		return nil, fmt.Errorf("subagent spec %s: %w", path, err)
 	}
-	if err := child.checkSubagents([]string{parent.Path, child.Path}); err != nil {
-		return nil, err
+	if len(child.Subagents) > 0 {
+		return nil, fmt.Errorf("subagent spec %s names subagents of its own; a spec from the workspace may not name more spec files (declare them in the top spec's subagents:)", path)
 	}
 	return child, nil
 }
