@@ -47,7 +47,7 @@ func scriptedProvider(sp *spec.Spec) (provider.Provider, error) {
 // (the task tool among them) and custom tools, its scripted model, and a
 // provider factory for subagents. Tools run unconfined: these tests are
 // about the harness, and the sandbox has tests of its own.
-func subagentConfig(t *testing.T, path string, home string) Config {
+func subagentConfig(t testing.TB, path string, home string) Config {
 	t.Helper()
 	sp, err := spec.Load(path)
 	if err != nil {
@@ -71,7 +71,7 @@ func subagentConfig(t *testing.T, path string, home string) Config {
 	return Config{Spec: sp, Store: recorder.Store{Root: home}, Provider: prov, Tools: reg, NewProvider: scriptedProvider, NoSync: true}
 }
 
-func loadLog(t *testing.T, st recorder.Store, id string) []session.Event {
+func loadLog(t testing.TB, st recorder.Store, id string) []session.Event {
 	t.Helper()
 	evs, _, err := st.Load(id)
 	if err != nil {
