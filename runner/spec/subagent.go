@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -153,11 +152,4 @@ func CheckChild(parent, child *Spec) error {
 func sandboxEmpty(s Sandbox) bool {
 	return s.Network == "" && len(s.Allow) == 0 && len(s.Env) == 0 && s.Memory == "" && s.CPU == 0 &&
 		s.Pids == "" && len(s.ReadOnly) == 0 && !s.Unconfined
-}
-
-// Confined reports whether path lies inside dir (both cleaned, neither
-// resolved: the runner resolves symlinks before it asks).
-func Confined(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
