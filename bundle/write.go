@@ -286,7 +286,10 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		want = b.opts.Workspace
 	}
 	ws, err := b.st.Workspace(id, evs[0], want)
-	if err != nil {
+	switch {
+	case prefix != "" && evs[0].ParentSeq > 0:
+		ws = "" // a subagent works in its parent's workspace, bundled with the parent
+	case err != nil:
 		fmt.Fprintf(b.opts.Warn, "agentctl: warning: the bundle has no workspace: %v\n", err)
 		ws = ""
 	}

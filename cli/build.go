@@ -88,7 +88,7 @@ func specConfig(sp *spec.Spec) (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, err
 	}
-	return runner.Config{Spec: sp, Provider: prov, Tools: reg}, nil
+	return runner.Config{Spec: sp, Provider: prov, Tools: reg, NewProvider: buildProvider}, nil
 }
 
 // specFromArg loads a spec file, with a hint when the path is wrong.

@@ -136,7 +136,7 @@ func withTelemetry(f *Factory, view runner.Observer) runner.Observer {
 		return view
 	}
 	if view == nil {
-		return live
+		return observers{live} // observers can give a subagent its exporter
 	}
 	return observers{view, live}
 }

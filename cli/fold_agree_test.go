@@ -117,6 +117,8 @@ func commandsHome(t *testing.T, fixtures string) string {
 		}
 	}
 	must(ExitOK, "run", agent("fix-typo"), "-q", "--session-id", "f01d000000000001")
+	// A parent whose subagent charges a card: children with parent_seq.
+	must(ExitOK, "run", agent("delegate-charge"), "-q", "--session-id", "f01d00000000000a")
 	alt := filepath.Join(home, "alt.yaml")
 	os.WriteFile(alt, []byte("turns:\n  - text: \"Reading it again.\"\n    tool_calls:\n      - {name: read_file, args: {path: README.md}}\n  - text: \"Done.\"\n"), 0o644)
 	must(ExitChecksFailed, "replay", "fork", "f01d000000000001", "--from", "6", "--model", "scripted/alt", "--script", alt, "-q", "--session-id", "f01d000000000002")
@@ -152,7 +154,8 @@ func compareHome(t *testing.T, home string) int {
 	}
 	defer db.Close()
 	res, err := db.Query(ctx, `SELECT session_id, name, provider, model, status, started, ended, events,
-		input_tokens, output_tokens, cost_usd, tool_calls, errors, coalesce(source_status, '') FROM sessions ORDER BY session_id`)
+		input_tokens, output_tokens, cost_usd, tool_calls, errors, coalesce(source_status, ''),
+		coalesce(parent_session_id, ''), coalesce(parent_seq, 0), coalesce(forked_from, 0) FROM sessions ORDER BY session_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +194,10 @@ func compareHome(t *testing.T, home string) int {
 			sum.Name, sum.Provider, sum.Model, sum.Status, fold.SourceStatus, tm(sum.Started), tm(sum.Ended), sum.Events, sum.InputTokens, sum.OutputTokens, sum.ToolCalls, sum.Errors)
 		if got != want {
 			t.Errorf("%s:\nview %s\nfold %s", id, got, want)
+		}
+		if got, want := fmt.Sprintf("parent=%s parent_seq=%d forked_from=%d", str(r[14]), i64(r[15]), i64(r[16])),
+			fmt.Sprintf("parent=%s parent_seq=%d forked_from=%d", fold.ParentSessionID, fold.ParentSeq, fold.ForkedFrom); got != want {
+			t.Errorf("%s: view %s, fold %s", id, got, want)
 		}
 		if c := f64(r[10]); math.Abs(c-sum.CostUSD) > 1e-9 {
 			t.Errorf("%s: cost_usd view %v, fold %v", id, c, sum.CostUSD)

@@ -140,7 +140,8 @@ func sealSession(f *Factory, id string) {
 	if id == "" {
 		return
 	}
-	results, err := history.New(f.Home).Seal(id)
+	ids := append([]string{id}, subagentsOf(f, id)...)
+	results, err := history.New(f.Home).Seal(ids...)
 	for _, r := range results {
 		if r.Err != "" && err == nil {
 			fmt.Fprintf(f.Err, "agentctl: warning: %s\n", r.Err)

@@ -273,7 +273,7 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 	}
 	rep, err := replay.Fork(ctx, replay.ForkConfig{Store: cfg.Store, SessionID: id, Events: evs, From: opts.From, Spec: sp,
 		Provider: cfg.Provider, Tools: cfg.Tools, Prompt: opts.Prompt, ForkID: opts.ForkID, Observer: cfg.Observer,
-		RerunBash: opts.RerunBash})
+		RerunBash: opts.RerunBash, NewProvider: cfg.NewProvider})
 	flushTelemetry(f, cfg.Observer)
 	if rep.SessionID == "" {
 		return err

@@ -14,7 +14,8 @@ import (
 )
 
 type sessionsOptions struct {
-	JSON bool
+	JSON   bool
+	Parent string
 }
 
 func newSessionsCmd(f *Factory, runF func(context.Context, *sessionsOptions) error) *cobra.Command {
@@ -25,8 +26,10 @@ func newSessionsCmd(f *Factory, runF func(context.Context, *sessionsOptions) err
 		Long: `List every session under the home, newest first. A session whose log is
 damaged is listed too, with the problem in the STATUS column. A session with
 no end recorded is "running" while a process holds its lease and "crashed"
-when none does ('agentctl resume' continues it).`,
-		Example: "  agentctl sessions\n  agentctl sessions --json | jq '.[] | select(.status != \"done\")'",
+when none does ('agentctl resume' continues it). --parent lists only the
+sessions a session's task calls started (its subagents) and its forks; in
+SQL, the sessions view's parent_session_id column says the same.`,
+		Example: "  agentctl sessions\n  agentctl sessions --json | jq '.[] | select(.status != \"done\")'\n  agentctl sessions --parent 3f2a",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -36,6 +39,7 @@ when none does ('agentctl resume' continues it).`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array of sessions")
+	cmd.Flags().StringVar(&opts.Parent, "parent", "", "list only the subagents and forks of this session (an id or a prefix)")
 	return cmd
 }
 
@@ -48,6 +52,13 @@ func sessionsRun(f *Factory, opts *sessionsOptions) error {
 	list, err := db.Sessions(context.Background())
 	if err != nil {
 		return err
+	}
+	if opts.Parent != "" {
+		parent, err := f.Store().Resolve(opts.Parent)
+		if err != nil {
+			return fmt.Errorf("sessions --parent: %w", err)
+		}
+		list = parentFilter(list, parent)
 	}
 	// A log with no session_finished is running while a process holds its
 	// lease and crashed otherwise: the sessions view says which.

@@ -18,6 +18,7 @@ import (
 type showOptions struct {
 	Session string
 	JSON    bool
+	Tree    bool
 }
 
 func newShowCmd(f *Factory, runF func(context.Context, *showOptions) error) *cobra.Command {
@@ -31,8 +32,12 @@ and Parquet). SESSION is an id or an unambiguous prefix of one.
 
 A log whose tail was torn by a crash is shown up to the last whole event,
 with a warning; a log corrupted before its tail is shown up to the damage
-and the command fails naming the offset.`,
-		Example: "  agentctl show 3f2a\n  agentctl show 3f2a --json | jq -c 'select(.kind==\"tool_result\")'",
+and the command fails naming the offset.
+
+With --tree, show the session with its subagents (sessions its task calls
+started) and forks, and theirs, one line each: id, how it hangs off its
+parent, name, status and totals; --json prints the tree as one object.`,
+		Example: "  agentctl show 3f2a\n  agentctl show 3f2a --json | jq -c 'select(.kind==\"tool_result\")'\n  agentctl show 3f2a --tree",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
@@ -43,6 +48,7 @@ and the command fails naming the offset.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON event per line")
+	cmd.Flags().BoolVar(&opts.Tree, "tree", false, "show the session with its subagents and forks instead of its events")
 	return cmd
 }
 
@@ -63,6 +69,9 @@ func loadSession(f *Factory, ref string) (string, []session.Event, error) {
 }
 
 func showRun(f *Factory, opts *showOptions) error {
+	if opts.Tree {
+		return showTreeRun(f, opts)
+	}
 	_, evs, loadErr := loadSession(f, opts.Session)
 	if loadErr != nil && !errors.Is(loadErr, recorder.ErrCorrupt) {
 		return loadErr
@@ -100,6 +109,8 @@ func describe(e session.Event) string {
 		switch {
 		case e.ParentSessionID != "" && e.ForkedFrom > 0:
 			s += fmt.Sprintf(" (forked from %s at seq %d)", e.ParentSessionID, e.ForkedFrom)
+		case e.ParentSessionID != "" && e.ParentSeq > 0:
+			s += fmt.Sprintf(" (a subagent of %s, task call at seq %d)", e.ParentSessionID, e.ParentSeq)
 		case e.ParentSessionID != "":
 			s += fmt.Sprintf(" (a sub-agent of %s)", e.ParentSessionID)
 		}
@@ -198,6 +209,9 @@ func describe(e session.Event) string {
 	case session.KindEvaluation:
 		return fmt.Sprintf("%s %s", e.Outcome, clip(e.Evidence, 80))
 	case session.KindSubagentStarted, session.KindSubagentFinished:
+		if e.CallID != "" { // started by agentctl's task tool
+			return subagentLine(e)
+		}
 		return fmt.Sprintf("child %s %s", e.ChildSessionID, clip(e.Output, 60))
 	case session.KindModelChanged:
 		return fmt.Sprintf("now %s/%s %s", e.Provider, e.Model, e.Reason)

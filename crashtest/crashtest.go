@@ -53,30 +53,39 @@ const maxResumes = 12
 
 // Point is where a run is killed: after event Seq is durable ("after"), or
 // inside the tool call whose intent is Seq, after its effect ("in-tool").
+// Session, when set, names a subagent the run started: the seq is of the
+// child's log, and the process (parent and child) dies there.
 type Point struct {
-	Kind string `json:"kind"`
-	Seq  int64  `json:"seq"`
+	Kind    string `json:"kind"`
+	Seq     int64  `json:"seq"`
+	Session string `json:"session,omitempty"`
 }
 
-func (p Point) String() string { return fmt.Sprintf("%s:%d", p.Kind, p.Seq) }
+func (p Point) String() string {
+	if p.Session != "" {
+		return fmt.Sprintf("%s:%d@%s", p.Kind, p.Seq, p.Session)
+	}
+	return fmt.Sprintf("%s:%d", p.Kind, p.Seq)
+}
 
 // ParsePoints reads "all" (nil), or a comma list of N (after:N), after:N
-// or in-tool:N.
+// or in-tool:N, each optionally followed by @SESSION (a subagent's).
 func ParsePoints(s string) ([]Point, error) {
 	if s == "" || s == "all" {
 		return nil, nil
 	}
 	var out []Point
 	for _, f := range strings.Split(s, ",") {
-		kind, n, ok := strings.Cut(strings.TrimSpace(f), ":")
+		f, sess, at := strings.Cut(strings.TrimSpace(f), "@")
+		kind, n, ok := strings.Cut(f, ":")
 		if !ok {
 			kind, n = "after", kind
 		}
 		seq, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || seq < 1 || (kind != "after" && kind != "in-tool") {
-			return nil, fmt.Errorf("point %q: use all, N, after:N or in-tool:N", f)
+		if err != nil || seq < 1 || (kind != "after" && kind != "in-tool") || (at && sess == "") {
+			return nil, fmt.Errorf("point %q: use all, N, after:N or in-tool:N (each optionally @SESSION of a subagent)", f)
 		}
-		out = append(out, Point{kind, seq})
+		out = append(out, Point{kind, seq, sess})
 	}
 	return out, nil
 }
@@ -138,8 +147,12 @@ func (o Options) exec(ctx context.Context, home, failpoint string, args ...strin
 		}
 		at = ps[0]
 	}
+	want := at.Kind
+	if at.Session != "" {
+		want += "@" + at.Session // a subagent's point (runner's childFailpoint)
+	}
 	cfg.Failpoint = func(kind string, seq int64) {
-		if kind == at.Kind && seq == at.Seq {
+		if kind == want && seq == at.Seq {
 			panic(crash{})
 		}
 	}
@@ -197,6 +210,7 @@ type Baseline struct {
 	Events    int    `json:"events"`
 	Workspace string `json:"workspace_sha256"`
 	lines     map[string]int
+	children  int
 }
 
 // result is the --json object of `agentctl run|resume`.
@@ -233,10 +247,22 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.Baseline = Baseline{Status: res.Status, Events: len(evs), Workspace: digest, lines: lines}
+	rep.Baseline = Baseline{Status: res.Status, Events: len(evs), Workspace: digest, lines: lines, children: len(subagents(home))}
 	points := o.Points
 	if points == nil {
 		points = allPoints(evs)
+		// The subagents the run started: their ids derive from the task
+		// calls' keys, the same in every run of the matrix.
+		for _, id := range subagents(home) {
+			kid, _, err := recorder.ReadFile(filepath.Join(home, "sessions", id, recorder.LogFile))
+			if err != nil {
+				return rep, fmt.Errorf("the uncrashed run's subagent %s: %w", id, err)
+			}
+			for _, p := range allPoints(kid) {
+				p.Session = id
+				points = append(points, p)
+			}
+		}
 	}
 	rep.Outcomes = make([]Outcome, len(points))
 	var mu sync.Mutex
@@ -273,9 +299,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 func allPoints(evs []session.Event) []Point {
 	var ps []Point
 	for _, e := range evs {
-		ps = append(ps, Point{"after", e.Seq})
+		ps = append(ps, Point{Kind: "after", Seq: e.Seq})
 		if e.Kind == session.KindToolIntent && e.IdempotencyKey != "" {
-			ps = append(ps, Point{"in-tool", e.Seq})
+			ps = append(ps, Point{Kind: "in-tool", Seq: e.Seq})
 		}
 	}
 	return ps
@@ -345,6 +371,25 @@ func (o Options) point(ctx context.Context, i int, p Point, base Baseline) Outco
 	out.Duplicates += dups
 	for _, id := range unresolved {
 		bad("intent %s has no result and no needs_human", id)
+	}
+	for _, sub := range subagents(home) {
+		kid, _, err := recorder.ReadFile(filepath.Join(home, "sessions", sub, recorder.LogFile))
+		if err != nil {
+			bad("subagent %s: %v", sub, err)
+			continue
+		}
+		d, un, nh := intentOutcomes(kid)
+		out.Duplicates += d
+		needsHuman = needsHuman || nh
+		for _, id := range un {
+			bad("subagent %s: intent %s has no result and no needs_human", sub, id)
+		}
+		if st := session.Fold(kid).Status(); out.Status == string(session.StatusDone) && st != session.StatusDone {
+			bad("subagent %s ended %s under a parent that is done", sub, st)
+		}
+	}
+	if base.children > 0 && len(subagents(home)) != base.children {
+		bad("%d subagent sessions, the uncrashed run had %d (a child started twice, or never)", len(subagents(home)), base.children)
 	}
 	digest, lines, err := hashTree(ws)
 	if err != nil {
@@ -520,4 +565,17 @@ func extraLines(got, want map[string]int) int {
 		}
 	}
 	return n
+}
+
+// subagents lists the sessions of a home other than the crash test's own:
+// the subagents its run started (and theirs), sorted.
+func subagents(home string) []string {
+	ids, _ := recorder.Store{Root: home}.IDs()
+	var out []string
+	for _, id := range ids {
+		if id != SessionID {
+			out = append(out, id)
+		}
+	}
+	return out
 }

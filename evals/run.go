@@ -297,7 +297,8 @@ func (e *engine) start(ctx context.Context, sc *Scenario, obs runner.Observer) (
 	if err != nil {
 		return runner.Result{}, err
 	}
-	return runner.Start(ctx, runner.Config{Spec: &sp, Store: e.cfg.Store, Provider: prov, Tools: reg, Observer: obs})
+	return runner.Start(ctx, runner.Config{Spec: &sp, Store: e.cfg.Store, Provider: prov, Tools: reg, Observer: obs,
+		NewProvider: e.cfg.Provider}) // the same factory builds a subagent's model
 }
 
 // replay re-runs the scenario's recorded session offline; the replay is

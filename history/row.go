@@ -33,6 +33,7 @@ type Row struct {
 	Workspace       string `parquet:"workspace,optional"`
 	ParentSessionID string `parquet:"parent_session_id,optional"`
 	ForkedFrom      int64  `parquet:"forked_from,optional"`
+	ParentSeq       int64  `parquet:"parent_seq,optional"`
 
 	Text      string `parquet:"text,optional"`
 	ToolCalls string `parquet:"tool_calls,optional"`
@@ -86,7 +87,7 @@ func FromEvent(id string, e session.Event) (Row, error) {
 		Name: e.Name, Provider: e.Provider, Model: e.Model, System: e.System, Spec: string(e.Spec),
 		SpecPath: e.SpecPath, SpecHash: e.SpecHash, AgentctlVersion: e.AgentctlVersion,
 		HarnessCommit: e.HarnessCommit, Workspace: e.Workspace, ParentSessionID: e.ParentSessionID,
-		ForkedFrom: e.ForkedFrom, Text: e.Text, RequestDigest: e.RequestDigest, LatencyMS: e.LatencyMS,
+		ForkedFrom: e.ForkedFrom, ParentSeq: e.ParentSeq, Text: e.Text, RequestDigest: e.RequestDigest, LatencyMS: e.LatencyMS,
 		InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, CostUSD: e.CostUSD,
 		FinishReason: e.FinishReason, CallID: e.CallID, Tool: e.Tool, Args: string(e.Args),
 		IdempotencyKey: e.IdempotencyKey, Output: e.Output, Artifact: e.Artifact, Scope: e.Scope,
@@ -124,7 +125,7 @@ func (r Row) Event() (session.Event, error) {
 		Seq: r.Seq, TS: r.TS, Kind: session.Kind(r.Kind), Name: r.Name, Provider: r.Provider, Model: r.Model,
 		System: r.System, Spec: rawJSON(r.Spec), SpecPath: r.SpecPath, SpecHash: r.SpecHash,
 		AgentctlVersion: r.AgentctlVersion, HarnessCommit: r.HarnessCommit, Workspace: r.Workspace,
-		ParentSessionID: r.ParentSessionID, ForkedFrom: r.ForkedFrom, Text: r.Text,
+		ParentSessionID: r.ParentSessionID, ForkedFrom: r.ForkedFrom, ParentSeq: r.ParentSeq, Text: r.Text,
 		RequestDigest: r.RequestDigest, LatencyMS: r.LatencyMS, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, CostUSD: r.CostUSD, FinishReason: r.FinishReason, CallID: r.CallID,
 		Tool: r.Tool, Args: rawJSON(r.Args), IdempotencyKey: r.IdempotencyKey, Output: r.Output,

@@ -22,8 +22,10 @@
 //	            corrupt when damaged; a test holds the view to the Go fold;
 //	            also the cache token sums, refusals, truncations (turns cut
 //	            at the output cap), retries (model tries after the first
-//	            of a call), and for an import its imported_from and
-//	            source_status (the end state the source recorded)
+//	            of a call), for an import its imported_from and
+//	            source_status (the end state the source recorded), and the
+//	            header's parent_session_id, parent_seq (a subagent's: its
+//	            parent's task intent) and forked_from (a fork's)
 //	tool_calls  one row per call (its id and requesting message) that was
 //	            dispatched or answered: its last tool_intent joined with its
 //	            last tool_result, and a later reconciliation's outcome

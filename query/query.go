@@ -309,7 +309,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 // before still has them (NULL).
 const addedColumns = `SELECT NULL::VARCHAR AS refusal, NULL::BIGINT AS cache_read_input_tokens,
   NULL::BIGINT AS cache_creation_input_tokens, NULL::BIGINT AS max_tokens, NULL::VARCHAR AS response_id,
-  NULL::VARCHAR AS error_type, NULL::BIGINT AS attempt WHERE false`
+  NULL::VARCHAR AS error_type, NULL::BIGINT AS attempt, NULL::BIGINT AS parent_seq WHERE false`
 
 // needDerived reports whether q may use the sessions or tool_calls views:
 // it names one, or lists the catalog. Binding those two views costs more
@@ -379,14 +379,16 @@ func (d *DB) sessionsView() string {
 // messages that refused or were cut at the output cap; retries counts the
 // model tries after the first of a call; imported_from and source_status
 // are an import's source tool and the end state it recorded (NULL for
-// sessions agentctl ran).
+// sessions agentctl ran); parent_session_id is the header's (a subagent's
+// or a fork's parent), parent_seq a subagent's (its parent's task intent)
+// and forked_from a fork's, NULL when the header has none.
 const sessionsView = `CREATE OR REPLACE VIEW sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
   events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd,
   coalesce(t.n, 0) AS tool_calls, errors,
   cache_read_input_tokens, cache_creation_input_tokens, refusals, truncations, retries,
-  imported_from, source_status
+  imported_from, source_status, parent_session_id, parent_seq, forked_from
 FROM (
   SELECT session_id,
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
@@ -410,7 +412,10 @@ FROM (
     count(*) FILTER (WHERE kind = 'assistant_message' AND finish_reason = 'length') AS truncations,
     count(*) FILTER (WHERE kind = 'model_call' AND attempt > 1) AS retries,
     nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') AS imported_from,
-    nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.source_status'), seq) FILTER (WHERE kind = 'session_started'), '') AS source_status
+    nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.source_status'), seq) FILTER (WHERE kind = 'session_started'), '') AS source_status,
+    nullif(arg_min(parent_session_id, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), '') AS parent_session_id,
+    nullif(arg_min(parent_seq, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS parent_seq,
+    nullif(arg_min(forked_from, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS forked_from
   FROM events GROUP BY session_id
 ) LEFT JOIN (SELECT session_id, count(*) AS n FROM tool_calls GROUP BY session_id) t USING (session_id)`
 

@@ -30,7 +30,7 @@ func (d *DB) Sessions(ctx context.Context) ([]recorder.Summary, error) {
 
 func (d *DB) sessions(ctx context.Context) ([]recorder.Summary, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT session_id, name, provider, model, status, started, ended,
-		events, input_tokens, output_tokens, cost_usd, tool_calls, errors FROM sessions`)
+		events, input_tokens, output_tokens, cost_usd, tool_calls, errors, parent_session_id FROM sessions`)
 	if err != nil {
 		return nil, err
 	}
@@ -39,13 +39,14 @@ func (d *DB) sessions(ctx context.Context) ([]recorder.Summary, error) {
 	var out []recorder.Summary
 	for rows.Next() {
 		var s recorder.Summary
-		var name, prov, model, status sql.NullString
+		var name, prov, model, status, parent sql.NullString
 		var started, ended sql.NullTime
 		if err := rows.Scan(&s.SessionID, &name, &prov, &model, &status, &started, &ended,
-			&s.Events, &s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.ToolCalls, &s.Errors); err != nil {
+			&s.Events, &s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.ToolCalls, &s.Errors, &parent); err != nil {
 			return nil, err
 		}
 		s.Name, s.Provider, s.Model, s.Status = name.String, prov.String, model.String, session.Status(status.String)
+		s.ParentSessionID = parent.String
 		s.Started, s.Ended = localTime(started), localTime(ended)
 		if ls, ok := d.logs[s.SessionID]; ok {
 			s.Torn = ls.Torn

@@ -192,6 +192,8 @@ type Summary struct {
 	Errors       int64          `json:"errors"`
 	Torn         bool           `json:"torn"`
 	Err          string         `json:"err,omitempty"`
+	// ParentSessionID is the session this one is a subagent or a fork of.
+	ParentSessionID string `json:"parent_session_id,omitempty"`
 }
 
 // Summarize summarizes the events of session id as session.State folds
@@ -212,7 +214,7 @@ func SummaryOf(id string, st *session.State, tail Tail, err error) Summary {
 		SessionID: id, Name: st.Name, Provider: st.Provider, Model: st.Model, Status: st.Status(),
 		Started: st.Started, Ended: st.Ended(), Events: st.Events,
 		InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CostUSD: st.CostUSD,
-		ToolCalls: st.ToolCalls, Errors: st.Errors, Torn: tail.Torn,
+		ToolCalls: st.ToolCalls, Errors: st.Errors, Torn: tail.Torn, ParentSessionID: st.ParentSessionID,
 	}
 	if err != nil {
 		sum.Err = err.Error()

@@ -42,6 +42,9 @@ type ForkConfig struct {
 	// calls again, in the sandbox and in log order: their effects are not
 	// in the log, so without it a fork past a bash call is refused.
 	RerunBash bool
+	// NewProvider builds the model of a subagent the fork's task calls
+	// start (runner.Config.NewProvider).
+	NewProvider func(*spec.Spec) (provider.Provider, error)
 }
 
 // ForkReport is the outcome of a fork; --json prints it.
@@ -210,7 +213,7 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 		// SetTurn so Resume does not skip the turns the original used.
 		prov = noSetTurn{prov}
 	}
-	rc := runner.Config{Spec: cfg.Spec, Store: cfg.Store, Provider: prov, Tools: cfg.Tools, Observer: cfg.Observer}
+	rc := runner.Config{Spec: cfg.Spec, Store: cfg.Store, Provider: prov, Tools: cfg.Tools, Observer: cfg.Observer, NewProvider: cfg.NewProvider}
 	res, err := runner.Resume(ctx, rc, id)
 	rep.Result = res
 	return rep, err

@@ -100,10 +100,10 @@ func (r *run) modelBudget(req provider.Request) (maxOut int64, over string) {
 	r.capBy = ""
 	in := estimateRequest(req)
 	if b.MaxTokens > 0 {
-		left := b.MaxTokens - r.st.Tokens() - in
+		left := b.MaxTokens - r.tokensSpent() - in
 		if left < 1 {
 			return 0, fmt.Sprintf("max_tokens %d: %d spent and the next call needs about %d input tokens",
-				b.MaxTokens, r.st.Tokens(), in)
+				b.MaxTokens, r.tokensSpent(), in)
 		}
 		if left < maxOut {
 			maxOut, r.capBy = left, fmt.Sprintf("max_tokens %d", b.MaxTokens)
@@ -114,14 +114,14 @@ func (r *run) modelBudget(req provider.Request) (maxOut int64, over string) {
 		if !ok {
 			return 0, fmt.Sprintf("max_cost_usd %.4f: model %s has no price to reserve against", b.MaxCostUSD, r.st.Model)
 		}
-		left := b.MaxCostUSD - r.st.CostUSD - p.Cost(provider.Usage{Input: in})
+		left := b.MaxCostUSD - r.costSpent() - p.Cost(provider.Usage{Input: in})
 		fits := int64(math.MaxInt64)
 		if p.Output > 0 {
 			fits = int64(math.Floor(left / p.Output * 1e6))
 		}
 		if left <= 0 || fits < 1 {
 			return 0, fmt.Sprintf("max_cost_usd %.4f: $%.4f spent and the next call's %d input tokens and 1 output token would cost about $%.4f",
-				b.MaxCostUSD, r.st.CostUSD, in, p.Cost(provider.Usage{Input: in, Output: 1}))
+				b.MaxCostUSD, r.costSpent(), in, p.Cost(provider.Usage{Input: in, Output: 1}))
 		}
 		if maxOut <= 0 || fits < maxOut {
 			maxOut, r.capBy = fits, fmt.Sprintf("max_cost_usd %.4f", b.MaxCostUSD)
@@ -138,14 +138,14 @@ func (r *run) modelBudget(req provider.Request) (maxOut int64, over string) {
 // stopped goes on.
 func (r *run) spent() string {
 	b := r.budget()
-	if b.MaxToolCalls > 0 && r.st.ToolCalls >= b.MaxToolCalls {
+	if b.MaxToolCalls > 0 && r.callsSpent() >= b.MaxToolCalls {
 		return fmt.Sprintf("max_tool_calls %d: all used", b.MaxToolCalls)
 	}
-	if b.MaxTokens > 0 && r.st.Tokens() >= b.MaxTokens {
-		return fmt.Sprintf("max_tokens %d: %d spent", b.MaxTokens, r.st.Tokens())
+	if b.MaxTokens > 0 && r.tokensSpent() >= b.MaxTokens {
+		return fmt.Sprintf("max_tokens %d: %d spent", b.MaxTokens, r.tokensSpent())
 	}
-	if b.MaxCostUSD > 0 && r.st.CostUSD >= b.MaxCostUSD {
-		return fmt.Sprintf("max_cost_usd %.4f: $%.4f spent", b.MaxCostUSD, r.st.CostUSD)
+	if b.MaxCostUSD > 0 && r.costSpent() >= b.MaxCostUSD {
+		return fmt.Sprintf("max_cost_usd %.4f: $%.4f spent", b.MaxCostUSD, r.costSpent())
 	}
 	if b.MaxWall > 0 && r.wall() >= b.MaxWall {
 		return fmt.Sprintf("max_wall %s: %s spent", b.MaxWall, r.wall().Round(time.Millisecond))

@@ -18,6 +18,10 @@
 //     "cancel" in the session folder) stops dispatch, keeps partial text as
 //     `interrupted`, cancels running tools and closes dangling calls.
 //
+// The task tool starts a subagent: a child run of this same loop, with its
+// own session, called from the parent's tool dispatch and reconciled by
+// the parent's resume (subagent.go has the rules).
+//
 // The log is written before anything is shown, so what a user sees was
 // already durable. A Runner is used for one run at a time.
 package runner

@@ -32,6 +32,13 @@ func (r *run) reconcile(ctx context.Context) (Result, bool, error) {
 		if !cs.Intent {
 			continue
 		}
+		if cs.Call.Name == tools.NameTask {
+			// A subagent: resume it or take its result (subagent.go).
+			if res, stopped, err := r.reconcileTask(ctx, cs); stopped || err != nil {
+				return res, true, err
+			}
+			continue
+		}
 		outcome, output, why := r.settle(ctx, cs)
 		ev := session.Event{Kind: session.KindReconciled, CallID: cs.Call.ID, Tool: cs.Call.Name,
 			IdempotencyKey: cs.IntentKey, Outcome: outcome, Output: output, Reason: why}

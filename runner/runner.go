@@ -77,6 +77,12 @@ type Config struct {
 	// differs from the recorded git state: WorkspaceAccept or
 	// WorkspaceReset; "" refuses (a *WorkspaceMismatchError).
 	WorkspaceChoice string
+	// NewProvider builds the provider of a subagent's spec (the task
+	// tool); without it task calls fail with an error result.
+	NewProvider func(*spec.Spec) (provider.Provider, error)
+	// Parent, for a subagent, names its parent in the new session's
+	// header (parent_session_id, parent_seq; attrs root_session_id).
+	Parent *Lineage
 }
 
 // Result is the outcome of Start or Resume. Err is set when the run ended
@@ -140,7 +146,7 @@ func (r *run) now() time.Time {
 
 // Start creates a new session from cfg.Spec and runs it until it stops.
 func Start(ctx context.Context, cfg Config) (Result, error) {
-	fp, err := loadFailpoint(cfg.Failpoint)
+	fp, err := loadFailpoint(cfg.Failpoint, subID(cfg))
 	if err != nil {
 		return Result{}, err
 	}
@@ -184,6 +190,10 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		Workspace:       ws,
 		Attrs:           headerAttrs(cfg.Tools),
 		Text:            prompt,
+	}
+	if p := cfg.Parent; p != nil {
+		header.ParentSessionID, header.ParentSeq = p.SessionID, p.Seq
+		header.Attrs = subagentAttrs(cfg.Tools, p.Root)
 	}
 	// Stamp the header here so the state folded in memory and the log
 	// agree on when the session started.
@@ -251,7 +261,7 @@ func headerAttrs(reg *tools.Registry) json.RawMessage {
 // Resume continues a stopped session: awaiting approval, interrupted, over
 // budget, failed on a provider error, or crashed.
 func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
-	fp, err := loadFailpoint(cfg.Failpoint)
+	fp, err := loadFailpoint(cfg.Failpoint, subID(cfg))
 	if err != nil {
 		return Result{}, err
 	}
@@ -733,6 +743,18 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 		if err := r.append(session.Event{Kind: session.KindToolIntent, CallID: cs.Call.ID, Tool: name,
 			Args: cs.Call.Args, IdempotencyKey: key}); err != nil {
 			return r.result(), true, err
+		}
+		if name == tools.NameTask {
+			// A child harness, not a tool process (subagent.go).
+			interrupted, err := r.runTask(ctx, cs, args, key)
+			if err != nil {
+				return r.result(), true, err
+			}
+			if interrupted {
+				out, err := r.interrupt(ctx, "", calls[i+1:])
+				return out, true, err
+			}
+			continue
 		}
 		res, cut := r.execute(ctx, t, cs, args, key)
 		if r.gitErr != nil {

@@ -70,6 +70,7 @@ const (
 	fWorkspace
 	fParentSessionID
 	fForkedFrom
+	fParentSeq
 	fText
 	fToolCalls
 	fRequestDigest
@@ -253,6 +254,8 @@ func (p *parser) field(e *Event, k []byte) bool {
 		f, s = fParentSessionID, &e.ParentSessionID
 	case "forked_from":
 		f, n = fForkedFrom, &e.ForkedFrom
+	case "parent_seq":
+		f, n = fParentSeq, &e.ParentSeq
 	case "text":
 		f, s = fText, &e.Text
 	case "tool_calls":

@@ -128,6 +128,10 @@ type Event struct {
 	Workspace       string          `json:"workspace,omitempty"`
 	ParentSessionID string          `json:"parent_session_id,omitempty"`
 	ForkedFrom      int64           `json:"forked_from,omitempty"`
+	// ParentSeq, on a subagent's header, is the seq of the parent's
+	// tool_intent of the task call that started it (parent_session_id
+	// names the parent). A fork has forked_from instead.
+	ParentSeq int64 `json:"parent_seq,omitempty"`
 
 	// user_message, assistant_message, interrupted (partial text), a
 	// model_call that failed after text had streamed (that text).

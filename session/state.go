@@ -76,7 +76,9 @@ type State struct {
 	Started         time.Time `json:"started"`
 	ParentSessionID string    `json:"parent_session_id,omitempty"`
 	ForkedFrom      int64     `json:"forked_from,omitempty"`
-	ImportedFrom    string    `json:"imported_from,omitempty"`
+	// ParentSeq is a subagent's parent_seq (its parent's task intent).
+	ParentSeq    int64  `json:"parent_seq,omitempty"`
+	ImportedFrom string `json:"imported_from,omitempty"`
 	// SourceStatus is an import's end state as its source recorded it (an
 	// exit status, a stop reason, an agent state: the header's attrs
 	// source_status), "" when the source records none.
@@ -129,6 +131,11 @@ type State struct {
 	// without git state.
 	GitSHA string `json:"git_sha,omitempty"`
 	GitSeq int64  `json:"git_seq,omitempty"`
+	// Subagents is what the session's children spent, as their
+	// subagent_finished events report it: the parent's budget is charged
+	// its own model calls and tool calls plus these (the runner's
+	// carve-out). The figures above count the session's own events only.
+	Subagents Spend `json:"subagents,omitzero"`
 
 	// Calls in the order they were requested (orphans where they appear).
 	Calls []*Call `json:"calls,omitempty"`
@@ -262,7 +269,7 @@ func (s *State) Add(e Event) {
 		if s.Events == 1 {
 			s.ID, s.Name, s.System, s.Started = e.SessionID, e.Name, e.System, e.TS
 			s.PinnedProvider, s.PinnedModel = e.Provider, e.Model
-			s.ParentSessionID, s.ForkedFrom = e.ParentSessionID, e.ForkedFrom
+			s.ParentSessionID, s.ForkedFrom, s.ParentSeq = e.ParentSessionID, e.ForkedFrom, e.ParentSeq
 			s.ImportedFrom, s.SourceStatus = importAttrs(e)
 			s.Budget = specBudget(e.Spec)
 		}
@@ -352,6 +359,8 @@ func (s *State) Add(e Event) {
 		if e.ChildSessionID != "" {
 			s.Children = append(s.Children, e.ChildSessionID)
 		}
+	case KindSubagentFinished:
+		s.Subagents.add(e)
 	case KindSessionFinished:
 		ev := e
 		s.Finished = &ev
@@ -476,6 +485,39 @@ func (s *State) Reason() string {
 
 // Tokens is every token spent, input and output.
 func (s *State) Tokens() int64 { return s.InputTokens + s.OutputTokens }
+
+// Spend is what a subagent spent, in the figures a budget limits.
+type Spend struct {
+	InputTokens  int64   `json:"input_tokens,omitempty"`
+	OutputTokens int64   `json:"output_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+	ToolCalls    int64   `json:"tool_calls,omitempty"`
+}
+
+// SpendAttrs is the attrs of a subagent_finished event: the tool calls
+// the child made (its tokens and cost are the event's own fields).
+func SpendAttrs(sp Spend) json.RawMessage {
+	b, _ := json.Marshal(map[string]int64{"tool_calls": sp.ToolCalls})
+	return b
+}
+
+// add folds the spend a subagent_finished reports: input_tokens,
+// output_tokens and cost_usd, and attrs {"tool_calls": N}.
+func (sp *Spend) add(e Event) {
+	sp.InputTokens += e.InputTokens
+	sp.OutputTokens += e.OutputTokens
+	sp.CostUSD += e.CostUSD
+	if len(e.Attrs) > 0 {
+		var a struct {
+			ToolCalls int64 `json:"tool_calls"`
+		}
+		_ = json.Unmarshal(e.Attrs, &a)
+		sp.ToolCalls += max(0, a.ToolCalls)
+	}
+}
+
+// Tokens is every token the subagents spent.
+func (sp Spend) Tokens() int64 { return sp.InputTokens + sp.OutputTokens }
 
 // OpenCalls lists the calls of the latest assistant message that no event
 // has ended yet, in call order: what a resume picks up.

@@ -53,6 +53,10 @@ type Live struct {
 	tokens   genaiconv.ClientTokenUsage
 	duration genaiconv.ClientOperationDuration
 	done     bool
+
+	// parent, for a Child, is the exporter whose queue and metrics it
+	// uses.
+	parent *Live
 }
 
 // NewLive builds the exporters cfg asks for. It does not connect: an
@@ -166,6 +170,14 @@ func (l *Live) Event(e session.Event) {
 func (l *Live) Text(string) {}
 
 func (l *Live) emit(s tracetest.SpanStub) {
+	if p := l.parent; p != nil {
+		if !l.mute {
+			p.mu.Lock()
+			p.emit(s)
+			p.mu.Unlock()
+		}
+		return
+	}
 	if l.mute || l.bsp == nil {
 		return
 	}
@@ -174,6 +186,14 @@ func (l *Live) emit(s tracetest.SpanStub) {
 }
 
 func (l *Live) record(c Chat) {
+	if p := l.parent; p != nil {
+		if !l.mute {
+			p.mu.Lock()
+			p.record(c)
+			p.mu.Unlock()
+		}
+		return
+	}
 	if l.mute || l.mp == nil {
 		return
 	}
@@ -309,4 +329,12 @@ func oneLine(s string) string {
 		s = s[:max] + "…"
 	}
 	return s
+}
+
+// Child returns an exporter of another session (a subagent run in the
+// same process) that shares l's queue and metrics: its spans are counted
+// in l's Report and flushed by l's Shutdown. Its builder is its own; a
+// subagent's header puts its spans in the trace of the top session.
+func (l *Live) Child() *Live {
+	return &Live{cfg: l.cfg, parent: l}
 }

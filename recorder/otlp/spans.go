@@ -139,6 +139,10 @@ type builder struct {
 	system   string
 	server   serverAddr
 
+	// under is the span a subagent's runs nest under: its parent's
+	// execute_tool span of the task call (invalid for a top session).
+	under trace.SpanContext
+
 	inv        *openSpan
 	compaction *openSpan
 	tools      map[string]*openSpan
@@ -206,8 +210,33 @@ func (b *builder) invocation(e session.Event) *openSpan {
 			attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(jsonString([]part{{Type: "text", Content: b.system}})))
 		}
 		b.inv = b.open("invoke_agent", e.Seq, name, trace.SpanKindInternal, e.TS, nil, attrs...)
+		if b.under.IsValid() {
+			b.inv.stub.Parent = b.under
+		}
 	}
 	return b.inv
+}
+
+// nest puts a subagent's spans in the trace of the session at the top of
+// its tree (the header's attrs root_session_id, else its parent), each
+// run under the parent's execute_tool span of the task call whose intent
+// is parent_seq: the ids an export of the parent's log gives that span.
+func (b *builder) nest(hdr session.Event) {
+	if hdr.ParentSessionID == "" || hdr.ParentSeq <= 0 {
+		return
+	}
+	root := hdr.ParentSessionID
+	if len(hdr.Attrs) > 0 {
+		var a struct {
+			Root string `json:"root_session_id"`
+		}
+		if json.Unmarshal(hdr.Attrs, &a) == nil && a.Root != "" {
+			root = a.Root
+		}
+	}
+	b.traceID = TraceID(root)
+	b.under = trace.NewSpanContext(trace.SpanContextConfig{TraceID: b.traceID,
+		SpanID: SpanID(hdr.ParentSessionID, "execute_tool", hdr.ParentSeq), TraceFlags: trace.FlagsSampled})
 }
 
 func (b *builder) add(e session.Event) {
@@ -217,6 +246,9 @@ func (b *builder) add(e session.Event) {
 	if e.Kind == session.KindSessionStarted {
 		b.agent, b.provider, b.model, b.system = e.Name, e.Provider, e.Model, e.System
 		b.agentID, b.server = e.SpecHash, serverOf(e.Provider, e.Spec)
+		if e.Seq <= 1 {
+			b.nest(e)
+		}
 	}
 	inv := b.invocation(e)
 	switch e.Kind {

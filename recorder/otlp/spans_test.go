@@ -294,3 +294,48 @@ func TestErrorTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestSubagentSpansNest: a subagent's header (parent_session_id,
+// parent_seq, attrs root_session_id) puts every span of its log in the
+// trace of the top session, each run under the parent's execute_tool
+// span of the task call, with the id an export of the parent's log gives
+// that span; a fork (forked_from) keeps its own trace.
+func TestSubagentSpansNest(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	log := func(hdr session.Event) []session.Event {
+		hdr.Seq, hdr.TS, hdr.Kind, hdr.Name = 1, t0, session.KindSessionStarted, "kid"
+		return []session.Event{hdr,
+			{Seq: 2, TS: t0.Add(time.Second), Kind: session.KindUserMessage, Text: "go"},
+			{Seq: 3, TS: t0.Add(2 * time.Second), Kind: session.KindSessionFinished, Status: "done"}}
+	}
+	tests := []struct {
+		name  string
+		hdr   session.Event
+		trace string
+		under string // session whose execute_tool span at seq 7 is the parent, or ""
+	}{
+		{"child of the top session", session.Event{ParentSessionID: "top", ParentSeq: 7}, "top", "top"},
+		{"grandchild", session.Event{ParentSessionID: "mid", ParentSeq: 7, Attrs: json.RawMessage(`{"tools":[],"root_session_id":"top"}`)}, "top", "mid"},
+		{"fork", session.Event{ParentSessionID: "top", ForkedFrom: 7}, "kid", ""},
+		{"top session", session.Event{}, "kid", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spans := Spans("kid", log(tt.hdr), Options{})
+			if len(spans) != 1 {
+				t.Fatalf("%d spans, want the one run", len(spans))
+			}
+			s := spans[0]
+			if s.SpanContext.TraceID() != TraceID(tt.trace) {
+				t.Errorf("trace = %s, want %s's", s.SpanContext.TraceID(), tt.trace)
+			}
+			want := trace.SpanID{}
+			if tt.under != "" {
+				want = SpanID(tt.under, "execute_tool", 7)
+			}
+			if s.Parent.SpanID() != want || (tt.under != "" && s.Parent.TraceID() != TraceID(tt.trace)) {
+				t.Errorf("parent = %s/%s, want %s", s.Parent.TraceID(), s.Parent.SpanID(), want)
+			}
+		})
+	}
+}

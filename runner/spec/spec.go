@@ -55,6 +55,9 @@ type Spec struct {
 	// feature-list.json) that the harness shows the model on resume and
 	// after a compaction; see progress.go.
 	Progress []string `yaml:"progress" json:"progress,omitempty"`
+	// Subagents names the child specs the task tool's agent argument can
+	// pick, each a spec file relative to this one (see subagent.go).
+	Subagents map[string]string `yaml:"subagents" json:"subagents,omitempty"`
 
 	// Path is the absolute path of the spec file; Dir its directory.
 	Path string `yaml:"-" json:"-"`
@@ -344,8 +347,9 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
 }
 
-// Load reads, strictly decodes, validates and resolves a spec file.
-func Load(path string) (*Spec, error) {
+// loadOne reads, strictly decodes, validates and resolves one spec file,
+// without the specs its subagents name (Load checks those).
+func loadOne(path string) (*Spec, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -540,7 +544,7 @@ func LineOf(n *yaml.Node, path ...any) int {
 	return cur.Line
 }
 
-var knownTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true, "list_files": true, "grep": true, "bash": true}
+var knownTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true, "list_files": true, "grep": true, "bash": true, TaskTool: true}
 
 func (s *Spec) validate(file string, root *yaml.Node) error {
 	var errs []error
@@ -584,9 +588,9 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	}
 	for i, t := range s.Tools {
 		if !knownTools[t] {
-			bad(fmt.Sprintf("unknown tool %q (built-ins: bash, edit_file, grep, list_files, read_file, write_file; others go under custom_tools)", t), "tools", i)
+			bad(fmt.Sprintf("unknown tool %q (built-ins: bash, edit_file, grep, list_files, read_file, task, write_file; others go under custom_tools)", t), "tools", i)
 		}
-		if s.Mode == "read-only" && (t == "write_file" || t == "edit_file" || t == "bash") {
+		if s.Mode == "read-only" && (t == "write_file" || t == "edit_file" || t == "bash" || t == TaskTool) {
 			bad(fmt.Sprintf("tool %q is not available in read-only mode", t), "tools", i)
 		}
 	}
@@ -763,6 +767,9 @@ func (s *Spec) resolve() {
 	s.Model.Script = abs(s.Model.Script)
 	s.Workspace.From = abs(s.Workspace.From)
 	s.Workspace.Path = abs(s.Workspace.Path)
+	for name, p := range s.Subagents {
+		s.Subagents[name] = abs(p)
+	}
 	for i := range s.CustomTools {
 		c := &s.CustomTools[i]
 		if len(c.Command) > 0 && strings.Contains(c.Command[0], "/") {

@@ -99,8 +99,18 @@ func Builtins(mode string, names []string) (*Registry, error) {
 	var tools []Tool
 	seen := map[string]bool{}
 	for _, name := range names {
+		if name == NameTask {
+			if mode != ModeWrite {
+				return nil, fmt.Errorf("%w: %s (%s mode offers %s)", ErrMode, name, mode, strings.Join(offered, ", "))
+			}
+			if !seen[name] {
+				tools = append(tools, NewTask())
+			}
+			seen[name] = true
+			continue
+		}
 		if !slices.Contains(builtinNames, name) {
-			known := slices.Clone(builtinNames)
+			known := append(slices.Clone(builtinNames), NameTask)
 			slices.Sort(known)
 			return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownTool, name, strings.Join(known, ", "))
 		}

@@ -25,7 +25,11 @@ func TestBuiltins(t *testing.T) {
 		{ModeReadOnly, []string{"bash"}, nil, ErrMode,
 			"tools: tool not offered in this mode: bash (read-only mode offers grep, list_files, read_file)"},
 		{ModeWrite, []string{"rm"}, nil, ErrUnknownTool,
-			`tools: unknown tool "rm" (known: bash, edit_file, grep, list_files, read_file, write_file)`},
+			`tools: unknown tool "rm" (known: bash, edit_file, grep, list_files, read_file, task, write_file)`},
+		{ModeWrite, []string{"task"}, []string{"task"}, nil, ""},
+		{ModeWrite, []string{"task", "read_file", "task"}, []string{"read_file", "task"}, nil, ""},
+		{ModeReadOnly, []string{"task"}, nil, ErrMode,
+			"tools: tool not offered in this mode: task (read-only mode offers grep, list_files, read_file)"},
 		{"admin", nil, nil, nil, `tools: unknown mode "admin" (known: read-only, write)`},
 	}
 	for _, tt := range tests {
