@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -221,4 +222,98 @@ func (t *offlineTool) Run(ctx context.Context, _ tools.Call) tools.Result {
 	r := t.results[t.next]
 	t.next++
 	return r
+}
+
+// ServersOf lists the MCP servers of a registry's tools as the header
+// records them, each once, in the order of their first tool's name.
+func ServersOf(reg *tools.Registry) []session.MCPServer {
+	var out []session.MCPServer
+	seen := map[string]bool{}
+	for _, name := range reg.Names() {
+		t, _ := reg.Get(name)
+		r, ok := t.(interface{ MCPServerRecord() session.MCPServer })
+		if !ok {
+			continue
+		}
+		if s := r.MCPServerRecord(); !seen[s.Name] {
+			seen[s.Name] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Changes describes, per server, how the tool surface of current differs
+// from recorded: a server added or gone, or a different tools hash with
+// the tools added, removed and changed. Empty when nothing changed.
+func Changes(recorded, current []session.MCPServer) []Change {
+	byName := func(ss []session.MCPServer) map[string]session.MCPServer {
+		m := map[string]session.MCPServer{}
+		for _, s := range ss {
+			m[s.Name] = s
+		}
+		return m
+	}
+	rec, cur := byName(recorded), byName(current)
+	var out []Change
+	for _, r := range recorded {
+		c, ok := cur[r.Name]
+		switch {
+		case !ok:
+			out = append(out, Change{Server: r.Name, Recorded: r.ToolsHash, Detail: "the server is no longer in the spec"})
+		case c.ToolsHash != r.ToolsHash:
+			out = append(out, Change{Server: r.Name, Recorded: r.ToolsHash, Current: c.ToolsHash, Detail: toolDiff(r.Tools, c.Tools)})
+		}
+	}
+	for _, c := range current {
+		if _, ok := rec[c.Name]; !ok {
+			out = append(out, Change{Server: c.Name, Current: c.ToolsHash, Detail: "the server is new: the session did not record it"})
+		}
+	}
+	return out
+}
+
+// Change is one server whose tool surface changed.
+type Change struct {
+	Server   string `json:"server"`
+	Recorded string `json:"recorded_tools_hash,omitempty"`
+	Current  string `json:"current_tools_hash,omitempty"`
+	Detail   string `json:"detail"`
+}
+
+func toolDiff(rec, cur []session.MCPTool) string {
+	rm := map[string]session.MCPTool{}
+	for _, t := range rec {
+		rm[t.Name] = t
+	}
+	cm := map[string]bool{}
+	var added, removed, changed []string
+	for _, t := range cur {
+		cm[t.Name] = true
+		r, ok := rm[t.Name]
+		switch {
+		case !ok:
+			added = append(added, t.Name)
+		case session.MCPToolsHash([]session.MCPTool{r}) != session.MCPToolsHash([]session.MCPTool{t}):
+			changed = append(changed, t.Name)
+		}
+	}
+	for _, t := range rec {
+		if !cm[t.Name] {
+			removed = append(removed, t.Name)
+		}
+	}
+	var parts []string
+	for _, p := range []struct {
+		what  string
+		names []string
+	}{{"added", added}, {"removed", removed}, {"changed", changed}} {
+		if len(p.names) > 0 {
+			parts = append(parts, p.what+" "+joinNames(p.names))
+		}
+	}
+	if len(parts) == 0 {
+		return "the tool list changed"
+	}
+	return strings.Join(parts, "; ")
 }

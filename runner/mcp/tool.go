@@ -65,6 +65,11 @@ func (t *Tool) LookupResult(context.Context, tools.Call) (string, bool, error) {
 // be able to confine (stdio), for the harness's check before dispatch.
 func (t *Tool) Spawns() bool { return t.client.Server().Transport() == TransportStdio }
 
+// StopServer stops the tool's server (a stdio server's sandbox is killed);
+// the next call starts it again. The runner calls it when an invocation
+// ends.
+func (t *Tool) StopServer() { t.client.Close() }
+
 // Server is the client of the tool's server.
 func (t *Tool) Server() *Client { return t.client }
 
