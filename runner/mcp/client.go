@@ -109,7 +109,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // ErrServer marks a failure of the server itself (it could not start,
 // exited, hung, sent what is not MCP): the connection is dropped and the
 // next call starts the server afresh.
-var ErrServer = errors.New("mcp: server failure")
+var ErrServer = errors.New("mcp server failed")
 
 // Client is the connection to one server. It connects when first needed,
 // and drops the connection (killing a stdio server's sandbox) whenever the
@@ -197,7 +197,7 @@ func (c *Client) connect(ctx context.Context, env Env) (*sdk.ClientSession, erro
 	default:
 		p, errOut, err := c.start(env)
 		if err != nil {
-			return nil, fmt.Errorf("%w: start %s: %v", ErrServer, c.srv.Name, err)
+			return nil, fmt.Errorf("%w: %s: could not start: %v", ErrServer, c.srv.Name, err)
 		}
 		c.proc, c.stderr = p, errOut
 		transport = &sdk.IOTransport{Reader: p.Stdout, Writer: p.Stdin, MaxLineLength: MaxLine}
@@ -207,7 +207,7 @@ func (c *Client) connect(ctx context.Context, env Env) (*sdk.ClientSession, erro
 	if err != nil {
 		err = c.explain(err)
 		c.drop()
-		return nil, fmt.Errorf("%w: connect to %s: %v", ErrServer, c.srv.Name, err)
+		return nil, fmt.Errorf("%w: %s: no MCP session: %v", ErrServer, c.srv.Name, err)
 	}
 	c.sess, c.envKey = sess, k
 	c.info = session.MCPServer{Name: c.srv.Name, Transport: c.srv.Transport()}

@@ -121,7 +121,7 @@ func TestStdioServer(t *testing.T) {
 	add := byName["notes__add_note"]
 	for i := range 2 {
 		res := add.Run(context.Background(), call(ws, `{"name":"n1","text":"hello"}`, "sess-7-0-notes__add_note"))
-		if res.Status != session.ResultOK || res.Output != "added note n1 (key sess-7-0-notes__add_note)" {
+		if res.Status != session.ResultOK || res.Output != "added note n1" {
 			t.Fatalf("add_note try %d = %+v", i, res)
 		}
 	}

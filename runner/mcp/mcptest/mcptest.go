@@ -22,7 +22,9 @@
 // "crash-once" (only the first add_note does), "hang" (add_note never
 // answers), "garbage" (add_note answers a line that is not JSON-RPC),
 // "flood" (read_note returns FloodBytes of text), "many" (lists 10,000
-// tools), "stderr" (writes StderrSecretEnv's value to stderr at start).
+// tools), "stderr" (writes StderrSecretEnv's value to stderr at start),
+// "v2" (lists one more tool, delete_note: a changed tool surface),
+// "nokey" (add_note ignores the idempotency key).
 package mcptest
 
 import (
@@ -118,7 +120,7 @@ func NewServer(dir, mode string) *sdk.Server {
 			name := args(req)["name"]
 			b, err := os.ReadFile(filepath.Join(dir, "notes", filepath.Base(name)))
 			if err != nil {
-				return failed("no note %s: %v", name, err), nil
+				return failed("no note %s", name), nil
 			}
 			return text("%s", b), nil
 		})
@@ -128,6 +130,9 @@ func NewServer(dir, mode string) *sdk.Server {
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			a := args(req)
 			key, _ := req.Params.Meta["agentctl/idempotency_key"].(string)
+			if mode == "nokey" {
+				key = "" // a server that ignores the key: a repeat duplicates
+			}
 			switch mode {
 			case "hang":
 				<-ctx.Done()
@@ -161,6 +166,10 @@ func NewServer(dir, mode string) *sdk.Server {
 			}
 			return text("%s", b), nil
 		})
+	if mode == "v2" {
+		s.AddTool(&sdk.Tool{Name: "delete_note", Description: "Delete a note.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("deleted"), nil })
+	}
 	s.AddTool(&sdk.Tool{Name: "env", Description: "Print the environment.",
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true},
 		InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -184,7 +193,7 @@ func addNote(dir, key, name, text string) (string, error) {
 			for _, line := range strings.Split(string(b), "\n") {
 				var e struct{ Key, Name string }
 				if json.Unmarshal([]byte(line), &e) == nil && e.Key == key {
-					return fmt.Sprintf("added note %s (key %s)", e.Name, key), nil // the first answer, again
+					return "added note " + e.Name, nil // the first answer, again
 				}
 			}
 		}
@@ -207,5 +216,5 @@ func addNote(dir, key, name, text string) (string, error) {
 	if err := f.Sync(); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("added note %s (key %s)", name, key), nil
+	return "added note " + name, nil
 }
