@@ -37,6 +37,10 @@ const ProtocolVersion = "2025-11-25"
 // a hostile one could list millions).
 const MaxTools = 512
 
+// MaxToolBytes caps one tool's description plus input schema: every model
+// request carries them, and the session header records them.
+const MaxToolBytes = 64 << 10
+
 // MaxLine caps one JSON-RPC message from a stdio server; a longer line is
 // a protocol error that ends the connection, not a memory exhaustion.
 const MaxLine = 8 << 20
@@ -340,6 +344,9 @@ func recordTool(server string, t *sdk.Tool) (session.MCPTool, error) {
 	schema, err := json.Marshal(t.InputSchema)
 	if err != nil || string(schema) == "null" {
 		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	if n := len(schema) + len(t.Description); n > MaxToolBytes {
+		return session.MCPTool{}, fmt.Errorf("mcp: server %s, tool %s: its description and schema take %d bytes, over the %d agentctl offers a model per tool", server, t.Name, n, MaxToolBytes)
 	}
 	if err := tools.CheckSchema(schema); err != nil {
 		return session.MCPTool{}, fmt.Errorf("mcp: server %s, tool %s: its input schema cannot be checked: %v", server, t.Name, err)
