@@ -39,6 +39,8 @@ func stdioServer(t *testing.T, name, mode string) mcp.Server {
 	return mcp.Server{Name: name, Command: []string{exe}, Env: map[string]string{mcptest.ServeEnv: "stdio", mcptest.ModeEnv: mode}}
 }
 
+func sandboxOK() error { return sandbox.Available() }
+
 func needSandbox(t *testing.T) {
 	t.Helper()
 	if err := sandbox.Available(); err != nil {
