@@ -1,6 +1,8 @@
 package mcp_test
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/cli"
 	"github.com/agentctl/agentctl/runner/mcp/mcptest"
 )
 
@@ -157,5 +160,52 @@ func TestRunHTTPServer(t *testing.T) {
 	os.Unsetenv("MCPTEST_AUTH")
 	if code, out := agentctl(t, home, "run", spec, "-q"); code != 1 || !strings.Contains(out, "headers_env Authorization names MCPTEST_AUTH, which is not set") {
 		t.Errorf("run without the header's variable: exit %d:\n%s", code, out)
+	}
+}
+
+// TestRunInterrupted: an interruption while an MCP call is in flight stops
+// the server (no orphan), records the call as cancelled and ends the run
+// as interrupted, at once, not at the tool timeout.
+func TestRunInterrupted(t *testing.T) {
+	needSandbox(t)
+	spec, home := runDir(t, "hang", "", "", `  - text: "Adding."
+    tool_calls:
+      - {name: notes__add_note, args: {name: n, text: x}}
+  - text: "Done."
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	// The server is a recorded process of the session while it runs (for
+	// resume's sweep); the run is interrupted once the record is seen.
+	procsDir := filepath.Join(home, "sessions", "70000000000000a4", "procs")
+	recorded := make(chan bool, 1)
+	go func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if es, _ := os.ReadDir(procsDir); len(es) > 0 {
+				time.Sleep(300 * time.Millisecond) // the call is in flight
+				recorded <- true
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		recorded <- false
+		cancel()
+	}()
+	began := time.Now()
+	var out bytes.Buffer
+	code := cli.Main(ctx, []string{"--home", home, "run", spec, "--session-id", "70000000000000a4", "-q"}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
+	if code != 130 || time.Since(began) > 15*time.Second {
+		t.Fatalf("run: exit %d after %s, want 130 soon after the interruption:\n%s", code, time.Since(began), out.String())
+	}
+	if !<-recorded {
+		t.Error("the server never appeared in the session's process records")
+	}
+	if got := results(t, home, "70000000000000a4")["call_1_0"]; !strings.HasPrefix(got, "cancelled: ") {
+		t.Errorf("call in flight = %q, want cancelled", got)
+	}
+	procs, _ := os.ReadDir(procsDir)
+	if len(procs) != 0 {
+		t.Errorf("process records left after the run: %v", procs)
 	}
 }
