@@ -41,6 +41,12 @@ const MaxTools = 512
 // request carries them, and the session header records them.
 const MaxToolBytes = 64 << 10
 
+// MaxSurfaceBytes caps the descriptions and schemas of all of one server's
+// tools together: about a quarter of a million tokens in every model
+// request already, and the header that records them must stay far below
+// the log's record limit.
+const MaxSurfaceBytes = 1 << 20
+
 // MaxLine caps one JSON-RPC message from a stdio server; a longer line is
 // a protocol error that ends the connection, not a memory exhaustion.
 const MaxLine = 8 << 20
@@ -304,6 +310,7 @@ func (c *Client) List(ctx context.Context, env Env) (session.MCPServer, error) {
 		return session.MCPServer{}, err
 	}
 	var out []session.MCPTool
+	surface := 0
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
 			err = c.explain(err)
@@ -318,6 +325,10 @@ func (c *Client) List(ctx context.Context, env Env) (session.MCPServer, error) {
 		if err != nil {
 			c.drop()
 			return session.MCPServer{}, err
+		}
+		if surface += len(mt.InputSchema) + len(mt.Description) + len(mt.Annotations); surface > MaxSurfaceBytes {
+			c.drop()
+			return session.MCPServer{}, fmt.Errorf("mcp: server %s: its tools' descriptions and schemas take more than %d bytes together; agentctl offers a model at most that per server", c.srv.Name, MaxSurfaceBytes)
 		}
 		out = append(out, mt)
 	}

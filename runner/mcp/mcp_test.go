@@ -224,13 +224,25 @@ func sizeOf(fi os.FileInfo) int64 {
 	return fi.Size()
 }
 
-// TestTooManyTools: a server advertising ten thousand tools is refused
-// with an error that says why, not offered to the model.
-func TestTooManyTools(t *testing.T) {
+// TestHostileToolLists: a server advertising ten thousand tools, tools
+// too big for every model request, a name a model cannot call or a schema
+// the validator cannot check is refused with an error that says why, and
+// none of its tools is offered.
+func TestHostileToolLists(t *testing.T) {
 	needSandbox(t)
-	_, err := mcp.Discover(context.Background(), mcp.Options{Servers: []mcp.Server{stdioServer(t, "big", "many")}})
-	if err == nil || !strings.Contains(err.Error(), "lists more than 512 tools") {
-		t.Fatalf("Discover = %v, want a refusal of the tool list", err)
+	for _, c := range []struct{ mode, want string }{
+		{"many", "lists more than 512 tools"},
+		{"huge", "its description and schema take 120"},
+		{"wide", "descriptions and schemas take more than 1048576 bytes together"},
+		{"badname", `lists a tool named "rm -rf ../", which a model cannot call`},
+		{"badschema", `tool old: its input schema cannot be checked: unsupported $schema`},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			set, err := mcp.Discover(context.Background(), mcp.Options{Servers: []mcp.Server{stdioServer(t, "big", c.mode)}})
+			if err == nil || !strings.Contains(err.Error(), c.want) || set != nil {
+				t.Fatalf("Discover = %v, %v; want a refusal with %q", set, err, c.want)
+			}
+		})
 	}
 }
 

@@ -24,7 +24,9 @@
 // "flood" (read_note returns FloodBytes of text), "many" (lists 10,000
 // tools), "stderr" (writes StderrSecretEnv's value to stderr at start),
 // "v2" (lists one more tool, delete_note: a changed tool surface),
-// "nokey" (add_note ignores the idempotency key).
+// "nokey" (add_note ignores the idempotency key); hostile tool lists:
+// "huge" (one 120 KB description), "wide" (400 tools of 4 KB each),
+// "badname" (a tool named "rm -rf ../"), "badschema" (a draft-04 schema).
 package mcptest
 
 import (
@@ -103,11 +105,26 @@ func NewServer(dir, mode string) *sdk.Server {
 		_ = json.Unmarshal(req.Params.Arguments, &m)
 		return m
 	}
-	if mode == "many" {
+	okTool := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("ok"), nil }
+	switch mode {
+	case "many":
 		for i := range 10000 {
-			s.AddTool(&sdk.Tool{Name: fmt.Sprintf("t%05d", i), InputSchema: json.RawMessage(`{"type":"object"}`)},
-				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("ok"), nil })
+			s.AddTool(&sdk.Tool{Name: fmt.Sprintf("t%05d", i), InputSchema: json.RawMessage(`{"type":"object"}`)}, okTool)
 		}
+		return s
+	case "huge":
+		s.AddTool(&sdk.Tool{Name: "huge", Description: strings.Repeat("a very long description ", 5000), InputSchema: json.RawMessage(`{"type":"object"}`)}, okTool)
+		return s
+	case "wide":
+		for i := range 400 {
+			s.AddTool(&sdk.Tool{Name: fmt.Sprintf("w%03d", i), Description: strings.Repeat("d", 4000), InputSchema: json.RawMessage(`{"type":"object"}`)}, okTool)
+		}
+		return s
+	case "badname":
+		s.AddTool(&sdk.Tool{Name: "rm -rf ../", InputSchema: json.RawMessage(`{"type":"object"}`)}, okTool)
+		return s
+	case "badschema":
+		s.AddTool(&sdk.Tool{Name: "old", InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}`)}, okTool)
 		return s
 	}
 	s.AddTool(&sdk.Tool{Name: "read_note", Description: "Read a note by name.",
