@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -39,7 +40,48 @@ func mcpChanged(header session.Event, reg *tools.Registry) (session.Event, bool)
 		parts = append(parts, fmt.Sprintf("mcp server %s: %s (recorded %s, now %s)", c.Server, c.Detail, orNone(c.Recorded), orNone(c.Current)))
 	}
 	return session.Event{Kind: session.KindError, Reason: ReasonMCPToolsChanged,
-		Error: "the tool surface changed since the session started: " + strings.Join(parts, "; ")}, true
+		Error: "the tool surface changed since the session started: " + strings.Join(parts, "; ") +
+			"; the session goes on offering only the tool names it recorded (fork it to offer the new ones)"}, true
+}
+
+// recordedMCPOnly drops from reg the MCP tools whose names the session's
+// header does not record: a resumed session offers the model the tool
+// names it started with (the request digests replay verify recomputes
+// from the header depend on them), never tools a server added since. A
+// recorded tool a server no longer lists stays missing, and a call of it
+// is a tool error.
+func recordedMCPOnly(header session.Event, reg *tools.Registry) *tools.Registry {
+	if reg == nil || len(header.Attrs) == 0 {
+		return reg
+	}
+	var a struct {
+		Tools *[]string `json:"tools"`
+	}
+	if json.Unmarshal(header.Attrs, &a) != nil || a.Tools == nil {
+		return reg
+	}
+	recorded := map[string]bool{}
+	for _, n := range *a.Tools {
+		recorded[n] = true
+	}
+	var keep []tools.Tool
+	dropped := false
+	for _, name := range reg.Names() {
+		t, _ := reg.Get(name)
+		if _, isMCP := t.(interface{ MCPServerRecord() session.MCPServer }); isMCP && !recorded[name] {
+			dropped = true
+			continue
+		}
+		keep = append(keep, t)
+	}
+	if !dropped {
+		return reg
+	}
+	out, err := tools.NewRegistry().With(keep...)
+	if err != nil {
+		return reg
+	}
+	return out
 }
 
 func orNone(s string) string {

@@ -45,3 +45,27 @@ func TestMCPChanged(t *testing.T) {
 		t.Error("no MCP at all reported a change")
 	}
 }
+
+// TestRecordedMCPOnly: a resume offers the MCP tool names the header
+// recorded, not the ones a server added since; other tools are kept.
+func TestRecordedMCPOnly(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object"}`)
+	ts := []session.MCPTool{{Name: "add_note", InputSchema: schema}, {Name: "delete_note", InputSchema: schema}}
+	srv := session.MCPServer{Name: "notes", Tools: ts, ToolsHash: session.MCPToolsHash(ts)}
+	builtins, err := tools.Builtins(tools.ModeWrite, []string{"read_file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := builtins.With(mcp.Offline([]session.MCPServer{srv}, nil, false).Tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := session.Event{Kind: session.KindSessionStarted, Attrs: json.RawMessage(`{"tools":["notes__add_note","read_file"]}`)}
+	got := recordedMCPOnly(hdr, reg).Names()
+	if strings.Join(got, ",") != "notes__add_note,read_file" {
+		t.Errorf("offered after resume = %v, want the recorded names", got)
+	}
+	if got := recordedMCPOnly(session.Event{}, reg).Names(); len(got) != 3 {
+		t.Errorf("a header without a tool list changed the registry: %v", got)
+	}
+}

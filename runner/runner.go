@@ -345,6 +345,7 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		if err := r.append(ev); err != nil {
 			return r.result(), err
 		}
+		r.cfg.Tools = recordedMCPOnly(evs[0], cfg.Tools)
 	}
 	if !r.st.Prompted {
 		prompt := evs[0].Text
