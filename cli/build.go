@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentctl/agentctl/fixtures"
 	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/runner/mcp"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
@@ -49,8 +50,11 @@ func buildProvider(sp *spec.Spec) (provider.Provider, error) {
 	return nil, fmt.Errorf("model.provider %q is not one this agentctl knows (scripted, openai, anthropic)", m.Provider)
 }
 
-// buildTools makes the mode's registry plus the spec's custom tools.
-func buildTools(sp *spec.Spec) (*tools.Registry, error) {
+// buildTools makes the mode's registry plus the spec's custom tools and
+// the tools of its MCP servers (listed live, in the sandbox; home is the
+// agentctl home, hidden from them), or with offline set the MCP tools
+// the session of those events recorded, answering from the recording.
+func buildTools(sp *spec.Spec, home string, offline ...session.Event) (*tools.Registry, error) {
 	names := sp.Tools
 	reg, err := tools.Builtins(sp.Mode, names)
 	if err != nil {
@@ -68,7 +72,20 @@ func buildTools(sp *spec.Spec) (*tools.Registry, error) {
 			Lookup: c.Lookup, Dir: sp.Dir,
 		}))
 	}
-	reg = tools.NewRegistry(all...)
+	var set *mcp.Set
+	if len(offline) > 0 {
+		set, err = offlineMCPTools(sp, offline)
+	} else {
+		set, err = mcpTools(sp, home)
+	}
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, set.Tools...)
+	reg, err = tools.NewRegistry().With(all...)
+	if err != nil {
+		return nil, err
+	}
 	// Whatever the spec came from (a file, a session header on resume or
 	// fork), read-only mode brings back no tool with side effects.
 	if err := tools.CheckMode(sp.Mode, reg); err != nil {
@@ -79,12 +96,12 @@ func buildTools(sp *spec.Spec) (*tools.Registry, error) {
 
 // specConfig is the part of a runner config every command derives the
 // same way from a spec: the spec, its provider and its tool registry.
-func specConfig(sp *spec.Spec) (runner.Config, error) {
+func specConfig(sp *spec.Spec, home string) (runner.Config, error) {
 	prov, err := buildProvider(sp)
 	if err != nil {
 		return runner.Config{}, err
 	}
-	reg, err := buildTools(sp)
+	reg, err := buildTools(sp, home)
 	if err != nil {
 		return runner.Config{}, err
 	}

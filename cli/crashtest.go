@@ -156,5 +156,5 @@ func buildRunConfig(path string) (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, err
 	}
-	return specConfig(sp)
+	return specConfig(sp, "") // the in-process test knows no home; the sandbox still hides the credential folders
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/agentctl/agentctl/evals"
 	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/runner/tools"
 )
 
 type evalOptions struct {
@@ -115,7 +117,7 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 		return err
 	}
 	cfg.Provider = buildProvider
-	cfg.Tools = buildTools
+	cfg.Tools = func(sp *spec.Spec) (*tools.Registry, error) { return buildTools(sp, f.Home) }
 	cfg.Observer = func() runner.Observer { return withTelemetry(f, nil) }
 	cfg.AfterRun = func(id string, obs runner.Observer) {
 		flushTelemetry(f, obs)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
+	"github.com/agentctl/agentctl/runner/mcp"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -25,6 +26,8 @@ type replayRunOptions struct {
 	Keep          bool
 	JSON          bool
 	Quiet         bool
+	// Offline serves the recorded results of MCP tools: no server runs.
+	Offline bool
 }
 
 func newReplayRunCmd(f *Factory, runF func(context.Context, *replayRunOptions) error) *cobra.Command {
@@ -40,6 +43,12 @@ decisions. Every tool result is compared with the recording; differences
 (the environment changed) are listed with codes tool_result_differs,
 tool_result_missing, tool_result_extra, status_differs. The replay goes on
 after a difference unless --strict.
+
+MCP tools talk to their live servers, started as in a run; a server whose
+tool list changed since the recording (its tools hash in the header) is a
+difference, code mcp_tools_changed. --offline starts no server: the
+recorded tools (names, schemas, treatment) answer with the recorded
+results.
 
 The replay is recorded as a session of its own in a scratch home that is
 removed afterwards (--keep records it under --home instead).
@@ -59,6 +68,7 @@ Exit status: 0 no difference, 6 differences, 1 an error.`,
 	cmd.Flags().StringVar(&opts.WorkspaceFrom, "workspace-from", "", "initial workspace to copy instead of the spec's workspace.from")
 	cmd.Flags().StringVar(&opts.Spec, "spec", "", "spec `FILE` whose tools run (default: the file the session ran from; the log's copy is never run)")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "record the replay under --home and keep it")
+	cmd.Flags().BoolVar(&opts.Offline, "offline", false, "serve the recorded results of MCP tools; start no MCP server")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as one JSON object")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
 	return cmd
@@ -92,9 +102,22 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 		}
 	}
 	reg := replay.RecordedTools(evs)
+	var mcpChanges []replay.ToolDiff
 	if !imported {
-		if reg, err = buildTools(sp); err != nil {
+		var offline []session.Event
+		if opts.Offline {
+			offline = evs
+		}
+		if reg, err = buildTools(sp, f.Home, offline...); err != nil {
 			return fmt.Errorf("replay run %s: %w", id, err)
+		}
+		recorded, err := session.HeaderMCPServers(evs[0])
+		if err != nil {
+			return fmt.Errorf("replay run %s: %w", id, err)
+		}
+		for _, c := range mcp.Changes(recorded, mcp.ServersOf(reg)) {
+			mcpChanges = append(mcpChanges, replay.ToolDiff{Code: replay.CodeMCPToolsChanged, Tool: c.Server, Field: "tools_hash",
+				Log: c.Recorded, Replay: c.Current + " (" + c.Detail + ")"})
 		}
 	}
 	st := f.Store()
@@ -114,6 +137,7 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	if err != nil && rep.ReplaySessionID == "" {
 		return err
 	}
+	rep.Differences = append(mcpChanges, rep.Differences...)
 	if opts.JSON {
 		if e := json.NewEncoder(f.Out).Encode(rep); e != nil {
 			return e
@@ -138,6 +162,8 @@ func writeReplayRun(w io.Writer, rep replay.RunReport, kept bool) {
 		rep.SessionID, rep.ReplayStatus, rep.LogStatus, rep.Turns, rep.RecordedTurns, rep.ToolResults, rep.Same, len(rep.Differences))
 	for _, d := range rep.Differences {
 		switch d.Code {
+		case replay.CodeMCPToolsChanged:
+			fmt.Fprintf(w, "  [%s] mcp server %s: log has %s, the server now lists %s\n", d.Code, d.Tool, d.Log, d.Replay)
 		case replay.CodeStatusDiffers:
 			fmt.Fprintf(w, "  [%s] log has %s, replay produced %s\n", d.Code, d.Log, d.Replay)
 		default:

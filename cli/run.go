@@ -95,7 +95,7 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 }
 
 func runConfig(f *Factory, sp *spec.Spec, quiet bool) (runner.Config, error) {
-	cfg, err := specConfig(sp)
+	cfg, err := specConfig(sp, f.Home)
 	if err != nil {
 		return runner.Config{}, err
 	}

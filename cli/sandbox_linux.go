@@ -40,6 +40,7 @@ func writeProbes(w io.Writer, rep sandbox.Report) {
 		fmt.Fprintf(w, "  %-20s none reachable (%d covered)\n", "socket scan", len(s.Covered))
 	}
 	row("pdeathsig", rep.Pdeathsig)
+	row("long-lived server", rep.Server)
 	fmt.Fprintf(w, "  %-20s %s\n", "seccomp", rep.Seccomp)
 	yn := func(b bool) string {
 		if b {

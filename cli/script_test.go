@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentctl/agentctl/cli"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/mcp/mcptest"
 	"github.com/agentctl/agentctl/runner/sandbox"
 )
 
@@ -32,6 +33,7 @@ func TestMain(m *testing.M) {
 			stop()
 			os.Exit(code)
 		},
+		"agentctl-mcp-test": mcptest.Main, // a real MCP server for mcp_*.txtar
 	})
 }
 

@@ -249,8 +249,9 @@ type rebuildPlan struct {
 //   - bash: its effects are not in the log (a file it wrote, a file it
 //     deleted), so it is run again only with rerunBash, and one cancelled
 //     mid-run or never settled cannot be (its partial effect is unknown);
-//   - a custom tool with side effects: never repeated (a payment, an
-//     email), and named in notRepeated;
+//   - a custom tool or an MCP server's tool with side effects: never
+//     repeated (a payment, an email, an issue filed), and named in
+//     notRepeated;
 //   - a tool the spec no longer has: what it did is unknown.
 //
 // The fork's workspace is a fresh copy of workspace.from, so the parent's
@@ -306,9 +307,15 @@ func unsettled(outcome string) string {
 	return "in flight at a crash"
 }
 
+// isCustom reports whether t is a tool that may act on the world outside
+// the workspace and is therefore never repeated: a custom command, or a
+// tool of an MCP server (runner/mcp; its tools know their server's record).
 func isCustom(t tools.Tool) bool {
-	_, custom := t.(*tools.Command)
-	return custom
+	if _, custom := t.(*tools.Command); custom {
+		return true
+	}
+	_, mcpTool := t.(interface{ MCPServerRecord() session.MCPServer })
+	return mcpTool
 }
 
 // forkDescribe says how the fork's workspace was made.

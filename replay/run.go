@@ -27,6 +27,10 @@ const (
 	CodeResultExtra = "tool_result_extra"
 	// CodeStatusDiffers: the replay finished with another status.
 	CodeStatusDiffers = "status_differs"
+	// CodeMCPToolsChanged: an MCP server lists other tools than the
+	// session recorded (its tools hash differs; field tools_hash, log the
+	// recorded hash, replay the live one and what changed).
+	CodeMCPToolsChanged = "mcp_tools_changed"
 )
 
 // RunConfig is what an offline replay needs. The caller builds Tools from

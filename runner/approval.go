@@ -35,10 +35,10 @@ func matchApproval(rules []spec.Approval, ws, tool string, args json.RawMessage)
 	var a map[string]json.RawMessage
 	_ = json.Unmarshal(args, &a)
 	for _, rule := range rules {
-		if rule.Tool != tool {
+		if !toolMatches(rule.Tool, tool) {
 			continue
 		}
-		desc := "tool: " + tool
+		desc := "tool: " + rule.Tool
 		if rule.Path == "" {
 			return desc, true
 		}
@@ -73,7 +73,7 @@ func matchApproval(rules []spec.Approval, ws, tool string, args json.RawMessage)
 func approvalGate(rules []spec.Approval, tool string) func(rel string) error {
 	return func(rel string) error {
 		for _, rule := range rules {
-			if rule.Tool == tool && rule.Path != "" && pathMatches(rule.Path, rel, walkers[tool]) {
+			if toolMatches(rule.Tool, tool) && rule.Path != "" && pathMatches(rule.Path, rel, walkers[tool]) {
 				return fmt.Errorf("the path now resolves to %s, which the approval rule {tool: %s, path: %s} gates; the call did not run (call the tool again to ask for approval)", rel, tool, rule.Path)
 			}
 		}
@@ -103,4 +103,15 @@ func pathMatches(glob, rel string, walk bool) bool {
 // lies under it.
 func inside(dir, p string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// toolMatches reports whether an approval rule's tool, a name or a glob
+// (doublestar syntax: github__* gates every tool of the github MCP
+// server), names tool.
+func toolMatches(pattern, tool string) bool {
+	if pattern == tool {
+		return true
+	}
+	ok, err := doublestar.Match(pattern, tool)
+	return ok && err == nil
 }

@@ -82,6 +82,9 @@ func (r *run) sweepEarlier() error {
 // spawns reports whether a tool starts subprocesses (bash, custom
 // commands), the tools the sandbox confines.
 func spawns(t tools.Tool) bool {
+	if s, ok := t.(interface{ Spawns() bool }); ok {
+		return s.Spawns() // an MCP tool: its server on stdio runs in the sandbox
+	}
 	if t.Name() == tools.NameBash {
 		return true
 	}

@@ -72,8 +72,11 @@ func (r *run) settle(ctx context.Context, cs *callState) (outcome, output, why s
 		return session.ReconciledNeedsHuman, "", "the tool is no longer in the registry"
 	}
 	repeat := func(reason string) (string, string, string) {
+		// Bounded by tool_timeout like the call it repeats (a hung MCP
+		// server must not hold the resume longer than the call could).
 		res := t.Run(ctx, tools.Call{Args: cs.Call.Args, Workspace: r.ws, IdempotencyKey: cs.IntentKey,
-			Env: passEnv(r.cfg.Spec.Sandbox.Env), Sandbox: r.sandbox})
+			Env: passEnv(r.cfg.Spec.Sandbox.Env), Sandbox: r.sandbox,
+			Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Redactor: r.redactor()})
 		out := res.Output
 		if res.Status != session.ResultOK && res.Error != "" {
 			out = strings.TrimSpace(out + "\n" + res.Error)

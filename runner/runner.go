@@ -146,6 +146,7 @@ func (r *run) now() time.Time {
 
 // Start creates a new session from cfg.Spec and runs it until it stops.
 func Start(ctx context.Context, cfg Config) (Result, error) {
+	defer stopServers(cfg.Tools)
 	fp, err := loadFailpoint(cfg.Failpoint, subID(cfg))
 	if err != nil {
 		return Result{}, err
@@ -253,14 +254,27 @@ func (r *run) boot(prompt string) (Result, bool, error) {
 // headerAttrs records the tool names offered to the model, in the order
 // request digests use, so replay can recompute digests without the spec's
 // registry code.
+//
+// The MCP servers whose tools are offered are recorded too
+// ("mcp_servers": session.MCPServer each), so replay can tell a changed
+// tool surface and serve the recorded tools offline.
 func headerAttrs(reg *tools.Registry) json.RawMessage {
-	b, _ := json.Marshal(map[string][]string{"tools": reg.Names()})
+	servers := mcpServers(reg)
+	if len(servers) == 0 {
+		b, _ := json.Marshal(map[string][]string{"tools": reg.Names()})
+		return b
+	}
+	b, _ := json.Marshal(struct {
+		Tools      []string            `json:"tools"`
+		MCPServers []session.MCPServer `json:"mcp_servers"`
+	}{reg.Names(), servers})
 	return b
 }
 
 // Resume continues a stopped session: awaiting approval, interrupted, over
 // budget, failed on a provider error, or crashed.
 func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
+	defer stopServers(cfg.Tools)
 	fp, err := loadFailpoint(cfg.Failpoint, subID(cfg))
 	if err != nil {
 		return Result{}, err
@@ -356,6 +370,12 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 	}
 	if err := r.pinModel(); err != nil {
 		return r.result(), fmt.Errorf("resume %s: %w", id, err)
+	}
+	if ev, changed := mcpChanged(evs[0], cfg.Tools); changed {
+		if err := r.append(ev); err != nil {
+			return r.result(), err
+		}
+		r.cfg.Tools = recordedMCPOnly(evs[0], cfg.Tools)
 	}
 	if !r.st.Prompted {
 		prompt := evs[0].Text

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -46,6 +47,9 @@ type Report struct {
 	Sockets SocketScan `json:"sockets"`
 	// Pdeathsig is the parent-death signal the init holds (SIGKILL).
 	Pdeathsig Probe `json:"pdeathsig"`
+	// Server is a long-lived sandboxed process with pipes (Config.Start,
+	// how MCP servers on stdio run): started, echoed a line, killed.
+	Server Probe `json:"long_lived_server"`
 	// Enforced lists what a tool subprocess gets by default here.
 	Enforced []string `json:"enforced"`
 	// Missing lists what is not enforced, with the reason.
@@ -219,10 +223,12 @@ func Check() Report {
 			r.Sockets = SocketScan{Scanned: true, Covered: scan.Covered, Reachable: scan.Reachable}
 			r.Pdeathsig = probeOf(pdeathsigProbe(scan.Pdeathsig))
 		}
+		r.Server = probeOf(serverProbe())
 	} else {
 		r.MinimalRoot = Probe{Error: "needs the full sandbox"}
 		r.Sockets.Error = "needs the full sandbox"
 		r.Pdeathsig = Probe{Error: "needs the full sandbox"}
+		r.Server = Probe{Error: "needs the full sandbox"}
 	}
 	if r.Sockets.Covered == nil {
 		r.Sockets.Covered = []string{}
@@ -239,6 +245,7 @@ func Check() Report {
 			"processes: new PID namespace (nothing outlives the tool), own process group, no TTY, stdin closed",
 			"harness death: the sandbox init holds a parent-death signal (SIGKILL) and watches a pipe from the harness, so a killed harness takes every tool process with it; resume kills any recorded process of an earlier attempt before reconciling",
 			"privileges: every capability dropped, no_new_privs",
+			"long-lived servers (MCP servers on stdio): the same init, namespaces, root, hidden paths, network policy, cgroup and rlimits as a tool call, with stdin and stdout as pipes to the harness; the cgroup and RLIMIT_CPU cover the server's whole life; killed with its namespace when the run ends, the server misbehaves or the harness dies, and recorded for resume's sweep",
 		)
 		if len(r.Sockets.Reachable) > 0 {
 			r.Missing = append(r.Missing, "host unix sockets: the scan found sockets a tool can reach: "+strings.Join(r.Sockets.Reachable, ", "))
@@ -278,4 +285,44 @@ func Check() Report {
 		"unconfined tools (sandbox.unconfined): no namespaces, no cgroup; only a parent-death signal on the direct child and its process group, which resume kills",
 	)
 	return r
+}
+
+// serverProbe starts a long-lived process the way an MCP server on stdio
+// runs (Config.Start, default policy, in a scratch workspace), sends it a
+// line, reads the line back and kills it.
+func serverProbe() error {
+	ws, err := os.MkdirTemp("", "agentctl-server-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	p, err := Config{}.Start(ws, []string{"cat"}, []string{"PATH=/usr/bin:/bin"}, nil)
+	if err != nil {
+		return err
+	}
+	defer p.Kill()
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, _ := io.ReadAtLeast(p.Stdout, buf, len("ping\n"))
+		got <- string(buf[:n])
+	}()
+	if _, err := p.Stdin.Write([]byte("ping\n")); err != nil {
+		return fmt.Errorf("write to the server: %w", err)
+	}
+	select {
+	case s := <-got:
+		if s != "ping\n" {
+			return fmt.Errorf("the server answered %q, want %q", s, "ping\n")
+		}
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("the server did not answer within 10s")
+	}
+	p.Kill()
+	select {
+	case <-p.Done():
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("the server was still running 5s after it was killed")
+	}
 }

@@ -37,11 +37,14 @@ type Spec struct {
 	Mode        string       `yaml:"mode" json:"mode"`
 	Tools       []string     `yaml:"tools" json:"tools,omitempty"`
 	CustomTools []CustomTool `yaml:"custom_tools" json:"custom_tools,omitempty"`
-	Approvals   []Approval   `yaml:"approvals" json:"approvals,omitempty"`
-	Budget      Budget       `yaml:"budget" json:"budget"`
-	Compaction  Compaction   `yaml:"compaction" json:"compaction"`
-	Done        []DoneCheck  `yaml:"done" json:"done,omitempty"`
-	Retries     int          `yaml:"retries" json:"retries,omitempty"`
+	// MCPServers and MCPTools: tools from MCP servers (see mcp.go).
+	MCPServers []MCPServer        `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
+	MCPTools   map[string]MCPTool `yaml:"mcp_tools" json:"mcp_tools,omitempty"`
+	Approvals  []Approval         `yaml:"approvals" json:"approvals,omitempty"`
+	Budget     Budget             `yaml:"budget" json:"budget"`
+	Compaction Compaction         `yaml:"compaction" json:"compaction"`
+	Done       []DoneCheck        `yaml:"done" json:"done,omitempty"`
+	Retries    int                `yaml:"retries" json:"retries,omitempty"`
 	// OnTruncated says what a turn cut at the output cap (finish_reason
 	// length) leads to: TruncatedFail (the default, also when empty),
 	// TruncatedContinue or TruncatedEvaluate. Empty stays empty in the
@@ -609,6 +612,8 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 			bad("custom tool needs a name", "custom_tools", i)
 		case knownTools[c.Name] || seen[c.Name]:
 			bad(fmt.Sprintf("tool name %q is already taken", c.Name), "custom_tools", i, "name")
+		case strings.Contains(c.Name, "__") && s.IsMCPTool(c.Name):
+			bad(fmt.Sprintf("custom tool name %q would collide with the tools of mcp server %q (<server>__<tool>)", c.Name, strings.SplitN(c.Name, "__", 2)[0]), "custom_tools", i, "name")
 		}
 		seen[c.Name] = true
 		if len(c.Command) == 0 {
@@ -627,8 +632,8 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 			continue
 		}
 		custom := s.customTool(a.Tool)
-		if !knownTools[a.Tool] && custom == nil {
-			bad(fmt.Sprintf("approval rule names tool %q, which is neither a built-in nor one of custom_tools (a misspelt name would leave the tool ungated)", a.Tool), "approvals", i, "tool")
+		if !s.approvalToolKnown(a.Tool) {
+			bad(fmt.Sprintf("approval rule names tool %q, which is neither a built-in nor one of custom_tools nor a tool of mcp_servers (<server>__<tool>; globs such as github__* allowed; a misspelt name would leave the tool ungated)", a.Tool), "approvals", i, "tool")
 			continue
 		}
 		if a.Path == "" {
@@ -707,6 +712,7 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 			bad(fmt.Sprintf("sandbox.read_only %q must be an absolute folder or start with ~/", p), "sandbox", "read_only", i)
 		}
 	}
+	s.validateMCP(bad)
 	for i, d := range s.Done {
 		if strings.TrimSpace(d.Command) == "" {
 			bad("done check needs a command", "done", i)
@@ -770,6 +776,7 @@ func (s *Spec) resolve() {
 	for name, p := range s.Subagents {
 		s.Subagents[name] = abs(p)
 	}
+	s.resolveMCP()
 	for i := range s.CustomTools {
 		c := &s.CustomTools[i]
 		if len(c.Command) > 0 && strings.Contains(c.Command[0], "/") {
