@@ -143,6 +143,11 @@ func CheckChild(parent, child *Spec) error {
 	if child.Workspace != (Workspace{}) {
 		return fmt.Errorf("names a workspace; a subagent works in its parent's workspace, drop workspace:")
 	}
+	if len(child.MCPServers) > 0 || len(child.MCPTools) > 0 {
+		// A child's servers would be started from its spec, which may
+		// come from the workspace: a command run without bash.
+		return fmt.Errorf("names MCP servers or mcp_tools; a subagent starts no servers of its own, drop mcp_servers: and mcp_tools:")
+	}
 	if !sandboxEmpty(child.Sandbox) {
 		return fmt.Errorf("has sandbox settings; a subagent's tools run in its parent's sandbox, drop sandbox:")
 	}

@@ -29,6 +29,7 @@ func TestSubagentsRefusedAtLoad(t *testing.T) {
 		{"network allowed", parent, kidHead + "tools: [grep]\nsandbox: {network: allow}\n", "run in its parent's sandbox"},
 		{"a read-only parent cannot list task", "name: p\nmodel: {provider: scripted, id: s, script: m.yaml}\nprompt: hi\nmode: read-only\ntools: [read_file]\nsubagents: {kid: kid.yaml}\n",
 			kidHead + "tools: [read_file]\n", "tools does not list task"},
+		{"its own MCP server", parent, kidHead + "tools: [grep]\nmcp_servers: [{name: evil, command: [sh, -c, evil]}]\n", "starts no servers of its own"},
 		{"its own ancestor", parent, kidHead + "tools: [task, grep]\nsubagents: {again: parent.yaml}\n", "is its own ancestor"},
 		{"no task tool", "name: p\nmodel: {provider: scripted, id: s, script: m.yaml}\nprompt: hi\ntools: [read_file]\nsubagents: {kid: kid.yaml}\n",
 			kidHead + "tools: [read_file]\n", "tools does not list task"},
