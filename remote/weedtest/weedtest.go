@@ -99,24 +99,47 @@ func Start(tb testing.TB) *Server {
 	return nil
 }
 
+// StartProcess runs weed from bin with its data under dir, outside any
+// test (script tests call it from a command). Call stop when done.
+func StartProcess(bin, dir string) (s *Server, stop func(), err error) {
+	for range 3 {
+		var sub string
+		if sub, err = os.MkdirTemp(dir, "weed-"); err != nil {
+			return nil, nil, err
+		}
+		if s, stop, err = startIn(bin, sub); err == nil {
+			return s, stop, nil
+		}
+	}
+	return nil, nil, err
+}
+
 func start(tb testing.TB, bin string) (*Server, error) {
-	ports, err := freePorts(8)
+	s, stop, err := startIn(bin, tb.TempDir())
 	if err != nil {
 		return nil, err
 	}
-	dir := tb.TempDir()
+	tb.Cleanup(stop)
+	return s, nil
+}
+
+func startIn(bin, dir string) (*Server, func(), error) {
+	ports, err := freePorts(8)
+	if err != nil {
+		return nil, nil, err
+	}
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := filepath.Join(dir, "s3.json")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, s3Config, AccessKey, SecretKey), 0o600); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(ports[6]), Dir: data, log: filepath.Join(dir, "weed.log")}
 	logf, err := os.Create(s.log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := func(i int) string { return strconv.Itoa(ports[i]) }
 	cmd := exec.Command(bin, "server",
@@ -131,14 +154,14 @@ func start(tb testing.TB, bin string) (*Server, error) {
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); logf.Close() }()
-	tb.Cleanup(func() {
+	stop := func() {
 		cmd.Process.Kill()
 		<-exited
-	})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for {
@@ -149,14 +172,15 @@ func start(tb testing.TB, bin string) (*Server, error) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusOK {
-				return s, nil
+				return s, stop, nil
 			}
 		}
 		select {
 		case err := <-exited:
-			return nil, fmt.Errorf("weed exited (%v) before answering:\n%s", err, tail(s.Log()))
+			return nil, nil, fmt.Errorf("weed exited (%v) before answering:\n%s", err, tail(s.Log()))
 		case <-ctx.Done():
-			return nil, fmt.Errorf("weed did not answer on %s in 90s:\n%s", s.Endpoint, tail(s.Log()))
+			stop()
+			return nil, nil, fmt.Errorf("weed did not answer on %s in 90s:\n%s", s.Endpoint, tail(s.Log()))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -169,6 +193,16 @@ func start(tb testing.TB, bin string) (*Server, error) {
 func (s *Server) Bucket(tb testing.TB, name, prefix string) string {
 	tb.Helper()
 	s.Setenv(tb)
+	url, err := s.MakeBucket(name, prefix)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return url
+}
+
+// MakeBucket is Bucket outside a test; the process environment must hold
+// Env already.
+func (s *Server) MakeBucket(name, prefix string) (string, error) {
 	url := "s3://" + name + "/" + prefix
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -176,19 +210,18 @@ func (s *Server) Bucket(tb testing.TB, name, prefix string) string {
 	for ctx.Err() == nil {
 		st, err := remote.NewS3(ctx, url)
 		if err != nil {
-			tb.Fatal(err)
+			return "", err
 		}
 		if last = st.CreateBucket(ctx); last == nil {
 			if _, last = st.Put(ctx, ".weedtest-probe", []byte("ok"), remote.Cond{}); last == nil {
 				if last = st.Delete(ctx, ".weedtest-probe", remote.Cond{}); last == nil {
-					return url
+					return url, nil
 				}
 			}
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	tb.Fatalf("weedtest: bucket %s not writable in 90s: %v\n%s", name, last, tail(s.Log()))
-	return ""
+	return "", fmt.Errorf("weedtest: bucket %s not writable in 90s: %v\n%s", name, last, tail(s.Log()))
 }
 
 func tail(s string) string {
