@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentctl/agentctl/bundle"
 	"github.com/agentctl/agentctl/query"
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/recorder/otlp"
 	"github.com/agentctl/agentctl/remote"
 	"github.com/agentctl/agentctl/session"
@@ -230,7 +232,9 @@ func addRemoteSessionFlags(root *cobra.Command, f *Factory) {
 			}
 			full := make([]string, len(args))
 			for i, ref := range args {
-				if full[i], err = r.FetchSession(cmd.Context(), ref); err != nil {
+				// A damaged log is fetched all the same: the command
+				// reads it as it reads a damaged local one (exit 7).
+				if full[i], err = r.FetchSession(cmd.Context(), ref); err != nil && !errors.Is(err, recorder.ErrCorrupt) {
 					return err
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 )
@@ -64,6 +65,24 @@ func NewS3(ctx context.Context, rawURL string) (*S3, error) {
 	if endpoint == "" {
 		endpoint = os.Getenv("AWS_ENDPOINT_URL")
 	}
+	return newS3(cfg, bucket, prefix, endpoint), nil
+}
+
+// NewS3Static connects to rawURL at endpoint with a fixed key, reading
+// nothing from the environment (tests that must not change it).
+func NewS3Static(rawURL, endpoint, accessKey, secretKey string) (*S3, error) {
+	bucket, prefix, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg := aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(accessKey, secretKey, ""),
+	}
+	return newS3(cfg, bucket, prefix, endpoint), nil
+}
+
+func newS3(cfg aws.Config, bucket, prefix, endpoint string) *S3 {
 	c := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
@@ -74,7 +93,7 @@ func NewS3(ctx context.Context, rawURL string) (*S3, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &S3{Bucket: bucket, Prefix: prefix, Endpoint: endpoint, client: c}, nil
+	return &S3{Bucket: bucket, Prefix: prefix, Endpoint: endpoint, client: c}
 }
 
 func (s *S3) String() string { return "s3://" + s.Bucket + "/" + strings.TrimSuffix(s.Prefix, "/") }

@@ -200,15 +200,20 @@ func (s *Server) Bucket(tb testing.TB, name, prefix string) string {
 	return url
 }
 
-// MakeBucket is Bucket outside a test; the process environment must hold
-// Env already.
+// Client returns a Store on rawURL of s with the accepted identity,
+// reading nothing from the environment.
+func (s *Server) Client(rawURL string) (*remote.S3, error) {
+	return remote.NewS3Static(rawURL, s.Endpoint, AccessKey, SecretKey)
+}
+
+// MakeBucket is Bucket outside a test, leaving the environment alone.
 func (s *Server) MakeBucket(name, prefix string) (string, error) {
 	url := "s3://" + name + "/" + prefix
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var last error
 	for ctx.Err() == nil {
-		st, err := remote.NewS3(ctx, url)
+		st, err := s.Client(url)
 		if err != nil {
 			return "", err
 		}
