@@ -103,6 +103,7 @@ func (r *Remote) Compact(ctx context.Context, opts CompactOptions) (CompactResul
 		if len(objs) < 2 && !hasSuperseded(objs, winner) {
 			continue
 		}
+		written := ""
 		var rows []history.Row
 		for _, o := range objs {
 			all, err := history.ReadRows(snap.Path(o))
@@ -121,15 +122,20 @@ func (r *Remote) Compact(ctx context.Context, opts CompactOptions) (CompactResul
 			if err != nil {
 				return res, err
 			}
-			key := contentKey(part, "seg", b)
-			if _, err := r.Store.Put(ctx, key, b, Cond{IfAbsent: true}); err != nil && !errors.Is(err, ErrExists) {
+			written = contentKey(part, "seg", b)
+			if _, err := r.Store.Put(ctx, written, b, Cond{IfAbsent: true}); err != nil && !errors.Is(err, ErrExists) {
 				return res, fmt.Errorf("remote: compact: %w", err)
 			}
 			res.Segments++
 			res.Rows += int64(len(rows))
 		}
 		for _, o := range objs {
-			merged = append(merged, o.Key)
+			// A killed compaction's segment, merged again, comes out
+			// with the same bytes and so the same key: it is the new
+			// segment, not one to delete.
+			if o.Key != written {
+				merged = append(merged, o.Key)
+			}
 		}
 	}
 	if len(merged) == 0 {
