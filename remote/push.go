@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/agentctl/agentctl/history"
 	"github.com/agentctl/agentctl/recorder"
@@ -165,6 +166,9 @@ func (r *Remote) pushLogs(ctx context.Context, rec *record, res *PushResult, opt
 			rec.save(r.Dir, r.NoSync)
 		}
 	}()
+	// Which logs to upload and which bundles to make: finished sessions
+	// whose log is not recorded at its size.
+	var logs, bundles []string
 	for _, id := range ids {
 		if !safeID(id) {
 			continue
@@ -178,10 +182,6 @@ func (r *Remote) pushLogs(ctx context.Context, rec *record, res *PushResult, opt
 		if had && old.Size == fi.Size() && !needBundle {
 			continue
 		}
-		b, err := os.ReadFile(st.LogPath(id))
-		if err != nil {
-			return fmt.Errorf("remote: push: %w", err)
-		}
 		evs, _, err := recorder.ReadFile(st.LogPath(id))
 		if err != nil {
 			fmt.Fprintf(r.Warn, "agentctl: warning: not pushing the log of %s: %v\n", id, err)
@@ -191,50 +191,98 @@ func (r *Remote) pushLogs(ctx context.Context, rec *record, res *PushResult, opt
 		if len(evs) == 0 || evs[len(evs)-1].Kind != session.KindSessionFinished {
 			continue // not finished: its log may still grow
 		}
-		if !had || old.Size != int64(len(b)) {
-			c := Cond{IfAbsent: true}
-			if had {
-				c = Cond{IfMatch: old.ETag} // resumed and finished again since
-			}
-			etag, err := r.Store.Put(ctx, LogKey(id), b, c)
-			switch {
-			case errors.Is(err, ErrExists) && !had:
-				// Pushed by a run of this home killed before its record,
-				// or by another home holding the same session (an
-				// import). Record what is there.
-				objs, lerr := r.Store.List(ctx, LogKey(id))
-				if lerr != nil {
-					return fmt.Errorf("remote: push: %w", lerr)
-				}
-				if len(objs) != 1 || objs[0].Size != int64(len(b)) {
-					fmt.Fprintf(r.Warn, "agentctl: warning: %s/%s differs from the local log of %s; not overwritten\n", r.Store, LogKey(id), id)
-					res.Skipped++
-					continue
-				}
-				etag = objs[0].ETag
-				res.Existing++
-			case errors.Is(err, ErrExists):
-				fmt.Fprintf(r.Warn, "agentctl: warning: %s/%s changed since this home pushed it; not overwritten\n", r.Store, LogKey(id))
-				res.Skipped++
-				continue
-			case err != nil:
-				return fmt.Errorf("remote: push: %w", err)
-			default:
-				res.Logs++
-				res.Bytes += int64(len(b))
-			}
-			rec.Logs[id] = logRecord{Size: int64(len(b)), ETag: etag}
-			changed = true
+		if !had || old.Size != fi.Size() {
+			logs = append(logs, id)
 		}
 		if needBundle {
-			if err := r.pushBundle(ctx, id, opts, res); err != nil {
-				return err
-			}
-			rec.Bundles[id] = true
-			changed = true
+			bundles = append(bundles, id)
 		}
 	}
+	// Logs go up 8 at a time: a push of many short sessions is one PUT
+	// per log, and the round trips, not the bytes, are its cost.
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, id := range logs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			mu.Lock()
+			old, had := rec.Logs[id]
+			mu.Unlock()
+			lr, n, existed, err := r.pushLog(ctx, st, id, old, had)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, errSkip):
+				res.Skipped++
+			case err != nil:
+				if firstErr == nil {
+					firstErr = err
+				}
+			default:
+				rec.Logs[id] = lr
+				changed = true
+				if existed {
+					res.Existing++
+				} else {
+					res.Logs++
+					res.Bytes += n
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	for _, id := range bundles {
+		if err := r.pushBundle(ctx, id, opts, res); err != nil {
+			return err
+		}
+		rec.Bundles[id] = true
+		changed = true
+	}
 	return nil
+}
+
+// errSkip marks a log not pushed, with a warning already given.
+var errSkip = errors.New("remote: skipped")
+
+// pushLog uploads session id's log: created if this home never pushed it,
+// replaced (If-Match) if it pushed an older version of it.
+func (r *Remote) pushLog(ctx context.Context, st recorder.Store, id string, old logRecord, had bool) (logRecord, int64, bool, error) {
+	b, err := os.ReadFile(st.LogPath(id))
+	if err != nil {
+		return logRecord{}, 0, false, fmt.Errorf("remote: push: %w", err)
+	}
+	c := Cond{IfAbsent: true}
+	if had {
+		c = Cond{IfMatch: old.ETag} // resumed and finished again since
+	}
+	etag, err := r.Store.Put(ctx, LogKey(id), b, c)
+	switch {
+	case errors.Is(err, ErrExists) && !had:
+		// Pushed by a run of this home killed before its record, or by
+		// another home holding the same session (an import). Record
+		// what is there if it is this log.
+		objs, lerr := r.Store.List(ctx, LogKey(id))
+		if lerr != nil {
+			return logRecord{}, 0, false, fmt.Errorf("remote: push: %w", lerr)
+		}
+		if len(objs) != 1 || objs[0].Size != int64(len(b)) {
+			fmt.Fprintf(r.Warn, "agentctl: warning: %s/%s differs from the local log of %s; not overwritten\n", r.Store, LogKey(id), id)
+			return logRecord{}, 0, false, errSkip
+		}
+		return logRecord{Size: int64(len(b)), ETag: objs[0].ETag}, 0, true, nil
+	case errors.Is(err, ErrExists):
+		fmt.Fprintf(r.Warn, "agentctl: warning: %s/%s changed since this home pushed it; not overwritten\n", r.Store, LogKey(id))
+		return logRecord{}, 0, false, errSkip
+	case err != nil:
+		return logRecord{}, 0, false, fmt.Errorf("remote: push: %w", err)
+	}
+	return logRecord{Size: int64(len(b)), ETag: etag}, int64(len(b)), false, nil
 }
 
 func (r *Remote) pushBundle(ctx context.Context, id string, opts PushOptions, res *PushResult) error {
