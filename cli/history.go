@@ -19,7 +19,11 @@ func newHistoryCmd(f *Factory) *cobra.Command {
 		Long: `The run history is Parquet under <home>/history/, partitioned by the date a
 session started (date=YYYY-MM-DD/). A session is sealed into it when a run
 or resume ends; small files are compacted into segments automatically once
-` + fmt.Sprint(history.AutoCompactFiles) + ` of them pile up, or with 'agentctl history compact'.`,
+` + fmt.Sprint(history.AutoCompactFiles) + ` of them pile up, or with 'agentctl history compact'.
+
+'history push' uploads the history, finished logs and bundles to an
+S3-compatible bucket shared by many machines; 'query --remote' and
+'history pull' read it back (see 'agentctl history push --help').`,
 	}
 	cmd.AddCommand(newHistoryCompactCmd(f, nil), newHistorySealCmd(f, nil), newHistoryPushCmd(f, nil), newHistoryPullCmd(f, nil))
 	return cmd
