@@ -457,3 +457,53 @@ func TestFetchSession(t *testing.T) {
 	}
 	_ = filepath.Join
 }
+
+// TestPushResumedLog: a finished session resumed and finished again has
+// its remote log replaced (If-Match on the ETag this home pushed); a log
+// another home changed meanwhile is not overwritten.
+func TestPushResumedLog(t *testing.T) {
+	ctx := context.Background()
+	st := &remote.Mem{}
+	home := makeHome(t, "a", 1)
+	r := remote.New(st, home, nil)
+	if _, err := r.Push(ctx, remote.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rs := recorder.Store{Root: home}
+	s, _, err := rs.Open("a-0000", recorder.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []session.Event{
+		{TS: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Kind: session.KindUserMessage, Text: "more"},
+		{TS: time.Date(2026, 11, 29, 12, 0, 1, 0, time.UTC), Kind: session.KindSessionFinished, Status: string(session.StatusDone)},
+	} {
+		if _, err := s.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	res, err := r.Push(ctx, remote.PushOptions{})
+	if err != nil || res.Logs != 1 {
+		t.Fatalf("push after resume = %+v, %v; want the log uploaded again", res, err)
+	}
+	local, _ := os.ReadFile(rs.LogPath("a-0000"))
+	got, _, _ := st.Get(ctx, remote.LogKey("a-0000"))
+	if !bytes.Equal(got, local) {
+		t.Fatalf("remote log has %d bytes, want the local %d", len(got), len(local))
+	}
+	// Someone else rewrites it; this home's next change is not forced over it.
+	st.Put(ctx, remote.LogKey("a-0000"), []byte("theirs"), remote.Cond{})
+	s, _, _ = rs.Open("a-0000", recorder.Options{NoSync: true})
+	s.Append(session.Event{TS: time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC), Kind: session.KindSessionFinished, Status: string(session.StatusDone)})
+	s.Close()
+	var warn bytes.Buffer
+	r.Warn = &warn
+	res, err = r.Push(ctx, remote.PushOptions{})
+	if err != nil || res.Logs != 0 || res.Skipped != 1 || !strings.Contains(warn.String(), "changed since this home pushed it") {
+		t.Fatalf("push over a changed log = %+v, %v, %q", res, err, warn.String())
+	}
+	if got, _, _ := st.Get(ctx, remote.LogKey("a-0000")); string(got) != "theirs" {
+		t.Fatalf("remote log overwritten")
+	}
+}
