@@ -50,6 +50,15 @@
 // is named on the warning writer and skipped. A downloaded log is checked
 // by the recorder's reader like any log handed over from elsewhere.
 //
+// # Trust
+//
+// A bucket is written by others. Only keys of the layout above are read
+// (a key decides a path in the cache, so one like history/../x is
+// ignored), no object over MaxObjectBytes is downloaded, every Parquet
+// object is read whole (malformed input is an error, never a crash)
+// before it is used, and a fetched log goes through the recorder's
+// checks. Nothing in an object decides which host paths are written.
+//
 // # Example
 //
 //	r, err := remote.Open(ctx, "s3://runs/agentctl", home)

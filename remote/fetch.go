@@ -39,6 +39,9 @@ func (r *Remote) FetchSession(ctx context.Context, ref string) (string, error) {
 		if !ok || rest != recorder.LogFile || !safeID(id) {
 			continue
 		}
+		if o.Size > MaxObjectBytes {
+			return "", fmt.Errorf("remote: %s/%s is %d bytes, more than the %d this agentctl reads", r.Store, o.Key, o.Size, int64(MaxObjectBytes))
+		}
 		if id == ref {
 			ids = []string{id}
 			etags[id] = o.ETag

@@ -71,6 +71,10 @@ func (r *Remote) pullLocked(ctx context.Context) (*Snapshot, error) {
 		if !parquetKey.MatchString(o.Key) {
 			continue
 		}
+		if o.Size > MaxObjectBytes {
+			fmt.Fprintf(r.Warn, "agentctl: warning: skipping remote object %s/%s: %d bytes, more than the %d this agentctl reads\n", r.Store, o.Key, o.Size, int64(MaxObjectBytes))
+			continue
+		}
 		listed[o.Key] = true
 		c, ok := index[o.Key]
 		if ok && c.ETag == o.ETag && (c.Corrupt != "" || fileSize(snap.Path(c)) == c.Size) {
@@ -137,6 +141,10 @@ func fileSize(p string) int64 {
 	}
 	return st.Size()
 }
+
+// MaxObjectBytes is the largest object a pull or fetch downloads: the
+// bucket is not trusted, and an object is read whole into memory.
+const MaxObjectBytes = 1 << 30
 
 var errGone = errors.New("remote: object removed since listed")
 
