@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -455,7 +456,6 @@ func TestFetchSession(t *testing.T) {
 	if _, err := r.FetchSession(ctx, "../x"); err == nil {
 		t.Fatal("FetchSession(../x) succeeded")
 	}
-	_ = filepath.Join
 }
 
 // TestPushResumedLog: a finished session resumed and finished again has
@@ -505,5 +505,35 @@ func TestPushResumedLog(t *testing.T) {
 	}
 	if got, _, _ := st.Get(ctx, remote.LogKey("a-0000")); string(got) != "theirs" {
 		t.Fatalf("remote log overwritten")
+	}
+}
+
+// TestHostileKeysIgnored: keys outside the layout never become paths.
+func TestHostileKeysIgnored(t *testing.T) {
+	ctx := context.Background()
+	st := &remote.Mem{}
+	home := makeHome(t, "a", 2)
+	remote.New(st, home, nil).Push(ctx, remote.PushOptions{})
+	objs, _ := st.List(ctx, "history/")
+	b, _, _ := st.Get(ctx, objs[0].Key)
+	for _, k := range []string{"history/date=2026-11-29/../../../../evil.parquet", "history/evil.parquet", "history/date=2026-11-29/seg-XYZ.parquet"} {
+		st.Put(ctx, k, b, remote.Cond{})
+	}
+	r := remote.New(st, t.TempDir(), nil)
+	snap, err := r.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Objects) != len(objs) {
+		t.Fatalf("pulled %d objects, want the %d of the layout", len(snap.Objects), len(objs))
+	}
+	filepath.WalkDir(filepath.Dir(r.Home), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), "evil") {
+			t.Errorf("hostile key written to %s", p)
+		}
+		return nil
+	})
+	if _, err := r.FetchSession(ctx, "../../x"); err == nil {
+		t.Fatal("FetchSession(../../x) succeeded")
 	}
 }
