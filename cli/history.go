@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/history"
+	"github.com/agentctl/agentctl/remote"
 )
 
 func newHistoryCmd(f *Factory) *cobra.Command {
@@ -17,14 +19,20 @@ func newHistoryCmd(f *Factory) *cobra.Command {
 		Long: `The run history is Parquet under <home>/history/, partitioned by the date a
 session started (date=YYYY-MM-DD/). A session is sealed into it when a run
 or resume ends; small files are compacted into segments automatically once
-` + fmt.Sprint(history.AutoCompactFiles) + ` of them pile up, or with 'agentctl history compact'.`,
+` + fmt.Sprint(history.AutoCompactFiles) + ` of them pile up, or with 'agentctl history compact'.
+
+'history push' uploads the history, finished logs and bundles to an
+S3-compatible bucket shared by many machines; 'query --remote' and
+'history pull' read it back (see 'agentctl history push --help').`,
 	}
-	cmd.AddCommand(newHistoryCompactCmd(f, nil), newHistorySealCmd(f, nil))
+	cmd.AddCommand(newHistoryCompactCmd(f, nil), newHistorySealCmd(f, nil), newHistoryPushCmd(f, nil), newHistoryPullCmd(f, nil))
 	return cmd
 }
 
 type historyCompactOptions struct {
-	JSON bool
+	JSON   bool
+	Remote string        // compact this S3 remote instead of the home
+	Lease  time.Duration // the remote compaction lease
 }
 
 func newHistoryCompactCmd(f *Factory, runF func(context.Context, *historyCompactOptions) error) *cobra.Command {
@@ -36,17 +44,28 @@ func newHistoryCompactCmd(f *Factory, runF func(context.Context, *historyCompact
 and small segments) into segments of about ` + fmt.Sprint(history.SegmentRows) + ` rows. The new segments are
 written first, then the manifest is swapped, then the old files are removed:
 a reader or a crash never sees a row twice or not at all. Files left over by
-an earlier crash are removed.`,
-		Example: "  agentctl history compact\n  agentctl history compact --json",
+an earlier crash are removed.
+
+With --remote, the small Parquet objects of an S3 remote's history are
+merged instead, under a lease object (locks/compact.lease, taken and
+renewed with conditional writes) so that two compactions never
+interleave: new segments are uploaded before the merged objects are
+deleted, and a compaction that no longer holds its lease deletes nothing.`,
+		Example: "  agentctl history compact\n  agentctl history compact --json\n  agentctl history compact --remote s3://ci-runs/agentctl",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
+			if opts.Remote != "" {
+				return historyCompactRemoteRun(cmd.Context(), f, opts.Remote, opts.Lease, opts.JSON)
+			}
 			return historyCompactRun(f, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the outcome as one JSON object")
+	cmd.Flags().StringVar(&opts.Remote, "remote", "", "compact this S3 remote `URL` (s3://bucket/prefix) instead of the home")
+	cmd.Flags().DurationVar(&opts.Lease, "lease", remote.DefaultLease, "with --remote: how long the compaction lease is taken for")
 	return cmd
 }
 

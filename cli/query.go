@@ -16,6 +16,7 @@ type queryOptions struct {
 	File   string
 	Format string
 	Bundle string
+	Remote string
 }
 
 func newQueryCmd(f *Factory, runF func(context.Context, *queryOptions) error) *cobra.Command {
@@ -61,6 +62,7 @@ is skipped with a warning on stderr naming it, and the rest answers.`,
 	}
 	cmd.Flags().StringVar(&opts.File, "file", "", "read the SQL from this file")
 	cmd.Flags().StringVar(&opts.Bundle, "bundle", "", "query one debug bundle (agentctl bundle) instead of the home")
+	cmd.Flags().StringVar(&opts.Remote, "remote", "", "also answer over this S3 remote's history `URL` (s3://bucket/prefix): new objects are downloaded into a local cache first")
 	cmd.Flags().StringVar(&opts.Format, "format", "table", "output format: "+strings.Join(query.Formats, "|"))
 	return cmd
 }
@@ -79,7 +81,14 @@ func queryRun(cmd *cobra.Command, f *Factory, opts *queryOptions) error {
 		}
 		q = string(b)
 	}
-	db, closeDB, err := openQueryDB(cmd.Context(), f, opts.Bundle)
+	open := func() (*query.DB, func(), error) { return openQueryDB(cmd.Context(), f, opts.Bundle) }
+	if opts.Remote != "" {
+		if opts.Bundle != "" {
+			return usageError{fmt.Errorf("query: --remote and --bundle do not go together")}
+		}
+		open = func() (*query.DB, func(), error) { return openRemoteQueryDB(cmd.Context(), f, opts.Remote) }
+	}
+	db, closeDB, err := open()
 	if err != nil {
 		return err
 	}

@@ -98,6 +98,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newDiagnoseCmd(f, nil),
 		newViewCmd(f, nil),
 	)
+	addRemoteSessionFlags(root, f)
 	return root
 }
 

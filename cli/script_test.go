@@ -63,7 +63,10 @@ func TestScripts(t *testing.T) {
 			"nogrow":      noGrow,
 			"leftover":    leftover,
 			"serve":       serveReplies,
+			"s3server":    s3Server,
+			"s3":          s3Cmd,
 		},
+		Condition: remoteCondition,
 	})
 }
 

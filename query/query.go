@@ -42,6 +42,7 @@ type DB struct {
 	connErr error
 
 	m       *history.Manifest
+	remote  []RemotePart        // history rows from elsewhere (OpenRemote)
 	derived bool                // the sessions and tool_calls views exist
 	logs    map[string]LogState // sessions read from their logs
 	skipped map[string]bool     // corrupt history files, by absolute path
@@ -59,6 +60,10 @@ type DB struct {
 // sessions that are not final (see history.SessionEntry) are stat'ed to
 // see whether they grew since sealing.
 func Open(ctx context.Context, home string, warn io.Writer) (*DB, error) {
+	return open(ctx, home, warn, nil)
+}
+
+func open(ctx context.Context, home string, warn io.Writer, remote []RemotePart) (*DB, error) {
 	if warn == nil {
 		warn = io.Discard
 	}
@@ -69,7 +74,7 @@ func Open(ctx context.Context, home string, warn io.Writer) (*DB, error) {
 		c, err := duckdb.NewConnector("", nil)
 		conn <- connResult{c, err}
 	}()
-	d := &DB{home: home, hist: history.New(home), warn: warn, conn: conn, skipped: map[string]bool{}}
+	d := &DB{home: home, hist: history.New(home), warn: warn, conn: conn, skipped: map[string]bool{}, remote: remote}
 	if err := d.reload(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -177,7 +182,7 @@ func (d *DB) sessionsDir(m *history.Manifest) dirState {
 // as the snapshot says and no file is skipped: nothing then asks about
 // those sessions. Otherwise fromLogs needs every sealed session.
 func (d *DB) manifest() (*history.Manifest, dirState, error) {
-	if len(d.skipped) == 0 {
+	if len(d.skipped) == 0 && d.remote == nil {
 		m, err := history.LoadManifestChanging(d.hist.Dir)
 		if err != nil {
 			return nil, 0, err
@@ -290,6 +295,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	if livePath != "" {
 		parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", quote(livePath)))
 	}
+	parts = append(parts, d.remoteParts()...)
 	// Files sealed by an older agentctl lack the columns added since;
 	// columns are matched by name, and the typed empty part gives the view
 	// every column even when no file has it.

@@ -1,0 +1,241 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+)
+
+// S3 is a Store on an S3 bucket or any S3-compatible endpoint, through
+// aws-sdk-go-v2. Credentials, region and endpoint come from the standard
+// AWS variables and files (AWS_ACCESS_KEY_ID, AWS_PROFILE,
+// AWS_ENDPOINT_URL, ...); with an endpoint set, requests are path-style,
+// which S3-compatible stores expect.
+type S3 struct {
+	Bucket, Prefix string // Prefix is "" or ends with "/"
+	Endpoint       string // "" for AWS itself
+	client         *s3.Client
+}
+
+var _ Store = (*S3)(nil)
+
+// ParseURL splits s3://bucket/prefix into bucket and prefix ("" or
+// ending with "/").
+func ParseURL(raw string) (bucket, prefix string, err error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", "", fmt.Errorf("remote: %q is not an s3://bucket/prefix URL", raw)
+	}
+	prefix = strings.Trim(u.Path, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	return u.Host, prefix, nil
+}
+
+// NewS3 connects to the bucket of rawURL (s3://bucket/prefix). It makes no
+// request: a wrong credential or endpoint shows on the first call.
+func NewS3(ctx context.Context, rawURL string) (*S3, error) {
+	bucket, prefix, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("remote: load AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		// S3-compatible stores ignore the region, but signing needs one.
+		cfg.Region = "us-east-1"
+	}
+	endpoint := os.Getenv("AWS_ENDPOINT_URL_S3")
+	if endpoint == "" {
+		endpoint = os.Getenv("AWS_ENDPOINT_URL")
+	}
+	return newS3(cfg, bucket, prefix, endpoint), nil
+}
+
+// NewS3Static connects to rawURL at endpoint with a fixed key, reading
+// nothing from the environment (tests that must not change it).
+func NewS3Static(rawURL, endpoint, accessKey, secretKey string) (*S3, error) {
+	bucket, prefix, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg := aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(accessKey, secretKey, ""),
+	}
+	return newS3(cfg, bucket, prefix, endpoint), nil
+}
+
+func newS3(cfg aws.Config, bucket, prefix, endpoint string) *S3 {
+	c := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+			o.UsePathStyle = true
+		}
+		// Checksums beyond Content-MD5 are not spoken by every
+		// S3-compatible store; compute them only where required.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	return &S3{Bucket: bucket, Prefix: prefix, Endpoint: endpoint, client: c}
+}
+
+func (s *S3) String() string { return "s3://" + s.Bucket + "/" + strings.TrimSuffix(s.Prefix, "/") }
+
+func (s *S3) Put(ctx context.Context, key string, body []byte, c Cond) (string, error) {
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.Bucket),
+		Key:           aws.String(s.Prefix + key),
+		Body:          bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))),
+	}
+	if c.IfAbsent {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if c.IfMatch != "" {
+		in.IfMatch = aws.String(quoteETag(c.IfMatch))
+	}
+	out, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		return "", s.wrap(ctx, "put", key, err)
+	}
+	return unquoteETag(aws.ToString(out.ETag)), nil
+}
+
+func (s *S3) Get(ctx context.Context, key string) ([]byte, string, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(s.Prefix + key)})
+	if err != nil {
+		return nil, "", s.wrap(ctx, "get", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, "", s.wrap(ctx, "get", key, err)
+	}
+	if out.ContentLength != nil && int64(len(b)) != *out.ContentLength {
+		return nil, "", fmt.Errorf("remote: get %s/%s: read %d of %d bytes", s, key, len(b), *out.ContentLength)
+	}
+	return b, unquoteETag(aws.ToString(out.ETag)), nil
+}
+
+func (s *S3) List(ctx context.Context, prefix string) ([]Object, error) {
+	var out []Object
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(s.Prefix + prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s.wrap(ctx, "list", prefix, err)
+		}
+		for _, o := range page.Contents {
+			k := strings.TrimPrefix(aws.ToString(o.Key), s.Prefix)
+			out = append(out, Object{Key: k, ETag: unquoteETag(aws.ToString(o.ETag)), Size: aws.ToInt64(o.Size)})
+		}
+	}
+	return out, nil
+}
+
+func (s *S3) Delete(ctx context.Context, key string, c Cond) error {
+	in := &s3.DeleteObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(s.Prefix + key)}
+	if c.IfMatch != "" {
+		in.IfMatch = aws.String(quoteETag(c.IfMatch))
+	}
+	if _, err := s.client.DeleteObject(ctx, in); err != nil {
+		err = s.wrap(ctx, "delete", key, err)
+		if errors.Is(err, ErrNotFound) && c.IfMatch == "" {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// CreateBucket makes the bucket (tests and first-time setup).
+func (s *S3) CreateBucket(ctx context.Context) error {
+	_, err := s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)})
+	var owned interface{ ErrorCode() string }
+	if errors.As(err, &owned) && (owned.ErrorCode() == "BucketAlreadyOwnedByYou" || owned.ErrorCode() == "BucketAlreadyExists") {
+		return nil
+	}
+	if err != nil {
+		return s.wrap(ctx, "create bucket", "", err)
+	}
+	return nil
+}
+
+// wrap turns an SDK error into "remote: op s3://b/p/key: <what>" matching
+// this package's sentinels, with a hint where the user can act.
+func (s *S3) wrap(ctx context.Context, op, key string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	where := s.String() + "/" + key
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code := api.ErrorCode()
+		status := 0
+		var re *awshttp.ResponseError
+		if errors.As(err, &re) {
+			status = re.HTTPStatusCode()
+		}
+		switch {
+		case code == "PreconditionFailed" || status == 412:
+			return fmt.Errorf("remote: %s %s: %w", op, where, ErrExists)
+		case code == "NoSuchKey" || code == "NotFound" || (status == 404 && code != "NoSuchBucket"):
+			return fmt.Errorf("remote: %s %s: %w", op, where, ErrNotFound)
+		case code == "NoSuchBucket":
+			return fmt.Errorf("remote: %s %s: bucket %q does not exist (%s); create it or fix --remote / AGENTCTL_REMOTE", op, where, s.Bucket, api.ErrorMessage())
+		case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "AccessDenied" || code == "ExpiredToken" || status == 403:
+			return fmt.Errorf("remote: %s %s: %w (%s: %s); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE", op, where, ErrAuth, code, api.ErrorMessage())
+		}
+		return fmt.Errorf("remote: %s %s: %s: %s", op, where, code, api.ErrorMessage())
+	}
+	var nerr net.Error
+	var oerr *net.OpError
+	var dnsErr *net.DNSError
+	if errors.As(err, &oerr) || errors.As(err, &dnsErr) || (errors.As(err, &nerr) && nerr.Timeout()) {
+		ep := s.Endpoint
+		if ep == "" {
+			ep = "the AWS S3 endpoint"
+		}
+		return fmt.Errorf("remote: %s %s: %w: cannot reach %s (%v); check AWS_ENDPOINT_URL and the network", op, where, ErrUnreachable, ep, rootCause(err))
+	}
+	if strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found") {
+		return fmt.Errorf("remote: %s %s: %w: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE", op, where, ErrAuth)
+	}
+	return fmt.Errorf("remote: %s %s: %w", op, where, err)
+}
+
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+func quoteETag(e string) string {
+	if strings.HasPrefix(e, `"`) {
+		return e
+	}
+	return `"` + e + `"`
+}
+
+func unquoteETag(e string) string { return strings.Trim(e, `"`) }
