@@ -51,6 +51,10 @@ type Spec struct {
 	MaxTurns    int      `yaml:"max_turns" json:"max_turns,omitempty"`
 	ToolTimeout Duration `yaml:"tool_timeout" json:"tool_timeout,omitempty"`
 	Sandbox     Sandbox  `yaml:"sandbox" json:"sandbox"`
+	// Agent, when set, runs an external agent program instead of the
+	// model + tools loop (see Agent). Nil for agentctl's own agents, so
+	// their recorded spec and its hash do not change.
+	Agent *Agent `yaml:"agent" json:"agent,omitempty"`
 
 	// Path is the absolute path of the spec file; Dir its directory.
 	Path string `yaml:"-" json:"-"`
@@ -557,7 +561,9 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	if s.Model.ID == "" {
 		bad("model.id is required (the model the session pins)", "model")
 	}
-	if s.Prompt == "" {
+	if s.Agent != nil {
+		s.validateAgent(bad)
+	} else if s.Prompt == "" {
 		bad("prompt is required (the first user message; --prompt can override it)")
 	}
 	switch s.Mode {
@@ -751,6 +757,9 @@ func (s *Spec) resolve() {
 	s.Model.Script = abs(s.Model.Script)
 	s.Workspace.From = abs(s.Workspace.From)
 	s.Workspace.Path = abs(s.Workspace.Path)
+	if s.Agent != nil && len(s.Agent.Command) > 0 && strings.Contains(s.Agent.Command[0], "/") {
+		s.Agent.Command[0] = abs(s.Agent.Command[0])
+	}
 	for i := range s.CustomTools {
 		c := &s.CustomTools[i]
 		if len(c.Command) > 0 && strings.Contains(c.Command[0], "/") {
