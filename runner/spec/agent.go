@@ -122,6 +122,9 @@ func (s *Spec) validateAgent(bad func(string, ...any)) {
 	if s.MaxTurns != 0 {
 		notHere("max_turns", "turns are the agent's; limit max_tokens, max_cost_usd or max_wall")
 	}
+	if s.Retries != 0 {
+		notHere("retries", "a failed done check ends the run; agentctl cannot hand the failure back to a program it does not drive")
+	}
 	if s.ToolTimeout != 0 {
 		notHere("tool_timeout", "the agent runs its own tools; budget.max_wall bounds the whole run")
 	}
