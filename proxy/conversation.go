@@ -1,0 +1,348 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/session"
+)
+
+// conversation is one agent's history as the proxy has seen it, and the
+// session it is recorded in.
+type conversation struct {
+	mu    sync.Mutex
+	id    string
+	sink  Sink
+	keyed bool // named by the base URL or the Config's Sink: never matched by prefix
+
+	n       int               // model calls so far
+	history []session.Message // the last request's messages and its answer
+	first   string            // the first user message, pinned
+	tools   map[string]string // tool call id → tool name
+	spent   Spent
+	lastSeq int64
+	// diverged is the first replay divergence seen, "" when none.
+	diverged string
+}
+
+// conversation finds or makes the conversation a call belongs to: the
+// Config's Sink; the /s/<id>/ of its base URL; else the open conversation
+// whose history the call's messages extend (the longest), or whose first
+// user message it repeats (the agent compacted its history); else a new
+// one.
+func (s *Server) conversation(rt route, c *Call) (*conversation, error) {
+	if s.fixed != nil {
+		return s.fixed, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rt.session != "" {
+		if cv := s.byID[rt.session]; cv != nil {
+			return cv, nil
+		}
+		cv := &conversation{id: rt.session, keyed: true}
+		s.byID[rt.session] = cv
+		s.convs = append(s.convs, cv)
+		return cv, nil
+	}
+	var best *conversation
+	bestLen := -1
+	for _, cv := range s.convs {
+		if cv.keyed {
+			continue
+		}
+		cv.mu.Lock()
+		h, first := cv.history, cv.first
+		cv.mu.Unlock()
+		if len(h) > 0 && len(h) > bestLen && isPrefix(h, c.Messages) {
+			best, bestLen = cv, len(h)
+		}
+		if best == nil && first != "" && firstUser(c.Messages) == first {
+			best, bestLen = cv, 0
+		}
+	}
+	if best != nil {
+		return best, nil
+	}
+	cv := &conversation{}
+	s.convs = append(s.convs, cv)
+	return cv, nil
+}
+
+// open makes the conversation's session on its first call.
+func (cv *conversation) open(s *Server, c *Call) error {
+	if cv.sink != nil {
+		return nil
+	}
+	h := s.cfg.Header
+	h.Kind = session.KindSessionStarted
+	if h.Name == "" {
+		h.Name = "proxy"
+	}
+	h.Provider, h.Model, h.System = c.Provider, c.Model, c.System
+	h.Text = firstUser(c.Messages)
+	attrs := map[string]any{}
+	if len(h.Attrs) > 0 {
+		_ = json.Unmarshal(h.Attrs, &attrs)
+	}
+	attrs["recorded_by"] = "proxy"
+	attrs["api"] = string(c.API)
+	attrs["tools"] = c.Tools
+	h.Attrs = marshal(attrs)
+	sink, err := s.cfg.Open(cv.id, h)
+	if err != nil {
+		return fmt.Errorf("open session: %w", err)
+	}
+	cv.sink, cv.id = sink, sink.SessionID()
+	s.mu.Lock()
+	s.byID[cv.id] = cv
+	s.mu.Unlock()
+	s.logf("proxy: session %s (%s %s)", cv.id, c.Provider, c.Model)
+	return nil
+}
+
+func firstUser(msgs []session.Message) string {
+	for _, m := range msgs {
+		if m.Role == session.RoleUser {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+// sameMessage compares what the agent controls in a message: role, text,
+// tool calls (id, name, args as JSON values) and the call a result answers.
+func sameMessage(a, b session.Message) bool {
+	if a.Role != b.Role || a.Content != b.Content || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	for i := range a.ToolCalls {
+		x, y := a.ToolCalls[i], b.ToolCalls[i]
+		if x.ID != y.ID || x.Name != y.Name || !sameJSON(x.Args, y.Args) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return string(marshal(x)) == string(marshal(y))
+}
+
+func isPrefix(prefix, msgs []session.Message) bool {
+	if len(prefix) > len(msgs) {
+		return false
+	}
+	for i := range prefix {
+		if !sameMessage(prefix[i], msgs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// inputs returns the events for what the call's messages add to the
+// history: user_message for user text, tool_result for each tool message
+// (the agent ran the tool between the two calls), assistant_message for
+// an assistant turn the client wrote itself. A history that no longer
+// extends the last one is a compaction: what the agent put in place of
+// the dropped messages is its summary.
+func (cv *conversation) inputs(c *Call) []session.Event {
+	var evs []session.Event
+	from := 0
+	if len(cv.history) > 0 {
+		if isPrefix(cv.history, c.Messages) {
+			from = len(cv.history)
+		} else {
+			k := 0
+			for k < len(cv.history) && k < len(c.Messages) && sameMessage(cv.history[k], c.Messages[k]) {
+				k++
+			}
+			var sum []string
+			for _, m := range c.Messages[k:] {
+				if m.Content != "" {
+					sum = append(sum, m.Content)
+				}
+			}
+			evs = append(evs, session.Event{Kind: session.KindCompaction, Through: cv.lastSeq, Summary: strings.Join(sum, "\n\n"),
+				Attrs: marshal(obj{"recorded_by": "proxy", "kept_messages": k, "replaced_messages": len(cv.history) - k, "new_messages": len(c.Messages) - k})})
+			from = len(c.Messages)
+		}
+	}
+	if cv.first == "" {
+		cv.first = firstUser(c.Messages)
+	}
+	for _, m := range c.Messages[from:] {
+		switch m.Role {
+		case session.RoleUser:
+			evs = append(evs, session.Event{Kind: session.KindUserMessage, Text: m.Content})
+		case session.RoleTool:
+			st := session.ResultOK
+			e := session.Event{Kind: session.KindToolResult, CallID: m.ToolCallID, Tool: cv.tools[m.ToolCallID], Output: m.Content}
+			if c.failed[m.ToolCallID] {
+				st, e.Error = session.ResultError, m.Content
+			}
+			e.Status = st
+			evs = append(evs, e)
+		case session.RoleAssistant:
+			evs = append(evs, session.Event{Kind: session.KindAssistantMessage, Text: m.Content, ToolCalls: m.ToolCalls,
+				Attrs: marshal(obj{"from_request": true})})
+			cv.noteCalls(m.ToolCalls)
+		}
+	}
+	return evs
+}
+
+func (cv *conversation) noteCalls(tcs []session.ToolCall) {
+	if cv.tools == nil {
+		cv.tools = map[string]string{}
+	}
+	for _, tc := range tcs {
+		cv.tools[tc.ID] = tc.Name
+	}
+}
+
+// callRecord gathers what one call records.
+type callRecord struct {
+	conv   *conversation
+	call   *Call
+	inputs []session.Event
+	began  time.Time
+	first  time.Time
+	attrs  obj
+}
+
+func (rc *callRecord) modelCall(status int) session.Event {
+	c := rc.call
+	e := session.Event{Kind: session.KindModelCall, Provider: c.Provider, Model: c.Model, RequestDigest: c.Digest(),
+		LatencyMS: time.Since(rc.began).Milliseconds(), MaxTokens: c.MaxTokens}
+	a := obj{"recorded_by": "proxy", "api": string(c.API), "path": c.Path, "stream": c.Stream, "status": status, "turn": c.Turn}
+	if c.RawQuery != "" {
+		a["query"] = c.RawQuery
+	}
+	if !rc.first.IsZero() {
+		a["ttft_ms"] = float64(rc.first.Sub(rc.began).Microseconds()) / 1000
+	}
+	for k, v := range rc.attrs {
+		a[k] = v
+	}
+	rc.attrs = a
+	return e
+}
+
+// artifacts keeps the raw bodies, redacted, and names them in attrs.
+func (rc *callRecord) artifacts(s *Server, resp []byte, stream bool) {
+	c := rc.call
+	base := fmt.Sprintf("proxy-%04d", c.Turn)
+	if rel, err := rc.conv.sink.WriteArtifact(base+"-request.json", []byte(s.red.String(string(c.Body)))); err == nil {
+		rc.attrs["request_artifact"] = rel
+	} else {
+		s.logf("proxy: %v", err)
+	}
+	if resp == nil {
+		return
+	}
+	ext := ".json"
+	if stream {
+		ext = ".sse"
+	}
+	if rel, err := rc.conv.sink.WriteArtifact(base+"-response"+ext, []byte(s.red.String(string(resp)))); err == nil {
+		rc.attrs["response_artifact"] = rel
+	} else {
+		s.logf("proxy: %v", err)
+	}
+}
+
+func (rc *callRecord) append(s *Server, evs ...session.Event) {
+	all := append(rc.inputs, evs...)
+	out, err := rc.conv.sink.Append(all...)
+	if err != nil {
+		s.logf("proxy: record call %d of session %s: %v", rc.call.Turn, rc.conv.id, err)
+		return
+	}
+	if len(out) > 0 {
+		rc.conv.lastSeq = out[len(out)-1].Seq
+	}
+}
+
+// fail records a call that got no answer: a malformed request, a refusal,
+// an unreachable upstream. The history does not move.
+func (rc *callRecord) fail(s *Server, status int, typ, msg string, body []byte) {
+	e := rc.modelCall(status)
+	e.Error, e.ErrorType = msg, typ
+	rc.artifacts(s, body, false)
+	e.Attrs = marshal(rc.attrs)
+	rc.append(s, e)
+}
+
+// finish records an answered call: the answer (or the partial text of a
+// client that went away) and its model_call, and moves the history on.
+func (rc *callRecord) finish(s *Server, status int, header http.Header, body []byte, resp provider.Response, perr, serr error, disconnected bool) {
+	c, cv := rc.call, rc.conv
+	e := rc.modelCall(status)
+	stream := strings.HasPrefix(header.Get("Content-Type"), "text/event-stream")
+	rc.artifacts(s, body, stream)
+	if resp.Model != "" {
+		e.Model = resp.Model
+	}
+	e.InputTokens, e.OutputTokens, e.CostUSD = resp.InputTokens, resp.OutputTokens, resp.CostUSD
+	e.CacheReadInputTokens, e.CacheCreationInputTokens = resp.CacheReadTokens, resp.CacheCreationTokens
+	e.FinishReason, e.ResponseID = resp.FinishReason, resp.ResponseID
+	cv.spent.Calls++
+	cv.spent.InputTokens += resp.InputTokens
+	cv.spent.OutputTokens += resp.OutputTokens
+	cv.spent.CostUSD += resp.CostUSD
+	if disconnected {
+		e.Error, e.ErrorType, e.Text = "the client went away before the answer was complete", "client_disconnected", resp.Text
+		e.Attrs = marshal(rc.attrs)
+		rc.append(s, e, session.Event{Kind: session.KindInterrupted, Text: resp.Text, Reason: "client_disconnected"})
+		return
+	}
+	if err := firstErr(serr, perr); err != nil {
+		e.Error = err.Error()
+		if pe, ok := err.(*provider.Error); ok {
+			e.Error, e.ErrorType = pe.Message, pe.Type
+		} else if dv, ok := err.(*Divergence); ok {
+			e.Error, e.ErrorType = dv.Error(), "replay_divergence"
+		}
+		e.Text = resp.Text
+		e.Attrs = marshal(rc.attrs)
+		rc.append(s, e)
+		return
+	}
+	am := session.Event{Kind: session.KindAssistantMessage, Text: resp.Text, ToolCalls: resp.ToolCalls, Refusal: resp.Refusal,
+		InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens}
+	if resp.FinishReason == provider.FinishLength || resp.FinishReason == provider.FinishContentFilter {
+		am.FinishReason = resp.FinishReason
+	}
+	if resp.Thinking != "" {
+		am.Attrs = marshal(obj{"thinking": resp.Thinking})
+	}
+	e.Attrs = marshal(rc.attrs)
+	rc.append(s, am, e)
+	cv.noteCalls(resp.ToolCalls)
+	cv.history = append(append([]session.Message(nil), c.Messages...),
+		session.Message{Role: session.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
