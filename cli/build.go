@@ -80,6 +80,9 @@ func buildTools(sp *spec.Spec) (*tools.Registry, error) {
 // specConfig is the part of a runner config every command derives the
 // same way from a spec: the spec, its provider and its tool registry.
 func specConfig(sp *spec.Spec) (runner.Config, error) {
+	if sp.External() {
+		return externalConfig(sp)
+	}
 	prov, err := buildProvider(sp)
 	if err != nil {
 		return runner.Config{}, err
