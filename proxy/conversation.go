@@ -117,14 +117,18 @@ func firstUser(msgs []session.Message) string {
 }
 
 // sameMessage compares what the agent controls in a message: role, text,
-// tool calls (id, name, args as JSON values) and the call a result answers.
+// tool calls and the call a result answers. A tool call with an id is the
+// same call when id and name match: clients send the arguments back
+// normalised (Claude Code adds the defaults of its tools' schemas, such as
+// Edit's "replace_all": false), which is no change of history. Calls
+// without ids are compared by their args as JSON values too.
 func sameMessage(a, b session.Message) bool {
 	if a.Role != b.Role || a.Content != b.Content || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
 		return false
 	}
 	for i := range a.ToolCalls {
 		x, y := a.ToolCalls[i], b.ToolCalls[i]
-		if x.ID != y.ID || x.Name != y.Name || !sameJSON(x.Args, y.Args) {
+		if x.ID != y.ID || x.Name != y.Name || (x.ID == "" && !sameJSON(x.Args, y.Args)) {
 			return false
 		}
 	}
