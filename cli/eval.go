@@ -116,6 +116,7 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	}
 	cfg.Provider = buildProvider
 	cfg.Tools = buildTools
+	cfg.Backend = externalBackend
 	cfg.Observer = func() runner.Observer { return withTelemetry(f, nil) }
 	cfg.AfterRun = func(id string, obs runner.Observer) {
 		flushTelemetry(f, obs)
