@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/redact"
@@ -86,6 +87,9 @@ type Config struct {
 type Server struct {
 	cfg Config
 	red *redact.Redactor
+
+	// inflight counts requests being served (answered or recorded).
+	inflight atomic.Int64
 
 	mu     sync.Mutex
 	convs  []*conversation
@@ -242,6 +246,8 @@ func apiGuess(r *http.Request) API {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	rt, rerr := parseRoute(r.Method, r.URL.Path)
 	if s.cfg.Token != "" {
 		got := r.Header.Get("X-Agentctl-Token")
@@ -436,6 +442,8 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, rt route, c *
 		cw.WriteHeader(http.StatusOK)
 	}
 	resp, aerr := parseAnswer(c, cw.status, cw.body.Bytes(), cw.Header())
-	disconnected := r.Context().Err() != nil || cw.werr != nil
+	// Only a Serve cut short by the client counts: a client that closes
+	// the connection right after the last byte was answered in full.
+	disconnected := serr != nil && (r.Context().Err() != nil || cw.werr != nil)
 	rec.finish(s, cw.status, cw.Header(), cw.body.Bytes(), resp, aerr, serr, disconnected)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
@@ -72,8 +73,9 @@ func kinds(evs []session.Event) string {
 	return strings.Join(k, " ")
 }
 
-func only(t *testing.T, mem *MemSessions) []session.Event {
+func only(t *testing.T, srv *Server, mem *MemSessions) []session.Event {
 	t.Helper()
+	waitIdle(t, srv)
 	ids := mem.IDs()
 	if len(ids) != 1 {
 		t.Fatalf("sessions = %v, want exactly one", ids)
@@ -84,7 +86,7 @@ func only(t *testing.T, mem *MemSessions) []session.Event {
 func TestScriptedChatCompletions(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "json", true: "sse"}[stream], func(t *testing.T) {
-			_, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), "")})
+			srv, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), "")})
 			cl := openaiClient(base)
 			ctx := context.Background()
 			params := openai.ChatCompletionNewParams{Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessageParamUnion{
@@ -133,7 +135,7 @@ func TestScriptedChatCompletions(t *testing.T) {
 			if text != "Done: the readme says hello." {
 				t.Fatalf("turn 2 text = %q", text)
 			}
-			evs := only(t, mem)
+			evs := only(t, srv, mem)
 			want := "session_started user_message assistant_message model_call tool_result assistant_message model_call"
 			if got := kinds(evs); got != want {
 				t.Fatalf("kinds = %s, want %s", got, want)
@@ -154,7 +156,7 @@ func TestScriptedChatCompletions(t *testing.T) {
 func TestScriptedMessages(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "json", true: "sse"}[stream], func(t *testing.T) {
-			_, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), "")})
+			srv, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), "")})
 			cl := anthropicClient(base)
 			ctx := context.Background()
 			params := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 1024,
@@ -194,7 +196,7 @@ func TestScriptedMessages(t *testing.T) {
 			if m2.Content[0].Text != "Done: the readme says hello." || m2.StopReason != "end_turn" {
 				t.Fatalf("turn 2 = %+v", m2)
 			}
-			evs := only(t, mem)
+			evs := only(t, srv, mem)
 			want := "session_started user_message assistant_message model_call tool_result assistant_message model_call"
 			if got := kinds(evs); got != want {
 				t.Fatalf("kinds = %s, want %s", got, want)
@@ -211,7 +213,7 @@ func TestScriptedMessages(t *testing.T) {
 func TestScriptedResponses(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "json", true: "sse"}[stream], func(t *testing.T) {
-			_, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), "")})
+			srv, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), "")})
 			cl := openaiClient(base)
 			ctx := context.Background()
 			input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage("Read the readme.", responses.EasyInputMessageRoleUser)}
@@ -257,7 +259,7 @@ func TestScriptedResponses(t *testing.T) {
 			if r2.OutputText() != "Done: the readme says hello." {
 				t.Fatalf("turn 2 = %s", r2.RawJSON())
 			}
-			evs := only(t, mem)
+			evs := only(t, srv, mem)
 			want := "session_started user_message assistant_message model_call tool_result assistant_message model_call"
 			if got := kinds(evs); got != want {
 				t.Fatalf("kinds = %s, want %s", got, want)
@@ -270,4 +272,17 @@ func fcOutput(callID, out string) responses.ResponseInputItemUnionParam {
 	p := responses.ResponseInputItemParamOfFunctionCallOutput(out)
 	p.OfFunctionCallOutput.CallID = openai.String(callID)
 	return p
+}
+
+// waitIdle waits until no call is being served: the proxy records a call
+// after the client has its last byte.
+func waitIdle(t testing.TB, srv *Server) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.inflight.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("calls still in flight after 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -246,4 +246,3 @@ func sseResponse(body []byte) *http.Response {
 		Body:       io.NopCloser(bytes.NewReader(body)),
 	}
 }
-
