@@ -91,6 +91,9 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 			return fmt.Errorf("replay run %s: the initial workspace %s: %w (hint: --workspace-from DIR)", id, sp.Workspace.From, err)
 		}
 	}
+	if sp.External() {
+		return replayExternal(ctx, f, opts, id, evs, sp)
+	}
 	reg := replay.RecordedTools(evs)
 	if !imported {
 		if reg, err = buildTools(sp); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -304,6 +305,10 @@ func (r *Replay) compare(c *Call, rec *recordedTurn) (fatal string, volatile []s
 			return fmt.Sprintf("message %d: log has %s, request has %d messages", i+1, describe(rc.Messages[i]), len(c.Messages)), nil
 		}
 		if !sameMessage(rc.Messages[i], c.Messages[i]) {
+			if sameMessage(withoutReminders(rc.Messages[i]), withoutReminders(c.Messages[i])) {
+				volatile = append(volatile, fmt.Sprintf("message %d: the harness context in its <system-reminder> blocks differs (%s)", i+1, firstDiff(rc.Messages[i].Content, c.Messages[i].Content)))
+				continue
+			}
 			return fmt.Sprintf("message %d: log has %s, request has %s", i+1, describe(rc.Messages[i]), describe(c.Messages[i])), nil
 		}
 	}
@@ -386,4 +391,19 @@ func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter)
 	cc := *c
 	cc.Body, cc.Model = marshal(body), m.model
 	return m.Backend.Serve(ctx, &cc, w)
+}
+
+// reminderRE matches the <system-reminder> blocks Claude Code (and the
+// Claude Agent SDK) put into user messages and tool results: the working
+// directory, today's date, the tokens left, the tool list. They are the
+// harness's volatile context, like system text, not the conversation.
+var reminderRE = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+
+// withoutReminders is m with its <system-reminder> blocks cut out, for the
+// default (not --strict) match of a replay.
+func withoutReminders(m session.Message) session.Message {
+	if strings.Contains(m.Content, "<system-reminder>") {
+		m.Content = strings.TrimSpace(reminderRE.ReplaceAllString(m.Content, ""))
+	}
+	return m
 }

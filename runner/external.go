@@ -82,7 +82,7 @@ func startExternal(ctx context.Context, cfg Config) (Result, error) {
 		Provider: sp.Model.Provider, Model: sp.Model.ID, System: sp.System,
 		Spec: sp.JSON(), SpecPath: sp.Path, SpecHash: specHash(sp),
 		AgentctlVersion: buildinfo.Version, HarnessCommit: buildinfo.Commit(),
-		Workspace: ws, Attrs: attrs, Text: prompt,
+		Workspace: ws, Attrs: attrs, Text: prompt, ParentSessionID: cfg.ReplayOf,
 	}
 	header.TS = time.Now()
 	if cfg.Clock != nil {

@@ -74,6 +74,10 @@ type Config struct {
 	// or a recorded session's replay. The caller builds it from the spec,
 	// as it builds Provider for agentctl's own loop.
 	Backend proxy.Backend
+	// ReplayOf, for an external agent's run, names the recorded session
+	// whose answers Backend replays (replay run); the header records it
+	// as the parent session.
+	ReplayOf string
 	// Failpoint, when set, is called after each event is durable ("after",
 	// seq) and inside each tool call after its effect ("in-tool", intent
 	// seq). In-process crash injection panics from it; see crashtest.
