@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/crashtest"
+	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/query"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
-	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
 )
