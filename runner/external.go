@@ -52,7 +52,8 @@ var (
 // checks. The proxy records the agent's model calls into the session (the
 // runner's Sink), and its Policy enforces the pinned model, the budget at
 // dispatch and the wall time.
-func startExternal(ctx context.Context, cfg Config) (Result, error) {
+func startExternal(ctx context.Context, cfg Config) (res Result, err error) {
+	defer func() { res.External = true }()
 	sp := cfg.Spec
 	if cfg.Backend == nil {
 		return Result{}, errors.New("start: an external agent needs a model backend for the proxy (scripted, upstream or a recorded session)")
@@ -72,7 +73,7 @@ func startExternal(ctx context.Context, cfg Config) (Result, error) {
 	if ws == "" {
 		ws = filepath.Join(cfg.Store.SessionDir(id), recorder.WorkspaceDir)
 	}
-	ws, err := filepath.Abs(ws)
+	ws, err = filepath.Abs(ws)
 	if err != nil {
 		return Result{}, err
 	}

@@ -96,7 +96,10 @@ type Result struct {
 	InputTokens  int64          `json:"input_tokens"`
 	OutputTokens int64          `json:"output_tokens"`
 	CostUSD      float64        `json:"cost_usd"`
-	Err          error          `json:"-"`
+	// External: the run was an external agent's (spec agent:), which is
+	// not resumed.
+	External bool  `json:"external,omitempty"`
+	Err      error `json:"-"`
 }
 
 // Reasons recorded on session_finished, so exit codes and queries can tell
