@@ -93,7 +93,9 @@ func (cv *conversation) open(s *Server, c *Call) error {
 	}
 	attrs["recorded_by"] = "proxy"
 	attrs["api"] = string(c.API)
-	attrs["tools"] = c.Tools
+	// The tool names in the order request digests hash them, as the
+	// runner's header has them: replay verify re-projects with them.
+	attrs["tools"] = append([]string{}, c.Tools...)
 	h.Attrs = marshal(attrs)
 	sink, err := s.cfg.Open(cv.id, h)
 	if err != nil {
@@ -205,6 +207,13 @@ func (cv *conversation) inputs(c *Call) []session.Event {
 			evs = append(evs, session.Event{Kind: session.KindAssistantMessage, Text: m.Content, ToolCalls: m.ToolCalls,
 				Attrs: marshal(obj{"from_request": true})})
 			cv.noteCalls(m.ToolCalls)
+		}
+	}
+	// A tool message is named after its tool, as the runner projects it
+	// (request digests hash the name).
+	for i, m := range c.Messages {
+		if m.Role == session.RoleTool && m.Name == "" {
+			c.Messages[i].Name = cv.tools[m.ToolCallID]
 		}
 	}
 	return evs

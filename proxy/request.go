@@ -79,7 +79,11 @@ type Spent struct {
 // session.Digest over the system text (as a first system message, as the
 // runner projects it), the messages and the tool names.
 func (c *Call) Digest() string {
-	return session.Digest(c.projection(), c.Tools)
+	tools := c.Tools
+	if tools == nil {
+		tools = []string{} // as the runner hashes a call without tools
+	}
+	return session.Digest(c.projection(), tools)
 }
 
 func (c *Call) projection() []session.Message {
