@@ -183,6 +183,11 @@ func TestReadArtifactHostile(t *testing.T) {
 		ok  bool
 	}{
 		{"artifacts/ok.json", true},
+		{"artifacts/ok.json#0+2", true},
+		{"artifacts/ok.json#1+2", false},
+		{"artifacts/ok.json#-1+1", false},
+		{"artifacts/ok.json#0+99999999999", false},
+		{"artifacts/ok.json#x", false},
 		{"artifacts/../secret", false},
 		{"/etc/passwd", false},
 		{"artifacts/link.json", false},
