@@ -194,7 +194,7 @@ func parseChat(c *Call) error {
 			Role       string  `json:"role"`
 			Content    content `json:"content"`
 			Name       string  `json:"name"`
-			ToolCallID string          `json:"tool_call_id"`
+			ToolCallID string  `json:"tool_call_id"`
 			ToolCalls  []struct {
 				ID       string `json:"id"`
 				Function struct {

@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"fmt"
-	"os"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
