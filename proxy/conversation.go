@@ -29,6 +29,8 @@ type conversation struct {
 	lastSeq int64
 	// diverged is the first replay divergence seen, "" when none.
 	diverged string
+	// digester hashes only what each request adds to the last one.
+	digester *session.Digester
 }
 
 // conversation finds or makes the conversation a call belongs to: the
@@ -169,10 +171,16 @@ func isPrefix(prefix, msgs []session.Message) bool {
 func (cv *conversation) inputs(c *Call) []session.Event {
 	var evs []session.Event
 	from := 0
-	if len(cv.history) > 0 {
+	if len(cv.history) == 0 {
+		cv.digester = nil
+	} else {
 		if isPrefix(cv.history, c.Messages) {
 			from = len(cv.history)
 		} else {
+			// The Digester trusts a payload to extend the last one when
+			// its last hashed message looks the same; this one does not
+			// extend it, so it starts over.
+			cv.digester = nil
 			k := 0
 			for k < len(cv.history) && k < len(c.Messages) && sameMessage(cv.history[k], c.Messages[k]) {
 				k++
@@ -236,11 +244,16 @@ type callRecord struct {
 	began  time.Time
 	first  time.Time
 	attrs  obj
+	refs   []string     // artifact references: request, response
+	sync   func() error // makes the artifacts durable
 }
 
 func (rc *callRecord) modelCall(status int) session.Event {
 	c := rc.call
-	e := session.Event{Kind: session.KindModelCall, Provider: c.Provider, Model: c.Model, RequestDigest: c.Digest(),
+	if rc.conv.digester == nil {
+		rc.conv.digester = session.NewDigester()
+	}
+	e := session.Event{Kind: session.KindModelCall, Provider: c.Provider, Model: c.Model, RequestDigest: c.digestWith(rc.conv.digester),
 		LatencyMS: time.Since(rc.began).Milliseconds(), MaxTokens: c.MaxTokens}
 	a := obj{"recorded_by": "proxy", "api": string(c.API), "path": c.Path, "stream": c.Stream, "status": status, "turn": c.Turn}
 	if c.RawQuery != "" {
@@ -256,32 +269,48 @@ func (rc *callRecord) modelCall(status int) session.Event {
 	return e
 }
 
+// bodiesArtifact is the append-only artifact holding a session's raw
+// request and response bodies.
+const bodiesArtifact = "proxy-bodies"
+
 // artifacts keeps the raw bodies, redacted, and names them in attrs.
-func (rc *callRecord) artifacts(s *Server, resp []byte, stream bool) {
-	c := rc.call
-	base := fmt.Sprintf("proxy-%04d", c.Turn)
-	if rel, err := rc.conv.sink.WriteArtifact(base+"-request.json", []byte(s.red.String(string(c.Body)))); err == nil {
-		rc.attrs["request_artifact"] = rel
-	} else {
-		s.logf("proxy: %v", err)
+func (rc *callRecord) artifacts(s *Server, resp []byte) {
+	parts := [][]byte{[]byte(s.red.String(string(rc.call.Body)))}
+	if resp != nil {
+		parts = append(parts, []byte(s.red.String(string(resp))))
 	}
-	if resp == nil {
+	refs, sync, err := rc.conv.sink.AppendArtifact(bodiesArtifact, parts...)
+	if err != nil {
+		s.logf("proxy: %v", err)
 		return
 	}
-	ext := ".json"
-	if stream {
-		ext = ".sse"
+	rc.refs, rc.sync = refs, sync
+}
+
+func (rc *callRecord) nameArtifacts(stream bool) {
+	if len(rc.refs) > 0 {
+		rc.attrs["request_artifact"] = rc.refs[0]
 	}
-	if rel, err := rc.conv.sink.WriteArtifact(base+"-response"+ext, []byte(s.red.String(string(resp)))); err == nil {
-		rc.attrs["response_artifact"] = rel
-	} else {
-		s.logf("proxy: %v", err)
+	if len(rc.refs) > 1 {
+		rc.attrs["response_artifact"] = rc.refs[1]
+		rc.attrs["response_sse"] = stream
 	}
 }
 
+// append appends the call's events while its artifacts are synced, and
+// returns when both are durable.
 func (rc *callRecord) append(s *Server, evs ...session.Event) {
 	all := append(rc.inputs, evs...)
+	synced := make(chan error, 1)
+	if rc.sync != nil {
+		go func() { synced <- rc.sync() }()
+	} else {
+		synced <- nil
+	}
 	out, err := rc.conv.sink.Append(all...)
+	if serr := <-synced; serr != nil {
+		s.logf("proxy: artifacts of call %d of session %s: %v", rc.call.Turn, rc.conv.id, serr)
+	}
 	if err != nil {
 		s.logf("proxy: record call %d of session %s: %v", rc.call.Turn, rc.conv.id, err)
 		return
@@ -296,18 +325,18 @@ func (rc *callRecord) append(s *Server, evs ...session.Event) {
 func (rc *callRecord) fail(s *Server, status int, typ, msg string, body []byte) {
 	e := rc.modelCall(status)
 	e.Error, e.ErrorType = msg, typ
-	rc.artifacts(s, body, false)
+	rc.artifacts(s, body)
+	rc.nameArtifacts(false)
 	e.Attrs = marshal(rc.attrs)
 	rc.append(s, e)
 }
 
 // finish records an answered call: the answer (or the partial text of a
 // client that went away) and its model_call, and moves the history on.
-func (rc *callRecord) finish(s *Server, status int, header http.Header, body []byte, resp provider.Response, perr, serr error, disconnected bool) {
+func (rc *callRecord) finish(s *Server, status int, header http.Header, resp provider.Response, perr, serr error, disconnected bool) {
 	c, cv := rc.call, rc.conv
 	e := rc.modelCall(status)
-	stream := strings.HasPrefix(header.Get("Content-Type"), "text/event-stream")
-	rc.artifacts(s, body, stream)
+	rc.nameArtifacts(strings.HasPrefix(header.Get("Content-Type"), "text/event-stream"))
 	if resp.Model != "" {
 		e.Model = resp.Model
 	}

@@ -26,6 +26,7 @@
 //	go http.Serve(listener, srv)                       // any listener: loopback, a netns socket
 //	…
 //	srv.Close()                                        // finishes the sessions Open made
+//	sink.Close()                                       // a SessionSink you gave: closes its artifact file
 //
 // A Backend answers calls by writing wire bytes: Scripted (agentctl's
 // scripted model, turn N answers call N of each conversation), Upstream
@@ -63,10 +64,22 @@
 //     that goes away mid-stream: model_call error_type client_disconnected
 //     and an interrupted event with the partial text.
 //
-// The raw request and response bodies are kept, redacted, as artifacts
-// (artifacts/proxy-NNNN-request.json, -response.sse|.json), so a replay
-// serves the exact bytes. Credentials (Authorization, x-api-key, cookies)
-// are headers, and headers are never recorded.
+// The raw request and response bodies are kept, redacted, in one
+// append-only artifact per session (artifacts/proxy-bodies), named by
+// reference in the model_call ("artifacts/proxy-bodies#<offset>+<length>"),
+// so a replay serves the exact bytes. The artifact is fsync'd at the same
+// time as the log append, and the client's answer completes only when
+// both are durable. Credentials (Authorization, x-api-key, cookies) are
+// headers, and headers are never recorded.
+//
+// # Durability and latency
+//
+// A call's events are appended (one group-committed Append) after the
+// last byte of the answer was written to the client but before the
+// response ends, so when the client's SDK returns, the call is on disk.
+// The user message and tool results of a request are appended with its
+// answer, not before: a crash mid-call loses nothing, because the next
+// request carries them again.
 //
 // # Sessions
 //

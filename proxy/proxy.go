@@ -164,7 +164,7 @@ func (s *Server) Close() error {
 			if _, err := c.sink.Append(fin); err != nil {
 				errs = append(errs, err)
 			}
-			if cl, ok := c.sink.(io.Closer); ok {
+			if cl, ok := c.sink.(io.Closer); ok && c != s.fixed {
 				if err := cl.Close(); err != nil {
 					errs = append(errs, err)
 				}
@@ -441,9 +441,21 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, rt route, c *
 	if cw.status == 0 {
 		cw.WriteHeader(http.StatusOK)
 	}
-	resp, aerr := parseAnswer(c, cw.status, cw.body.Bytes(), cw.Header())
+	// The answer is parsed while its bytes are made durable.
+	type parsed struct {
+		resp provider.Response
+		err  error
+	}
+	done := make(chan parsed, 1)
+	go func() {
+		resp, err := parseAnswer(c, cw.status, cw.body.Bytes(), cw.Header())
+		done <- parsed{resp, err}
+	}()
+	rec.artifacts(s, cw.body.Bytes())
+	p := <-done
+	resp, aerr := p.resp, p.err
 	// Only a Serve cut short by the client counts: a client that closes
 	// the connection right after the last byte was answered in full.
 	disconnected := serr != nil && (r.Context().Err() != nil || cw.werr != nil)
-	rec.finish(s, cw.status, cw.Header(), cw.body.Bytes(), resp, aerr, serr, disconnected)
+	rec.finish(s, cw.status, cw.Header(), resp, aerr, serr, disconnected)
 }

@@ -92,7 +92,10 @@ func TestRecordCorpus(t *testing.T) {
 		finish  string
 		in, out int64
 		errType string
+		think   string
 	}{
+		{name: "messages thinking", path: "/v1/messages", body: messagesBody(true), rep: reply{200, sse, cassetteBody(t, "sse/anthropic-messages/pydantic__pydantic-ai/test_anthropic_model_thinking_part_stream.yaml", 0), false},
+			status: 200, finish: "stop", think: "This is a straightforward question about"},
 		{name: "chat text", path: "/v1/chat/completions", body: chatBody(true), rep: reply{200, sse, corpusFile(t, oaDir+"e2aad469b71d1d4894ff833ea147020a9d875eb7ce644a0ff355581690a4cbfd.bin"), false},
 			status: 200, finish: "stop", in: 14, out: 30},
 		{name: "chat tool call", path: "/v1/chat/completions", body: chatBody(true), rep: reply{200, sse, corpusFile(t, oaDir+"2018feb66ae13fcf5333d61b95849decc68d3f63bd38172889367e1afb1e04f7.bin"), false},
@@ -158,6 +161,15 @@ func TestRecordCorpus(t *testing.T) {
 			}
 			if tc.refusal != "" && !strings.HasPrefix(am.Refusal, tc.refusal) {
 				t.Errorf("refusal = %q, want it to start %q", am.Refusal, tc.refusal)
+			}
+			if tc.think != "" {
+				var at struct {
+					Thinking string `json:"thinking"`
+				}
+				json.Unmarshal(am.Attrs, &at)
+				if !strings.HasPrefix(at.Thinking, tc.think) || strings.Contains(am.Text, tc.think) {
+					t.Errorf("thinking = %q, text = %q: want the thinking kept apart from the text", at.Thinking, am.Text)
+				}
 			}
 			if tc.tool != "" && (len(am.ToolCalls) == 0 || am.ToolCalls[0].Name != tc.tool) {
 				t.Errorf("tool calls = %+v, want %s", am.ToolCalls, tc.tool)

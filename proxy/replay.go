@@ -95,6 +95,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 				Stream           bool   `json:"stream"`
 				RequestArtifact  string `json:"request_artifact"`
 				ResponseArtifact string `json:"response_artifact"`
+				ResponseSSE      *bool  `json:"response_sse"`
 			}
 			_ = json.Unmarshal(e.Attrs, &attrs)
 			if attrs.Purpose == "compaction" {
@@ -106,19 +107,19 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 				t.status = http.StatusOK
 			}
 			if attrs.ResponseArtifact != "" && cfg.Artifacts != nil {
-				b, err := cfg.Artifacts(attrs.ResponseArtifact)
-				if err != nil {
-					return nil, fmt.Errorf("proxy: replay: model_call seq %d: %w", e.Seq, err)
+				// A torn artifact (a crash between its sync and the log's)
+				// leaves the answer to be rendered from the events.
+				if b, err := cfg.Artifacts(attrs.ResponseArtifact); err == nil {
+					t.body = b
 				}
-				t.body, t.stream = b, strings.HasSuffix(attrs.ResponseArtifact, ".sse")
+				if attrs.ResponseSSE != nil {
+					t.stream = *attrs.ResponseSSE
+				}
 			}
 			if attrs.RequestArtifact != "" && cfg.Artifacts != nil {
 				b, err := cfg.Artifacts(attrs.RequestArtifact)
-				if err != nil {
-					return nil, fmt.Errorf("proxy: replay: model_call seq %d: %w", e.Seq, err)
-				}
 				c := &Call{API: attrs.API, Body: b}
-				if parseCall(c) == nil {
+				if err == nil && parseCall(c) == nil {
 					t.call = c
 					t.model = c.Model
 				}

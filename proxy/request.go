@@ -86,6 +86,23 @@ func (c *Call) Digest() string {
 	return session.Digest(c.projection(), tools)
 }
 
+// digestWith is Digest through a conversation's Digester. The Digester
+// tells messages apart by seq, and a request's messages have none, so
+// each gets its position as seq.
+func (c *Call) digestWith(d *session.Digester) string {
+	msgs := c.projection()
+	numbered := make([]session.Message, len(msgs))
+	for i, m := range msgs {
+		m.Seq = int64(i + 1)
+		numbered[i] = m
+	}
+	tools := c.Tools
+	if tools == nil {
+		tools = []string{}
+	}
+	return d.Digest(numbered, tools)
+}
+
 func (c *Call) projection() []session.Message {
 	if c.System == "" {
 		return c.Messages
@@ -103,8 +120,8 @@ func badf(format string, args ...any) error { return &badRequest{fmt.Sprintf(for
 
 // parseCall reads a model request body of api into c.
 func parseCall(c *Call) error {
-	if !json.Valid(c.Body) {
-		return badf("request body is not valid JSON")
+	if b := bytes.TrimSpace(c.Body); len(b) == 0 || b[0] != '{' {
+		return badf("request body is not a JSON object")
 	}
 	switch c.API {
 	case APIChat:
@@ -117,6 +134,16 @@ func parseCall(c *Call) error {
 	return badf("unknown api %q", c.API)
 }
 
+// content is a message content value decoded in the one pass of the
+// request's Unmarshal: a string, or an array of parts whose text fields
+// (text, input_text, output_text, refusal) are joined.
+type content string
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	*c = content(text(b))
+	return nil
+}
+
 // text reads a content value that is a string or an array of parts with
 // a text field (input_text, output_text, text), joined.
 func text(raw json.RawMessage) string {
@@ -124,9 +151,12 @@ func text(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		return ""
 	}
 	var parts []struct {
 		Type    string `json:"type"`
@@ -161,10 +191,10 @@ func parseChat(c *Call) error {
 		MaxCompletionTokens int64           `json:"max_completion_tokens"`
 		Metadata            json.RawMessage `json:"metadata"`
 		Messages            []struct {
-			Role       string          `json:"role"`
-			Content    json.RawMessage `json:"content"`
-			Name       string          `json:"name"`
-			ToolCallID string          `json:"tool_call_id"`
+			Role       string  `json:"role"`
+			Content    content `json:"content"`
+			Name       string  `json:"name"`
+			ToolCallID string  `json:"tool_call_id"`
 			ToolCalls  []struct {
 				ID       string `json:"id"`
 				Function struct {
@@ -194,17 +224,17 @@ func parseChat(c *Call) error {
 	for i, m := range r.Messages {
 		switch m.Role {
 		case "system", "developer":
-			system = append(system, text(m.Content))
+			system = append(system, string(m.Content))
 		case "user":
-			c.Messages = append(c.Messages, session.Message{Role: session.RoleUser, Content: text(m.Content)})
+			c.Messages = append(c.Messages, session.Message{Role: session.RoleUser, Content: string(m.Content)})
 		case "assistant":
-			am := session.Message{Role: session.RoleAssistant, Content: text(m.Content)}
+			am := session.Message{Role: session.RoleAssistant, Content: string(m.Content)}
 			for _, tc := range m.ToolCalls {
 				am.ToolCalls = append(am.ToolCalls, session.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: compactArgs(tc.Function.Arguments)})
 			}
 			c.Messages = append(c.Messages, am)
 		case "tool", "function":
-			c.Messages = append(c.Messages, session.Message{Role: session.RoleTool, Content: text(m.Content), ToolCallID: m.ToolCallID})
+			c.Messages = append(c.Messages, session.Message{Role: session.RoleTool, Content: string(m.Content), ToolCallID: m.ToolCallID})
 		default:
 			return badf("chat completions request: messages[%d]: unknown role %q", i, m.Role)
 		}

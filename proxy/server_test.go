@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,6 +184,11 @@ func TestReadArtifactHostile(t *testing.T) {
 		ok  bool
 	}{
 		{"artifacts/ok.json", true},
+		{"artifacts/ok.json#0+2", true},
+		{"artifacts/ok.json#1+2", false},
+		{"artifacts/ok.json#-1+1", false},
+		{"artifacts/ok.json#0+99999999999", false},
+		{"artifacts/ok.json#x", false},
 		{"artifacts/../secret", false},
 		{"/etc/passwd", false},
 		{"artifacts/link.json", false},
@@ -223,4 +229,41 @@ func TestModelsAndCount(t *testing.T) {
 	if ids := mem.IDs(); len(ids) != 0 {
 		t.Errorf("sessions = %v: listing models or counting tokens records nothing", ids)
 	}
+}
+
+// TestReplayTornArtifact: a crash between the artifact sync and the log's
+// can leave events naming bytes that are not on disk; the replay then
+// renders the recorded answer from the events instead of failing.
+func TestReplayTornArtifact(t *testing.T) {
+	st := recorder.Store{Root: t.TempDir()}
+	srv, err := New(Config{Backend: NewScripted(loadScript(t, testScript), ""), Open: StoreSessions{Store: st}.Open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptestServer(t, srv)
+	post(t, hs+"/s/torn/v1/chat/completions", chatBody(false))
+	waitIdle(t, srv)
+	srv.Close()
+	if err := os.Truncate(filepath.Join(st.SessionDir("torn"), ArtifactsDir, bodiesArtifact), 10); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := st.Load("torn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReplay(ReplayConfig{Events: evs, Artifacts: func(rel string) ([]byte, error) { return ReadArtifact(st.SessionDir("torn"), rel) }})
+	if err != nil {
+		t.Fatalf("NewReplay over a torn artifact: %v", err)
+	}
+	_, _, base := startProxy(t, Config{Backend: r})
+	status, body := post(t, base+"/v1/chat/completions", chatBody(false))
+	if status != 200 || !strings.Contains(string(body), `"Let me look."`) || !strings.Contains(string(body), "call_1_0") {
+		t.Fatalf("replay of a torn artifact: %d %s", status, body)
+	}
+}
+
+func httptestServer(t *testing.T, h http.Handler) string {
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs.URL
 }

@@ -2,9 +2,10 @@ package proxy
 
 import (
 	"fmt"
+	"io"
 	"os"
-	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,13 +24,22 @@ type Sink interface {
 	// are set, strings redacted) and returns them as written. The proxy
 	// calls it from one goroutine per conversation at a time.
 	Append(evs ...session.Event) ([]session.Event, error)
-	// WriteArtifact stores data durably as name in the session's
-	// artifacts folder and returns its path relative to the session folder
-	// ("artifacts/<name>"), the form events record. It may be called
-	// concurrently for different names.
-	WriteArtifact(name string, data []byte) (string, error)
-	// ReadArtifact reads back what an event names (the relative path).
-	ReadArtifact(rel string) ([]byte, error)
+	// AppendArtifact appends parts to the append-only file name in the
+	// session's artifacts folder and returns a reference to each part as
+	// events record it ("artifacts/<name>#<offset>+<length>") and sync,
+	// which makes them durable (one fsync for all). The proxy runs sync
+	// concurrently with the Append of the events that name the parts and
+	// answers the client only when both are done, so a call costs the
+	// time of one fsync, not two; a crash between the two can leave an
+	// event naming bytes that are not there, which ReadArtifact reports
+	// as torn (replay then renders that answer from its events). One
+	// append-only file per session rather than a file per body: a new
+	// file would need its folder synced too. Safe for concurrent use;
+	// after a failed write or sync the sink's artifacts stay failed, since
+	// offsets past the failure are unknown.
+	AppendArtifact(name string, parts ...[]byte) (refs []string, sync func() error, err error)
+	// ReadArtifact reads back what an event references.
+	ReadArtifact(ref string) ([]byte, error)
 }
 
 // ArtifactsDir is the folder of a session folder that holds the proxy's
@@ -40,8 +50,14 @@ const ArtifactsDir = "artifacts"
 type SessionSink struct {
 	S *recorder.Session
 
-	once sync.Once
-	err  error
+	mu    sync.Mutex
+	files map[string]*artifactFile
+	err   error // sticky failure of an artifact write
+}
+
+type artifactFile struct {
+	f    *os.File
+	size int64
 }
 
 var _ Sink = (*SessionSink)(nil)
@@ -58,41 +74,102 @@ func (s *SessionSink) Append(evs ...session.Event) ([]session.Event, error) {
 	return s.S.Append(evs...)
 }
 
-// WriteArtifact writes the file under a temp name, fsyncs it, renames it
-// into place and fsyncs the folder, so an event never names a file a
-// crash could lose.
-func (s *SessionSink) WriteArtifact(name string, data []byte) (string, error) {
-	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return "", fmt.Errorf("proxy: artifact name %q: want a plain file name", name)
+// AppendArtifact appends to the artifact file; sync fsyncs it (the
+// folder was fsync'd when the file was created).
+func (s *SessionSink) AppendArtifact(name string, parts ...[]byte) ([]string, func() error, error) {
+	if !plainName(name) {
+		return nil, nil, fmt.Errorf("proxy: artifact name %q: want a plain file name", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, nil, s.err
+	}
+	af, err := s.open(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("proxy: append artifact %s: %w", name, err)
+	}
+	var buf []byte
+	refs := make([]string, len(parts))
+	off := af.size
+	for i, p := range parts {
+		refs[i] = fmt.Sprintf("%s/%s#%d+%d", ArtifactsDir, name, off, len(p))
+		buf = append(buf, p...)
+		off += int64(len(p))
+	}
+	if _, err := af.f.Write(buf); err != nil {
+		s.err = fmt.Errorf("proxy: append artifact %s: %w", name, err)
+		return nil, nil, s.err
+	}
+	af.size = off
+	f := af.f
+	sync := func() error {
+		if err := f.Sync(); err != nil {
+			s.mu.Lock()
+			s.err = fmt.Errorf("proxy: sync artifact %s: %w", name, err)
+			s.mu.Unlock()
+			return err
+		}
+		return nil
+	}
+	return refs, sync, nil
+}
+
+func (s *SessionSink) open(name string) (*artifactFile, error) {
+	if af := s.files[name]; af != nil {
+		return af, nil
 	}
 	dir := filepath.Join(s.S.Dir, ArtifactsDir)
-	s.once.Do(func() { s.err = os.MkdirAll(dir, 0o755) })
-	if s.err != nil {
-		return "", fmt.Errorf("proxy: write artifact %s: %w", name, s.err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
 	}
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return "", fmt.Errorf("proxy: write artifact %s: %w", name, err)
+		return nil, err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, name))
-	}
+	fi, err := f.Stat()
 	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("proxy: write artifact %s: %w", name, err)
+		f.Close()
+		return nil, err
 	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
 	}
-	return path.Join(ArtifactsDir, name), nil
+	if s.files == nil {
+		s.files = map[string]*artifactFile{}
+	}
+	af := &artifactFile{f: f, size: fi.Size()}
+	s.files[name] = af
+	return af, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Close closes the artifact files. It never closes the session: its owner
+// does.
+func (s *SessionSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first error
+	for _, af := range s.files {
+		if err := af.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.files = nil
+	return first
+}
+
+func plainName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`)
 }
 
 // ReadArtifact reads an artifact of the session; see ReadArtifact.
@@ -100,30 +177,68 @@ func (s *SessionSink) ReadArtifact(rel string) ([]byte, error) {
 	return ReadArtifact(s.S.Dir, rel)
 }
 
-// ReadArtifact reads the artifact rel (as an event names it) of the
-// session folder dir. The log may come from elsewhere, so rel must name a
+// maxArtifactRead caps what one reference may read: the log naming it may
+// come from elsewhere.
+const maxArtifactRead = 256 << 20
+
+// parseRef splits "artifacts/<name>[#<offset>+<length>]".
+func parseRef(ref string) (name string, off, n int64, ranged bool, err error) {
+	path, rng, ranged := strings.Cut(ref, "#")
+	name, ok := strings.CutPrefix(path, ArtifactsDir+"/")
+	if !ok || !plainName(name) {
+		return "", 0, 0, false, fmt.Errorf("proxy: artifact %q: want artifacts/<name>", ref)
+	}
+	if ranged {
+		o, l, ok := strings.Cut(rng, "+")
+		var e1, e2 error
+		off, e1 = strconv.ParseInt(o, 10, 64)
+		n, e2 = strconv.ParseInt(l, 10, 64)
+		if !ok || e1 != nil || e2 != nil || off < 0 || n < 0 || n > maxArtifactRead {
+			return "", 0, 0, false, fmt.Errorf("proxy: artifact %q: want #<offset>+<length> (at most %d bytes)", ref, maxArtifactRead)
+		}
+	}
+	return name, off, n, ranged, nil
+}
+
+// ReadArtifact reads the artifact ref (as an event names it) of the
+// session folder dir. The log may come from elsewhere, so ref must name a
 // plain file directly in the artifacts folder: anything else (an absolute
-// path, "..", a subfolder) is refused.
-func ReadArtifact(dir, rel string) ([]byte, error) {
-	name, ok := strings.CutPrefix(rel, ArtifactsDir+"/")
-	if !ok || name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return nil, fmt.Errorf("proxy: artifact %q: want artifacts/<name>", rel)
+// path, "..", a subfolder, a symlink) is refused, as is a range past the
+// end of the file (a torn artifact).
+func ReadArtifact(dir, ref string) ([]byte, error) {
+	name, off, n, ranged, err := parseRef(ref)
+	if err != nil {
+		return nil, err
 	}
 	root, err := os.OpenRoot(filepath.Join(dir, ArtifactsDir))
 	if err != nil {
-		return nil, fmt.Errorf("proxy: read artifact %s: %w", rel, err)
+		return nil, fmt.Errorf("proxy: read artifact %s: %w", ref, err)
 	}
 	defer root.Close()
 	fi, err := root.Lstat(name)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: read artifact %s: %w", rel, err)
+		return nil, fmt.Errorf("proxy: read artifact %s: %w", ref, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("proxy: read artifact %s: not a regular file", rel)
+		return nil, fmt.Errorf("proxy: read artifact %s: not a regular file", ref)
 	}
-	b, err := root.ReadFile(name)
+	if !ranged {
+		off, n = 0, fi.Size()
+		if n > maxArtifactRead {
+			return nil, fmt.Errorf("proxy: read artifact %s: %d bytes, more than %d", ref, n, maxArtifactRead)
+		}
+	}
+	if off+n > fi.Size() {
+		return nil, fmt.Errorf("proxy: read artifact %s: the file has %d bytes: the artifact is torn or the reference forged", ref, fi.Size())
+	}
+	f, err := root.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: read artifact %s: %w", rel, err)
+		return nil, fmt.Errorf("proxy: read artifact %s: %w", ref, err)
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil && !(err == io.EOF && n == 0) {
+		return nil, fmt.Errorf("proxy: read artifact %s: %w", ref, err)
 	}
 	return b, nil
 }
@@ -167,27 +282,43 @@ func (m *MemSink) Events() []session.Event {
 	return append([]session.Event(nil), m.events...)
 }
 
-// WriteArtifact keeps a copy of data.
-func (m *MemSink) WriteArtifact(name string, data []byte) (string, error) {
+// AppendArtifact keeps copies of the parts.
+func (m *MemSink) AppendArtifact(name string, parts ...[]byte) ([]string, func() error, error) {
+	if !plainName(name) {
+		return nil, nil, fmt.Errorf("proxy: artifact name %q: want a plain file name", name)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.artifacts == nil {
 		m.artifacts = map[string][]byte{}
 	}
-	rel := path.Join(ArtifactsDir, name)
-	m.artifacts[rel] = append([]byte(nil), data...)
-	return rel, nil
+	refs := make([]string, len(parts))
+	for i, p := range parts {
+		refs[i] = fmt.Sprintf("%s/%s#%d+%d", ArtifactsDir, name, len(m.artifacts[name]), len(p))
+		m.artifacts[name] = append(m.artifacts[name], p...)
+	}
+	return refs, func() error { return nil }, nil
 }
 
-// ReadArtifact returns what WriteArtifact kept.
-func (m *MemSink) ReadArtifact(rel string) ([]byte, error) {
+// ReadArtifact returns what AppendArtifact kept.
+func (m *MemSink) ReadArtifact(ref string) ([]byte, error) {
+	name, off, n, ranged, err := parseRef(ref)
+	if err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b, ok := m.artifacts[rel]
+	b, ok := m.artifacts[name]
 	if !ok {
-		return nil, fmt.Errorf("proxy: read artifact %s: %w", rel, os.ErrNotExist)
+		return nil, fmt.Errorf("proxy: read artifact %s: %w", ref, os.ErrNotExist)
 	}
-	return b, nil
+	if !ranged {
+		return append([]byte(nil), b...), nil
+	}
+	if off+n > int64(len(b)) {
+		return nil, fmt.Errorf("proxy: read artifact %s: past the end", ref)
+	}
+	return append([]byte(nil), b[off:off+n]...), nil
 }
 
 // MemSessions is an Opener that keeps each session in a MemSink: the
@@ -255,4 +386,10 @@ func (s StoreSessions) Open(id string, header session.Event) (Sink, error) {
 // ownedSink is a SessionSink whose session the proxy opened and closes.
 type ownedSink struct{ SessionSink }
 
-func (o *ownedSink) Close() error { return o.S.Close() }
+func (o *ownedSink) Close() error {
+	err := o.SessionSink.Close()
+	if serr := o.S.Close(); err == nil {
+		err = serr
+	}
+	return err
+}
