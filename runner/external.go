@@ -33,11 +33,11 @@ const budgetStopDelay = 2 * time.Second
 // are serialised, and the policy's verdicts are remembered for the end.
 type externalRun struct {
 	*run
-	mu       sync.Mutex
-	over     string // the budget a refused call met, once one was
-	stop     context.CancelCauseFunc
-	changed  map[string]bool // models a model_changed was recorded for
-	policyAt func() time.Time
+	mu      sync.Mutex
+	over    string // the budget a refused call met, once one was
+	stop    context.CancelCauseFunc
+	changed map[string]bool // models a model_changed was recorded for
+	art     *proxy.SessionSink
 }
 
 // Causes of an external agent's stop.
@@ -100,7 +100,8 @@ func startExternal(ctx context.Context, cfg Config) (res Result, err error) {
 	r := &run{cfg: cfg, sess: sess, st: newState(hdr.System), id: id, ws: ws, started: time.Now(), secrets: sec}
 	r.st.add(hdr)
 	r.observe(hdr)
-	x := &externalRun{run: r, changed: map[string]bool{}}
+	x := &externalRun{run: r, changed: map[string]bool{}, art: proxy.NewSessionSink(sess)}
+	defer x.art.Close()
 	return x.run1(ctx, prompt)
 }
 
@@ -249,13 +250,13 @@ func (s *runSink) Append(evs ...session.Event) ([]session.Event, error) {
 	return s.run.appendOut(evs...)
 }
 
-func (s *runSink) WriteArtifact(name string, data []byte) (string, error) {
-	return proxy.NewSessionSink(s.sess).WriteArtifact(name, data)
+// AppendArtifact and ReadArtifact are the session's (proxy.SessionSink):
+// the raw bodies need no fold.
+func (s *runSink) AppendArtifact(name string, parts ...[]byte) ([]string, func() error, error) {
+	return s.art.AppendArtifact(name, parts...)
 }
 
-func (s *runSink) ReadArtifact(rel string) ([]byte, error) {
-	return proxy.ReadArtifact(s.sess.Dir, rel)
-}
+func (s *runSink) ReadArtifact(ref string) ([]byte, error) { return s.art.ReadArtifact(ref) }
 
 // upstreamKey is the key the agent's SDK sends, which the proxy forwards
 // upstream: the variable model.api_key_env names, else the provider's
