@@ -15,6 +15,7 @@ import (
 	"github.com/agentctl/agentctl/buildinfo"
 	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -247,6 +248,14 @@ func (s *runSink) SessionID() string { return s.id }
 func (s *runSink) Append(evs ...session.Event) ([]session.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for i := range evs {
+		if e := &evs[i]; e.Kind == session.KindModelCall {
+			// The spec's model.price (a scripted or unlisted model), as
+			// agentctl's own loop bills it; the proxy knows only its table.
+			e.CostUSD = s.billed(provider.Response{InputTokens: e.InputTokens, OutputTokens: e.OutputTokens,
+				CacheReadTokens: e.CacheReadInputTokens, CacheCreationTokens: e.CacheCreationInputTokens, CostUSD: e.CostUSD}, e.Model)
+		}
+	}
 	return s.run.appendOut(evs...)
 }
 

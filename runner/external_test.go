@@ -142,17 +142,28 @@ func TestExternalAgentPinnedModel(t *testing.T) {
 // a budget_exceeded error before the model is asked, and the run ends
 // budget_exceeded.
 func TestExternalAgentBudget(t *testing.T) {
-	sp := externalSpec(t, chatCall+`call m1; call m1; call m1`,
-		"  - text: one\n    usage: {input_tokens: 40, output_tokens: 20}\n  - text: two\n  - text: three\n", "budget: {max_tokens: 50}\n")
-	res, evs, out := runExternal(t, sp)
-	if res.Status != session.StatusBudgetExceeded || !strings.HasPrefix(res.Reason, "max_tokens 50: 60 spent") {
-		t.Fatalf("result = %+v, want budget_exceeded on max_tokens (events %s)", res, kinds(evs))
-	}
-	if strings.Contains(out, "two") || !strings.Contains(out, "budget_exceeded") {
-		t.Errorf("agent output %q: the second call was served, or its error is not budget_exceeded", out)
-	}
-	if n := strings.Count(kinds(evs), "assistant_message"); n != 1 {
-		t.Errorf("%d assistant messages recorded, want 1", n)
+	for _, tc := range []struct {
+		name, budget, reason string
+	}{
+		{"tokens", "budget: {max_tokens: 50}\n", "max_tokens 50: 60 spent"},
+		// 40 in and 20 out at $1000 per million tokens: $0.06.
+		{"cost", "budget: {max_cost_usd: 0.05}\n", "max_cost_usd 0.0500: $0.0600 spent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := externalSpec(t, chatCall+`call m1; call m1; call m1`,
+				"  - text: one\n    usage: {input_tokens: 40, output_tokens: 20}\n  - text: two\n  - text: three\n", tc.budget)
+			sp.Model.Price = &spec.Price{Input: 1000, Output: 1000}
+			res, evs, out := runExternal(t, sp)
+			if res.Status != session.StatusBudgetExceeded || !strings.HasPrefix(res.Reason, tc.reason) {
+				t.Fatalf("result = %+v, want budget_exceeded with %q (events %s)", res, tc.reason, kinds(evs))
+			}
+			if strings.Contains(out, "two") || !strings.Contains(out, "budget_exceeded") {
+				t.Errorf("agent output %q: the second call was served, or its error is not budget_exceeded", out)
+			}
+			if n := strings.Count(kinds(evs), "assistant_message"); n != 1 {
+				t.Errorf("%d assistant messages recorded, want 1", n)
+			}
+		})
 	}
 }
 
