@@ -223,3 +223,66 @@ func TestAgentEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalAgentUpstream: with a real provider the proxy, outside the
+// sandbox, forwards the program's call upstream with the key of
+// model.api_key_env, which the program's SDK sent; the key is not
+// recorded.
+func TestExternalAgentUpstream(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("sandbox unavailable: %v", err)
+	}
+	if _, err := os.Stat("/usr/bin/curl"); err != nil {
+		t.Skip("no curl")
+	}
+	const key = "sk-agentctl-test-upstream-key-0123456789"
+	t.Setenv("AGENTCTL_TEST_UPSTREAM_KEY", key)
+	got := make(chan string, 4)
+	up := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.Path + " " + r.Header.Get("Authorization")
+		w.Header().Set("content-type", "application/json")
+		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"From upstream."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go up.Serve(ln)
+	defer up.Close()
+	sp := externalSpec(t, chatCall+`call gpt-4o-mini`, "  - text: x\n", "")
+	sp.Model = spec.Model{Provider: "openai", ID: "gpt-4o-mini", BaseURL: "http://" + ln.Addr().String() + "/v1", APIKeyEnv: "AGENTCTL_TEST_UPSTREAM_KEY"}
+	b, err := proxy.NewUpstream(sp.Model.BaseURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := recorder.Store{Root: t.TempDir()}
+	res, err := Start(context.Background(), Config{Spec: sp, Store: st, Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != session.StatusDone || res.InputTokens != 5 || res.OutputTokens != 2 {
+		t.Errorf("result = %+v, want done with the upstream's 5+2 tokens", res)
+	}
+	select {
+	case g := <-got:
+		if g != "/v1/chat/completions Bearer "+key {
+			t.Errorf("upstream saw %q", g)
+		}
+	default:
+		t.Fatal("the upstream was never called")
+	}
+	files := 0
+	filepath.WalkDir(st.SessionDir(res.SessionID), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files++
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), key) {
+			t.Errorf("%s holds the API key", p)
+		}
+		return nil
+	})
+	if files < 3 {
+		t.Errorf("only %d files in the session folder: nothing was checked", files)
+	}
+}
