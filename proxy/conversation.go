@@ -240,6 +240,7 @@ type callRecord struct {
 	began  time.Time
 	first  time.Time
 	attrs  obj
+	known  bool         // the request body is recorded bytes: no redaction
 	refs   []string     // artifact references: request, response
 	sync   func() error // makes the artifacts durable
 }
@@ -271,7 +272,11 @@ const bodiesArtifact = "proxy-bodies"
 
 // artifacts keeps the raw bodies, redacted, and names them in attrs.
 func (rc *callRecord) artifacts(s *Server, resp []byte) {
-	parts := [][]byte{[]byte(s.red.String(string(rc.call.Body)))}
+	req := rc.call.Body
+	if !rc.known {
+		req = []byte(s.red.String(string(req)))
+	}
+	parts := [][]byte{req}
 	if resp != nil {
 		parts = append(parts, []byte(s.red.String(string(resp))))
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,6 +52,11 @@ type Replay struct {
 	turns  []recordedTurn
 	models []string
 
+	// known maps the sha256 of each recorded request body (its API
+	// first) to its parsed call: a replay mostly sees the same bytes
+	// again, and a body seen before need not be parsed again.
+	known map[[32]byte]*Call
+
 	mu       sync.Mutex
 	live     map[string]bool // conversations that went live (fork)
 	findings []Finding
@@ -75,7 +81,7 @@ type Finding struct {
 // else (a session `agentctl run` recorded) the assistant_message before it
 // rendered in the caller's wire format.
 func NewReplay(cfg ReplayConfig) (*Replay, error) {
-	r := &Replay{cfg: cfg, live: map[string]bool{}}
+	r := &Replay{cfg: cfg, live: map[string]bool{}, known: map[[32]byte]*Call{}}
 	seen := map[string]bool{}
 	var lastAnswer *provider.Response
 	for _, e := range cfg.Events {
@@ -120,6 +126,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 				c := &Call{API: attrs.API, Body: b}
 				if err == nil && parseCall(c) == nil {
 					t.call = c
+					r.known[bodyKey(c.API, b)] = c
 					t.model = c.Model
 				}
 			}
@@ -387,4 +394,20 @@ func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter)
 	cc := *c
 	cc.Body, cc.Model = marshal(body), m.model
 	return m.Backend.Serve(ctx, &cc, w)
+}
+
+func bodyKey(api API, body []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(api))
+	h.Write([]byte{0})
+	h.Write(body)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// knownCall returns the parsed form of a body the recording holds byte for
+// byte, nil for any other.
+func (r *Replay) knownCall(api API, body []byte) *Call {
+	return r.known[bodyKey(api, body)]
 }
