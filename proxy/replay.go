@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/session"
 )
@@ -30,6 +31,11 @@ type ReplayConfig struct {
 	// Live (--until N).
 	Until int
 	Live  Backend
+	// Redactor is the one the recording was made with (nil: this
+	// process's environment and the token formats, as the proxy's
+	// default): the recorded requests are redacted, so a live message is
+	// compared as it would have been recorded.
+	Redactor *redact.Redactor
 }
 
 // recordedTurn is one model call of the recording.
@@ -81,6 +87,9 @@ type Finding struct {
 // else (a session `agentctl run` recorded) the assistant_message before it
 // rendered in the caller's wire format.
 func NewReplay(cfg ReplayConfig) (*Replay, error) {
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.New(redact.FromEnv(environ())...)
+	}
 	r := &Replay{cfg: cfg, live: map[string]bool{}, known: map[[32]byte]*Call{}}
 	seen := map[string]bool{}
 	var lastAnswer *provider.Response
@@ -297,7 +306,9 @@ func (r *Replay) compare(c *Call, rec *recordedTurn) (fatal string, volatile []s
 	if rec.body != nil && rec.stream != c.Stream {
 		return fmt.Sprintf("log has stream=%t, request has stream=%t", rec.stream, c.Stream), nil
 	}
-	if rec.model != "" && c.Model != rec.model {
+	// The requested model is known only from a recorded request (a
+	// model_call's model is the one that answered, date suffix and all).
+	if rec.call != nil && c.Model != rec.model {
 		return fmt.Sprintf("log has model %q, request has model %q", rec.model, c.Model), nil
 	}
 	rc := rec.call
@@ -311,7 +322,7 @@ func (r *Replay) compare(c *Call, rec *recordedTurn) (fatal string, volatile []s
 		if i >= len(c.Messages) {
 			return fmt.Sprintf("message %d: log has %s, request has %d messages", i+1, describe(rc.Messages[i]), len(c.Messages)), nil
 		}
-		if !sameMessage(rc.Messages[i], c.Messages[i]) {
+		if !sameMessage(rc.Messages[i], c.Messages[i]) && !sameMessage(rc.Messages[i], r.redacted(c.Messages[i])) {
 			return fmt.Sprintf("message %d: log has %s, request has %s", i+1, describe(rc.Messages[i]), describe(c.Messages[i])), nil
 		}
 	}
@@ -410,4 +421,18 @@ func bodyKey(api API, body []byte) [32]byte {
 // byte, nil for any other.
 func (r *Replay) knownCall(api API, body []byte) *Call {
 	return r.known[bodyKey(api, body)]
+}
+
+// redacted is m as the recording would hold it.
+func (r *Replay) redacted(m session.Message) session.Message {
+	m.Content = r.cfg.Redactor.String(m.Content)
+	if len(m.ToolCalls) > 0 {
+		tcs := make([]session.ToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			tc.Args = json.RawMessage(r.cfg.Redactor.String(string(tc.Args)))
+			tcs[i] = tc
+		}
+		m.ToolCalls = tcs
+	}
+	return m
 }
