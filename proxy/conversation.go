@@ -327,10 +327,14 @@ func (rc *callRecord) append(s *Server, evs ...session.Event) {
 	if len(out) > 0 {
 		rc.conv.lastSeq = out[len(out)-1].Seq
 	}
+	if s.cfg.OnRecorded != nil {
+		s.cfg.OnRecorded(rc.call, out)
+	}
 }
 
 // fail records a call that got no answer: a malformed request, a refusal,
-// an unreachable upstream. The history does not move.
+// an unreachable upstream. The history moves to the request's messages
+// (their events are written), not past them.
 func (rc *callRecord) fail(s *Server, status int, typ, msg string, body []byte) {
 	e := rc.modelCall(status)
 	e.Error, e.ErrorType = msg, typ
@@ -338,6 +342,14 @@ func (rc *callRecord) fail(s *Server, status int, typ, msg string, body []byte) 
 	rc.nameArtifacts(false)
 	e.Attrs = marshal(rc.attrs)
 	rc.append(s, e)
+	// What the request added is recorded now; a retry of it must not
+	// record it again.
+	if len(rc.inputs) > 0 {
+		h := append([]session.Message(nil), rc.call.Messages...)
+		rc.conv.hmu.Lock()
+		rc.conv.history = h
+		rc.conv.hmu.Unlock()
+	}
 }
 
 // finish records an answered call: the answer (or the partial text of a

@@ -78,6 +78,12 @@ type Config struct {
 	Redactor *redact.Redactor
 	// MaxBody caps a request body (default 32 MiB).
 	MaxBody int64
+	// OnRecorded, when set, is called after each model call's events are
+	// durable, with the call and the events as written (a runner ends
+	// the run on a refusal, counts spend, streams progress). It is called
+	// from one goroutine per conversation at a time, before the client's
+	// response ends: keep it short.
+	OnRecorded func(c *Call, evs []session.Event)
 	// Logf, when set, is told about sessions opened and calls that failed.
 	Logf func(format string, args ...any)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,7 +34,9 @@ func TestPolicyRefuses(t *testing.T) {
 		}
 		return nil
 	}
-	srv, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), ""), Policy: policy})
+	var recorded []string
+	onRec := func(c *Call, evs []session.Event) { recorded = append(recorded, fmt.Sprintf("%d:%s", c.Turn, kinds(evs))) }
+	srv, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), ""), Policy: policy, OnRecorded: onRec})
 	cl := anthropicClient(base)
 	params := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 77,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Read the readme."))}}
@@ -53,6 +56,9 @@ func TestPolicyRefuses(t *testing.T) {
 	mc := lastOf(only(t, srv, mem), session.KindModelCall)
 	if mc.ErrorType != "budget_exceeded" || !strings.Contains(string(mc.Attrs), `"refused":true`) {
 		t.Fatalf("refused model_call = %+v", mc)
+	}
+	if want := []string{"1:user_message assistant_message model_call", "2:tool_result model_call"}; !reflect.DeepEqual(recorded, want) {
+		t.Errorf("OnRecorded saw %q, want %q", recorded, want)
 	}
 }
 
