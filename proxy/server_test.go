@@ -35,7 +35,9 @@ func TestPolicyRefuses(t *testing.T) {
 		return nil
 	}
 	var recorded []string
-	onRec := func(c *Call, evs []session.Event) { recorded = append(recorded, fmt.Sprintf("%d:%s", c.Turn, kinds(evs))) }
+	onRec := func(c *Call, evs []session.Event) {
+		recorded = append(recorded, fmt.Sprintf("%d:%s", c.Turn, kinds(evs)))
+	}
 	srv, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), ""), Policy: policy, OnRecorded: onRec})
 	cl := anthropicClient(base)
 	params := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 77,
