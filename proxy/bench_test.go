@@ -142,7 +142,14 @@ func BenchmarkProxyAdded(b *testing.B) {
 // BenchmarkProxyReplay records a 1,000-call agent loop (the scripted
 // model, each call answering the previous tool result), then serves it
 // offline again and again, each pass recorded as a new session.
-func BenchmarkProxyReplay(b *testing.B) {
+func BenchmarkProxyReplay(b *testing.B) { benchReplay(b, recorder.Options{}) }
+
+// BenchmarkProxyReplayNoSync is BenchmarkProxyReplay with the replay's own
+// recording not fsync'd (the log's NoSync; the artifact file is still
+// synced): what the fsync of each call's log append costs.
+func BenchmarkProxyReplayNoSync(b *testing.B) { benchReplay(b, recorder.Options{NoSync: true}) }
+
+func benchReplay(b *testing.B, opts recorder.Options) {
 	const calls = 1000
 	var turns strings.Builder
 	turns.WriteString("turns:\n")
@@ -176,7 +183,7 @@ func BenchmarkProxyReplay(b *testing.B) {
 	if err != nil || r.Turns() != calls {
 		b.Fatalf("replay of %d turns: %v", r.Turns(), err)
 	}
-	srv, err := New(Config{Backend: r, Open: StoreSessions{Store: recorder.Store{Root: b.TempDir()}}.Open})
+	srv, err := New(Config{Backend: r, Open: StoreSessions{Store: recorder.Store{Root: b.TempDir()}, Options: opts}.Open})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,13 @@ import (
 // conversation is one agent's history as the proxy has seen it, and the
 // session it is recorded in.
 type conversation struct {
+	// mu is held for the whole of a call (calls of one conversation are
+	// served one at a time). hmu guards history and first for readers
+	// that route other calls (Server.conversation, under Server.mu): they
+	// must not wait for a call in flight, and the lock order is
+	// Server.mu → hmu, never the other way; writers hold mu and hmu.
 	mu    sync.Mutex
+	hmu   sync.Mutex
 	id    string
 	sink  Sink
 	keyed bool // named by the base URL or the Config's Sink: never matched by prefix
@@ -59,9 +65,9 @@ func (s *Server) conversation(rt route, c *Call) (*conversation, error) {
 		if cv.keyed {
 			continue
 		}
-		cv.mu.Lock()
+		cv.hmu.Lock()
 		h, first := cv.history, cv.first
-		cv.mu.Unlock()
+		cv.hmu.Unlock()
 		if len(h) > 0 && len(h) > bestLen && isPrefix(h, c.Messages) {
 			best, bestLen = cv, len(h)
 		}
@@ -103,8 +109,8 @@ func (cv *conversation) open(s *Server, c *Call) error {
 	if err != nil {
 		return fmt.Errorf("open session: %w", err)
 	}
-	cv.sink, cv.id = sink, sink.SessionID()
 	s.mu.Lock()
+	cv.sink, cv.id = sink, sink.SessionID()
 	s.byID[cv.id] = cv
 	s.mu.Unlock()
 	s.logf("proxy: session %s (%s %s)", cv.id, c.Provider, c.Model)
@@ -197,7 +203,9 @@ func (cv *conversation) inputs(c *Call) []session.Event {
 		}
 	}
 	if cv.first == "" {
+		cv.hmu.Lock()
 		cv.first = firstUser(c.Messages)
+		cv.hmu.Unlock()
 	}
 	for _, m := range c.Messages[from:] {
 		switch m.Role {
@@ -244,6 +252,7 @@ type callRecord struct {
 	began  time.Time
 	first  time.Time
 	attrs  obj
+	known  bool         // the request body is recorded bytes: no redaction
 	refs   []string     // artifact references: request, response
 	sync   func() error // makes the artifacts durable
 }
@@ -275,7 +284,11 @@ const bodiesArtifact = "proxy-bodies"
 
 // artifacts keeps the raw bodies, redacted, and names them in attrs.
 func (rc *callRecord) artifacts(s *Server, resp []byte) {
-	parts := [][]byte{[]byte(s.red.String(string(rc.call.Body)))}
+	req := rc.call.Body
+	if !rc.known {
+		req = []byte(s.red.String(string(req)))
+	}
+	parts := [][]byte{req}
 	if resp != nil {
 		parts = append(parts, []byte(s.red.String(string(resp))))
 	}
@@ -318,10 +331,14 @@ func (rc *callRecord) append(s *Server, evs ...session.Event) {
 	if len(out) > 0 {
 		rc.conv.lastSeq = out[len(out)-1].Seq
 	}
+	if s.cfg.OnRecorded != nil {
+		s.cfg.OnRecorded(rc.call, out)
+	}
 }
 
 // fail records a call that got no answer: a malformed request, a refusal,
-// an unreachable upstream. The history does not move.
+// an unreachable upstream. The history moves to the request's messages
+// (their events are written), not past them.
 func (rc *callRecord) fail(s *Server, status int, typ, msg string, body []byte) {
 	e := rc.modelCall(status)
 	e.Error, e.ErrorType = msg, typ
@@ -329,6 +346,14 @@ func (rc *callRecord) fail(s *Server, status int, typ, msg string, body []byte) 
 	rc.nameArtifacts(false)
 	e.Attrs = marshal(rc.attrs)
 	rc.append(s, e)
+	// What the request added is recorded now; a retry of it must not
+	// record it again.
+	if len(rc.inputs) > 0 {
+		h := append([]session.Message(nil), rc.call.Messages...)
+		rc.conv.hmu.Lock()
+		rc.conv.history = h
+		rc.conv.hmu.Unlock()
+	}
 }
 
 // finish records an answered call: the answer (or the partial text of a
@@ -376,8 +401,11 @@ func (rc *callRecord) finish(s *Server, status int, header http.Header, resp pro
 	e.Attrs = marshal(rc.attrs)
 	rc.append(s, am, e)
 	cv.noteCalls(resp.ToolCalls)
-	cv.history = append(append([]session.Message(nil), c.Messages...),
+	h := append(append([]session.Message(nil), c.Messages...),
 		session.Message{Role: session.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+	cv.hmu.Lock()
+	cv.history = h
+	cv.hmu.Unlock()
 }
 
 func firstErr(errs ...error) error {

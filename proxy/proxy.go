@@ -78,6 +78,12 @@ type Config struct {
 	Redactor *redact.Redactor
 	// MaxBody caps a request body (default 32 MiB).
 	MaxBody int64
+	// OnRecorded, when set, is called after each model call's events are
+	// durable, with the call and the events as written (a runner ends
+	// the run on a refusal, counts spend, streams progress). It is called
+	// from one goroutine per conversation at a time, before the client's
+	// response ends: keep it short.
+	OnRecorded func(c *Call, evs []session.Event)
 	// Logf, when set, is told about sessions opened and calls that failed.
 	Logf func(format string, args ...any)
 }
@@ -392,10 +398,31 @@ func parseAnswer(c *Call, status int, body []byte, header http.Header) (provider
 	}
 }
 
+// knownBodies is implemented by a backend that knows request bodies ahead
+// (a Replay): a body it knows is taken as parsed instead of parsed again,
+// and needs no redaction (it is the recorded, already redacted, bytes).
+type knownBodies interface {
+	knownCall(api API, body []byte) *Call
+}
+
+// parse parses c's body, or takes a known body's parse; it reports
+// whether the body was known.
+func (s *Server) parse(c *Call) (bool, error) {
+	if kb, ok := s.cfg.Backend.(knownBodies); ok {
+		if k := kb.knownCall(c.API, c.Body); k != nil {
+			c.Model, c.MaxTokens, c.Stream, c.System, c.Metadata = k.Model, k.MaxTokens, k.Stream, k.System, k.Metadata
+			c.Messages = append([]session.Message(nil), k.Messages...)
+			c.Tools, c.failed = k.Tools, k.failed
+			return true, nil
+		}
+	}
+	return false, parseCall(c)
+}
+
 // serveCall serves and records one model call.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, rt route, c *Call) {
 	began := time.Now()
-	perr := parseCall(c)
+	known, perr := s.parse(c)
 	conv, err := s.conversation(rt, c)
 	if err != nil {
 		writeError(w, c.API, http.StatusInternalServerError, "api_error", "agentctl proxy: "+err.Error())
@@ -411,7 +438,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, rt route, c *
 	}
 	conv.n++
 	c.SessionID, c.Turn, c.Spent = conv.id, conv.n, conv.spent
-	rec := callRecord{conv: conv, call: c, began: began}
+	rec := callRecord{conv: conv, call: c, began: began, known: known}
 	if perr != nil {
 		_, typ, msg := s.answerError(w, c, perr, false)
 		rec.fail(s, 400, typ, msg, nil)

@@ -250,6 +250,12 @@ func TestRecordUnreachable(t *testing.T) {
 	if mc.ErrorType != "connection_error" || mc.Error == "" {
 		t.Fatalf("model_call = %+v, want a connection_error", mc)
 	}
+	// The SDK's retry of the same request records no second user_message.
+	cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-4o",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	if got := kinds(only(t, srv, mem)); got != "session_started user_message model_call model_call" {
+		t.Errorf("after a retry: kinds = %s", got)
+	}
 }
 
 // TestRecordMalformed: a body that is not a request is a 400 in the

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/session"
 )
@@ -30,6 +32,11 @@ type ReplayConfig struct {
 	// Live (--until N).
 	Until int
 	Live  Backend
+	// Redactor is the one the recording was made with (nil: this
+	// process's environment and the token formats, as the proxy's
+	// default): the recorded requests are redacted, so a live message is
+	// compared as it would have been recorded.
+	Redactor *redact.Redactor
 }
 
 // recordedTurn is one model call of the recording.
@@ -51,6 +58,11 @@ type Replay struct {
 	cfg    ReplayConfig
 	turns  []recordedTurn
 	models []string
+
+	// known maps the sha256 of each recorded request body (its API
+	// first) to its parsed call: a replay mostly sees the same bytes
+	// again, and a body seen before need not be parsed again.
+	known map[[32]byte]*Call
 
 	mu       sync.Mutex
 	live     map[string]bool // conversations that went live (fork)
@@ -76,7 +88,10 @@ type Finding struct {
 // else (a session `agentctl run` recorded) the assistant_message before it
 // rendered in the caller's wire format.
 func NewReplay(cfg ReplayConfig) (*Replay, error) {
-	r := &Replay{cfg: cfg, live: map[string]bool{}}
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.New(redact.FromEnv(environ())...)
+	}
+	r := &Replay{cfg: cfg, live: map[string]bool{}, known: map[[32]byte]*Call{}}
 	seen := map[string]bool{}
 	var lastAnswer *provider.Response
 	for _, e := range cfg.Events {
@@ -121,6 +136,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 				c := &Call{API: attrs.API, Body: b}
 				if err == nil && parseCall(c) == nil {
 					t.call = c
+					r.known[bodyKey(c.API, b)] = c
 					t.model = c.Model
 				}
 			}
@@ -291,7 +307,9 @@ func (r *Replay) compare(c *Call, rec *recordedTurn) (fatal string, volatile []s
 	if rec.body != nil && rec.stream != c.Stream {
 		return fmt.Sprintf("log has stream=%t, request has stream=%t", rec.stream, c.Stream), nil
 	}
-	if rec.model != "" && c.Model != rec.model {
+	// The requested model is known only from a recorded request (a
+	// model_call's model is the one that answered, date suffix and all).
+	if rec.call != nil && c.Model != rec.model {
 		return fmt.Sprintf("log has model %q, request has model %q", rec.model, c.Model), nil
 	}
 	rc := rec.call
@@ -305,8 +323,8 @@ func (r *Replay) compare(c *Call, rec *recordedTurn) (fatal string, volatile []s
 		if i >= len(c.Messages) {
 			return fmt.Sprintf("message %d: log has %s, request has %d messages", i+1, describe(rc.Messages[i]), len(c.Messages)), nil
 		}
-		if !sameMessage(rc.Messages[i], c.Messages[i]) {
-			if sameMessage(withoutReminders(rc.Messages[i]), withoutReminders(c.Messages[i])) {
+		if !sameMessage(rc.Messages[i], c.Messages[i]) && !sameMessage(rc.Messages[i], r.redacted(c.Messages[i])) {
+			if sameMessage(withoutReminders(rc.Messages[i]), withoutReminders(r.redacted(c.Messages[i]))) {
 				volatile = append(volatile, fmt.Sprintf("message %d: the harness context in its <system-reminder> blocks differs (%s)", i+1, firstDiff(rc.Messages[i].Content, c.Messages[i].Content)))
 				continue
 			}
@@ -392,6 +410,36 @@ func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter)
 	cc := *c
 	cc.Body, cc.Model = marshal(body), m.model
 	return m.Backend.Serve(ctx, &cc, w)
+}
+
+func bodyKey(api API, body []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(api))
+	h.Write([]byte{0})
+	h.Write(body)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// knownCall returns the parsed form of a body the recording holds byte for
+// byte, nil for any other.
+func (r *Replay) knownCall(api API, body []byte) *Call {
+	return r.known[bodyKey(api, body)]
+}
+
+// redacted is m as the recording would hold it.
+func (r *Replay) redacted(m session.Message) session.Message {
+	m.Content = r.cfg.Redactor.String(m.Content)
+	if len(m.ToolCalls) > 0 {
+		tcs := make([]session.ToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			tc.Args = json.RawMessage(r.cfg.Redactor.String(string(tc.Args)))
+			tcs[i] = tc
+		}
+		m.ToolCalls = tcs
+	}
+	return m
 }
 
 // reminderRE matches the <system-reminder> blocks Claude Code (and the

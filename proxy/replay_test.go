@@ -215,3 +215,33 @@ func TestReplayAnthropicSDK(t *testing.T) {
 		t.Errorf("findings = %+v", r.Findings())
 	}
 }
+
+// TestReplayRedacted: the recording holds a secret redacted; the agent
+// sends it again in clear on replay, and that is no divergence.
+func TestReplayRedacted(t *testing.T) {
+	t.Setenv("MY_SERVICE_TOKEN", "s3cr3t-value-0123456789")
+	body := string(marshal(map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": "token s3cr3t-value-0123456789"}}}))
+	srv, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), "")})
+	post(t, base+"/v1/chat/completions", body)
+	only(t, srv, mem)
+	rec := mem.Get(mem.IDs()[0])
+	if a, _ := rec.ReadArtifact(string(mustAttr(t, lastOf(rec.Events(), session.KindModelCall), "request_artifact"))); strings.Contains(string(a), "s3cr3t") {
+		t.Fatalf("request artifact holds the secret: %s", a)
+	}
+	r := replayOf(t, rec, ReplayConfig{})
+	_, _, rbase := startProxy(t, Config{Backend: r})
+	if st, b := post(t, rbase+"/v1/chat/completions", body); st != 200 || r.Diverged() {
+		t.Fatalf("replay: %d %s %+v", st, b, r.Findings())
+	}
+}
+
+func mustAttr(t *testing.T, e session.Event, k string) string {
+	t.Helper()
+	var a map[string]any
+	json.Unmarshal(e.Attrs, &a)
+	v, _ := a[k].(string)
+	if v == "" {
+		t.Fatalf("%s has no attr %s: %s", e.Kind, k, e.Attrs)
+	}
+	return v
+}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -31,7 +34,11 @@ func TestPolicyRefuses(t *testing.T) {
 		}
 		return nil
 	}
-	srv, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), ""), Policy: policy})
+	var recorded []string
+	onRec := func(c *Call, evs []session.Event) {
+		recorded = append(recorded, fmt.Sprintf("%d:%s", c.Turn, kinds(evs)))
+	}
+	srv, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), ""), Policy: policy, OnRecorded: onRec})
 	cl := anthropicClient(base)
 	params := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 77,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Read the readme."))}}
@@ -51,6 +58,9 @@ func TestPolicyRefuses(t *testing.T) {
 	mc := lastOf(only(t, srv, mem), session.KindModelCall)
 	if mc.ErrorType != "budget_exceeded" || !strings.Contains(string(mc.Attrs), `"refused":true`) {
 		t.Fatalf("refused model_call = %+v", mc)
+	}
+	if want := []string{"1:user_message assistant_message model_call", "2:tool_result model_call"}; !reflect.DeepEqual(recorded, want) {
+		t.Errorf("OnRecorded saw %q, want %q", recorded, want)
 	}
 }
 
@@ -266,4 +276,63 @@ func httptestServer(t *testing.T, h http.Handler) string {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return hs.URL
+}
+
+// TestConcurrentConversations: agents calling at once, some by /s/ URL
+// and some grouped by prefix, with a scripted delay mid-stream, while the
+// session list is read: each lands in its own session, whole (run with
+// -race).
+func TestConcurrentConversations(t *testing.T) {
+	script := loadScript(t, `
+turns:
+  - text: "first answer"
+    delay: 20ms
+  - text: "second answer"
+`)
+	srv, mem, base := startProxy(t, Config{Backend: NewScripted(script, "")})
+	const agents = 8
+	done := make(chan error, agents)
+	for i := 0; i < agents; i++ {
+		go func(i int) {
+			prefix := base
+			if i%2 == 0 {
+				prefix = fmt.Sprintf("%s/s/agent-%d", base, i)
+			}
+			u := map[string]any{"role": "user", "content": fmt.Sprintf("agent %d", i)}
+			st, _ := postErr(prefix+"/v1/chat/completions", string(marshal(map[string]any{"model": "m", "stream": true, "messages": []any{u}})))
+			st2, _ := postErr(prefix+"/v1/chat/completions", string(marshal(map[string]any{"model": "m", "messages": []any{u,
+				map[string]any{"role": "assistant", "content": "first answer"}, map[string]any{"role": "user", "content": "again"}}})))
+			if st != 200 || st2 != 200 {
+				done <- fmt.Errorf("agent %d: status %d, %d", i, st, st2)
+				return
+			}
+			done <- nil
+		}(i)
+	}
+	for i := 0; i < agents; i++ {
+		srv.Sessions()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIdle(t, srv)
+	ids := mem.IDs()
+	if len(ids) != agents {
+		t.Fatalf("%d sessions, want %d: %v", len(ids), agents, ids)
+	}
+	for _, id := range ids {
+		if got := kinds(mem.Get(id).Events()); got != "session_started user_message assistant_message model_call user_message assistant_message model_call" {
+			t.Errorf("session %s kinds = %s", id, got)
+		}
+	}
+}
+
+func postErr(url, body string) (int, error) {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
 }
