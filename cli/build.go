@@ -97,6 +97,9 @@ func buildTools(sp *spec.Spec, home string, offline ...session.Event) (*tools.Re
 // specConfig is the part of a runner config every command derives the
 // same way from a spec: the spec, its provider and its tool registry.
 func specConfig(sp *spec.Spec, home string) (runner.Config, error) {
+	if sp.External() {
+		return externalConfig(sp)
+	}
 	prov, err := buildProvider(sp)
 	if err != nil {
 		return runner.Config{}, err

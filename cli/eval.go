@@ -118,6 +118,7 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	}
 	cfg.Provider = buildProvider
 	cfg.Tools = func(sp *spec.Spec) (*tools.Registry, error) { return buildTools(sp, f.Home) }
+	cfg.Backend = externalBackend
 	cfg.Observer = func() runner.Observer { return withTelemetry(f, nil) }
 	cfg.AfterRun = func(id string, obs runner.Observer) {
 		flushTelemetry(f, obs)

@@ -12,12 +12,18 @@ import (
 	"github.com/agentctl/agentctl/remote/weedtest"
 )
 
-// remoteCondition answers [weed]: whether the scripts against a real S3
-// server run. They do when $AGENTCTL_WEED_BIN is set, and in CI always
-// (where s3server then fails if the variable is missing).
-func remoteCondition(cond string) (bool, error) {
-	if cond == "weed" {
+// scriptCondition answers the scripts' own conditions. [weed]: whether
+// the scripts against a real S3 server run; they do when
+// $AGENTCTL_WEED_BIN is set, and in CI always (where s3server then fails
+// if the variable is missing). [npmagents]: .ci/run installed the real
+// external agents (AGENTCTL_NPM_AGENTS); set, the scripts that use them
+// must pass.
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "weed":
 		return os.Getenv(weedtest.BinEnv) != "" || os.Getenv("CI") != "", nil
+	case "npmagents":
+		return os.Getenv("AGENTCTL_NPM_AGENTS") != "", nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -101,6 +101,9 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 			return fmt.Errorf("replay run %s: the initial workspace %s: %w (hint: --workspace-from DIR)", id, sp.Workspace.From, err)
 		}
 	}
+	if sp.External() {
+		return replayExternal(ctx, f, opts, id, evs, sp)
+	}
 	reg := replay.RecordedTools(evs)
 	var mcpChanges []replay.ToolDiff
 	if !imported {
@@ -265,6 +268,13 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 	sp, imported, err := replaySpec(f, "replay fork", id, evs, opts.Spec)
 	if err != nil {
 		return err
+	}
+	if sp.External() {
+		// Its events cannot be copied into a program's memory: the what-if
+		// of an external agent is the agent run again against a replay
+		// that goes live after N turns.
+		return fmt.Errorf("replay fork %s: the session ran an external agent, whose state agentctl cannot copy into a fork; replay its first turns and go on live with the agent itself: agentctl proxy --replay %s --until N --upstream URL [--model ID] -- %s",
+			id, id, strings.Join(sp.Agent.Command, " "))
 	}
 	if opts.Model != "" {
 		p, m, ok := strings.Cut(opts.Model, "/")

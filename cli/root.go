@@ -97,6 +97,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newBundleCmd(f, nil, nil),
 		newDiagnoseCmd(f, nil),
 		newViewCmd(f, nil),
+		newProxyCmd(f, nil),
 	)
 	addRemoteSessionFlags(root, f)
 	return root

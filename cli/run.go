@@ -121,6 +121,8 @@ type runOutput struct {
 	CostUSD      float64 `json:"cost_usd"`
 	Error        string  `json:"error,omitempty"`
 	ExitCode     int     `json:"exit_code"`
+	// External: an external agent's run (spec agent:); it is not resumed.
+	External bool `json:"external,omitempty"`
 }
 
 // reportRun prints the outcome and turns it into the exit code.
@@ -137,7 +139,7 @@ func reportRun(f *Factory, res runner.Result, err error, asJSON bool) error {
 	}
 	out := runOutput{SessionID: res.SessionID, Status: string(res.Status), Reason: res.Reason, Events: res.Events,
 		Turns: res.Turns, ToolCalls: res.ToolCalls, InputTokens: res.InputTokens, OutputTokens: res.OutputTokens,
-		CostUSD: res.CostUSD, ExitCode: code}
+		CostUSD: res.CostUSD, ExitCode: code, External: res.External}
 	if err != nil {
 		out.Error = err.Error()
 	} else if res.Err != nil {
@@ -162,12 +164,15 @@ func writeRunSummary(w io.Writer, o runOutput) {
 	if o.Reason != "" {
 		fmt.Fprintf(w, "  %s\n", o.Reason)
 	}
-	switch session.Status(o.Status) {
-	case session.StatusAwaitingApproval:
+	switch st := session.Status(o.Status); {
+	case o.External && (st == session.StatusInterrupted || st == session.StatusBudgetExceeded):
+		// The program keeps its own state: there is nothing to resume.
+		fmt.Fprintf(w, "  next: run the spec again (an external agent is not resumed), or re-run this one offline: agentctl replay run %s\n", o.SessionID)
+	case st == session.StatusAwaitingApproval:
 		fmt.Fprintf(w, "  next: agentctl approve %s (or deny), then agentctl resume %s\n", o.SessionID, o.SessionID)
-	case session.StatusInterrupted:
+	case st == session.StatusInterrupted:
 		fmt.Fprintf(w, "  next: agentctl resume %s\n", o.SessionID)
-	case session.StatusBudgetExceeded:
+	case st == session.StatusBudgetExceeded:
 		// Resuming as is would stop on the same limit: name the one to raise.
 		fmt.Fprintf(w, "  next: agentctl resume %s --budget %s=VALUE (raise the limit that stopped it; 0 lifts it)\n", o.SessionID, budgetKey(o.Reason))
 	}

@@ -48,10 +48,18 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
+		// [npmagents]: .ci/run installed the real external agents
+		// (AGENTCTL_NPM_AGENTS); set, the scripts that use them must pass.
+		Condition: scriptCondition,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("FIXTURES", fixtures)
 			env.Setenv("CORPUS", filepath.Join(fixtures, "..", "testdata", "corpus"))
 			env.Setenv("AGENTCTL_HOME", filepath.Join(env.WorkDir, ".agentctl"))
+			// The real external agents .ci/run installs from npm
+			// (external_*.txtar run them when it is set).
+			if npm := os.Getenv("AGENTCTL_NPM_AGENTS"); npm != "" {
+				env.Setenv("AGENTCTL_NPM_AGENTS", npm)
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -66,7 +74,6 @@ func TestScripts(t *testing.T) {
 			"s3server":    s3Server,
 			"s3":          s3Cmd,
 		},
-		Condition: remoteCondition,
 	})
 }
 

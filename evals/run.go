@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/crashtest"
+	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/query"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
@@ -31,6 +32,10 @@ type Config struct {
 	// spec. Each call must return fresh values: runs go concurrently.
 	Provider func(*spec.Spec) (provider.Provider, error)
 	Tools    func(*spec.Spec) (*tools.Registry, error)
+	// Backend builds the model backend of an external agent's proxy (a
+	// spec with agent:), instead of Provider and Tools; nil refuses such
+	// scenarios.
+	Backend func(*spec.Spec) (proxy.Backend, error)
 	// Exe is the agentctl binary crash_safe runs children with; empty
 	// fails crash_safe assertions with a reason.
 	Exe string
@@ -289,6 +294,16 @@ func (e *engine) runOne(ctx context.Context, sc *Scenario, idx, r int) (rr RunRe
 
 func (e *engine) start(ctx context.Context, sc *Scenario, obs runner.Observer) (runner.Result, error) {
 	sp := *sc.Spec // runs share nothing they write
+	if sp.External() {
+		if e.cfg.Backend == nil {
+			return runner.Result{}, errors.New("evals: the scenario runs an external agent, and no model backend was configured for it")
+		}
+		b, err := e.cfg.Backend(&sp)
+		if err != nil {
+			return runner.Result{}, err
+		}
+		return runner.Start(ctx, runner.Config{Spec: &sp, Store: e.cfg.Store, Backend: b, Observer: obs})
+	}
 	prov, err := e.cfg.Provider(&sp)
 	if err != nil {
 		return runner.Result{}, err

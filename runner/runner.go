@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentctl/agentctl/buildinfo"
 	"github.com/agentctl/agentctl/gitsafe"
+	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/sandbox"
@@ -69,6 +70,15 @@ type Config struct {
 	// NoSync skips fsync on appends. Only for crash tests that kill
 	// processes (the page cache survives SIGKILL); never for real runs.
 	NoSync bool
+	// Backend answers the model calls of an external agent (spec agent:)
+	// in the proxy the run serves it: proxy.NewScripted, proxy.NewUpstream
+	// or a recorded session's replay. The caller builds it from the spec,
+	// as it builds Provider for agentctl's own loop.
+	Backend proxy.Backend
+	// ReplayOf, for an external agent's run, names the recorded session
+	// whose answers Backend replays (replay run); the header records it
+	// as the parent session.
+	ReplayOf string
 	// Failpoint, when set, is called after each event is durable ("after",
 	// seq) and inside each tool call after its effect ("in-tool", intent
 	// seq). In-process crash injection panics from it; see crashtest.
@@ -97,7 +107,10 @@ type Result struct {
 	InputTokens  int64          `json:"input_tokens"`
 	OutputTokens int64          `json:"output_tokens"`
 	CostUSD      float64        `json:"cost_usd"`
-	Err          error          `json:"-"`
+	// External: the run was an external agent's (spec agent:), which is
+	// not resumed.
+	External bool  `json:"external,omitempty"`
+	Err      error `json:"-"`
 }
 
 // Reasons recorded on session_finished, so exit codes and queries can tell
@@ -146,6 +159,9 @@ func (r *run) now() time.Time {
 
 // Start creates a new session from cfg.Spec and runs it until it stops.
 func Start(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Spec.External() {
+		return startExternal(ctx, cfg)
+	}
 	defer stopServers(cfg.Tools)
 	fp, err := loadFailpoint(cfg.Failpoint, subID(cfg))
 	if err != nil {
@@ -274,6 +290,9 @@ func headerAttrs(reg *tools.Registry) json.RawMessage {
 // Resume continues a stopped session: awaiting approval, interrupted, over
 // budget, failed on a provider error, or crashed.
 func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
+	if cfg.Spec.External() {
+		return Result{}, fmt.Errorf("resume %s: the session ran an external agent, which keeps its own state agentctl cannot restore; run it again (agentctl run), or re-run it against the recording offline (agentctl replay run %s)", id, id)
+	}
 	defer stopServers(cfg.Tools)
 	fp, err := loadFailpoint(cfg.Failpoint, subID(cfg))
 	if err != nil {
@@ -421,6 +440,13 @@ func (r *run) pinModel() error {
 // what it wrote, so the state the next request is projected from is the
 // one a fold of the log gives.
 func (r *run) append(evs ...session.Event) error {
+	_, err := r.appendOut(evs...)
+	return err
+}
+
+// appendOut is append returning the events as written (seq, ts, redacted),
+// for the proxy's Sink of an external agent's run.
+func (r *run) appendOut(evs ...session.Event) ([]session.Event, error) {
 	if p := r.redactionProblem(); p != nil {
 		evs = append(p, evs...)
 	}
@@ -431,7 +457,7 @@ func (r *run) append(evs ...session.Event) error {
 	}
 	out, err := r.sess.Append(evs...)
 	if err != nil {
-		return fmt.Errorf("record %s: %w", evs[0].Kind, err)
+		return nil, fmt.Errorf("record %s: %w", evs[0].Kind, err)
 	}
 	for _, e := range out {
 		r.st.add(e)
@@ -440,7 +466,7 @@ func (r *run) append(evs ...session.Event) error {
 	for _, e := range out {
 		r.fp.hit("after", e.Seq)
 	}
-	return nil
+	return out, nil
 }
 
 func (r *run) observe(e session.Event) {

@@ -188,6 +188,8 @@ func anthropicResponse(msg *anthropic.Message, iters []anthropicIteration, reqMo
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
+		case "thinking":
+			r.Thinking += b.Thinking
 		case "tool_use":
 			// Accumulate leaves the start event's `{}` when the
 			// arguments streamed as "" only, and the raw fragments

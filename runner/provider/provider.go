@@ -95,6 +95,10 @@ type Response struct {
 	// stop_reason refusal (RefusedWithoutText when it had none). A refusal
 	// is not an answer, and the runner does not treat it as one.
 	Refusal string
+	// Thinking is the model's visible reasoning (Anthropic thinking
+	// blocks, Responses API reasoning summaries), kept apart from Text:
+	// it is neither the answer nor sent back as one.
+	Thinking string
 	// ToolCalls are in the order the model produced them. Args is always
 	// a valid JSON value: the model's bytes when they parse, `{}` when the
 	// model sent nothing or broken JSON (a cut-off stream, say). Broken

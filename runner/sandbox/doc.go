@@ -91,6 +91,20 @@
 // network instead (a /etc/resolv.conf that links out of the kept folders,
 // such as systemd-resolved's, is made to resolve).
 //
+// # Serving the process (the model proxy)
+//
+// Config.Serve gives the sandboxed process one address of the harness's,
+// for an external agent's model proxy. With the network denied the init,
+// inside the new network namespace and before the process starts, listens
+// on that loopback ip:port and sends the listening socket to the harness
+// over an inherited SOCK_SEQPACKET socket (SCM_RIGHTS), then closes its own
+// copy; Launch.Listener returns it, and the harness's server accepts on it
+// directly (no relay: a socket keeps the namespace it was made in). The
+// process's connections queue in the backlog from the start, so it may
+// connect before the harness calls Accept. Nothing else of the host is
+// reachable unless the allowlist opens it. With the network shared the
+// harness listens on the host's loopback instead.
+//
 // # When the harness dies
 //
 // The init sets a parent-death signal (SIGKILL) first thing, then checks

@@ -110,6 +110,11 @@ func initMain() int {
 			return initFail("allowlist forwarder: %v", err)
 		}
 	}
+	if ic.ServeFD > 0 {
+		if err := sendListener(ic.ServeFD, ic.Serve); err != nil {
+			return initFail("listen for the harness on %s: %v", ic.Serve, err)
+		}
+	}
 	view, err := setupMounts(ic)
 	if err != nil {
 		return initFail("mounts: %v", err)

@@ -36,6 +36,8 @@ type initConfig struct {
 	MemEvents    string   `json:"mem_events,omitempty"`
 	PidsEvents   string   `json:"pids_events,omitempty"`
 	Pids         int64    `json:"pids,omitempty"`
+	Serve        string   `json:"serve,omitempty"`    // loopback ip:port the init listens on for the harness
+	ServeFD      int      `json:"serve_fd,omitempty"` // where it sends that listener
 }
 
 // limits is what the exec hop applies, as JSON in envExec.
@@ -54,16 +56,21 @@ type Launch struct {
 	Dir         string
 	SysProcAttr *syscall.SysProcAttr
 	ExtraFiles  []*os.File
+	// ServeAddr is the address the process reaches the harness at, when
+	// Config.Serve is set (see Listener).
+	ServeAddr string
 
-	relay     *relay
-	childCtrl *os.File
-	lifeline  *os.File // the harness's write end: the init ends when it closes
-	childLife *os.File
-	cg        *callCgroup
-	procs     string // Config.Procs
-	kind      string
-	program   string
-	record    string // the record file written by Started
+	serve      *serveSide
+	relay      *relay
+	childCtrl  *os.File
+	lifeline   *os.File // the harness's write end: the init ends when it closes
+	childLife  *os.File
+	childServe *os.File
+	cg         *callCgroup
+	procs      string // Config.Procs
+	kind       string
+	program    string
+	record     string // the record file written by Started
 }
 
 // Started releases the harness's copy of what only the child needs and,
@@ -71,7 +78,7 @@ type Launch struct {
 // so that a later Sweep can prove it gone. An error means the record could
 // not be written; the caller should kill the process and fail the call.
 func (l *Launch) Started(pid int) error {
-	for _, f := range []**os.File{&l.childCtrl, &l.childLife} {
+	for _, f := range []**os.File{&l.childCtrl, &l.childLife, &l.childServe} {
 		if *f != nil {
 			(*f).Close()
 			*f = nil
@@ -101,6 +108,9 @@ func (l *Launch) Close() {
 	_ = l.Started(0)
 	if l.relay != nil {
 		l.relay.close()
+	}
+	if l.serve != nil {
+		l.serve.close()
 	}
 	if l.lifeline != nil {
 		l.lifeline.Close()
@@ -132,13 +142,21 @@ func (c Config) Prepare(workspace, dir string, argv, env []string) (*Launch, err
 		return nil, fmt.Errorf("sandbox: empty command")
 	}
 	if c.Unconfined {
+		var ss *serveSide
+		addr := ""
+		if c.Serve != "" {
+			var err error
+			if ss, addr, err = hostServe(c.Serve); err != nil {
+				return nil, err
+			}
+		}
 		// Pdeathsig covers the direct child only, and fires when the
 		// harness thread that forked it exits (Go keeps its threads
 		// unless a locked goroutine ends); the process group and the
 		// record let Sweep find the rest.
 		return &Launch{Path: argv[0], Args: argv, Env: env, Dir: dir,
 			SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
-			procs:       c.Procs, kind: KindUnconfined, program: argv[0]}, nil
+			procs:       c.Procs, kind: KindUnconfined, program: argv[0], serve: ss, ServeAddr: addr}, nil
 	}
 	if !hosted.Load() {
 		return nil, ErrNoHost
@@ -215,6 +233,11 @@ func (c Config) Prepare(workspace, dir string, argv, env []string) (*Launch, err
 		l.childCtrl = child
 		l.ExtraFiles = append(l.ExtraFiles, child) // fd 4 in the init
 		ic.CtrlFD = 4
+	}
+	if c.Serve != "" {
+		if err := l.prepareServe(c, &ic); err != nil {
+			return fail(err)
+		}
 	}
 	b, err := json.Marshal(ic)
 	if err != nil {

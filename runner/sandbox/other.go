@@ -3,9 +3,11 @@
 package sandbox
 
 import (
+	"net"
 	"os"
 	"runtime"
 	"syscall"
+	"time"
 )
 
 // Init records nothing to do: the sandbox is Linux only.
@@ -19,7 +21,11 @@ type Launch struct {
 	Dir         string
 	SysProcAttr *syscall.SysProcAttr
 	ExtraFiles  []*os.File
+	ServeAddr   string
 }
+
+// Listener is unavailable outside Linux.
+func (l *Launch) Listener(timeout time.Duration) (net.Listener, error) { return nil, ErrUnavailable }
 
 // Started does nothing outside Linux.
 func (l *Launch) Started(pid int) error { return nil }

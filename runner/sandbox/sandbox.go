@@ -92,6 +92,16 @@ type Config struct {
 	// harness that none of them still runs. The runner sets it to a folder
 	// of the session.
 	Procs string `json:"procs,omitempty"`
+	// Serve, if set, is a loopback ip:port on which the harness serves the
+	// sandboxed process (agentctl's model proxy for an external agent).
+	// With the network denied the listening socket is made INSIDE the
+	// sandbox's network namespace, by the init before the process starts,
+	// and handed to the harness (Launch.Listener): the process reaches
+	// the harness at that address and nothing else on the host. A port of
+	// 0 picks one (the namespace is empty, so any port is free). With the
+	// network shared (NetworkAllow, Unconfined) the harness listens on the
+	// host's loopback instead.
+	Serve string `json:"serve,omitempty"`
 }
 
 // DefaultHide returns the paths hidden from tools: the credential folders

@@ -61,6 +61,10 @@ type Spec struct {
 	// Subagents names the child specs the task tool's agent argument can
 	// pick, each a spec file relative to this one (see subagent.go).
 	Subagents map[string]string `yaml:"subagents" json:"subagents,omitempty"`
+	// Agent, when set, runs an external agent program instead of the
+	// model + tools loop (see Agent). Nil for agentctl's own agents, so
+	// their recorded spec and its hash do not change.
+	Agent *Agent `yaml:"agent" json:"agent,omitempty"`
 
 	// Path is the absolute path of the spec file; Dir its directory.
 	Path string `yaml:"-" json:"-"`
@@ -571,7 +575,9 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	if s.Model.ID == "" {
 		bad("model.id is required (the model the session pins)", "model")
 	}
-	if s.Prompt == "" {
+	if s.Agent != nil {
+		s.validateAgent(bad)
+	} else if s.Prompt == "" {
 		bad("prompt is required (the first user message; --prompt can override it)")
 	}
 	switch s.Mode {
@@ -777,6 +783,9 @@ func (s *Spec) resolve() {
 		s.Subagents[name] = abs(p)
 	}
 	s.resolveMCP()
+	if s.Agent != nil && len(s.Agent.Command) > 0 && strings.Contains(s.Agent.Command[0], "/") {
+		s.Agent.Command[0] = abs(s.Agent.Command[0])
+	}
 	for i := range s.CustomTools {
 		c := &s.CustomTools[i]
 		if len(c.Command) > 0 && strings.Contains(c.Command[0], "/") {

@@ -1,0 +1,226 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/session"
+)
+
+// Scripted serves agentctl's scripted model (provider.Scripted) over every
+// wire protocol: turn N of the script answers call N of each conversation,
+// so any agent runs with no key and no network.
+type Scripted struct {
+	script provider.Script
+	// model is reported as the answer's model; "" echoes the request's.
+	model string
+}
+
+var _ Backend = (*Scripted)(nil)
+
+// NewScripted returns the backend of a script; model, when set, is the
+// model id the answers report, else each request's own.
+func NewScripted(s provider.Script, model string) *Scripted {
+	return &Scripted{script: s, model: model}
+}
+
+// Serve answers c with the script's turn c.Turn, streaming its text as the
+// scripted model produces it (a turn's delay falls mid-text).
+func (b *Scripted) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
+	model := b.model
+	if model == "" {
+		model = c.Model
+	}
+	switch c.API {
+	case APIModels:
+		return serveModels(w, c, []string{model})
+	case APICountTokens:
+		return serveCount(w, c)
+	}
+	p := provider.NewScripted(b.script, model)
+	p.SetTurn(c.Turn - 1)
+	enc := newEncoder(c.API, c.Stream, responseID(c), model, w)
+	resp, err := p.Complete(ctx, provider.Request{Model: model, Messages: c.projection(), MaxTokens: c.MaxTokens}, enc.text)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if enc.began && c.Stream {
+			return err
+		}
+		if pe, ok := err.(*provider.Error); ok {
+			return &provider.Error{Provider: c.Provider, Status: http.StatusInternalServerError, Type: pe.Type, Message: pe.Message}
+		}
+		return &provider.Error{Provider: c.Provider, Status: http.StatusBadRequest, Type: "script_exhausted", Message: err.Error()}
+	}
+	enc.finish(resp)
+	return nil
+}
+
+// responseID is a deterministic id for an answer the proxy makes up.
+func responseID(c *Call) string {
+	switch c.API {
+	case APIMessages:
+		return fmt.Sprintf("msg_%s_%d", c.SessionID, c.Turn)
+	case APIResponses:
+		return fmt.Sprintf("resp_%s_%d", c.SessionID, c.Turn)
+	}
+	return fmt.Sprintf("chatcmpl-%s-%d", c.SessionID, c.Turn)
+}
+
+func serveModels(w http.ResponseWriter, c *Call, models []string) error {
+	var data []any
+	for _, m := range models {
+		if c.Model != "" && m != c.Model {
+			continue
+		}
+		data = append(data, obj{"id": m, "object": "model", "type": "model", "display_name": m, "created": 0, "created_at": "1970-01-01T00:00:00Z", "owned_by": "agentctl"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if c.Model != "" {
+		if len(data) == 0 {
+			writeError(w, APIChat, http.StatusNotFound, "not_found_error", fmt.Sprintf("agentctl proxy: no model %q here", c.Model))
+			return nil
+		}
+		w.Write(marshal(data[0]))
+		return nil
+	}
+	if data == nil {
+		data = []any{}
+	}
+	first, last := "", ""
+	if len(models) > 0 {
+		first, last = models[0], models[len(models)-1]
+	}
+	w.Write(marshal(obj{"object": "list", "data": data, "has_more": false, "first_id": first, "last_id": last}))
+	return nil
+}
+
+// serveCount answers count_tokens with the scripted model's estimate
+// (characters / 4 + 1): a stand-in, not the provider's tokenizer.
+func serveCount(w http.ResponseWriter, c *Call) error {
+	n := utf8.RuneCountInString(c.System)
+	for _, m := range c.Messages {
+		n += utf8.RuneCountInString(m.Content)
+		for _, tc := range m.ToolCalls {
+			n += utf8.RuneCount(tc.Args)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(marshal(obj{"input_tokens": n/4 + 1}))
+	return nil
+}
+
+// Upstream forwards calls to a real provider with the client's own
+// credentials and streams the answer back as it arrives.
+type Upstream struct {
+	base   *url.URL
+	client *http.Client
+}
+
+var _ Backend = (*Upstream)(nil)
+
+// NewUpstream returns the backend that forwards to base, the API root as
+// an SDK's base URL names it ("https://api.openai.com/v1",
+// "https://api.anthropic.com"): a trailing /v1 is optional. client nil
+// means a default client with no overall timeout (streams last).
+func NewUpstream(base string, client *http.Client) (*Upstream, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("proxy: upstream %q: want an absolute http(s) URL such as https://api.openai.com/v1", base)
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
+	if client == nil {
+		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	return &Upstream{base: u, client: client}, nil
+}
+
+// hopHeaders are not forwarded (RFC 9110 7.6.1), nor are the proxy's own.
+var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Proxy-Authorization": true, "Host": true, "Content-Length": true,
+	"Accept-Encoding": true, "X-Agentctl-Token": true}
+
+// Serve forwards c. Each chunk read from the upstream is written and
+// flushed before the next read: nothing is buffered.
+func (b *Upstream) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
+	u := *b.base
+	u.Path = b.base.Path + c.Path
+	if c.Model != "" && c.API == APIModels {
+		u.Path += "/" + c.Model
+	}
+	u.RawQuery = c.RawQuery
+	method := http.MethodPost
+	var body io.Reader = strings.NewReader(string(c.Body))
+	if c.API == APIModels {
+		method, body = http.MethodGet, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return err
+	}
+	for k, vs := range c.Header {
+		if !hopHeaders[http.CanonicalHeaderKey(k)] {
+			req.Header[k] = vs
+		}
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &provider.Error{Provider: c.Provider, Type: "connection_error", Message: "agentctl proxy: upstream " + b.base.Host + " unreachable: " + err.Error()}
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		if !hopHeaders[http.CanonicalHeaderKey(k)] && k != "Content-Encoding" {
+			w.Header()[k] = vs
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// Divergence is a replayed call that does not match the recording: the
+// first diverging turn and what differs. The client sees it as a 400
+// replay_divergence in its provider's error shape.
+type Divergence struct {
+	// Turn is the call's number in the conversation (1-based); Seq the
+	// recorded model_call it was matched against (0 when the recording
+	// has no such turn).
+	Turn int
+	Seq  int64
+	// What says what differs: "log has X, request has Y".
+	What string
+}
+
+func (d *Divergence) Error() string {
+	if d.Seq == 0 {
+		return fmt.Sprintf("agentctl replay: turn %d diverges: %s", d.Turn, d.What)
+	}
+	return fmt.Sprintf("agentctl replay: turn %d (recorded model_call seq %d) diverges: %s", d.Turn, d.Seq, d.What)
+}
+
+var _ = session.RoleUser
+var _ sync.Mutex

@@ -1,0 +1,5 @@
+package proxy
+
+import "os"
+
+func osEnviron() []string { return os.Environ() }
