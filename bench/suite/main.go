@@ -188,7 +188,10 @@ func runRow(e *env, r row, samples map[measure][]sample) result {
 	}
 	if g := r.goal; g != nil {
 		v := a
-		if !g.value {
+		switch {
+		case g.diff:
+			v = a - *res.Reference
+		case !g.value:
 			v = *res.Ratio
 		}
 		if (g.max && v <= g.limit) || (!g.max && v >= g.limit) {

@@ -21,9 +21,11 @@ type row struct {
 	warm   bool   // one unmeasured run of each side first (page cache)
 }
 
-// goal is a bound on the ratio a/b or on a's median.
+// goal is a bound on the ratio a/b, on a's median, or on what a adds to
+// b (a - b: the proxy's added latency).
 type goal struct {
 	value bool // on a's median, not on the ratio
+	diff  bool // on a's median minus b's
 	max   bool // a bound from above (<=); else from below (>=)
 	limit float64
 	text  string
@@ -35,6 +37,9 @@ func valueAtMost(x float64, text string) *goal {
 	return &goal{value: true, max: true, limit: x, text: text}
 }
 func valueAtLeast(x float64, text string) *goal { return &goal{value: true, limit: x, text: text} }
+func diffAtMost(x float64, text string) *goal {
+	return &goal{diff: true, max: true, limit: x, text: text}
+}
 
 // gb is a Go benchmark in one of pkgs ("./proxy"); bt is its -benchtime
 // in --quick and full runs.
@@ -154,6 +159,15 @@ func rows() []row {
 	otlp.needEnv = "AGENTCTL_JAEGER_BIN"
 
 	verifyLongBench := gb("./bench/replay", "BenchmarkVerifyLong", "3x", "10x")
+	proxyAdded := gb("./proxy", "BenchmarkProxyAdded", "200x", "1000x")
+	proxyDirect := gb("./proxy", "BenchmarkProxyDirect", "200x", "1000x")
+	weed := func(name string) *gobench {
+		g := gb("./remote", name, "1x", "3x")
+		g.needEnv = "AGENTCTL_WEED_BIN"
+		return g
+	}
+	remotePush, remotePushSync := weed("BenchmarkRemotePush"), weed("BenchmarkRemotePushSync")
+	remoteQuery, remoteQuerySync := weed("BenchmarkRemoteQueryCold"), weed("BenchmarkRemoteQuerySync")
 	appendBare := gb("./recorder", "BenchmarkBareFsyncWrite", "200x", "1000x")
 
 	return []row{
@@ -203,13 +217,21 @@ func rows() []row {
 		{name: "view: agentctl view writing that page (ms)", a: gb("./view", "BenchmarkView10k/write", "3x", "5x"), metric: "s", runs: [2]int{1, 3}},
 		{name: "view: a generated 10,002-event session, whole process (ms)", a: view10k, metric: "s", warm: true},
 
-		// Other helpers' benchmarks, shown as "not built" until they exist.
-		{name: "proxy added latency vs direct (ns/op)", a: gb("./proxy", "BenchmarkProxyAdded", "100x", "1000x"), b: gb("./proxy", "BenchmarkProxyDirect", "100x", "1000x"), metric: "ns/op", quick: true},
-		{name: "proxy offline replay (ns/op)", a: gb("./proxy", "BenchmarkProxyReplay", "100x", "1000x"), metric: "ns/op", quick: true},
-		{name: "turn with git commit vs without (ns/op)", a: gb("./gitsafe|./runner", "BenchmarkTurnCommit", "20x", "100x"), b: gb("./gitsafe|./runner", "BenchmarkTurnNoGit", "20x", "100x"), metric: "ns/op", quick: true},
-		{name: "remote push (ns/op)", a: gb("./remote", "BenchmarkRemotePush", "3x", "10x"), metric: "ns/op", quick: true},
-		{name: "cold remote query (ns/op)", a: gb("./remote", "BenchmarkRemoteQueryCold", "3x", "10x"), metric: "ns/op", quick: true},
-		{name: "MCP tool call vs built-in (ns/op)", a: gb("./mcp", "BenchmarkMCPCall", "100x", "1000x"), b: gb("./mcp", "BenchmarkMCPDirect", "100x", "1000x"), metric: "ns/op", quick: true},
+		// The benchmarks of the proxy, git state, subagents, MCP and the
+		// remote, each a pair in its own package.
+		{name: "proxy added latency per call, median (ms)", a: proxyAdded, b: proxyDirect, metric: "median-ms", quick: true,
+			goal: diffAtMost(2, "<= 2 ms added")},
+		{name: "proxy time to first byte, median (ms)", a: proxyAdded, b: proxyDirect, metric: "ttfb-ms", quick: true,
+			goal: diffAtMost(1, "<= 1 ms later")},
+		{name: "proxy offline replay of a 1,000-call session (calls/s)", a: gb("./proxy", "BenchmarkProxyReplay", "1x", "3x"), metric: "calls/s", quick: true,
+			goal: valueAtLeast(500, ">= 500 calls/s")},
+		{name: "turn with git commit vs without, 10,000 files (ms)", a: gb("./runner", "BenchmarkTurnCommit", "10x", "40x"), b: gb("./runner", "BenchmarkTurnNoGit", "10x", "40x"), metric: "s", quick: true},
+		{name: "subagent read vs the same read in the session (ms)", a: gb("./runner", "BenchmarkSubagentAdded", "20x", "60x"), b: gb("./runner", "BenchmarkSubagentDirect", "20x", "60x"), metric: "s"},
+		{name: "MCP tool call vs the go-sdk client alone (ms)", a: gb("./runner/mcp", "BenchmarkMCPCallAdded", "100x", "1000x"), b: gb("./runner/mcp", "BenchmarkMCPCallDirect", "100x", "1000x"), metric: "s", quick: true},
+		{name: "MCP server start and tool list vs the go-sdk client alone (ms)", a: gb("./runner/mcp", "BenchmarkMCPStartAdded", "5x", "20x"), b: gb("./runner/mcp", "BenchmarkMCPStartDirect", "5x", "20x"), metric: "s"},
+		{name: "external agent start + call, sandboxed vs unconfined (ms)", a: gb("./runner/sandbox", "BenchmarkServeSandboxed", "5x", "20x"), b: gb("./runner/sandbox", "BenchmarkServeUnconfined", "5x", "20x"), metric: "s"},
+		{name: "remote push of 1,000 sessions vs bulk upload (s)", a: remotePush, b: remotePushSync, metric: "s"},
+		{name: "cold query --remote of 1,000 sessions vs bulk download (ms)", a: remoteQuery, b: remoteQuerySync, metric: "s"},
 	}
 }
 
