@@ -270,7 +270,12 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	hs.Shutdown(shut)
 	cancel()
-	cerr := srv.Close()
+	var cerr error
+	if len(opts.Command) > 0 && ctx.Err() != nil {
+		cerr = srv.Finish(session.StatusInterrupted, "signal: the agent was interrupted")
+	} else {
+		cerr = srv.Close()
+	}
 	res := proxyResult{Kind: "finished", Sessions: srv.Sessions()}
 	if res.Sessions == nil {
 		res.Sessions = []string{}
