@@ -345,7 +345,7 @@ func proxyCommand(ctx context.Context, f *Factory, opts *proxyOptions, base stri
 		}
 	}
 	cmd.Env = env
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	agentGroup(cmd)
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	var ee *exec.ExitError
