@@ -270,7 +270,12 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	hs.Shutdown(shut)
 	cancel()
-	cerr := srv.Close()
+	var cerr error
+	if len(opts.Command) > 0 && ctx.Err() != nil {
+		cerr = srv.Finish(session.StatusInterrupted, "signal: the agent was interrupted")
+	} else {
+		cerr = srv.Close()
+	}
 	res := proxyResult{Kind: "finished", Sessions: srv.Sessions()}
 	if res.Sessions == nil {
 		res.Sessions = []string{}
@@ -340,7 +345,7 @@ func proxyCommand(ctx context.Context, f *Factory, opts *proxyOptions, base stri
 		}
 	}
 	cmd.Env = env
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	agentGroup(cmd)
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	var ee *exec.ExitError

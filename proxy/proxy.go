@@ -155,6 +155,13 @@ func (s *Server) Sessions() []string {
 // io.Closers. A Sink given in Config is left to its owner. Requests after
 // Close are refused.
 func (s *Server) Close() error {
+	return s.Finish(session.StatusDone, "proxy stopped")
+}
+
+// Finish is Close with the status and reason the sessions end with
+// (interrupted, when the agent was stopped by a signal); a replay that
+// diverged ends failed whatever the status.
+func (s *Server) Finish(status session.Status, reason string) error {
 	s.mu.Lock()
 	s.closed = true
 	convs := append([]*conversation(nil), s.convs...)
@@ -163,7 +170,7 @@ func (s *Server) Close() error {
 	for _, c := range convs {
 		c.mu.Lock()
 		if c.sink != nil {
-			fin := session.Event{Kind: session.KindSessionFinished, Status: string(session.StatusDone), Reason: "proxy stopped"}
+			fin := session.Event{Kind: session.KindSessionFinished, Status: string(status), Reason: reason}
 			if c.diverged != "" {
 				fin.Status, fin.Reason = string(session.StatusFailed), "replay_divergence: "+c.diverged
 			}
