@@ -270,11 +270,7 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 		return err
 	}
 	if sp.External() {
-		// Its events cannot be copied into a program's memory: the what-if
-		// of an external agent is the agent run again against a replay
-		// that goes live after N turns.
-		return fmt.Errorf("replay fork %s: the session ran an external agent, whose state agentctl cannot copy into a fork; replay its first turns and go on live with the agent itself: agentctl proxy --replay %s --until N --upstream URL [--model ID] -- %s",
-			id, id, strings.Join(sp.Agent.Command, " "))
+		return replayForkExternal(ctx, f, opts, id, evs, sp)
 	}
 	if opts.Model != "" {
 		p, m, ok := strings.Cut(opts.Model, "/")
