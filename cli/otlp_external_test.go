@@ -1,0 +1,139 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/recorder/otlp"
+	"github.com/agentctl/agentctl/recorder/otlp/jaegertest"
+	"github.com/agentctl/agentctl/runner/sandbox"
+)
+
+// toolAgent is an external agent written with curl and jq: it calls Chat
+// Completions with its history, runs the tool call it gets (a canned
+// result), and calls again until an answer has no tool call.
+const toolAgent = `set -e
+msgs=$(jq -nc --arg p "$AGENTCTL_PROMPT" '[{role:"user",content:$p}]')
+for i in 1 2 3 4; do
+  body=$(jq -nc --arg m "$OPENAI_DEFAULT_MODEL" --argjson msgs "$msgs" '{model:$m,messages:$msgs}')
+  out=$(curl -sf "$OPENAI_BASE_URL/chat/completions" -H 'content-type: application/json' -H "authorization: Bearer $OPENAI_API_KEY" -d "$body")
+  msg=$(printf '%s' "$out" | jq -c '.choices[0].message')
+  msgs=$(printf '%s' "$msgs" | jq -c --argjson m "$msg" '. + [$m]')
+  id=$(printf '%s' "$msg" | jq -r '.tool_calls[0].id // empty')
+  [ -z "$id" ] && break
+  msgs=$(printf '%s' "$msgs" | jq -c --arg id "$id" '. + [{role:"tool",tool_call_id:$id,content:"# Mailer"}]')
+done
+printf '%s' "$msg" | jq -r .content
+`
+
+// An external agent's run with the OTLP variables pointing at a real
+// Jaeger: the trace has the invoke_agent root, a chat span per model call
+// the proxy recorded and an execute_tool span for the tool result the
+// agent sent back, with the GenAI attributes, and the token totals are
+// the ones show and query give for the session.
+func TestOTLPExternalAgentToJaeger(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("sandbox unavailable: %v", err)
+	}
+	for _, tool := range []string{"/usr/bin/curl", "/usr/bin/jq"} {
+		if _, err := os.Stat(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	j := jaegertest.Start(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "model.yaml"), []byte(`turns:
+  - text: "Let me look."
+    tool_calls:
+      - {name: read_file, args: {path: README.md}}
+    usage: {input_tokens: 300, output_tokens: 20}
+  - text: "It is the mailer."
+    usage: {input_tokens: 420, output_tokens: 9}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte(fmt.Sprintf(
+		"name: ext-otlp\nmodel: {provider: scripted, id: gpt-ext, script: model.yaml}\nprompt: what is this?\nagent:\n  command: [sh, -c, %q]\n", toolAgent)), 0o644)
+	for _, proto := range []string{"http/protobuf", "grpc"} {
+		t.Run(proto, func(t *testing.T) {
+			setenv(t, j.Env(proto))
+			t.Setenv("OTEL_SERVICE_NAME", "agentctl-ext")
+			home := t.TempDir()
+			sid := map[string]string{"grpc": "00000000000e1001", "http/protobuf": "00000000000e1002"}[proto]
+			code, stdout, stderr := agentctl(t, home, "run", filepath.Join(dir, "agent.yaml"), "-q", "--json", "--session-id", sid)
+			if code != 0 || stderr != "" {
+				t.Fatalf("run exit %d, stdout %s, stderr %q", code, stdout, stderr)
+			}
+			var run struct {
+				InputTokens  int64 `json:"input_tokens"`
+				OutputTokens int64 `json:"output_tokens"`
+				Turns        int   `json:"turns"`
+			}
+			json.Unmarshal([]byte(stdout), &run)
+			if run.Turns != 2 || run.InputTokens != 720 || run.OutputTokens != 29 {
+				t.Fatalf("run --json = %s, want 2 turns of 720 in, 29 out", stdout)
+			}
+			// show and query give the same totals as the run.
+			code, showOut, _ := agentctl(t, home, "show", sid, "--tree")
+			if code != 0 || !strings.Contains(showOut, "1 tool calls, 749 tokens") {
+				t.Errorf("show --tree (exit %d) = %q, want 749 tokens", code, showOut)
+			}
+			code, q, _ := agentctl(t, home, "query", "SELECT sum(input_tokens) AS i, sum(output_tokens) AS o FROM events WHERE kind = 'model_call' AND session_id = '"+sid+"'", "--format", "csv")
+			if code != 0 || strings.TrimSpace(q) != "i,o\n720,29" {
+				t.Errorf("query totals (exit %d) = %q, want 720,29", code, q)
+			}
+
+			spans := j.WaitTrace(t, otlp.TraceID(sid).String(), 4)
+			byName, byID := tree(t, spans)
+			roots := byName["invoke_agent ext-otlp"]
+			if len(roots) != 1 || roots[0].Parent != "" {
+				t.Fatalf("invoke_agent spans = %d, want one root (names: %v)", len(roots), keysOf(byName))
+			}
+			root := roots[0]
+			for k, want := range map[string]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "ext-otlp",
+				"gen_ai.conversation.id": sid, "gen_ai.request.model": "gpt-ext", "agentctl.session.status": "done",
+				"gen_ai.usage.input_tokens": "720", "gen_ai.usage.output_tokens": "29"} {
+				if got := tag(root, k); got != want {
+					t.Errorf("invoke_agent %s = %q, want %q", k, got, want)
+				}
+			}
+			if root.Service != "agentctl-ext" {
+				t.Errorf("service = %q", root.Service)
+			}
+			chats := byName["chat gpt-ext"]
+			if len(chats) != 2 {
+				t.Fatalf("chat spans = %d, want 2 (names: %v)", len(chats), keysOf(byName))
+			}
+			var in, out float64
+			for _, c := range chats {
+				if c.Parent != root.SpanID {
+					t.Errorf("chat %s parent = %s, want the invoke_agent span", c.SpanID, c.Parent)
+				}
+				for k, want := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+					"gen_ai.request.model": "gpt-ext", "gen_ai.response.model": "gpt-ext", "span.kind": "client"} {
+					if got := tag(c, k); got != want {
+						t.Errorf("chat %s = %q, want %q", k, got, want)
+					}
+				}
+				if tag(c, "gen_ai.response.finish_reasons") == "<missing>" {
+					t.Errorf("chat without finish reasons: %v", c.Tags)
+				}
+				i, _ := c.Tags["gen_ai.usage.input_tokens"].(float64)
+				o, _ := c.Tags["gen_ai.usage.output_tokens"].(float64)
+				in, out = in+i, out+o
+			}
+			if in != 720 || out != 29 {
+				t.Errorf("chat spans sum to %v in, %v out; the session has 720, 29", in, out)
+			}
+			tools := byName["execute_tool read_file"]
+			if len(tools) != 1 || tools[0].Parent != root.SpanID || !strings.HasPrefix(tag(tools[0], "gen_ai.tool.call.id"), "call_") {
+				t.Errorf("execute_tool read_file spans = %+v, want one under the root with its call id", tools)
+			}
+			if len(byID) != 4 {
+				t.Errorf("spans = %d, want 4 (names: %v)", len(byID), keysOf(byName))
+			}
+		})
+	}
+}
