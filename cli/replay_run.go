@@ -225,6 +225,15 @@ with every such call listed, unless --rerun-bash runs them again in the
 sandbox, in order (the fork's log says so). A call cancelled mid-run or
 in flight at a crash cannot be reconstructed at all: fork from before it.
 
+A session of an external agent (spec agent:) cannot be copied into the
+program's memory: its fork runs the agent again in a fresh workspace from
+the spec, the proxy answering its model calls up to SEQ with the recorded
+bytes and the rest live, on --model (a scripted one from the first turn of
+--script), recorded as a model_changed at the first live call. A replayed
+call the agent makes differently this time gets an error naming the turn.
+The pinned model and the spec's budget hold for the live calls; --prompt
+and --rerun-bash do not apply.
+
 Exit status: as 'agentctl run' (0 done, 3 awaiting approval, 4 budget,
 6 evaluation failed, 130 interrupted, 1 error).`,
 		Example: `  agentctl replay fork 3f2a --from 12 --model anthropic/claude-sonnet-4-5
