@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,5 +232,68 @@ func TestForkExternalPolicy(t *testing.T) {
 	if _, err := ForkExternal(context.Background(), ExternalForkConfig{Store: st, SessionID: parent.SessionID, Events: pevs, Artifacts: artifacts,
 		From: pcalls[1].Seq - 1, Spec: sp, Live: scriptedBackend(t, sp.Model.Script, "m1")}); err == nil || !strings.Contains(err.Error(), "separates an assistant message") {
 		t.Errorf("a cut before a model_call: %v", err)
+	}
+}
+
+// TestForkExternalUpstream: a fork onto a real provider's model forwards
+// the live calls upstream asking for that model (the agent still asks for
+// the recorded one) with the key of that provider's variable, which the
+// agent's SDK was given; the replayed calls never reach the upstream.
+func TestForkExternalUpstream(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("sandbox unavailable: %v", err)
+	}
+	for _, tool := range []string{"/usr/bin/curl", "/usr/bin/jq"} {
+		if _, err := os.Stat(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	const key = "sk-agentctl-test-fork-upstream-0123456789"
+	t.Setenv("OPENAI_API_KEY", key)
+	type seen struct{ model, auth string }
+	got := make(chan seen, 8)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Model string `json:"model"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		got <- seen{body.Model, r.Header.Get("Authorization")}
+		w.Header().Set("content-type", "application/json")
+		fmt.Fprintf(w, `{"id":"chatcmpl-up","object":"chat.completion","created":1,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"From upstream."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`, body.Model)
+	}))
+	defer up.Close()
+	sp := forkSpec(t, []string{"one", "two"}, "  - text: A1\n  - text: A2\n", "")
+	st := recorder.Store{Root: t.TempDir()}
+	parent, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Backend: scriptedBackend(t, sp.Model.Script, "m1")})
+	if err != nil || parent.Status != session.StatusDone {
+		t.Fatalf("parent run: %+v, %v", parent, err)
+	}
+	pevs, _, _ := st.Load(parent.SessionID)
+	pcalls, _ := modelCalls(t, st, parent.SessionID, pevs)
+	live, err := proxy.NewUpstream(up.URL+"/v1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ForkExternal(context.Background(), ExternalForkConfig{Store: st, SessionID: parent.SessionID, Events: pevs,
+		Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(st.SessionDir(parent.SessionID), rel) },
+		From:      pcalls[0].Seq, Spec: sp, Live: live, Provider: "openai", Model: "gpt-4o-mini"})
+	if err != nil || rep.Result.Status != session.StatusDone || rep.Replayed != 1 {
+		t.Fatalf("fork = %+v, %v", rep, err)
+	}
+	close(got)
+	var calls []seen
+	for s := range got {
+		calls = append(calls, s)
+	}
+	if len(calls) != 1 || calls[0] != (seen{"gpt-4o-mini", "Bearer " + key}) {
+		t.Errorf("upstream saw %+v, want one call for gpt-4o-mini with the OpenAI key", calls)
+	}
+	fevs, _, _ := st.Load(rep.SessionID)
+	fcalls, _ := modelCalls(t, st, rep.SessionID, fevs)
+	if len(fcalls) != 2 || fcalls[1].Model != "gpt-4o-mini" || fcalls[1].InputTokens != 5 {
+		t.Errorf("fork's model calls = %+v", fcalls)
+	}
+	if f := session.Fold(fevs); f.Provider != "openai" || f.Model != "gpt-4o-mini" {
+		t.Errorf("fork's model in force = %s/%s, want openai/gpt-4o-mini", f.Provider, f.Model)
 	}
 }
