@@ -94,10 +94,10 @@ func replayForkExternal(ctx context.Context, f *Factory, opts *replayForkOptions
 func writeExternalFork(w io.Writer, rep replay.ExternalForkReport, m spec.Model) {
 	note := ""
 	if rep.ModelChanged {
-		note = fmt.Sprintf(", model changed to %s/%s", m.Provider, m.ID)
+		note = ", model changed to " + m.Provider + "/" + m.ID
 	}
-	fmt.Fprintf(w, "forked %s at seq %d into %s (external agent run again: %d of %d recorded model calls replayed, then live on %s/%s%s)\n",
-		rep.ParentID, rep.ForkedFrom, rep.SessionID, rep.Replayed, rep.RecordedTurns, m.Provider, m.ID, note)
+	fmt.Fprintf(w, "forked %s at seq %d into %s (external agent run again: %d of %d recorded model calls replayed, %d live on %s/%s%s)\n",
+		rep.ParentID, rep.ForkedFrom, rep.SessionID, rep.Replayed, rep.RecordedTurns, rep.Live, m.Provider, m.ID, note)
 	for _, fd := range rep.Findings {
 		mark := "volatile"
 		if fd.Fatal {

@@ -3,6 +3,8 @@ package replay
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 
 	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/recorder"
@@ -44,12 +46,15 @@ type ExternalForkReport struct {
 	ForkedFrom int64  `json:"forked_from"`
 	// Replayed is the number of the parent's model calls served from the
 	// recording (the proxy's --until); RecordedTurns how many it has.
-	Replayed      int             `json:"replayed"`
-	RecordedTurns int             `json:"recorded_turns"`
-	ModelChanged  bool            `json:"model_changed"`
-	Findings      []proxy.Finding `json:"findings"`
-	Diverged      bool            `json:"diverged"`
-	Result        runner.Result   `json:"result"`
+	Replayed      int `json:"replayed"`
+	RecordedTurns int `json:"recorded_turns"`
+	// Live counts the model calls served live; ModelChanged says the
+	// first of them went to another model (a model_changed was recorded).
+	Live         int             `json:"live"`
+	ModelChanged bool            `json:"model_changed"`
+	Findings     []proxy.Finding `json:"findings"`
+	Diverged     bool            `json:"diverged"`
+	Result       runner.Result   `json:"result"`
 }
 
 // ForkExternal forks an external agent's session at seq From. A program's
@@ -84,12 +89,14 @@ func ForkExternal(ctx context.Context, cfg ExternalForkConfig) (ExternalForkRepo
 	kept := session.Fold(evs[:cfg.From])
 	fork := &runner.ExternalFork{From: cfg.From, Until: until}
 	live := cfg.Live
+	changes := false
 	if p, m := cfg.Provider, cfg.Model; m != "" && (m != kept.Model || (p != "" && p != kept.Provider)) {
-		rep.ModelChanged = true
+		changes = true
 		fork.Provider, fork.Model = p, m
 		live = proxy.WithModel(proxy.AfterTurn(live, until), m)
 	}
-	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Artifacts: cfg.Artifacts, Until: until, Live: live})
+	counted := &liveCounter{Backend: live}
+	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Artifacts: cfg.Artifacts, Until: until, Live: counted})
 	if err != nil {
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}
@@ -97,11 +104,13 @@ func ForkExternal(ctx context.Context, cfg ExternalForkConfig) (ExternalForkRepo
 	var backend proxy.Backend = rb
 	if until == 0 {
 		// Nothing to replay (Until 0 would mean every turn).
-		backend = live
+		backend = counted
 	}
 	res, err := runner.Start(ctx, runner.Config{Spec: cfg.Spec, Store: cfg.Store, Backend: backend, ReplayOf: cfg.SessionID,
 		Fork: fork, SessionID: cfg.ForkID, Observer: cfg.Observer})
 	rep.SessionID, rep.Result = res.SessionID, res
+	rep.Live = int(counted.n.Load())
+	rep.ModelChanged = changes && rep.Live > 0
 	if f := rb.Findings(); f != nil {
 		rep.Findings = f
 	}
@@ -110,4 +119,17 @@ func ForkExternal(ctx context.Context, cfg ExternalForkConfig) (ExternalForkRepo
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}
 	return rep, nil
+}
+
+// liveCounter counts the model calls a fork served live.
+type liveCounter struct {
+	proxy.Backend
+	n atomic.Int64
+}
+
+func (l *liveCounter) Serve(ctx context.Context, c *proxy.Call, w http.ResponseWriter) error {
+	if c.API != proxy.APIModels && c.API != proxy.APICountTokens {
+		l.n.Add(1)
+	}
+	return l.Backend.Serve(ctx, c, w)
 }

@@ -127,8 +127,8 @@ func TestForkExternal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Result.Status != session.StatusDone || rep.Replayed != 2 || rep.RecordedTurns != 3 || !rep.ModelChanged || rep.Diverged {
-		t.Fatalf("report = %+v, want done, 2 of 3 replayed, model changed, no divergence", rep)
+	if rep.Result.Status != session.StatusDone || rep.Replayed != 2 || rep.RecordedTurns != 3 || rep.Live != 1 || !rep.ModelChanged || rep.Diverged {
+		t.Fatalf("report = %+v, want done, 2 of 3 replayed, 1 live, model changed, no divergence", rep)
 	}
 	fevs, _, err := st.Load(rep.SessionID)
 	if err != nil {
