@@ -23,13 +23,13 @@ import (
 // an SDK behaves: each Chat Completions call carries the whole history
 // (the answers it got, then the next user message), so its requests are
 // the same on every run as long as the answers are. It asks for model
-// $OPENAI_DEFAULT_MODEL and prints each answer. $1 of call is the user
-// message.
+// $2 of call, else $OPENAI_DEFAULT_MODEL, and prints each answer. $1 of
+// call is the user message.
 const curlAgent = `set -e
 msgs='[]'
 call() {
   msgs=$(printf '%s' "$msgs" | jq -c --arg u "$1" '. + [{role:"user",content:$u}]')
-  body=$(jq -nc --arg m "$OPENAI_DEFAULT_MODEL" --argjson msgs "$msgs" '{model:$m,messages:$msgs}')
+  body=$(jq -nc --arg m "${2:-$OPENAI_DEFAULT_MODEL}" --argjson msgs "$msgs" '{model:$m,messages:$msgs}')
   out=$(curl -s "$OPENAI_BASE_URL/chat/completions" -H 'content-type: application/json' -H "authorization: Bearer $OPENAI_API_KEY" -d "$body")
   ans=$(printf '%s' "$out" | jq -r '.choices[0].message.content // ("ERROR " + .error.message)')
   echo "answer: $ans"
@@ -211,6 +211,7 @@ func TestForkExternalPolicy(t *testing.T) {
 		find   string
 	}{
 		{"budget", forkSpec(t, []string{"one", "two", "three"}, turns, "budget: {max_tokens: 125}\n"), session.StatusBudgetExceeded, "max_tokens 125: 120 spent", ""},
+		{"pinned", forkSpec(t, []string{"one", "two", "three m-other"}, turns, ""), session.StatusFailed, runner.ReasonAgentFailed, ""},
 		{"diverges", forkSpec(t, []string{"one", "TWO-CHANGED", "three"}, turns, ""), session.StatusFailed, runner.ReasonAgentFailed, `message 3: log has user "two", request has user "TWO-CHANGED"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,6 +222,10 @@ func TestForkExternalPolicy(t *testing.T) {
 			}
 			if rep.Result.Status != tc.status || !strings.HasPrefix(rep.Result.Reason, tc.reason) {
 				t.Errorf("fork = %s %q, want %s %q…", rep.Result.Status, rep.Result.Reason, tc.status, tc.reason)
+			}
+			out, _ := os.ReadFile(filepath.Join(st.SessionDir(rep.SessionID), runner.ArtifactsDir, runner.AgentOutput))
+			if tc.name == "pinned" && !strings.Contains(string(out), `pinned to model "m1"; the request asked for "m-other"`) {
+				t.Errorf("the live call for another model was not refused by the pin: %s", out)
 			}
 			if tc.find != "" {
 				if !rep.Diverged || len(rep.Findings) == 0 || rep.Findings[0].Turn != 2 || !strings.Contains(rep.Findings[0].What, tc.find) {
