@@ -137,3 +137,64 @@ func TestOTLPExternalAgentToJaeger(t *testing.T) {
 		})
 	}
 }
+
+// The real OpenAI Agents SDK agent (Responses API), run with the OTLP
+// variables set: its three calls and two tool results are in Jaeger with
+// the session's totals. With $AGENTCTL_NPM_AGENTS set (.ci/run) it runs.
+func TestOTLPExternalNPMAgentToJaeger(t *testing.T) {
+	npm := os.Getenv("AGENTCTL_NPM_AGENTS")
+	if npm == "" {
+		t.Skip("AGENTCTL_NPM_AGENTS is not set (.ci/run installs the npm agents there)")
+	}
+	if err := sandbox.Available(); err != nil {
+		t.Fatalf("sandbox unavailable: %v", err)
+	}
+	j := jaegertest.Start(t)
+	setenv(t, j.Env("http/protobuf"))
+	t.Setenv("NODE_PATH", filepath.Join(npm, "node_modules"))
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(fixture(t, "external/openai-agents"))); err != nil {
+		t.Fatal(err)
+	}
+	y, err := os.ReadFile(filepath.Join(dir, "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte(strings.ReplaceAll(string(y), "/NPM_AGENTS", npm)), 0o644)
+	home := t.TempDir()
+	const sid = "00000000000e2001"
+	code, stdout, stderr := agentctl(t, home, "run", filepath.Join(dir, "agent.yaml"), "-q", "--session-id", sid)
+	if code != 0 || !strings.Contains(stdout, "done: 3 turns, 2 tool calls, 1272 tokens") {
+		t.Fatalf("run exit %d: %s %s", code, stdout, stderr)
+	}
+	code, q, _ := agentctl(t, home, "query", "SELECT sum(input_tokens) AS i, sum(output_tokens) AS o FROM events WHERE kind = 'model_call' AND session_id = '"+sid+"'", "--format", "csv")
+	if code != 0 || strings.TrimSpace(q) != "i,o\n1200,72" {
+		t.Fatalf("query totals (exit %d) = %q", code, q)
+	}
+	spans := j.WaitTrace(t, otlp.TraceID(sid).String(), 6)
+	byName, byID := tree(t, spans)
+	roots := byName["invoke_agent openai-agents-typo"]
+	if len(roots) != 1 {
+		t.Fatalf("invoke_agent spans = %d (names: %v)", len(roots), keysOf(byName))
+	}
+	if got := tag(roots[0], "gen_ai.usage.input_tokens") + "/" + tag(roots[0], "gen_ai.usage.output_tokens"); got != "1200/72" {
+		t.Errorf("invoke_agent tokens = %s, want 1200/72 as query gives", got)
+	}
+	chats := byName["chat gpt-4.1-mini"]
+	if len(chats) != 3 {
+		t.Errorf("chat spans = %d, want 3 (names: %v)", len(chats), keysOf(byName))
+	}
+	for _, c := range chats {
+		if tag(c, "gen_ai.provider.name") != "openai" || tag(c, "gen_ai.response.model") != "gpt-4.1-mini" || tag(c, "gen_ai.response.id") == "<missing>" {
+			t.Errorf("chat span %v", c.Tags)
+		}
+	}
+	for _, tool := range []string{"read_file", "write_file"} {
+		if n := len(byName["execute_tool "+tool]); n != 1 {
+			t.Errorf("execute_tool %s spans = %d, want 1", tool, n)
+		}
+	}
+	if len(byID) != 6 {
+		t.Errorf("spans = %d, want 6 (names: %v)", len(byID), keysOf(byName))
+	}
+}
