@@ -134,6 +134,23 @@ func TestOTLPExternalAgentToJaeger(t *testing.T) {
 			if len(byID) != 4 {
 				t.Errorf("spans = %d, want 4 (names: %v)", len(byID), keysOf(byName))
 			}
+
+			// A fork at the first call (seq 4) is exported as its own
+			// trace: the replayed call and the live one, same totals.
+			fid := "f" + sid[1:]
+			code, stdout, stderr = agentctl(t, home, "replay", "fork", sid, "--from", "4", "-q", "--session-id", fid)
+			if code != 0 || !strings.Contains(stdout, "1 of 2 recorded model calls replayed, 1 live") {
+				t.Fatalf("fork exit %d: %s %s", code, stdout, stderr)
+			}
+			fspans := j.WaitTrace(t, otlp.TraceID(fid).String(), 4)
+			fbyName, _ := tree(t, fspans)
+			froot := fbyName["invoke_agent ext-otlp"]
+			if len(froot) != 1 || len(fbyName["chat gpt-ext"]) != 2 || len(fspans) != 4 {
+				t.Fatalf("fork trace names %v", keysOf(fbyName))
+			}
+			if got := tag(froot[0], "gen_ai.usage.input_tokens") + "/" + tag(froot[0], "gen_ai.usage.output_tokens"); got != "720/29" {
+				t.Errorf("fork invoke_agent tokens = %s, want 720/29", got)
+			}
 		})
 	}
 }
