@@ -225,6 +225,15 @@ with every such call listed, unless --rerun-bash runs them again in the
 sandbox, in order (the fork's log says so). A call cancelled mid-run or
 in flight at a crash cannot be reconstructed at all: fork from before it.
 
+A session of an external agent (spec agent:) cannot be copied into the
+program's memory: its fork runs the agent again in a fresh workspace from
+the spec, the proxy answering its model calls up to SEQ with the recorded
+bytes and the rest live, on --model (a scripted one from the first turn of
+--script), recorded as a model_changed at the first live call. A replayed
+call the agent makes differently this time gets an error naming the turn.
+The pinned model and the spec's budget hold for the live calls; --prompt
+and --rerun-bash do not apply.
+
 Exit status: as 'agentctl run' (0 done, 3 awaiting approval, 4 budget,
 6 evaluation failed, 130 interrupted, 1 error).`,
 		Example: `  agentctl replay fork 3f2a --from 12 --model anthropic/claude-sonnet-4-5
@@ -270,11 +279,7 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 		return err
 	}
 	if sp.External() {
-		// Its events cannot be copied into a program's memory: the what-if
-		// of an external agent is the agent run again against a replay
-		// that goes live after N turns.
-		return fmt.Errorf("replay fork %s: the session ran an external agent, whose state agentctl cannot copy into a fork; replay its first turns and go on live with the agent itself: agentctl proxy --replay %s --until N --upstream URL [--model ID] -- %s",
-			id, id, strings.Join(sp.Agent.Command, " "))
+		return replayForkExternal(ctx, f, opts, id, evs, sp)
 	}
 	if opts.Model != "" {
 		p, m, ok := strings.Cut(opts.Model, "/")

@@ -21,6 +21,9 @@ type Scripted struct {
 	script provider.Script
 	// model is reported as the answer's model; "" echoes the request's.
 	model string
+	// skip is how many calls of a conversation come before the script's
+	// first turn (AfterTurn).
+	skip int
 }
 
 var _ Backend = (*Scripted)(nil)
@@ -45,9 +48,17 @@ func (b *Scripted) Serve(ctx context.Context, c *Call, w http.ResponseWriter) er
 		return serveCount(w, c)
 	}
 	p := provider.NewScripted(b.script, model)
-	p.SetTurn(c.Turn - 1)
+	p.SetTurn(max(0, c.Turn-1-b.skip))
 	enc := newEncoder(c.API, c.Stream, responseID(c), model, w)
 	resp, err := p.Complete(ctx, provider.Request{Model: model, Messages: c.projection(), MaxTokens: c.MaxTokens}, enc.text)
+	if b.skip > 0 {
+		// The ids say the conversation's call, not the script's turn: an
+		// id the skipped calls used must not come back (agents such as
+		// the OpenAI Agents SDK refuse a reused tool call id).
+		for i := range resp.ToolCalls {
+			resp.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", c.Turn, i)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

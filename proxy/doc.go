@@ -32,7 +32,9 @@
 // scripted model, turn N answers call N of each conversation), Upstream
 // (forward with the client's credentials, stream back as it arrives),
 // Replay (serve the recorded bytes of a session; strict or not; on a miss
-// fail or forward to an Upstream; Until N then live). The Policy hook sees
+// fail or forward to an Upstream; Until N then live: TurnsThrough gives
+// the N of a seq, and AfterTurn starts a scripted live model at its first
+// turn). The Policy hook sees
 // every parsed model call (API, model, max tokens, messages, what the
 // conversation spent) before the backend does, and may refuse it with a
 // Refusal the client gets in its provider's error shape.

@@ -103,8 +103,11 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 			a := provider.Response{Text: e.Text, Refusal: e.Refusal, ToolCalls: e.ToolCalls, InputTokens: e.InputTokens, OutputTokens: e.OutputTokens}
 			lastAnswer = &a
 		case session.KindModelCall:
+			if !isTurn(e) {
+				lastAnswer = nil
+				continue
+			}
 			var attrs struct {
-				Purpose          string `json:"purpose"`
 				API              API    `json:"api"`
 				Status           int    `json:"status"`
 				Stream           bool   `json:"stream"`
@@ -113,10 +116,6 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 				ResponseSSE      *bool  `json:"response_sse"`
 			}
 			_ = json.Unmarshal(e.Attrs, &attrs)
-			if attrs.Purpose == "compaction" {
-				lastAnswer = nil
-				continue
-			}
 			t := recordedTurn{seq: e.Seq, model: e.Model, api: attrs.API, status: attrs.Status, stream: attrs.Stream}
 			if t.status == 0 {
 				t.status = http.StatusOK

@@ -38,7 +38,10 @@
 // spec's workspace.from, comparing each tool result with the recording.
 // Fork copies a log up to a seq into a new session (parent_session_id,
 // forked_from), records a model change as model_changed, and continues it
-// with runner.Resume. Diff compares two sessions turn by turn. Anchors
+// with runner.Resume. ForkExternal forks an external agent's session,
+// whose state is the program's: the agent runs again, the proxy replaying
+// its calls up to the seq (proxy.Replay with Until) and serving the rest
+// live. Diff compares two sessions turn by turn. Anchors
 // checks every compaction: the first user message verbatim and the needles
 // in the projection after it, and source_seqs naming original events only.
 //

@@ -38,7 +38,9 @@ type externalRun struct {
 	over    string // the budget a refused call met, once one was
 	stop    context.CancelCauseFunc
 	changed map[string]bool // models a model_changed was recorded for
-	art     *proxy.SessionSink
+	// forkLive is set at a fork's first live call (cfg.Fork).
+	forkLive bool
+	art      *proxy.SessionSink
 }
 
 // Causes of an external agent's stop.
@@ -61,6 +63,11 @@ func startExternal(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	if err := needPrice(sp, sp.Budget.Session(), sp.Model.ID); err != nil {
 		return Result{}, fmt.Errorf("start: %w", err)
+	}
+	if f := cfg.Fork; f != nil && f.Model != "" {
+		if err := needPrice(sp, sp.Budget.Session(), f.Model); err != nil {
+			return Result{}, fmt.Errorf("start: %w", err)
+		}
 	}
 	prompt := sp.Prompt
 	if cfg.Prompt != "" {
@@ -85,6 +92,9 @@ func startExternal(ctx context.Context, cfg Config) (res Result, err error) {
 		Spec: sp.JSON(), SpecPath: sp.Path, SpecHash: specHash(sp),
 		AgentctlVersion: buildinfo.Version, HarnessCommit: buildinfo.Commit(),
 		Workspace: ws, Attrs: attrs, Text: prompt, ParentSessionID: cfg.ReplayOf,
+	}
+	if cfg.Fork != nil {
+		header.ForkedFrom = cfg.Fork.From
 	}
 	header.TS = time.Now()
 	if cfg.Clock != nil {
@@ -130,8 +140,8 @@ func (x *externalRun) run1(parent context.Context, prompt string) (Result, error
 		defer cancel()
 	}
 	key := dummyKey
-	if sp.Model.Provider == "openai" || sp.Model.Provider == "anthropic" {
-		key = upstreamKey(sp)
+	if ks := keySpec(sp, r.cfg.Fork); ks.Model.Provider == "openai" || ks.Model.Provider == "anthropic" {
+		key = upstreamKey(ks)
 	}
 	cfg := *r.sandbox
 	unconfined := cfg.Unconfined
@@ -202,20 +212,24 @@ func (x *externalRun) policy(ctx context.Context, c *proxy.Call) *proxy.Refusal 
 	if x.over != "" {
 		return &proxy.Refusal{Status: 400, Type: "budget_exceeded", Message: "agentctl: the run's budget is spent: " + x.over}
 	}
-	if c.Model != "" && c.Model != r.st.Model {
+	model, err := x.forkModel(c)
+	if err != nil {
+		return &proxy.Refusal{Status: 500, Type: "api_error", Message: "agentctl: " + err.Error()}
+	}
+	if model != "" && model != r.st.Model {
 		switch r.cfg.Spec.Agent.ModelChangePolicy() {
 		case spec.ModelChangeRecord:
-			if !x.changed[c.Model] {
-				x.changed[c.Model] = true
+			if !x.changed[model] {
+				x.changed[model] = true
 				prev := r.st.Model
-				if err := r.append(session.Event{Kind: session.KindModelChanged, Provider: c.Provider, Model: c.Model,
-					Reason: fmt.Sprintf("the agent asked for %s; was %s (agent.model_change: record)", c.Model, prev)}); err != nil {
+				if err := r.append(session.Event{Kind: session.KindModelChanged, Provider: c.Provider, Model: model,
+					Reason: fmt.Sprintf("the agent asked for %s; was %s (agent.model_change: record)", model, prev)}); err != nil {
 					return &proxy.Refusal{Status: 500, Type: "api_error", Message: "agentctl: " + err.Error()}
 				}
 			}
 		default:
 			return &proxy.Refusal{Status: 400, Type: "invalid_request_error",
-				Message: fmt.Sprintf("agentctl: this session is pinned to model %q; the request asked for %q (set agent.model_change: record in the spec to allow it and record the change)", r.st.Model, c.Model)}
+				Message: fmt.Sprintf("agentctl: this session is pinned to model %q; the request asked for %q (set agent.model_change: record in the spec to allow it and record the change)", r.st.Model, model)}
 		}
 	}
 	over := r.spent()

@@ -79,6 +79,10 @@ type Config struct {
 	// whose answers Backend replays (replay run); the header records it
 	// as the parent session.
 	ReplayOf string
+	// Fork, with ReplayOf, makes an external agent's run a fork of that
+	// session: forked_from in the header, and a live part after Fork.Until
+	// calls on the model it names (see ExternalFork).
+	Fork *ExternalFork
 	// Failpoint, when set, is called after each event is durable ("after",
 	// seq) and inside each tool call after its effect ("in-tool", intent
 	// seq). In-process crash injection panics from it; see crashtest.

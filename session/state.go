@@ -151,6 +151,9 @@ type State struct {
 	SegStart  time.Time     `json:"seg_start"`
 
 	byID map[string]int // call id -> index in Calls of its latest call
+	// forkTS is a fork header's time until the next event decides where
+	// the first segment starts (see Add).
+	forkTS time.Time
 }
 
 // Call is what the log says about one tool call. Seqs are 0 for events
@@ -257,9 +260,19 @@ func (s *State) Add(e Event) {
 	s.Events++
 	s.LastSeq, s.LastTS, s.LastKind = e.Seq, e.TS, e.Kind
 	// A fork's header is stamped when the fork was made, after the copied
-	// events it precedes: the copied segment starts at the next event.
-	if s.SegStart.IsZero() && !(e.Kind == KindSessionStarted && e.ForkedFrom > 0) {
+	// events it precedes: the copied segment starts at the next event. A
+	// fork that copied nothing (an external agent's, run again from its
+	// start) has its next event after the header: its run started at the
+	// header. So the segment starts at the earlier of the two.
+	switch {
+	case s.SegStart.IsZero() && e.Kind == KindSessionStarted && e.ForkedFrom > 0:
+		s.forkTS = e.TS
+	case s.SegStart.IsZero():
 		s.SegStart = e.TS
+		if !s.forkTS.IsZero() && s.forkTS.Before(e.TS) {
+			s.SegStart = s.forkTS
+		}
+		s.forkTS = time.Time{}
 	}
 	if e.GitSHA != "" {
 		s.GitSHA, s.GitSeq = e.GitSHA, e.Seq

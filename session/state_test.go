@@ -139,6 +139,10 @@ func TestFold(t *testing.T) {
 			Event{Kind: KindUserMessage, TS: st0}, Event{Kind: KindSessionFinished, TS: st0.Add(5 * time.Second)}), false, func(s *State) string {
 			return want(s.WallSpent == 5*time.Second && s.Started.Equal(st0.Add(time.Hour)) && s.ParentSessionID == "p", fmt.Sprint("fork wall ", s.WallSpent))
 		}},
+		{"an external agent's fork copies nothing: its segment starts at the header", log(header(Event{ParentSessionID: "p", ForkedFrom: 4, TS: st0}),
+			Event{Kind: KindUserMessage, TS: st0.Add(3 * time.Second)}, Event{Kind: KindSessionFinished, TS: st0.Add(5 * time.Second)}), false, func(s *State) string {
+			return want(s.WallSpent == 5*time.Second && s.ForkedFrom == 4, fmt.Sprint("external fork wall ", s.WallSpent))
+		}},
 		{"an unknown kind counts and follows the finish", log(header(Event{}), finished(StatusDone), Event{Kind: "from_the_future"}), false, func(s *State) string {
 			return want(s.Events == 3 && s.Status() == StatusCrashed && s.LastKind == "from_the_future", "unknown kind")
 		}},
