@@ -143,7 +143,7 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	if err != nil && rep.ReplaySessionID == "" {
 		return err
 	}
-	rep.Differences = append(mcpChanges, rep.Differences...)
+	rep.Differences = append(append([]replay.ToolDiff{}, mcpChanges...), rep.Differences...) // [] in --json, never null
 	if opts.JSON {
 		if e := json.NewEncoder(f.Out).Encode(rep); e != nil {
 			return e
