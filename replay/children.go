@@ -78,12 +78,19 @@ func (o *compareObserver) Child(sp *spec.Spec, c runner.ChildCall) (runner.Child
 			id, hdr.ParentSessionID, hdr.ParentSeq, c.CallID, o.origID, oc.IntentSeq)
 	}
 	prov := provider.NewRecorded(evs)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ch := o.children[key]; ch != nil {
+		// The replay resumes a child it started (its parent waited for an
+		// approval): the same comparison goes on, and the resume sets the
+		// new provider to the turns already served.
+		ch.prov = prov
+		return runner.ChildModel{Provider: prov, Observer: ch.obs, Children: ch.obs}, nil
+	}
 	obs := newCompare(id, id, evs, o.strict, o.stop, o.recordings)
 	obs.origTurns = prov.Turns()
-	o.mu.Lock()
 	o.children[key] = &childReplay{obs: obs, prov: prov}
 	o.started = append(o.started, key)
-	o.mu.Unlock()
 	return runner.ChildModel{Provider: prov, Observer: obs, Children: obs}, nil
 }
 

@@ -389,6 +389,16 @@ func (o *compareObserver) Event(e session.Event) {
 		o.diffs = append(o.diffs, o.named(ToolDiff{Code: CodeResultExtra, CallID: e.CallID, Tool: e.Tool, ReplaySeq: e.Seq, Turn: key.turn, Log: "(no result)", Replay: resultText(e)}))
 		return
 	}
+	if ch := o.children[key]; ch != nil {
+		// A subagent's result names its session (an error says where its
+		// log is): the replay's child stands for the recorded one.
+		ch.obs.mu.Lock()
+		if id := ch.obs.fold.ID; id != "" {
+			e.Output = strings.ReplaceAll(e.Output, id, ch.obs.origID)
+			e.Error = strings.ReplaceAll(e.Error, id, ch.obs.origID)
+		}
+		ch.obs.mu.Unlock()
+	}
 	before := len(o.diffs)
 	add := func(field, a, b string) {
 		if a != b {
