@@ -132,7 +132,10 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 		defer os.RemoveAll(dir)
 		st = recorder.Store{Root: dir}
 	}
-	cfg := replay.RunConfig{Store: st, SessionID: id, Events: evs, Spec: sp, Tools: reg, Strict: opts.Strict}
+	// Subagents are served from their own recordings, in the home the
+	// session ran in.
+	src := f.Store()
+	cfg := replay.RunConfig{Store: st, SessionID: id, Events: evs, Spec: sp, Tools: reg, Strict: opts.Strict, Recordings: &src}
 	if !opts.Quiet && !opts.JSON {
 		cfg.Observer = newLiveView(f.Err)
 	}
@@ -140,7 +143,7 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	if err != nil && rep.ReplaySessionID == "" {
 		return err
 	}
-	rep.Differences = append(mcpChanges, rep.Differences...)
+	rep.Differences = append(append([]replay.ToolDiff{}, mcpChanges...), rep.Differences...) // [] in --json, never null
 	if opts.JSON {
 		if e := json.NewEncoder(f.Out).Encode(rep); e != nil {
 			return e
@@ -168,9 +171,16 @@ func writeReplayRun(w io.Writer, rep replay.RunReport, kept bool) {
 		case replay.CodeMCPToolsChanged:
 			fmt.Fprintf(w, "  [%s] mcp server %s: log has %s, the server now lists %s\n", d.Code, d.Tool, d.Log, d.Replay)
 		case replay.CodeStatusDiffers:
+			if d.Session != "" {
+				fmt.Fprintf(w, "  [%s] subagent %s: log has %s, replay produced %s\n", d.Code, d.Session, d.Log, d.Replay)
+				continue
+			}
 			fmt.Fprintf(w, "  [%s] log has %s, replay produced %s\n", d.Code, d.Log, d.Replay)
 		default:
 			where := fmt.Sprintf("call %s (%s", d.CallID, d.Tool)
+			if d.Session != "" {
+				where = fmt.Sprintf("subagent %s turn %d: %s", d.Session, d.Turn, where)
+			}
 			if d.Seq > 0 {
 				where += fmt.Sprintf(", seq %d", d.Seq)
 			}
@@ -179,7 +189,14 @@ func writeReplayRun(w io.Writer, rep replay.RunReport, kept bool) {
 				field = " field " + d.Field
 			}
 			fmt.Fprintf(w, "  [%s] %s)%s: log has %q, replay produced %q\n", d.Code, where, field, clip(d.Log, 60), clip(d.Replay, 60))
+			if d.ChildSessionID != "" {
+				fmt.Fprintf(w, "    its result came from the replay of subagent %s, whose turn %d answered\n", d.ChildSessionID, d.ChildTurn)
+			}
 		}
+	}
+	for _, c := range rep.Subagents {
+		fmt.Fprintf(w, "  subagent %s (of %s): %s (recorded %s), %d of %d recorded turns, %d tool results, %d same\n",
+			c.SessionID, c.ParentSessionID, c.ReplayStatus, c.LogStatus, c.Turns, c.RecordedTurns, c.ToolResults, c.Same)
 	}
 	if rep.Stopped {
 		fmt.Fprintln(w, "  stopped at the first difference (--strict)")

@@ -67,6 +67,7 @@ func TestScripts(t *testing.T) {
 			"flipbyte":    flipByte,
 			"termlease":   termLease,
 			"forgeheader": forgeHeader,
+			"forgeevent":  forgeEvent,
 			"procsgone":   procsGone,
 			"nogrow":      noGrow,
 			"leftover":    leftover,

@@ -335,6 +335,12 @@ func (o Options) point(ctx context.Context, i int, p Point, base Baseline) Outco
 		bad("read the crashed log: %v", err)
 		return out
 	}
+	// The workspace as the crash left it, before any resume: a state of
+	// the uncrashed run's way there. A run that stops for a human may end
+	// with the in-flight effect done once or not at all. (The later
+	// crashes of --crash-resumes come after resumes, which may be the ones
+	// that did an effect twice, so they are not used.)
+	atCrash := crashLines(home)
 	rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
 	crashesLeft := o.CrashResumes
 	for out.Resumes < maxResumes {
@@ -395,14 +401,15 @@ func (o Options) point(ctx context.Context, i int, p Point, base Baseline) Outco
 	if err != nil {
 		bad("%v", err)
 	}
-	extra := extraLines(lines, base.lines)
+	stoppedForHuman := out.Status == string(session.StatusNeedsHuman) && needsHuman
+	extra := duplicatedLines(lines, base.lines, atCrash, stoppedForHuman)
 	out.Duplicates += extra
 	switch {
 	case out.Status == base.Status:
 		if digest != base.Workspace {
 			bad("the workspace differs from the uncrashed run's (%d lines more)", extra)
 		}
-	case out.Status == string(session.StatusNeedsHuman) && needsHuman:
+	case stoppedForHuman:
 		// A side effect that cannot be checked stops for a human: it must
 		// not have happened twice, but it may not have happened at all.
 		if extra > 0 {
@@ -553,6 +560,48 @@ func hashTree(root string) (string, map[string]int, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), lines, nil
+}
+
+// duplicatedLines counts the effect lines of a crashed run's final
+// workspace (final) that are there more often than they should be. A run
+// that reached the uncrashed run's end must have its lines (base). A run
+// that stopped for a human may end with the call in flight at the crash
+// done once or not at all: the lines that call would have changed are
+// still as they were at the crash (atCrash, the workspace the first crash
+// left, before any resume), which is no duplicate; a line is one when it
+// is there more often than both at the uncrashed end and at the crash,
+// i.e. a resume did it again.
+func duplicatedLines(final, base, atCrash map[string]int, stoppedForHuman bool) int {
+	if stoppedForHuman {
+		return extraLines(final, maxCounts(base, atCrash))
+	}
+	return extraLines(final, base)
+}
+
+// crashLines is the line multiset (hashTree) of the workspace of the
+// crash test session in home as it is now; nil when there is none yet (a
+// crash before the header).
+func crashLines(home string) map[string]int {
+	_, ws, err := load(home)
+	if err != nil || ws == "" {
+		return nil
+	}
+	_, lines, err := hashTree(ws)
+	if err != nil {
+		return nil
+	}
+	return lines
+}
+
+// maxCounts is, for each line, the larger of its counts in a and b.
+func maxCounts(a, b map[string]int) map[string]int {
+	out := make(map[string]int, len(a)+len(b))
+	for _, m := range []map[string]int{a, b} {
+		for l, c := range m {
+			out[l] = max(out[l], c)
+		}
+	}
+	return out
 }
 
 // extraLines counts lines the crashed workspace has more often than the

@@ -348,7 +348,9 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 	if err != nil {
 		return replay.RunReport{}, fmt.Errorf("replay %s: %w", id, err)
 	}
-	return replay.Run(ctx, replay.RunConfig{Store: e.cfg.Store, SessionID: id, Events: evs, Spec: sp, Tools: reg, Observer: obs})
+	// A subagent is served from its own recording, in the home the session
+	// ran in.
+	return replay.Run(ctx, replay.RunConfig{Store: e.cfg.Store, SessionID: id, Events: evs, Spec: sp, Tools: reg, Observer: obs, Recordings: &src})
 }
 
 func replayMatches(rp *Replay, rep *replay.RunReport) Result {

@@ -45,6 +45,11 @@
 // checks every compaction: the first user message verbatim and the needles
 // in the projection after it, and source_seqs naming original events only.
 //
+// Subagents replay from their own recordings (children.go): Run serves
+// each task call's child with the recorded child's turns and compares its
+// results (RunConfig.Recordings); Fork rebuilds a workspace past a task
+// call from the child's recorded calls.
+//
 // # Imported sessions
 //
 // Package transcript imports other tools' transcripts. An imported session

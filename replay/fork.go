@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,7 +114,7 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	fromGit := rebuild && kept.GitSHA != ""
 	var plan rebuildPlan
 	if rebuild && !fromGit {
-		plan = planRebuild(kept, cfg.Tools, cfg.RerunBash)
+		plan = planRebuildWith(kept, cfg.Tools, cfg.RerunBash, storeChildren(cfg.Store), 0)
 		if len(plan.cannot) > 0 {
 			return rep, fmt.Errorf("fork %s: the workspace at seq %d cannot be rebuilt: %d recorded call(s) changed it in ways the log does not hold:\n  %s\nfork from before the first of them, or pass --rerun-bash to run the bash calls again in the sandbox",
 				cfg.SessionID, cfg.From, len(plan.cannot), strings.Join(plan.cannot, "\n  "))
@@ -258,7 +259,19 @@ type rebuildPlan struct {
 // git state is not used: a checkpoint records HEAD, not the work tree, and
 // a workspace with uncommitted edits at the fork point would come back
 // without them.
+//
+// A task call's subagent worked in the same workspace: its effects are
+// reconstructed from its own recording (children), with the same rules
+// for each of its calls, nested subagents included.
 func planRebuild(kept *session.State, reg *tools.Registry, rerunBash bool) rebuildPlan {
+	return planRebuildWith(kept, reg, rerunBash, nil, 0)
+}
+
+// childRecording reads the recording of the subagent that task call c of
+// session parent started, and its id.
+type childRecording func(parent string, c *session.Call) (*session.State, string, error)
+
+func planRebuildWith(kept *session.State, reg *tools.Registry, rerunBash bool, children childRecording, depth int) rebuildPlan {
 	plan := rebuildPlan{bash: map[*session.Call]bool{}}
 	var calls []*session.Call
 	for _, c := range kept.Calls {
@@ -275,6 +288,16 @@ func planRebuild(kept *session.State, reg *tools.Registry, rerunBash bool) rebui
 		switch {
 		case !ok:
 			plan.cannot = append(plan.cannot, name+": the spec has no such tool now, so what it did is unknown")
+		case c.Tool == tools.NameTask:
+			sub, err := childPlan(kept.ID, c, settled, reg, rerunBash, children, depth)
+			if err != nil {
+				plan.cannot = append(plan.cannot, name+": "+err.Error())
+				break
+			}
+			plan.steps = append(plan.steps, sub.steps...)
+			maps.Copy(plan.bash, sub.bash)
+			plan.cannot = append(plan.cannot, sub.cannot...)
+			plan.notRepeated = append(plan.notRepeated, sub.notRepeated...)
 		case !t.SideEffects():
 		case isCustom(t):
 			plan.notRepeated = append(plan.notRepeated, name)
@@ -295,6 +318,60 @@ func planRebuild(kept *session.State, reg *tools.Registry, rerunBash bool) rebui
 		}
 	}
 	return plan
+}
+
+// childPlan is the rebuild plan of the subagent task call c started: its
+// own recorded calls, each named with the subagent's session.
+func childPlan(parent string, c *session.Call, settled bool, reg *tools.Registry, rerunBash bool, children childRecording, depth int) (rebuildPlan, error) {
+	if !settled {
+		return rebuildPlan{}, fmt.Errorf("%s, so what its subagent had done by then is unknown", unsettled(c.Outcome()))
+	}
+	if children == nil {
+		return rebuildPlan{}, fmt.Errorf("a subagent's effects are in its own recording, which was not given")
+	}
+	if depth >= spec.MaxDepth {
+		return rebuildPlan{}, fmt.Errorf("subagents nest at most %d deep, and this recording nests deeper", spec.MaxDepth)
+	}
+	cs, id, err := children(parent, c)
+	if err != nil {
+		return rebuildPlan{}, err
+	}
+	sub := planRebuildWith(cs, reg, rerunBash, children, depth+1)
+	for i, n := range sub.cannot {
+		sub.cannot[i] = "subagent " + id + ": " + n
+	}
+	for i, n := range sub.notRepeated {
+		sub.notRepeated[i] = "subagent " + id + ": " + n
+	}
+	return sub, nil
+}
+
+// storeChildren reads a subagent's recording from st: the session whose
+// id derives from the task call's idempotency key (runner.SubagentID) and
+// whose header names the parent at the call's tool_intent seq (a log
+// handed over may hold another session under that id).
+func storeChildren(st recorder.Store) childRecording {
+	return func(parent string, c *session.Call) (*session.State, string, error) {
+		if c.IdempotencyKey == "" {
+			return nil, "", fmt.Errorf("the task call has no idempotency key, so its subagent's recording cannot be found")
+		}
+		id := runner.SubagentID(c.IdempotencyKey)
+		evs, _, err := st.Load(id)
+		if len(evs) == 0 {
+			if err == nil {
+				err = fmt.Errorf("the log is empty")
+			}
+			return nil, id, fmt.Errorf("its subagent's recording %s, which holds what it did to the workspace: %v", id, err)
+		}
+		if h := evs[0]; h.Kind != session.KindSessionStarted || h.ParentSessionID != parent || h.ParentSeq != c.IntentSeq {
+			return nil, id, fmt.Errorf("the session %s names parent %q at seq %d, not %s at seq %d: it is not this call's subagent", id, h.ParentSessionID, h.ParentSeq, parent, c.IntentSeq)
+		}
+		cs := session.Fold(evs)
+		if cs.ID == "" {
+			cs.ID = id
+		}
+		return cs, id, nil
+	}
 }
 
 func unsettled(outcome string) string {

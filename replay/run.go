@@ -53,6 +53,11 @@ type RunConfig struct {
 	ReplayID string
 	// Observer, if set, sees the replay's events (a live view).
 	Observer runner.Observer
+	// Recordings is the store holding the original's subagents' sessions
+	// (the home it ran in). With it a task call's child is served from its
+	// own recording (children.go); without it task calls get an error
+	// result and diverge.
+	Recordings *recorder.Store
 }
 
 // ToolDiff is one difference between a recorded tool result and the
@@ -67,6 +72,19 @@ type ToolDiff struct {
 	Field     string `json:"field,omitempty"`
 	Log       string `json:"log"`
 	Replay    string `json:"replay"`
+	// Turn is the ordinal of the assistant message that requested the
+	// call (0 for a status difference).
+	Turn int `json:"turn,omitempty"`
+	// Session, when set, is the subagent session of the recording the
+	// difference is in ("" for the replayed session itself), and
+	// ReplaySession the replay's session of that subagent.
+	Session       string `json:"session,omitempty"`
+	ReplaySession string `json:"replay_session,omitempty"`
+	// ChildSessionID, on a task call's difference, is the recorded
+	// subagent whose replay gave the result, and ChildTurn the last of its
+	// turns the replay served (the one that answered).
+	ChildSessionID string `json:"child_session_id,omitempty"`
+	ChildTurn      int    `json:"child_turn,omitempty"`
 }
 
 // StatusEndOfRecording is the replay status of an imported session whose
@@ -89,6 +107,24 @@ type RunReport struct {
 	Differences     []ToolDiff `json:"differences"`
 	// Stopped is true when --strict stopped the replay at a difference.
 	Stopped bool `json:"stopped"`
+	// Subagents are the replayed children, depth first in start order;
+	// their differences are in Differences, named by Session.
+	Subagents []SubagentReport `json:"subagents,omitempty"`
+}
+
+// SubagentReport is one subagent of a replay: its recording and the
+// child session the replay started for it.
+type SubagentReport struct {
+	SessionID       string `json:"session_id"`
+	ReplaySessionID string `json:"replay_session_id"`
+	// ParentSessionID is the recording's parent of this child.
+	ParentSessionID string `json:"parent_session_id"`
+	LogStatus       string `json:"log_status"`
+	ReplayStatus    string `json:"replay_status"`
+	Turns           int    `json:"turns"`
+	RecordedTurns   int    `json:"recorded_turns"`
+	ToolResults     int    `json:"tool_results"`
+	Same            int    `json:"same"`
 }
 
 // ErrInPlaceWorkspace is returned by Run for a spec whose workspace.path
@@ -116,9 +152,12 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 	if cfg.Spec.Workspace.Path != "" {
 		return rep, fmt.Errorf("replay run %s: %w: %s; copy it and pass the copy as the initial workspace", cfg.SessionID, ErrInPlaceWorkspace, cfg.Spec.Workspace.Path)
 	}
-	fold := session.Fold(evs)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obs := newCompare(cfg.SessionID, "", evs, cfg.Strict, cancel, cfg.Recordings)
+	obs.next = cfg.Observer
+	fold := obs.origFold
 	rep.LogStatus = string(fold.Status())
-	orig, order := recordedResults(fold, evs)
 	decisions := recordedDecisions(fold, evs)
 
 	sp := *cfg.Spec
@@ -126,10 +165,10 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 	prov := provider.NewRecorded(evs)
 	rep.RecordedTurns = prov.Turns()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	obs := &compareObserver{orig: orig, next: cfg.Observer, strict: cfg.Strict, stop: cancel, seen: map[callKey]bool{}, fold: session.NewState()}
 	rc := runner.Config{Spec: &sp, Store: cfg.Store, Provider: prov, Tools: cfg.Tools, Observer: obs, SessionID: cfg.ReplayID}
+	if cfg.Recordings != nil {
+		rc.Children = obs
+	}
 	res, err := runner.Start(ctx, rc)
 	// An imported session's later prompts come from its user; the replay
 	// gives each once the turns before it are served, as the user did.
@@ -175,21 +214,41 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
+	rep.ToolResults, rep.Same, rep.Stopped = obs.results, obs.same, obs.anyStopped()
 	rep.Differences = append(rep.Differences, obs.diffs...)
-	rep.ToolResults, rep.Same, rep.Stopped = obs.results, obs.same, obs.stopped
-	if !obs.stopped {
-		for _, id := range order {
-			if !obs.seen[id] {
-				e := orig[id]
-				rep.Differences = append(rep.Differences, ToolDiff{Code: CodeResultMissing, CallID: id.id, Tool: e.Tool, Seq: e.Seq,
-					Log: resultText(e), Replay: "(no result)"})
-			}
-		}
-		if rep.ReplayStatus != rep.LogStatus && fold.ImportedFrom == "" {
-			rep.Differences = append(rep.Differences, ToolDiff{Code: CodeStatusDiffers, Field: "status", Log: rep.LogStatus, Replay: rep.ReplayStatus})
+	if !rep.Stopped {
+		rep.Differences = append(rep.Differences, obs.finish(rep.ReplayStatus, fold.ImportedFrom != "")...)
+	}
+	// A subagent's differences follow its parent's, depth first.
+	rep.Differences, rep.Subagents = obs.childReports(rep.Differences, nil, rep.Stopped)
+	return rep, err
+}
+
+// finish is the differences of o's session once its replay ended with
+// status replay: the recorded results it never produced, and its end
+// status (not compared for an imported session). o.mu is held.
+func (o *compareObserver) finish(replay string, imported bool) []ToolDiff {
+	var out []ToolDiff
+	for _, id := range o.order {
+		if !o.seen[id] {
+			e := o.orig[id]
+			out = append(out, o.named(ToolDiff{Code: CodeResultMissing, CallID: id.id, Tool: e.Tool, Seq: e.Seq, Turn: id.turn,
+				Log: resultText(e), Replay: "(no result)"}))
 		}
 	}
-	return rep, err
+	if log := string(o.origFold.Status()); replay != log && !imported {
+		out = append(out, o.named(ToolDiff{Code: CodeStatusDiffers, Field: "status", Log: log, Replay: replay}))
+	}
+	return out
+}
+
+// named marks d as a difference in o's subagent session (nothing for the
+// top session).
+func (o *compareObserver) named(d ToolDiff) ToolDiff {
+	if o.child != "" {
+		d.Session, d.ReplaySession = o.child, o.fold.ID
+	}
+	return d
 }
 
 // callKey names a call across a log and its replay, whose seqs differ:
@@ -288,9 +347,20 @@ func resultText(e session.Event) string {
 // the recording does (callKey).
 type compareObserver struct {
 	orig   map[callKey]session.Event
+	order  []callKey
 	next   runner.Observer
 	strict bool
 	stop   func()
+	// origID is the recorded session compared against, origFold its fold;
+	// child is origID when it is a subagent's ("" at the top).
+	origID, child string
+	origFold      *session.State
+	origTurns     int
+	// recordings holds the recorded subagents (nil: none are served);
+	// children are those this session's replay started, by task call.
+	recordings *recorder.Store
+	children   map[callKey]*childReplay
+	started    []callKey
 
 	mu      sync.Mutex
 	fold    *session.State
@@ -316,13 +386,27 @@ func (o *compareObserver) Event(e session.Event) {
 	o.seen[key] = true
 	want, ok := o.orig[key]
 	if !ok {
-		o.diffs = append(o.diffs, ToolDiff{Code: CodeResultExtra, CallID: e.CallID, Tool: e.Tool, ReplaySeq: e.Seq, Log: "(no result)", Replay: resultText(e)})
+		o.diffs = append(o.diffs, o.named(ToolDiff{Code: CodeResultExtra, CallID: e.CallID, Tool: e.Tool, ReplaySeq: e.Seq, Turn: key.turn, Log: "(no result)", Replay: resultText(e)}))
 		return
+	}
+	if ch := o.children[key]; ch != nil {
+		// A subagent's result names its session (an error says where its
+		// log is): the replay's child stands for the recorded one.
+		ch.obs.mu.Lock()
+		if id := ch.obs.fold.ID; id != "" {
+			e.Output = strings.ReplaceAll(e.Output, id, ch.obs.origID)
+			e.Error = strings.ReplaceAll(e.Error, id, ch.obs.origID)
+		}
+		ch.obs.mu.Unlock()
 	}
 	before := len(o.diffs)
 	add := func(field, a, b string) {
 		if a != b {
-			o.diffs = append(o.diffs, ToolDiff{Code: CodeResultDiffers, CallID: e.CallID, Tool: e.Tool, Seq: want.Seq, ReplaySeq: e.Seq, Field: field, Log: a, Replay: b})
+			d := o.named(ToolDiff{Code: CodeResultDiffers, CallID: e.CallID, Tool: e.Tool, Seq: want.Seq, ReplaySeq: e.Seq, Turn: key.turn, Field: field, Log: a, Replay: b})
+			if ch := o.children[key]; ch != nil {
+				d.ChildSessionID, d.ChildTurn = ch.obs.origID, ch.prov.Turn()
+			}
+			o.diffs = append(o.diffs, d)
 		}
 	}
 	if want.Kind == session.KindReconciled {

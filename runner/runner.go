@@ -94,6 +94,9 @@ type Config struct {
 	// NewProvider builds the provider of a subagent's spec (the task
 	// tool); without it task calls fail with an error result.
 	NewProvider func(*spec.Spec) (provider.Provider, error)
+	// Children, if set, serves subagents' models instead of NewProvider
+	// (replay serves each child from its own recording).
+	Children ChildSource
 	// Parent, for a subagent, names its parent in the new session's
 	// header (parent_session_id, parent_seq; attrs root_session_id).
 	Parent *Lineage

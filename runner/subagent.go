@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
@@ -84,6 +85,38 @@ type errNoTask struct{ msg string }
 
 func (e errNoTask) Error() string { return e.msg }
 
+// ChildCall names the task call a subagent is started for, as a
+// ChildSource sees it: Turn (the ordinal of the assistant message that
+// requested it) and CallID name the call across a log and its replay,
+// whose seqs and keys differ.
+type ChildCall struct {
+	CallID string
+	Turn   int
+	// Key is the call's idempotency key in this run; Parent the lineage
+	// the child's header will name.
+	Key    string
+	Parent Lineage
+}
+
+// ChildSource is where a harness gets a subagent's model when it is not
+// the child spec's own: replay serves each child from its own recording
+// (replay.Run). When Config.Children is set it is used instead of
+// NewProvider. Child is called from the parent's loop, one call at a
+// time; an error is the task call's error result.
+type ChildSource interface {
+	Child(sp *spec.Spec, call ChildCall) (ChildModel, error)
+}
+
+// ChildModel is what a ChildSource gives one subagent.
+type ChildModel struct {
+	Provider provider.Provider
+	// Observer, if set, sees the child's events (else the parent
+	// observer's ChildObserver, if it has one).
+	Observer Observer
+	// Children serves the child's own subagents; nil: it cannot start any.
+	Children ChildSource
+}
+
 // child is a subagent ready to start or resume.
 type child struct {
 	id  string
@@ -93,7 +126,7 @@ type child struct {
 // prepareChild builds the child's config from the call's arguments: the
 // same way on dispatch and on resume. budget says whether to carve a
 // budget (a child that exists already has its own in its header).
-func (r *run) prepareChild(args json.RawMessage, key string, intentSeq int64, carve bool) (*child, error) {
+func (r *run) prepareChild(callID string, args json.RawMessage, key string, intentSeq int64, carve bool) (*child, error) {
 	var a taskArgs
 	if err := json.Unmarshal(args, &a); err != nil {
 		return nil, errNoTask{fmt.Sprintf("task arguments are not an object with prompt, agent, spec: %v", err)}
@@ -101,7 +134,7 @@ func (r *run) prepareChild(args json.RawMessage, key string, intentSeq int64, ca
 	if strings.TrimSpace(a.Prompt) == "" {
 		return nil, errNoTask{"task needs a prompt: what the subagent is to do and report"}
 	}
-	if r.cfg.NewProvider == nil {
+	if r.cfg.NewProvider == nil && r.cfg.Children == nil {
 		return nil, errNoTask{"this harness was started without a provider factory, so it cannot start subagents"}
 	}
 	depth, root, err := r.lineage()
@@ -134,19 +167,28 @@ func (r *run) prepareChild(args json.RawMessage, key string, intentSeq int64, ca
 	if err := tools.CheckMode(sp.Mode, reg); err != nil {
 		return nil, errNoTask{err.Error()}
 	}
-	prov, err := r.cfg.NewProvider(sp)
-	if err != nil {
+	lin := Lineage{SessionID: r.id, Seq: intentSeq, Root: root}
+	var m ChildModel
+	if r.cfg.Children != nil {
+		turn := 0
+		if c := r.st.Call(callID); c != nil {
+			turn = c.Turn
+		}
+		if m, err = r.cfg.Children.Child(sp, ChildCall{CallID: callID, Turn: turn, Key: key, Parent: lin}); err != nil {
+			return nil, errNoTask{fmt.Sprintf("the subagent's model: %v", err)}
+		}
+	} else if m.Provider, err = r.cfg.NewProvider(sp); err != nil {
 		return nil, errNoTask{fmt.Sprintf("the subagent's model: %v", err)}
 	}
-	var obs Observer
-	if co, ok := r.cfg.Observer.(ChildObserver); ok {
+	obs := m.Observer
+	if co, ok := r.cfg.Observer.(ChildObserver); ok && obs == nil {
 		obs = co.Child()
 	}
 	id := SubagentID(key)
 	return &child{id: id, cfg: Config{
-		Spec: sp, Store: r.cfg.Store, Provider: prov, Tools: reg, Observer: obs, Clock: r.cfg.Clock,
-		SessionID: id, NoSync: r.cfg.NoSync, NewProvider: r.cfg.NewProvider,
-		Parent: &Lineage{SessionID: r.id, Seq: intentSeq, Root: root},
+		Spec: sp, Store: r.cfg.Store, Provider: m.Provider, Tools: reg, Observer: obs, Clock: r.cfg.Clock,
+		SessionID: id, NoSync: r.cfg.NoSync, NewProvider: r.cfg.NewProvider, Children: m.Children,
+		Parent: &lin,
 		// Crash injection names a child's points by its id (failpoint.go).
 		Failpoint: childFailpoint(r.cfg.Failpoint, id),
 	}}, nil
@@ -316,7 +358,7 @@ func (r *run) carve(own spec.Budget) (spec.Budget, error) {
 func (r *run) runTask(ctx context.Context, cs *callState, args json.RawMessage, key string) (interrupted bool, err error) {
 	began := time.Now()
 	intentSeq := r.st.LastSeq
-	ch, perr := r.prepareChild(args, key, intentSeq, true)
+	ch, perr := r.prepareChild(cs.Call.ID, args, key, intentSeq, true)
 	if perr != nil {
 		return false, r.append(session.Event{Kind: session.KindToolResult, CallID: cs.Call.ID, Tool: cs.Call.Name,
 			Status: session.ResultError, Error: perr.Error(), LatencyMS: time.Since(began).Milliseconds()})
@@ -418,7 +460,7 @@ func (r *run) reconcileTask(ctx context.Context, cs *callState) (Result, bool, e
 	var runErr error
 	switch {
 	case !exists:
-		ch, perr := r.prepareChild(cs.Call.Args, cs.IntentKey, intentSeq, true)
+		ch, perr := r.prepareChild(cs.Call.ID, cs.Call.Args, cs.IntentKey, intentSeq, true)
 		if perr != nil {
 			return settled(session.ReconciledRecovered, "", "the subagent had not started and cannot be: "+perr.Error(), pre...)
 		}
@@ -440,7 +482,7 @@ func (r *run) reconcileTask(ctx context.Context, cs *callState) (Result, bool, e
 		case status == session.StatusCorrupt:
 			return settled(session.ReconciledNeedsHuman, "", fmt.Sprintf("the subagent's log %s is damaged", r.cfg.Store.LogPath(id)), pre...)
 		case status == session.StatusInterrupted || status == session.StatusCrashed:
-			ch, perr := r.prepareChild(cs.Call.Args, cs.IntentKey, intentSeq, false)
+			ch, perr := r.prepareChild(cs.Call.ID, cs.Call.Args, cs.IntentKey, intentSeq, false)
 			if perr != nil {
 				return settled(session.ReconciledNeedsHuman, "", fmt.Sprintf("the subagent %s stopped %s and cannot be resumed: %v", id, status, perr), pre...)
 			}
