@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/crashtest"
 	"github.com/agentctl/agentctl/history"
 	"github.com/agentctl/agentctl/remote"
 )
@@ -156,7 +158,7 @@ func historySealRun(f *Factory, opts *historySealOptions) error {
 // sealSession seals session id after a run or resume ended. A failure is a
 // warning: the log is the source of truth and queries read unsealed logs.
 func sealSession(f *Factory, id string) {
-	if id == "" {
+	if id == "" || os.Getenv(crashtest.NoSealEnv) == "1" {
 		return
 	}
 	ids := append([]string{id}, subagentsOf(f, id)...)

@@ -92,8 +92,11 @@ func spawns(t tools.Tool) bool {
 	return ok
 }
 
-// setupSandbox builds the confinement of the run's tools and starts probing
-// the machine in the background, so the run does not wait for it.
+// setupSandbox builds the confinement of the run's tools. The machine is
+// probed when the first confined process is about to start
+// (sandboxReady, Launch), not here: a run or resume that starts none
+// (most of a crash matrix's killed children) would pay a whole sandbox
+// set-up for nothing.
 func (r *run) setupSandbox() error {
 	cfg, err := sandboxConfig(r.cfg.Spec, r.cfg.Store.Root)
 	if err != nil {
@@ -103,7 +106,6 @@ func (r *run) setupSandbox() error {
 	// sweep of a later resume.
 	cfg.Procs = filepath.Join(r.cfg.Store.SessionDir(r.id), ProcsDir)
 	r.sandbox = cfg
-	go func() { _ = sandbox.Available() }()
 	return nil
 }
 
