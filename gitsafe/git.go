@@ -202,24 +202,12 @@ func (r *Repo) DiffWorkTree(ctx context.Context, base string, w io.Writer) error
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	var untracked bytes.Buffer
-	if err := r.run(ctx, nil, &capWriter{w: &untracked, n: maxUntracked}, "ls-files", "--others", "--exclude-standard", "-z"); err != nil {
-		if errors.Is(err, errCut) {
-			return fmt.Errorf("gitsafe: the names of the untracked files take more than %d bytes", maxUntracked)
-		}
+	files, err := untrackedFiles(ctx, r.run, "--exclude-standard")
+	if err != nil {
 		return err
 	}
-	// A name ending in / is a nested repository: adding it would read its
-	// HEAD, wherever its .git leads.
-	var files bytes.Buffer
-	for name := range bytes.SplitSeq(untracked.Bytes(), []byte{0}) {
-		if len(name) > 0 && name[len(name)-1] != '/' {
-			files.Write(name)
-			files.WriteByte(0)
-		}
-	}
 	if files.Len() > 0 {
-		if err := r.run(ctx, &files, io.Discard, "add", "--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		if err := r.run(ctx, files, io.Discard, "add", "--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 			return err
 		}
 	}
@@ -329,4 +317,28 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	k, err := c.w.Write(p)
 	c.n -= int64(k)
 	return k, err
+}
+
+// untrackedFiles lists the work tree's untracked files as NUL-terminated
+// names for `git add --pathspec-from-file=- --pathspec-file-nul`, through
+// run (a Repo's or a Tracker's git), with the ls-files options given. A
+// name ending in / is a nested repository and is left out: adding it
+// would read its HEAD, wherever its .git leads.
+func untrackedFiles(ctx context.Context, run func(context.Context, io.Reader, io.Writer, ...string) error, opts ...string) (*bytes.Buffer, error) {
+	var untracked bytes.Buffer
+	args := append([]string{"ls-files", "--others"}, opts...)
+	if err := run(ctx, nil, &capWriter{w: &untracked, n: maxUntracked}, append(args, "-z")...); err != nil {
+		if errors.Is(err, errCut) {
+			return nil, fmt.Errorf("gitsafe: the names of the untracked files take more than %d bytes", maxUntracked)
+		}
+		return nil, err
+	}
+	var files bytes.Buffer
+	for name := range bytes.SplitSeq(untracked.Bytes(), []byte{0}) {
+		if len(name) > 0 && name[len(name)-1] != '/' {
+			files.Write(name)
+			files.WriteByte(0)
+		}
+	}
+	return &files, nil
 }

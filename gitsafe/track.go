@@ -316,22 +316,12 @@ func (t *Tracker) stage(ctx context.Context) (string, error) {
 	if err := t.run(ctx, nil, io.Discard, "add", "--update", "--force"); err != nil {
 		return "", err
 	}
-	var untracked bytes.Buffer
-	if err := t.run(ctx, nil, &capWriter{w: &untracked, n: maxUntracked}, "ls-files", "--others", "-z"); err != nil {
-		if errors.Is(err, errCut) {
-			return "", fmt.Errorf("gitsafe: the names of the untracked files take more than %d bytes", maxUntracked)
-		}
+	files, err := untrackedFiles(ctx, t.run)
+	if err != nil {
 		return "", err
 	}
-	var files bytes.Buffer
-	for name := range bytes.SplitSeq(untracked.Bytes(), []byte{0}) {
-		if len(name) > 0 && name[len(name)-1] != '/' {
-			files.Write(name)
-			files.WriteByte(0)
-		}
-	}
 	if files.Len() > 0 {
-		if err := t.run(ctx, &files, io.Discard, "add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		if err := t.run(ctx, files, io.Discard, "add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 			return "", err
 		}
 	}

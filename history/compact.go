@@ -44,7 +44,7 @@ type CompactResult struct {
 // files; either kind of leftover is removed by the next Compact. Rows that
 // are not live (see Manifest) are left out of the new segments.
 func (h *History) Compact(opts CompactOptions) (CompactResult, error) {
-	unlock, err := lock(h.Dir)
+	unlock, err := LockDir(h.Dir)
 	if err != nil {
 		return CompactResult{}, err
 	}

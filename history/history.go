@@ -88,7 +88,7 @@ type sealed struct {
 // compacted (see Compact). The returned error is about the history as a
 // whole; per-session problems are in the results.
 func (h *History) Seal(ids ...string) ([]SealResult, error) {
-	unlock, err := lock(h.Dir)
+	unlock, err := LockDir(h.Dir)
 	if err != nil {
 		return nil, err
 	}

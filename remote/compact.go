@@ -65,7 +65,7 @@ func (r *Remote) Compact(ctx context.Context, opts CompactOptions) (CompactResul
 		return res, err
 	}
 	defer r.release(context.WithoutCancel(ctx), l)
-	unlock, err := lockDir(r.Dir)
+	unlock, err := history.LockDir(r.Dir)
 	if err != nil {
 		return res, err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentctl/agentctl/history"
 	"github.com/agentctl/agentctl/recorder"
 )
 
@@ -58,7 +59,7 @@ func (r *Remote) FetchSession(ctx context.Context, ref string) (string, error) {
 		return "", fmt.Errorf("%w %q matches %d sessions in %s: %s; give more of the id", recorder.ErrAmbiguous, ref, len(ids), r.Store, strings.Join(ids, ", "))
 	}
 	id := ids[0]
-	unlock, err := lockDir(r.Dir)
+	unlock, err := history.LockDir(r.Dir)
 	if err != nil {
 		return "", err
 	}

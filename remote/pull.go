@@ -44,7 +44,7 @@ func (s *Snapshot) Path(o Cached) string { return filepath.Join(s.Dir, filepath.
 // reads it whole (a damaged object is named on the warning writer, marked
 // corrupt and left out), and removes cached objects no longer listed.
 func (r *Remote) Pull(ctx context.Context) (*Snapshot, error) {
-	unlock, err := lockDir(r.Dir)
+	unlock, err := history.LockDir(r.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ type PushResult struct {
 // again lands on the same keys.
 func (r *Remote) Push(ctx context.Context, opts PushOptions) (PushResult, error) {
 	res := PushResult{Remote: r.Store.String()}
-	unlock, err := lockDir(r.Dir)
+	unlock, err := history.LockDir(r.Dir)
 	if err != nil {
 		return res, err
 	}

@@ -69,19 +69,7 @@ func startExternal(ctx context.Context, cfg Config) (res Result, err error) {
 			return Result{}, fmt.Errorf("start: %w", err)
 		}
 	}
-	prompt := sp.Prompt
-	if cfg.Prompt != "" {
-		prompt = cfg.Prompt
-	}
-	id := cfg.SessionID
-	if id == "" {
-		id = recorder.NewSessionID()
-	}
-	ws := sp.Workspace.Path
-	if ws == "" {
-		ws = filepath.Join(cfg.Store.SessionDir(id), recorder.WorkspaceDir)
-	}
-	ws, err = filepath.Abs(ws)
+	prompt, id, ws, err := newSession(cfg)
 	if err != nil {
 		return Result{}, err
 	}

@@ -164,6 +164,27 @@ func (r *run) now() time.Time {
 	return time.Now()
 }
 
+// newSession is what every new session starts from: its first user
+// message (the spec's prompt unless cfg overrides it), its id (cfg's or a
+// new one) and its workspace as an absolute path (the spec's, else the
+// session's own folder).
+func newSession(cfg Config) (prompt, id, ws string, err error) {
+	prompt = cfg.Spec.Prompt
+	if cfg.Prompt != "" {
+		prompt = cfg.Prompt
+	}
+	id = cfg.SessionID
+	if id == "" {
+		id = recorder.NewSessionID()
+	}
+	ws = cfg.Spec.Workspace.Path
+	if ws == "" {
+		ws = filepath.Join(cfg.Store.SessionDir(id), recorder.WorkspaceDir)
+	}
+	ws, err = filepath.Abs(ws)
+	return prompt, id, ws, err
+}
+
 // Start creates a new session from cfg.Spec and runs it until it stops.
 func Start(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Spec.External() {
@@ -183,19 +204,7 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 	sp := cfg.Spec
 	// The header carries the first user message, so a crash before it is
 	// appended can be finished by resume with the same text.
-	prompt := sp.Prompt
-	if cfg.Prompt != "" {
-		prompt = cfg.Prompt
-	}
-	id := cfg.SessionID
-	if id == "" {
-		id = recorder.NewSessionID()
-	}
-	ws := sp.Workspace.Path
-	if ws == "" {
-		ws = filepath.Join(cfg.Store.SessionDir(id), recorder.WorkspaceDir)
-	}
-	ws, err = filepath.Abs(ws)
+	prompt, id, ws, err := newSession(cfg)
 	if err != nil {
 		return Result{}, err
 	}
