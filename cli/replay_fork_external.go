@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/agentctl/agentctl/proxy"
@@ -36,29 +35,8 @@ func replayForkExternal(ctx context.Context, f *Factory, opts *replayForkOptions
 		return usageError{fmt.Errorf("replay fork %s: --rerun-bash: the session ran an external agent, which runs its own tools again in the fork's fresh workspace; drop the flag", id)}
 	}
 	live := *sp
-	if opts.Model != "" {
-		p, m, ok := strings.Cut(opts.Model, "/")
-		if !ok || p == "" || m == "" {
-			return usageError{fmt.Errorf("replay fork: --model %q: want PROVIDER/ID, e.g. openai/gpt-4o-mini", opts.Model)}
-		}
-		if p != live.Model.Provider {
-			live.Model = spec.Model{Provider: p, ID: m, MaxTokens: live.Model.MaxTokens}
-		} else {
-			if m != live.Model.ID {
-				live.Model.Price = nil // the spec's price is its own model's
-			}
-			live.Model.ID = m
-		}
-	}
-	if opts.Script != "" {
-		abs, err := filepath.Abs(opts.Script)
-		if err != nil {
-			return err
-		}
-		live.Model.Script = abs
-	}
-	if live.Model.Provider == "scripted" && live.Model.Script == "" {
-		return usageError{fmt.Errorf("replay fork: --model scripted/%s needs --script FILE", live.Model.ID)}
+	if err := forkModel(&live, opts); err != nil {
+		return err
 	}
 	cfg, err := runConfig(f, &live, opts.Quiet || opts.JSON)
 	if err != nil {

@@ -298,29 +298,8 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 	if sp.External() {
 		return replayForkExternal(ctx, f, opts, id, evs, sp)
 	}
-	if opts.Model != "" {
-		p, m, ok := strings.Cut(opts.Model, "/")
-		if !ok || p == "" || m == "" {
-			return usageError{fmt.Errorf("replay fork: --model %q: want PROVIDER/ID, e.g. openai/gpt-4o-mini", opts.Model)}
-		}
-		if p != sp.Model.Provider {
-			sp.Model = spec.Model{Provider: p, ID: m, MaxTokens: sp.Model.MaxTokens}
-		} else {
-			if m != sp.Model.ID {
-				sp.Model.Price = nil // the spec's price is its own model's
-			}
-			sp.Model.ID = m
-		}
-	}
-	if opts.Script != "" {
-		abs, err := filepath.Abs(opts.Script)
-		if err != nil {
-			return err
-		}
-		sp.Model.Script = abs
-	}
-	if sp.Model.Provider == "scripted" && sp.Model.Script == "" {
-		return usageError{fmt.Errorf("replay fork: --model scripted/%s needs --script FILE", sp.Model.ID)}
+	if err := forkModel(sp, opts); err != nil {
+		return err
 	}
 	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
 	if err != nil {
@@ -368,4 +347,36 @@ func replaySpec(f *Factory, cmd, id string, evs []session.Event, specFile string
 	}
 	warnSpecChanges(f, cmd, id, sp, changes)
 	return sp, false, nil
+}
+
+// forkModel points sp at the model a fork goes on with: --model
+// PROVIDER/ID (another provider starts from a bare model; another id of
+// the same provider drops the spec's price, which is its own model's) and
+// --script for a scripted one.
+func forkModel(sp *spec.Spec, opts *replayForkOptions) error {
+	if opts.Model != "" {
+		p, m, ok := strings.Cut(opts.Model, "/")
+		if !ok || p == "" || m == "" {
+			return usageError{fmt.Errorf("replay fork: --model %q: want PROVIDER/ID, e.g. openai/gpt-4o-mini", opts.Model)}
+		}
+		if p != sp.Model.Provider {
+			sp.Model = spec.Model{Provider: p, ID: m, MaxTokens: sp.Model.MaxTokens}
+		} else {
+			if m != sp.Model.ID {
+				sp.Model.Price = nil
+			}
+			sp.Model.ID = m
+		}
+	}
+	if opts.Script != "" {
+		abs, err := filepath.Abs(opts.Script)
+		if err != nil {
+			return err
+		}
+		sp.Model.Script = abs
+	}
+	if sp.Model.Provider == "scripted" && sp.Model.Script == "" {
+		return usageError{fmt.Errorf("replay fork: --model scripted/%s needs --script FILE", sp.Model.ID)}
+	}
+	return nil
 }
