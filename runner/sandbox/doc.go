@@ -17,21 +17,28 @@
 //
 //	harness ──clone(NEWNS|NEWPID|NEWNET…)──▶ agentctl init (PID 1)
 //	                                           │ pdeathsig, lifeline, cgroup,
-//	                                           │ new root, lo up, forwarders
-//	                                           └─fork/exec──▶ exec hop
-//	                                                          │ rlimits, drop caps,
-//	                                                          │ no_new_privs
-//	                                                          └─exec──▶ tool
+//	                                           │ new root, lo up, forwarders,
+//	                                           │ drop caps, no_new_privs,
+//	                                           │ RLIMIT_CPU (its forking thread)
+//	                                           └─fork/exec──▶ tool
 //
 // The init stays PID 1: it reaps orphans, forwards SIGTERM/SIGINT to
 // everything in the namespace and exits with the tool's status (128+signal
 // when the tool was killed, with a line on stderr naming the limit). When
 // PID 1 exits the kernel kills every process left in the namespace, so even
-// a grandchild that called setsid cannot outlive the call. The exec hop is
-// a second, short-lived re-execution (through /proc/self/exe, which still
-// names the agentctl binary after the host's root is gone), so that
-// RLIMIT_AS never applies to the long-lived Go init.
+// a grandchild that called setsid cannot outlive the call. Capabilities and
+// no_new_privs belong to a thread: the init drops them on the thread it
+// forks from (locked to it from the start), so the tool inherits them
+// dropped while the init's other threads keep theirs.
 //
+// When no cgroup limits the call's memory, the ceiling is RLIMIT_AS, which
+// would also bind the init's own address space. Then the init starts an
+// exec hop instead: a second, short-lived re-execution (through
+// /proc/self/exe, which still names the agentctl binary after the host's
+// root is gone) that applies the limits, drops the privileges and execs
+// the tool. Each start of the agentctl binary costs about 5 ms of CPU, so
+// the hop is used only where it is needed.
+
 // # What the tool sees
 //
 // The init builds a new root on an empty tmpfs and pivots into it, as

@@ -22,7 +22,8 @@ import (
 // the sandbox started it runs the hidden mode and never returns:
 //
 //   - init (AGENTCTL_SANDBOX_INIT): PID 1 of the new namespaces; sets up
-//     the mounts and the network, starts the exec hop, reaps, forwards
+//     the mounts and the network, starts the tool (itself, or through the
+//     exec hop when RLIMIT_AS is needed: see startTool), reaps, forwards
 //     signals and exits with the tool's status, which kills whatever is
 //     left in the PID namespace;
 //   - exec hop (AGENTCTL_SANDBOX_EXEC): applies rlimits, drops every
@@ -134,15 +135,11 @@ func initMain() int {
 		return 0
 	}
 
-	lim, _ := json.Marshal(limits{Memory: ic.Memory, CPU: ic.CPU})
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = ic.Argv
-	cmd.Env = append(os.Environ(), envExec+"="+string(lim))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	if err := cmd.Start(); err != nil {
-		return initFail("start %s: %v", ic.Argv[0], err)
+	cmd, code := startTool(ic)
+	if cmd == nil {
+		return code
 	}
 	var forwarded atomic.Bool
 	go func() {
@@ -152,9 +149,65 @@ func initMain() int {
 			_ = syscall.Kill(-1, s.(syscall.Signal))
 		}
 	}()
-	code := reap(cmd.Process.Pid, ic, &forwarded, events)
+	code = reap(cmd.Process.Pid, ic, &forwarded, events)
 	events.notes(ic)
 	return code
+}
+
+// startTool starts the tool, or returns the exit status of its failure
+// to start. Without an address-space ceiling (the call's cgroup limits
+// memory, the usual case) the init starts it itself: capabilities and
+// no_new_privs are attributes of a thread, and this one (locked since
+// initMain began) is the one that forks, so the tool inherits them
+// dropped; RLIMIT_CPU and RLIMIT_CORE are the process's and are inherited
+// too, the CPU one counting the init's few milliseconds against its own
+// ceiling only. With RLIMIT_AS the exec hop applies it instead, so that
+// the ceiling never constrains the long-lived Go init's address space.
+// Going through the hop costs a second start of the agentctl binary, about
+// 5 ms of CPU a call.
+func startTool(ic initConfig) (*exec.Cmd, int) {
+	var cmd *exec.Cmd
+	if ic.Memory > 0 {
+		lim, _ := json.Marshal(limits{Memory: ic.Memory, CPU: ic.CPU})
+		cmd = exec.Command("/proc/self/exe")
+		cmd.Args = ic.Argv
+		cmd.Env = append(os.Environ(), envExec+"="+string(lim))
+	} else {
+		path, err := exec.LookPath(ic.Argv[0])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "agentctl sandbox: %v\n", err)
+			return nil, 127
+		}
+		if err := dropPrivileges(); err != nil {
+			return nil, initFail("drop privileges: %v", err)
+		}
+		if err := setCPULimit(ic.CPU); err != nil {
+			return nil, initFail("RLIMIT_CPU: %v", err)
+		}
+		_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+		cmd = exec.Command(path)
+		cmd.Args = ic.Argv
+		cmd.Env = os.Environ()
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		if ic.Memory > 0 {
+			return nil, initFail("start %s: %v", ic.Argv[0], err)
+		}
+		fmt.Fprintf(os.Stderr, "agentctl sandbox: exec %s: %v\n", ic.Argv[0], err)
+		return nil, 126
+	}
+	return cmd, 0
+}
+
+// setCPULimit sets RLIMIT_CPU to secs (none when 0), with the hard limit
+// a second above the soft one, so the tool gets SIGXCPU (and the init can
+// say why) before the kernel's SIGKILL.
+func setCPULimit(secs int64) error {
+	if secs <= 0 {
+		return nil
+	}
+	return unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: uint64(secs), Max: uint64(secs + 1)})
 }
 
 // scanReport is what the probe of `sandbox check` prints: the sockets the
@@ -251,24 +304,18 @@ func execHop() {
 		fmt.Fprintf(os.Stderr, "agentctl sandbox: drop privileges: %v\n", err)
 		os.Exit(125)
 	}
-	set := func(res int, v, slack int64) error {
-		if v <= 0 {
-			return nil
-		}
-		return unix.Setrlimit(res, &unix.Rlimit{Cur: uint64(v), Max: uint64(v + slack)})
-	}
-	// The CPU hard limit is a second above the soft one, so the tool gets
-	// SIGXCPU (and the init can say why) before the kernel's SIGKILL.
-	if err := set(unix.RLIMIT_CPU, lim.CPU, 1); err != nil {
+	if err := setCPULimit(lim.CPU); err != nil {
 		fmt.Fprintf(os.Stderr, "agentctl sandbox: RLIMIT_CPU: %v\n", err)
 		os.Exit(125)
 	}
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 	// Last, so the Go runtime of this hop never runs under the ceiling for
 	// more than the exec itself.
-	if err := set(unix.RLIMIT_AS, lim.Memory, 0); err != nil {
-		fmt.Fprintf(os.Stderr, "agentctl sandbox: RLIMIT_AS: %v\n", err)
-		os.Exit(125)
+	if lim.Memory > 0 {
+		if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: uint64(lim.Memory), Max: uint64(lim.Memory)}); err != nil {
+			fmt.Fprintf(os.Stderr, "agentctl sandbox: RLIMIT_AS: %v\n", err)
+			os.Exit(125)
+		}
 	}
 	err = unix.Exec(path, argv, os.Environ())
 	fmt.Fprintf(os.Stderr, "agentctl sandbox: exec %s: %v\n", argv[0], err)

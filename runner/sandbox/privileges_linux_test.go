@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestToolPrivileges: whichever way the init starts the tool (itself, or
+// through the exec hop when RLIMIT_AS is the memory ceiling), the tool has
+// no capability in any set, runs with no_new_privs, and inherits the CPU
+// and core-dump ceilings; only the hop path sets RLIMIT_AS.
+func TestToolPrivileges(t *testing.T) {
+	needSandbox(t)
+	const script = `grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status; echo "cpu $(ulimit -t) core $(ulimit -c) as $(ulimit -v)"`
+	want := []string{"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
+		"CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "cpu 7 core 0"}
+	t.Run("started by the init", func(t *testing.T) {
+		s := cgroups()
+		if !s.Memory {
+			t.Skipf("no memory cgroup here (%s): the init always takes the hop", s.Reason)
+		}
+		out, err := runIn(t, Config{CPU: 7 * time.Second}, t.TempDir(), script)
+		check(t, out, err, append(want, "as unlimited"))
+	})
+	t.Run("through the exec hop", func(t *testing.T) {
+		withoutCgroups(t)
+		out, err := runIn(t, Config{CPU: 7 * time.Second, Memory: 1 << 30}, t.TempDir(), script)
+		check(t, out, err, append(want, "as 1048576"))
+	})
+	t.Run("unknown program exits 127", func(t *testing.T) {
+		ws := t.TempDir()
+		l, err := Config{}.Prepare(ws, ws, []string{"no-such-program-agentctl"}, []string{"PATH=/usr/bin:/bin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		cmd := exec.Command(l.Path)
+		cmd.Args, cmd.Env, cmd.Dir, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Env, l.Dir, l.SysProcAttr, l.ExtraFiles
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 127 || !strings.Contains(string(out), "no-such-program-agentctl") {
+			t.Errorf("unknown program: %v, %q; want exit 127 naming it", err, out)
+		}
+	})
+}
+
+func check(t *testing.T, out string, err error, want []string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("tool: %v\n%s", err, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("tool output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// withoutCgroups makes this process's calls go without call cgroups for
+// the rest of the test, as on a machine with none writable.
+func withoutCgroups(t *testing.T) {
+	saved := cgroups()
+	cgSup = cgroupSupport{Kind: CgroupNone, Reason: "switched off by the test"}
+	t.Cleanup(func() { cgSup = saved })
+}
