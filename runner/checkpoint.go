@@ -1,13 +1,13 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/agentctl/agentctl/gitsafe"
@@ -54,8 +54,27 @@ func restore(cp Checkpoint) *state {
 func (cp Checkpoint) sum() string {
 	cp.Sum = ""
 	b, _ := json.Marshal(cp)
-	h := sha256.Sum256(b)
+	return sumOf(b)
+}
+
+// sumOf is the sum of a checkpoint encoded without its Sum.
+func sumOf(unsummed []byte) string {
+	h := sha256.Sum256(unsummed)
 	return hex.EncodeToString(h[:])
+}
+
+// encode is json.Marshal of cp with its Sum set, from one encoding: Sum is
+// the last field, so the summed encoding is the unsummed one with
+// `,"sum":"…"` before its closing brace (TestCheckpointEncode holds the
+// two equal).
+func (cp Checkpoint) encode() ([]byte, error) {
+	cp.Sum = ""
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	sum := sumOf(b)
+	return append(append(b[:len(b)-1:len(b)-1], `,"sum":"`...), sum+`"}`...), nil
 }
 
 // checkpointBytesPerEvent paces checkpoints: after one of B bytes, the
@@ -76,8 +95,7 @@ func (r *run) writeCheckpoint() {
 	if r.st.GitSHA != "" {
 		cp.WorkspaceGit = r.st.GitSHA // the run branch's commit, not the workspace's own HEAD
 	}
-	cp.Sum = cp.sum()
-	b, err := json.Marshal(cp)
+	b, err := cp.encode()
 	if err != nil {
 		return
 	}
@@ -91,29 +109,45 @@ func (r *run) writeCheckpoint() {
 }
 
 // latestCheckpoint returns the newest checkpoint that is intact and agrees
-// with the log (its seq exists and has the recorded timestamp).
+// with the log (its seq exists and has the recorded timestamp). Only the
+// position of each line is decoded first; the candidates are then checked
+// whole (decoded, summed) newest first, so a resume decodes one checkpoint
+// rather than every one the session wrote.
 func latestCheckpoint(dir string, evs []session.Event) (Checkpoint, bool) {
 	b, err := os.ReadFile(filepath.Join(dir, CheckpointsFile))
 	if err != nil {
 		return Checkpoint{}, false
 	}
-	var best Checkpoint
-	found := false
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
+	type candidate struct {
+		seq  int64
+		line []byte
+	}
+	var cands []candidate
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		var pos struct {
+			Format int       `json:"format"`
+			Seq    int64     `json:"seq"`
+			TS     time.Time `json:"ts"`
+		}
+		if len(line) == 0 || json.Unmarshal(line, &pos) != nil || pos.Format != CheckpointFormat {
+			continue
+		}
+		if pos.Seq < 1 || pos.Seq > int64(len(evs)) || !evs[pos.Seq-1].TS.Equal(pos.TS) {
+			continue
+		}
+		cands = append(cands, candidate{pos.Seq, line})
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].seq > cands[j].seq })
+	for _, c := range cands {
 		var cp Checkpoint
-		if json.Unmarshal(sc.Bytes(), &cp) != nil || cp.Format != CheckpointFormat || cp.Sum != cp.sum() {
+		if json.Unmarshal(c.line, &cp) != nil || cp.Format != CheckpointFormat || cp.Sum != cp.sum() {
 			continue
 		}
-		if cp.Seq < 1 || cp.Seq > int64(len(evs)) || !evs[cp.Seq-1].TS.Equal(cp.TS) {
-			continue
-		}
-		if !found || cp.Seq > best.Seq {
-			best, found = cp, true
+		if cp.Seq == c.seq && evs[cp.Seq-1].TS.Equal(cp.TS) {
+			return cp, true
 		}
 	}
-	return best, found
+	return Checkpoint{}, false
 }
 
 // gitHead is the workspace's HEAD commit when it is a git repository,

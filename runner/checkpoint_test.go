@@ -131,6 +131,14 @@ func TestLatestCheckpointIgnoresDamage(t *testing.T) {
 	tampered := good
 	tampered.State.InputTokens += 1000 // sum no longer matches
 	tb, _ := json.Marshal(tampered)
+	// A newer checkpoint at a seq the log has, whose content no longer
+	// matches its sum: the older intact one is used.
+	newer := good
+	newer.Seq, newer.TS = int64(len(evs)), evs[len(evs)-1].TS
+	newer.Sum = newer.sum()
+	newer.State.OutputTokens += 7
+	nb, _ := json.Marshal(newer)
+	b = append(append(b, nb...), '\n')
 	b = append(b, []byte("{not json\n")...)
 	b = append(append(b, fb...), '\n')
 	b = append(append(b, mb...), '\n')
@@ -149,4 +157,27 @@ func TestLatestCheckpointIgnoresDamage(t *testing.T) {
 		t.Fatalf("foldLog without checkpoints = from %d to %d", from, s.LastSeq)
 	}
 	_ = session.KindCompaction
+}
+
+// TestCheckpointEncode: the one-pass encoding the runner writes is the
+// encoding of the checkpoint with its sum set, which latestCheckpoint
+// verifies.
+func TestCheckpointEncode(t *testing.T) {
+	store, id := runFixture(t, "long-refactor")
+	evs, _, _ := store.Load(id)
+	s := newState(evs[0].System)
+	for _, e := range evs {
+		s.add(e)
+	}
+	cp := s.checkpoint("")
+	cp.WorkspaceGit = "0123456789abcdef0123456789abcdef01234567"
+	got, err := cp.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.Sum = cp.sum()
+	want, _ := json.Marshal(cp)
+	if string(got) != string(want) {
+		t.Fatalf("encode() differs from json.Marshal with the sum set:\n%s\n%s", got, want)
+	}
 }

@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 
 	"github.com/agentctl/agentctl/runner/sandbox"
 )
@@ -33,9 +35,37 @@ func hideList(call Call) []string {
 	return sandbox.DefaultHide()
 }
 
+// hiddenMemo holds hiddenFor's answers, by workspace root and hide list.
+// Resolving the ~18 default paths costs about 80 system calls, which was
+// most of a read_file call's time; they are resolved once per process.
+// A resolution cached at the first call is the user's links as they were
+// before the agent acted: a link inside the workspace that the agent
+// replaces later cannot move a hidden target out from under the hiding.
+var hiddenMemo struct {
+	sync.Mutex
+	m map[string]hidden
+}
+
 // hiddenFor resolves the call's hide list against the resolved workspace
-// root rroot.
+// root rroot (memoised, see hiddenMemo).
 func hiddenFor(call Call, rroot string) hidden {
+	list := hideList(call)
+	key := rroot + "\x00" + strings.Join(list, "\x00")
+	hiddenMemo.Lock()
+	defer hiddenMemo.Unlock()
+	if h, ok := hiddenMemo.m[key]; ok {
+		return h
+	}
+	if hiddenMemo.m == nil || len(hiddenMemo.m) >= 64 {
+		hiddenMemo.m = map[string]hidden{}
+	}
+	h := resolveHidden(list, rroot)
+	hiddenMemo.m[key] = h
+	return h
+}
+
+// resolveHidden resolves list against the resolved workspace root rroot.
+func resolveHidden(list []string, rroot string) hidden {
 	h := hidden{root: rroot}
 	add := func(p string) {
 		if !filepath.IsAbs(p) || p == string(filepath.Separator) || within(p, rroot) {
@@ -48,7 +78,7 @@ func hiddenFor(call Call, rroot string) hidden {
 		}
 		h.paths = append(h.paths, p)
 	}
-	for _, p := range hideList(call) {
+	for _, p := range list {
 		p = filepath.Clean(p)
 		add(p)
 		links := 0
