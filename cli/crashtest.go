@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -62,7 +63,7 @@ binary that ships.`,
 	}
 	cmd.Flags().StringVar(&opts.Points, "points", "all", "crash points: all, or a list of N, after:N, in-tool:N")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON")
-	cmd.Flags().IntVar(&opts.Parallel, "parallel", 1, "points run at once")
+	cmd.Flags().IntVar(&opts.Parallel, "parallel", runtime.NumCPU(), "points run at once, each in a home of its own (one per CPU unless set)")
 	cmd.Flags().IntVar(&opts.CrashResumes, "crash-resumes", 0, "also kill each resume at a random later event, this many times")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 0, "seed for --crash-resumes (default: from the clock; printed)")
 	cmd.Flags().BoolVar(&opts.InProcess, "in-process", false, "crash runs inside this process (a panic at the failpoint) instead of SIGKILLed children: faster, less real")

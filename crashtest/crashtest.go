@@ -447,10 +447,7 @@ func (o Options) child(ctx context.Context, home, failpoint string, args ...stri
 	full := append([]string{"--home", home}, args...)
 	full = append(full, "--json", "-q")
 	cmd := exec.CommandContext(ctx, o.Exe, full...)
-	cmd.Env = append(os.Environ(), runner.FailpointEnv+"="+failpoint, NoSealEnv+"=1")
-	if !o.Fsync {
-		cmd.Env = append(cmd.Env, NoSyncEnv+"=1")
-	}
+	cmd.Env = o.childEnv(failpoint)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -470,6 +467,16 @@ func (o Options) child(ctx context.Context, home, failpoint string, args ...stri
 		return r, false, fmt.Errorf("%s: exit %v, no result: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return r, false, nil
+}
+
+// childEnv is the environment of a run or resume: the failpoint, no
+// history seal (the home is thrown away), and no fsync unless asked.
+func (o Options) childEnv(failpoint string) []string {
+	env := append(os.Environ(), runner.FailpointEnv+"="+failpoint, NoSealEnv+"=1")
+	if !o.Fsync {
+		env = append(env, NoSyncEnv+"=1")
+	}
+	return env
 }
 
 func lastLine(b []byte) []byte {

@@ -3,6 +3,7 @@ package crashtest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -51,5 +52,19 @@ func TestDuplicatedLines(t *testing.T) {
 				t.Errorf("duplicatedLines = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestChildEnv: the children run with the failpoint, leave the Parquet
+// history alone (cli's sealSession reads NoSealEnv; crashtest_no_seal.txtar
+// holds that side) and skip fsync unless Options.Fsync keeps it.
+func TestChildEnv(t *testing.T) {
+	has := func(env []string, kv string) bool { return slices.Contains(env, kv) }
+	env := Options{}.childEnv("after:3")
+	if !has(env, "AGENTCTL_FAILPOINT=after:3") || !has(env, NoSealEnv+"=1") || !has(env, NoSyncEnv+"=1") {
+		t.Errorf("child environment lacks the failpoint, %s or %s", NoSealEnv, NoSyncEnv)
+	}
+	if env := (Options{Fsync: true}).childEnv(""); has(env, NoSyncEnv+"=1") || !has(env, NoSealEnv+"=1") {
+		t.Errorf("with Fsync the child skips fsync, or seals")
 	}
 }
