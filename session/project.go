@@ -76,8 +76,12 @@ func SummaryFrom(e Event) int64 {
 // of Projector; both give the same messages.
 func Project(events []Event, system string) []Message {
 	p := NewProjector(system)
-	for _, e := range events {
-		p.Add(e)
+	// At most about one message an event: sized once, the tail is not
+	// regrown (and recopied, and rescanned by the GC) by doubling, which
+	// made a 100,000-event Project cost 1.5x the ns/event of a 10,000 one.
+	p.Reserve(min(len(events), maxReserve))
+	for i := range events {
+		p.add(&events[i])
 	}
 	return p.Messages()
 }
@@ -111,6 +115,10 @@ func NewProjector(system string) *Projector {
 	}
 }
 
+// maxReserve bounds what Project reserves up front (messages, ~100 bytes
+// each): past it the tail grows as appends make it.
+const maxReserve = 1 << 20
+
 // Reserve makes room for n messages after the latest compaction, for a
 // caller that folds many short sessions and knows roughly how long a
 // context grows: the tail then does not grow from empty by doubling.
@@ -119,7 +127,13 @@ func (p *Projector) Reserve(n int) {
 }
 
 // Add folds one event into the projection.
-func (p *Projector) Add(e Event) {
+func (p *Projector) Add(e Event) { p.add(&e) }
+
+// add is Add without the copy: an Event is ~800 bytes, and copying each
+// one out of a 100,000-event slice (twice: the range value, then the
+// argument) was a third of Project's time once the slice outgrew the
+// cache.
+func (p *Projector) add(e *Event) {
 	switch e.Kind {
 	case KindUserMessage:
 		m := Message{Role: RoleUser, Content: e.Text, Seq: e.Seq}
@@ -153,12 +167,12 @@ func (p *Projector) Add(e Event) {
 			p.tail = append(p.tail, Message{Role: RoleAssistant, Content: e.Text, Seq: e.Seq})
 		}
 	case KindToolResult:
-		p.reply(e.CallID, e.Tool, resultContent(e), e.Seq)
+		p.reply(e.CallID, e.Tool, resultContent(*e), e.Seq)
 	case KindReconciled:
 		// A recovered or repeated intent carries the result it found; a
 		// needs_human one has none, and the call is closed as cancelled.
 		if e.Outcome == ReconciledRecovered || e.Outcome == ReconciledRepeated {
-			p.reply(e.CallID, e.Tool, resultContent(e), e.Seq)
+			p.reply(e.CallID, e.Tool, resultContent(*e), e.Seq)
 		}
 	case KindApprovalDenied:
 		content := DeniedContent
@@ -171,7 +185,7 @@ func (p *Projector) Add(e Event) {
 		}
 		p.reply(e.CallID, e.Tool, content, e.Seq)
 	case KindCompaction:
-		p.compact(e)
+		p.compact(*e)
 	}
 }
 
