@@ -229,7 +229,7 @@ func rows() []row {
 		{name: "subagent read vs the same read in the session (ms)", a: gb("./runner", "BenchmarkSubagentAdded", "20x", "60x"), b: gb("./runner", "BenchmarkSubagentDirect", "20x", "60x"), metric: "s"},
 		{name: "MCP tool call vs the go-sdk client alone (ms)", a: gb("./runner/mcp", "BenchmarkMCPCallAdded", "100x", "1000x"), b: gb("./runner/mcp", "BenchmarkMCPCallDirect", "100x", "1000x"), metric: "s", quick: true},
 		{name: "MCP server start and tool list vs the go-sdk client alone (ms)", a: gb("./runner/mcp", "BenchmarkMCPStartAdded", "5x", "20x"), b: gb("./runner/mcp", "BenchmarkMCPStartDirect", "5x", "20x"), metric: "s"},
-		{name: "external agent start + call, sandboxed vs unconfined (ms)", a: gb("./runner/sandbox", "BenchmarkServeSandboxed", "5x", "20x"), b: gb("./runner/sandbox", "BenchmarkServeUnconfined", "5x", "20x"), metric: "s"},
+		{name: "external agent start + call, sandboxed vs unconfined (ms)", a: gb("./runner/sandbox", "BenchmarkServeSandboxed/calls=1", "5x", "20x"), b: gb("./runner/sandbox", "BenchmarkServeUnconfined/calls=1", "5x", "20x"), metric: "s"},
 		{name: "remote push of 1,000 sessions vs bulk upload (s)", a: remotePush, b: remotePushSync, metric: "s"},
 		{name: "cold query --remote of 1,000 sessions vs bulk download (ms)", a: remoteQuery, b: remoteQuerySync, metric: "s"},
 	}
