@@ -80,6 +80,14 @@ func initMain() int {
 	// that the thread lives as long as the init and the probe below reads
 	// back what was set.
 	runtime.LockOSThread()
+	// Not dumpable: the tool runs as the same user, and the init's other
+	// threads keep the capabilities this one drops before it forks
+	// (startTool). A dumpable init would let the tool open /proc/1/mem
+	// (the kernel checks the capabilities of PID 1's main thread, which
+	// has none left) and write code that those threads run.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return initFail("not dumpable: %v", err)
+	}
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 		return initFail("parent-death signal: %v", err)
 	}

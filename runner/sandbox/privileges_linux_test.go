@@ -14,9 +14,14 @@ import (
 // and core-dump ceilings; only the hop path sets RLIMIT_AS.
 func TestToolPrivileges(t *testing.T) {
 	needSandbox(t)
-	const script = `grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status; echo "cpu $(ulimit -t) core $(ulimit -c) as $(ulimit -v)"`
+	// The init (PID 1) must not be open to the tool: its other threads
+	// keep their capabilities, and writing its memory would hand them over.
+	const script = `grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status; echo "cpu $(ulimit -t) core $(ulimit -c) as $(ulimit -v)"
+cat /proc/1/environ >/dev/null 2>&1 && echo "init environ readable"
+(exec 3>/proc/1/mem) 2>/dev/null && echo "init memory writable"
+echo end`
 	want := []string{"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
-		"CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "cpu 7 core 0"}
+		"CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "cpu 7 core 0", "end"}
 	t.Run("started by the init", func(t *testing.T) {
 		s := cgroups()
 		if !s.Memory {
@@ -56,6 +61,9 @@ func check(t *testing.T, out string, err error, want []string) {
 		if !strings.Contains(out, w) {
 			t.Errorf("tool output lacks %q:\n%s", w, out)
 		}
+	}
+	if strings.Contains(out, "init environ readable") || strings.Contains(out, "init memory writable") {
+		t.Errorf("the tool can reach the init's memory:\n%s", out)
 	}
 }
 
