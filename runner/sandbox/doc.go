@@ -29,7 +29,10 @@
 // a grandchild that called setsid cannot outlive the call. Capabilities and
 // no_new_privs belong to a thread: the init drops them on the thread it
 // forks from (locked to it from the start), so the tool inherits them
-// dropped while the init's other threads keep theirs.
+// dropped while the init's other threads keep theirs. The init is not
+// dumpable, so the tool, which runs as the same user, cannot open its
+// memory through /proc/1 (the kernel's check would look at the main
+// thread's empty capability sets and let it).
 //
 // When no cgroup limits the call's memory, the ceiling is RLIMIT_AS, which
 // would also bind the init's own address space. Then the init starts an
