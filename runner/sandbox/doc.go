@@ -35,8 +35,9 @@
 // thread's empty capability sets and let it).
 //
 // When no cgroup limits the call's memory, the ceiling is RLIMIT_AS, which
-// would also bind the init's own address space. Then the init starts an
-// exec hop instead: a second, short-lived re-execution (through
+// would also bind the init's own address space; with an allowlist, the
+// init relays connections, and its CPU time would count against the tool's
+// RLIMIT_CPU. In those cases the init starts an exec hop instead: a second, short-lived re-execution (through
 // /proc/self/exe, which still names the agentctl binary after the host's
 // root is gone) that applies the limits, drops the privileges and execs
 // the tool. Each start of the agentctl binary costs about 5 ms of CPU, so

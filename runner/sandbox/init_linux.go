@@ -169,13 +169,15 @@ func initMain() int {
 // initMain began) is the one that forks, so the tool inherits them
 // dropped; RLIMIT_CPU and RLIMIT_CORE are the process's and are inherited
 // too, the CPU one counting the init's few milliseconds against its own
-// ceiling only. With RLIMIT_AS the exec hop applies it instead, so that
-// the ceiling never constrains the long-lived Go init's address space.
-// Going through the hop costs a second start of the agentctl binary, about
-// 5 ms of CPU a call.
+// ceiling only. The exec hop applies the limits instead when they would
+// bind the long-lived init: RLIMIT_AS (its address space), or RLIMIT_CPU
+// when the init relays the allowlist's connections, whose CPU time could
+// add up. Going through the hop costs a second start of the agentctl
+// binary, about 5 ms of CPU a call.
 func startTool(ic initConfig) (*exec.Cmd, int) {
 	var cmd *exec.Cmd
-	if ic.Memory > 0 {
+	hop := ic.Memory > 0 || len(ic.Forwards) > 0
+	if hop {
 		lim, _ := json.Marshal(limits{Memory: ic.Memory, CPU: ic.CPU})
 		cmd = exec.Command("/proc/self/exe")
 		cmd.Args = ic.Argv
@@ -199,7 +201,7 @@ func startTool(ic initConfig) (*exec.Cmd, int) {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
-		if ic.Memory > 0 {
+		if hop {
 			return nil, initFail("start %s: %v", ic.Argv[0], err)
 		}
 		fmt.Fprintf(os.Stderr, "agentctl sandbox: exec %s: %v\n", ic.Argv[0], err)

@@ -35,6 +35,10 @@ echo end`
 		out, err := runIn(t, Config{CPU: 7 * time.Second, Memory: 1 << 30}, t.TempDir(), script)
 		check(t, out, err, append(want, "as 1048576"))
 	})
+	t.Run("through the exec hop, with an allowlist", func(t *testing.T) {
+		out, err := runIn(t, Config{CPU: 7 * time.Second, Allow: []string{"127.0.0.1:9"}}, t.TempDir(), script)
+		check(t, out, err, append(want, "as unlimited"))
+	})
 	t.Run("unknown program exits 127", func(t *testing.T) {
 		ws := t.TempDir()
 		l, err := Config{}.Prepare(ws, ws, []string{"no-such-program-agentctl"}, []string{"PATH=/usr/bin:/bin"})
