@@ -244,7 +244,7 @@ func Check() Report {
 			"host unix sockets: none in the tool's view; sockets found in the kept folders other than /usr and in read-only tool folders are covered with /dev/null at every call",
 			"processes: new PID namespace (nothing outlives the tool), own process group, no TTY, stdin closed",
 			"harness death: the sandbox init holds a parent-death signal (SIGKILL) and watches a pipe from the harness, so a killed harness takes every tool process with it; resume kills any recorded process of an earlier attempt before reconciling",
-			"privileges: every capability dropped, no_new_privs",
+			"privileges: every capability dropped, no_new_privs; the sandbox init is not dumpable (a tool cannot open /proc/1)",
 			"long-lived servers (MCP servers on stdio): the same init, namespaces, root, hidden paths, network policy, cgroup and rlimits as a tool call, with stdin and stdout as pipes to the harness; the cgroup and RLIMIT_CPU cover the server's whole life; killed with its namespace when the run ends, the server misbehaves or the harness dies, and recorded for resume's sweep",
 		)
 		if len(r.Sockets.Reachable) > 0 {
