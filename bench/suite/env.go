@@ -325,14 +325,16 @@ fill:
 			}
 		}
 	}
+	// fixtures/agents/loop-forever.yaml, its workspace the filled copy.
 	spec := filepath.Join(e.tmp, "bundle.yaml")
-	b, err := os.ReadFile(filepath.Join(e.root, "fixtures/agents/loop-forever.yaml"))
-	if err != nil {
-		return "", "", err
-	}
-	b = []byte(strings.NewReplacer("from: ../workspaces/calc", "from: "+src,
-		"../models/", filepath.Join(e.root, "fixtures/models")+"/").Replace(string(b)))
-	if err := os.WriteFile(spec, b, 0o644); err != nil {
+	if err := os.WriteFile(spec, fmt.Appendf(nil, `name: loop-forever
+model: {provider: scripted, id: scripted-1, script: %q}
+prompt: "Make the build pass."
+workspace: {from: %q}
+mode: write
+tools: [bash, read_file]
+budget: {max_tool_calls: 3}
+`, filepath.Join(e.root, "fixtures/models/loop-forever.yaml"), src), 0o644); err != nil {
 		return "", "", err
 	}
 	cmd := exec.Command(e.agentctl, "--home", home, "run", spec, "-q", "--session-id", bundleSession)

@@ -188,13 +188,9 @@ func startTool(ic initConfig) (*exec.Cmd, int) {
 			fmt.Fprintf(os.Stderr, "agentctl sandbox: %v\n", err)
 			return nil, 127
 		}
-		if err := dropPrivileges(); err != nil {
-			return nil, initFail("drop privileges: %v", err)
+		if err := confineThread(ic.CPU); err != nil {
+			return nil, initFail("%v", err)
 		}
-		if err := setCPULimit(ic.CPU); err != nil {
-			return nil, initFail("RLIMIT_CPU: %v", err)
-		}
-		_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 		cmd = exec.Command(path)
 		cmd.Args = ic.Argv
 		cmd.Env = os.Environ()
@@ -210,14 +206,22 @@ func startTool(ic initConfig) (*exec.Cmd, int) {
 	return cmd, 0
 }
 
-// setCPULimit sets RLIMIT_CPU to secs (none when 0), with the hard limit
-// a second above the soft one, so the tool gets SIGXCPU (and the init can
-// say why) before the kernel's SIGKILL.
-func setCPULimit(secs int64) error {
-	if secs <= 0 {
-		return nil
+// confineThread readies the calling thread to start the tool: every
+// capability dropped and no_new_privs (the thread's, which a fork or exec
+// from it passes on), RLIMIT_CPU at secs (none when 0) with the hard
+// limit a second above the soft one, so the tool gets SIGXCPU (and the
+// init can say why) before the kernel's SIGKILL, and no core dumps.
+func confineThread(secs int64) error {
+	if err := dropPrivileges(); err != nil {
+		return fmt.Errorf("drop privileges: %w", err)
 	}
-	return unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: uint64(secs), Max: uint64(secs + 1)})
+	if secs > 0 {
+		if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: uint64(secs), Max: uint64(secs + 1)}); err != nil {
+			return fmt.Errorf("RLIMIT_CPU: %w", err)
+		}
+	}
+	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+	return nil
 }
 
 // scanReport is what the probe of `sandbox check` prints: the sockets the
@@ -310,15 +314,10 @@ func execHop() {
 		fmt.Fprintf(os.Stderr, "agentctl sandbox: %v\n", err)
 		os.Exit(127)
 	}
-	if err := dropPrivileges(); err != nil {
-		fmt.Fprintf(os.Stderr, "agentctl sandbox: drop privileges: %v\n", err)
+	if err := confineThread(lim.CPU); err != nil {
+		fmt.Fprintf(os.Stderr, "agentctl sandbox: %v\n", err)
 		os.Exit(125)
 	}
-	if err := setCPULimit(lim.CPU); err != nil {
-		fmt.Fprintf(os.Stderr, "agentctl sandbox: RLIMIT_CPU: %v\n", err)
-		os.Exit(125)
-	}
-	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 	// Last, so the Go runtime of this hop never runs under the ceiling for
 	// more than the exec itself.
 	if lim.Memory > 0 {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -431,7 +430,7 @@ func coverSockets(roots []string, skip string) ([]string, error) {
 	var covered []string
 	for _, root := range outermost(roots) {
 		var socks []string
-		socketsUnder(root, skip, &socks)
+		socketsUnder(root, func(p string) bool { return p == skip }, &socks)
 		for _, s := range socks {
 			if err := unix.Mount("/dev/null", s, "", unix.MS_BIND, ""); err != nil {
 				return covered, fmt.Errorf("cover the socket %s: %w", s, err)
@@ -463,14 +462,15 @@ func outermost(roots []string) []string {
 	return out
 }
 
-// socketsUnder appends the unix sockets below dir (not below skip) to out.
+// socketsUnder appends the unix sockets below dir to out, not looking into
+// the folders skip says to leave out.
 // It runs at every sandboxed call over a thousand or so entries (/etc,
 // /opt), in a process that has just started, so it reads the folders with
 // getdents(2) into one buffer and builds a string only for a folder or a
 // socket: filepath.WalkDir, which sorts and allocates per entry, took
 // about 3 ms of the init's time. Unreadable folders are skipped, as the
 // tool could not list them either.
-func socketsUnder(dir, skip string, out *[]string) {
+func socketsUnder(dir string, skip func(path string) bool, out *[]string) {
 	buf := make([]byte, 32<<10)
 	var walk func(fd int, path string)
 	walk = func(fd int, path string) {
@@ -515,7 +515,7 @@ func socketsUnder(dir, skip string, out *[]string) {
 			}
 			for _, name := range subdirs {
 				p := path + "/" + name
-				if p == skip {
+				if skip(p) {
 					continue
 				}
 				sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -525,7 +525,7 @@ func socketsUnder(dir, skip string, out *[]string) {
 			}
 		}
 	}
-	if dir == skip {
+	if skip(dir) {
 		return
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -539,18 +539,7 @@ func socketsUnder(dir, skip string, out *[]string) {
 // the probe of `sandbox check`: with the root built right, none.
 func findSockets() []string {
 	var out []string
-	_ = filepath.WalkDir("/", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && (p == "/proc" || p == "/sys") {
-			return filepath.SkipDir
-		}
-		if d.Type()&fs.ModeSocket != 0 {
-			out = append(out, p)
-		}
-		return nil
-	})
+	socketsUnder("/", func(p string) bool { return p == "/proc" || p == "/sys" }, &out)
 	return out
 }
 
