@@ -556,16 +556,53 @@ func (s *stderrFile) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Tail is the last line the server wrote to stderr, redacted, clipped.
+// Tail is what the server's stderr says about why it died, redacted and
+// clipped: the last line that names an error, else the last line that is
+// not a runtime's sign-off. Runtimes end a crash with lines that say
+// nothing of it (Node's "Node.js v20.20.2" after the stack, a Go
+// goroutine dump, Python's traceback frames before the exception), and a
+// message that quoted only the very last line named the runtime's
+// version instead of the error.
 func (s *stderrFile) Tail() string {
 	if s == nil {
 		return ""
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(s.tail)), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	return clip(s.red.String(last), 200)
+	return clip(s.red.String(crashLine(string(s.tail))), 200)
+}
+
+// errorLine matches a line that states an error: "Error: …",
+// "TypeError: …", "ModuleNotFoundError: …", "panic: …", "fatal: …",
+// "error[E0425]: …", "ERROR …".
+var errorLine = regexp.MustCompile(`^(?:Uncaught\s+)?(?:[A-Za-z_.$]*(?:Error|Exception)\b|panic:|fatal(?: error)?:|(?i:error)\b)`)
+
+// signOff matches lines a runtime prints after the error that carry
+// nothing of it: Node's version line, stack frames, a goroutine header, an
+// "exit status" line, a closing brace of an error's printed properties.
+var signOff = regexp.MustCompile(`^(?:Node\.js v\d|at |goroutine \d|exit status \d|[{}\]^]$|\[\w+\]$)`)
+
+// crashLine picks the line of a crashed process's stderr tail that says
+// why it crashed (see Tail).
+func crashLine(tail string) string {
+	lines := strings.Split(strings.TrimSpace(tail), "\n")
+	fallback := ""
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" {
+			continue
+		}
+		if errorLine.MatchString(l) {
+			return l
+		}
+		if fallback == "" && !signOff.MatchString(l) {
+			fallback = l
+		}
+	}
+	if fallback == "" && len(lines) > 0 {
+		fallback = strings.TrimSpace(lines[len(lines)-1])
+	}
+	return fallback
 }
 
 // Close flushes and closes the artifact.
