@@ -105,6 +105,18 @@ func (r *run) setupSandbox() error {
 	// Every process a call starts is recorded in the session, for the
 	// sweep of a later resume.
 	cfg.Procs = filepath.Join(r.cfg.Store.SessionDir(r.id), ProcsDir)
+	// A program the sandbox hides would fail every call as "not found",
+	// which the model takes for one more tool error: refuse at the start.
+	if r.cfg.Tools != nil {
+		for _, n := range r.cfg.Tools.Names() {
+			t, _ := r.cfg.Tools.Get(n)
+			if c, ok := t.(*tools.Command); ok {
+				if err := c.HiddenProgram(cfg, r.ws); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	r.sandbox = cfg
 	return nil
 }

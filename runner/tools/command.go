@@ -186,3 +186,45 @@ func withProgram(cfg *sandbox.Config, program string) *sandbox.Config {
 	}
 	return &c
 }
+
+// HiddenProgram reports a program of the tool (its command's or its
+// lookup's) that the sandbox would hide: one that lies in the agentctl
+// home or a credential folder (~/.config/agentctl/tools/deploy.sh, say).
+// Such a tool fails at every call with "not found", which the model reads
+// as one more tool error, and the run goes on without it; the harness
+// refuses the run at its start instead, naming the program. workspace is
+// the run's workspace, which stays visible even inside a hidden folder.
+func (c *Command) HiddenProgram(cfg *sandbox.Config, workspace string) error {
+	rroot := workspace
+	if r, err := filepath.EvalSymlinks(workspace); err == nil {
+		rroot = r
+	}
+	h := resolveHidden(hideList(Call{Sandbox: cfg}), rroot)
+	for _, argv := range [][]string{c.def.Command, c.def.Lookup} {
+		if len(argv) == 0 {
+			continue
+		}
+		prog := argv[0]
+		if !filepath.IsAbs(prog) {
+			p, err := exec.LookPath(prog)
+			if err != nil || !filepath.IsAbs(p) {
+				continue // the call reports a missing program itself
+			}
+			prog = p
+		}
+		for _, p := range []string{filepath.Clean(prog), evalOr(prog)} {
+			if q, ok := h.covering(p); ok {
+				return fmt.Errorf("tool %s: its program %s is in %s, which the sandbox hides from every tool (the agentctl home and the credential folders); move the program out of it, e.g. next to the spec", c.def.Name, prog, q)
+			}
+		}
+	}
+	return nil
+}
+
+// evalOr is p with its symlinks resolved, or p when that fails.
+func evalOr(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
