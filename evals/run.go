@@ -398,6 +398,10 @@ func (e *engine) sql(ctx context.Context, a *Assertion, id string) Result {
 	if _, err := db.Query(ctx, fmt.Sprintf(ScopeSQL, "'"+strings.ReplaceAll(id, "'", "''")+"'")); err != nil {
 		return fail(a, "scope the views to the session: %v", err)
 	}
+	// The suite's SQL reads the run's rows, not the machine's files.
+	if err := db.Confine(ctx); err != nil {
+		return fail(a, "%v", err)
+	}
 	res, err := db.Query(ctx, *a.SQL)
 	if err != nil {
 		return fail(a, "%s", firstLine(err.Error()))
