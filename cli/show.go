@@ -111,6 +111,8 @@ func describe(e session.Event) string {
 			s += fmt.Sprintf(" (forked from %s at seq %d)", e.ParentSessionID, e.ForkedFrom)
 		case e.ParentSessionID != "" && e.ParentSeq > 0:
 			s += fmt.Sprintf(" (a subagent of %s, task call at seq %d)", e.ParentSessionID, e.ParentSeq)
+		case e.ParentSessionID != "" && session.ReplayOf(e) != "":
+			s += fmt.Sprintf(" (a replay of %s)", session.ReplayOf(e))
 		case e.ParentSessionID != "":
 			s += fmt.Sprintf(" (a sub-agent of %s)", e.ParentSessionID)
 		}
