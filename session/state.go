@@ -670,15 +670,25 @@ type ModelCalls struct {
 }
 
 // Add folds one model_call event (others are ignored), so that a recorder
-// without a whole State (the proxy's conversations) folds them alike.
+// without a whole State (the proxy's conversations) folds them alike. A
+// call a policy refused (attrs refused: the budget, the pinned model)
+// never reached the model and is not counted: the policy's verdict ends
+// the run by its own rule.
 func (m *ModelCalls) Add(e Event) {
 	if e.Kind != KindModelCall {
 		return
 	}
-	m.N++
 	if e.Error == "" && e.ErrorType == "" {
+		m.N++
 		return
 	}
+	var a struct {
+		Refused bool `json:"refused"`
+	}
+	if len(e.Attrs) > 0 && json.Unmarshal(e.Attrs, &a) == nil && a.Refused {
+		return
+	}
+	m.N++
 	m.Failed++
 	ev := e
 	m.LastError = &ev
