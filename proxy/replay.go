@@ -418,7 +418,7 @@ func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter)
 	if err := json.Unmarshal(c.Body, &body); err != nil {
 		return err
 	}
-	// The proxy records the change (a sessions it opened: model_changed).
+	// The proxy records the change in a session it opened (model_changed).
 	c.liveModel = m.model
 	body["model"] = marshal(m.model)
 	cc := *c
