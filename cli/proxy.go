@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -66,7 +67,16 @@ Point the agent at http://127.0.0.1:PORT/s/<name>/v1 (OpenAI) or
 http://127.0.0.1:PORT/s/<name> (Anthropic) to record a session named by you;
 without /s/<name> calls are grouped into sessions by history prefix. With a
 COMMAND after --, the proxy runs it with OPENAI_BASE_URL and ANTHROPIC_BASE_URL
-set to one session's URLs and stops when it exits (with its exit code).
+set to one session's URLs and stops when it exits (with its exit code); the
+command's stdout is the proxy's, byte for byte, and agentctl's own lines
+(--json ones too) go to stderr.
+
+A session ends done when the COMMAND exits 0 (or, without one, when the proxy
+is stopped), failed when it exits non-zero. Its model calls overrule that: a
+session whose every model call failed ends failed with the last error (the
+proxy then exits 1 if the agent exited 0), and a replay that diverged ends
+failed and exits 6, whatever the agent did with the error it was answered. A
+session of which only some calls failed ends as its agent did.
 The proxy binds 127.0.0.1 unless --listen names another address, which then
 needs --token (clients send it as X-Agentctl-Token or a /t/<token> prefix).`,
 		Example: `  agentctl proxy --script fixtures/models/fix-typo.yaml --json
@@ -116,7 +126,11 @@ type proxyResult struct {
 	Sessions []string        `json:"sessions"`
 	Diverged bool            `json:"diverged"`
 	Findings []proxy.Finding `json:"findings,omitempty"`
-	ExitCode int             `json:"exit_code"`
+	// Ended is how each session ended (status, reason); AgentExitCode the
+	// COMMAND's exit status, absent without one or when interrupted.
+	Ended         []proxy.Ended `json:"ended"`
+	AgentExitCode *int          `json:"agent_exit_code,omitempty"`
+	ExitCode      int           `json:"exit_code"`
 }
 
 func isLoopback(host string) bool {
@@ -204,6 +218,11 @@ func proxyBackend(f *Factory, opts *proxyOptions) (proxy.Backend, *proxy.Replay,
 			return nil, nil, hdr, fmt.Errorf("--replay %s: the session has no model calls to serve", id)
 		}
 		hdr.ParentSessionID = id
+		if opts.Until > 0 {
+			// A fork, as replay fork makes one: at the seq of its last
+			// replayed call.
+			hdr.ForkedFrom = r.TurnSeq(opts.Until)
+		}
 		hdr.Attrs, _ = json.Marshal(map[string]any{"replay_of": id, "strict": opts.Strict, "until": opts.Until, "on_miss": opts.OnMiss})
 		return r, r, hdr, nil
 	}
@@ -253,9 +272,15 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 		base += "/t/" + opts.Token
 	}
 	info := proxyListening{Kind: "listening", Address: addr, URL: base, OpenAIBaseURL: base + "/v1", AnthropicBaseURL: base}
+	// With a COMMAND, stdout is the agent's, byte for byte (its JSON may be
+	// piped on): agentctl's own lines, --json ones too, go to stderr.
+	out := f.Out
+	if len(opts.Command) > 0 {
+		out = f.Err
+	}
 	if opts.JSON {
 		b, _ := json.Marshal(info)
-		fmt.Fprintln(f.Out, string(b))
+		fmt.Fprintln(out, string(b))
 	} else {
 		fmt.Fprintf(f.Err, "agentctl proxy listening on %s\n  OPENAI_BASE_URL=%s/v1\n  ANTHROPIC_BASE_URL=%s\n", addr, base, base)
 	}
@@ -270,32 +295,56 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	hs.Shutdown(shut)
 	cancel()
-	var cerr error
-	if len(opts.Command) > 0 && ctx.Err() != nil {
-		cerr = srv.Finish(session.StatusInterrupted, "signal: the agent was interrupted")
-	} else {
-		cerr = srv.Close()
-	}
-	res := proxyResult{Kind: "finished", Sessions: srv.Sessions()}
+	interrupted := len(opts.Command) > 0 && ctx.Err() != nil
+	cerr := finishProxy(srv, opts, interrupted, code, cmdErr)
+	res := proxyResult{Kind: "finished", Sessions: srv.Sessions(), Ended: srv.Ended()}
 	if res.Sessions == nil {
 		res.Sessions = []string{}
+	}
+	if res.Ended == nil {
+		res.Ended = []proxy.Ended{}
+	}
+	if len(opts.Command) > 0 && !interrupted {
+		res.AgentExitCode = &code
 	}
 	if replay != nil {
 		res.Diverged, res.Findings = replay.Diverged(), replay.Findings()
 	}
-	if code == ExitOK && res.Diverged {
-		code = ExitChecksFailed
+	agentCode := code
+	var failed []proxy.Ended
+	for _, e := range res.Ended {
+		if e.Status == session.StatusFailed {
+			failed = append(failed, e)
+		}
 	}
-	if code == ExitOK && ctx.Err() != nil && len(opts.Command) > 0 {
+	switch {
+	case interrupted:
 		code = ExitInterrupted
+	case res.Diverged:
+		// The divergence is the finding, whatever the agent did with the
+		// error it was answered (many exit non-zero on it).
+		code = ExitChecksFailed
+	case code == ExitOK && len(failed) > 0:
+		code = ExitError
 	}
 	res.ExitCode = code
 	if opts.JSON {
 		b, _ := json.Marshal(res)
-		fmt.Fprintln(f.Out, string(b))
+		fmt.Fprintln(out, string(b))
 	} else {
+		ended := map[string]proxy.Ended{}
+		for _, e := range res.Ended {
+			ended[e.SessionID] = e
+		}
 		for _, id := range res.Sessions {
-			fmt.Fprintf(f.Out, "session %s\n", id)
+			fmt.Fprintf(out, "session %s", id)
+			if e, ok := ended[id]; ok {
+				fmt.Fprintf(out, " %s", e.Status)
+				if e.Status == session.StatusFailed {
+					fmt.Fprintf(out, ": %s", e.Reason)
+				}
+			}
+			fmt.Fprintln(out)
 		}
 		for _, fd := range res.Findings {
 			what := "note"
@@ -305,7 +354,7 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 			case fd.Fatal:
 				what = "DIVERGED"
 			}
-			fmt.Fprintf(f.Out, "%s: session %s turn %d: %s\n", what, fd.SessionID, fd.Turn, fd.What)
+			fmt.Fprintf(out, "%s: session %s turn %d: %s\n", what, fd.SessionID, fd.Turn, fd.What)
 		}
 	}
 	if cmdErr != nil {
@@ -314,13 +363,44 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	if cerr != nil {
 		return cerr
 	}
-	if code != ExitOK {
-		if res.Diverged && code == ExitChecksFailed {
-			return withCode(code, errors.New("replay diverged: the agent's requests differ from the recording (see the DIVERGED lines)"))
+	switch {
+	case code == ExitChecksFailed && res.Diverged:
+		msg := "replay diverged: the agent's requests differ from the recording (see the DIVERGED lines)"
+		if agentCode != ExitOK {
+			msg += fmt.Sprintf("; the agent then exited with status %d", agentCode)
 		}
+		return withCode(code, errors.New(msg))
+	case code == ExitError && agentCode == ExitOK && len(failed) > 0:
+		var msgs []string
+		for _, e := range failed {
+			msgs = append(msgs, fmt.Sprintf("session %s failed: %s", e.SessionID, e.Reason))
+		}
+		return withCode(code, errors.New(strings.Join(msgs, "\n")))
+	case code != ExitOK:
 		return &exitError{Code: code}
 	}
 	return nil
+}
+
+// finishProxy ends the sessions the proxy opened with the agent's
+// outcome: done when it exited 0 (or, with no COMMAND, when the proxy was
+// stopped), failed when it exited non-zero or could not start,
+// interrupted on a signal. Their model calls may overrule that
+// (proxy.Server.Finish): a diverged replay, or a session whose every call
+// failed, ends failed; a session of which only some calls failed ends as
+// its agent did.
+func finishProxy(srv *proxy.Server, opts *proxyOptions, interrupted bool, code int, cmdErr error) error {
+	switch {
+	case len(opts.Command) == 0:
+		return srv.Close()
+	case interrupted:
+		return srv.Finish(session.StatusInterrupted, "signal: the agent was interrupted")
+	case cmdErr != nil:
+		return srv.Finish(session.StatusFailed, runner.ReasonAgentFailed+": "+cmdErr.Error())
+	case code != ExitOK:
+		return srv.Finish(session.StatusFailed, fmt.Sprintf("%s: the agent %s exited with status %d", runner.ReasonAgentFailed, opts.Command[0], code))
+	}
+	return srv.Finish(session.StatusDone, fmt.Sprintf("the agent %s exited with status 0", opts.Command[0]))
 }
 
 // proxyCommand runs the agent with the SDKs' base-URL variables pointing

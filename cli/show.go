@@ -35,8 +35,9 @@ with a warning; a log corrupted before its tail is shown up to the damage
 and the command fails naming the offset.
 
 With --tree, show the session with its subagents (sessions its task calls
-started) and forks, and theirs, one line each: id, how it hangs off its
-parent, name, status and totals; --json prints the tree as one object.`,
+started), forks and replays (proxy --replay, replay run --keep of an
+external agent's session), and theirs, one line each: id, how it hangs off
+its parent, name, status and totals; --json prints the tree as one object.`,
 		Example: "  agentctl show 3f2a\n  agentctl show 3f2a --json | jq -c 'select(.kind==\"tool_result\")'\n  agentctl show 3f2a --tree",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -111,6 +112,8 @@ func describe(e session.Event) string {
 			s += fmt.Sprintf(" (forked from %s at seq %d)", e.ParentSessionID, e.ForkedFrom)
 		case e.ParentSessionID != "" && e.ParentSeq > 0:
 			s += fmt.Sprintf(" (a subagent of %s, task call at seq %d)", e.ParentSessionID, e.ParentSeq)
+		case e.ParentSessionID != "" && session.ReplayOf(e) != "":
+			s += fmt.Sprintf(" (a replay of %s)", session.ReplayOf(e))
 		case e.ParentSessionID != "":
 			s += fmt.Sprintf(" (a sub-agent of %s)", e.ParentSessionID)
 		}

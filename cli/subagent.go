@@ -59,8 +59,10 @@ func subagentsOf(f *Factory, id string) []string {
 type treeNode struct {
 	recorder.Summary
 	// Relation is "subagent" (started by the parent's task call whose
-	// intent is Seq) or "fork" (forked from the parent at Seq); "" for
-	// the session asked about.
+	// intent is Seq), "fork" (forked from the parent at Seq: replay fork,
+	// proxy --replay --until) or "replay" (a replay of the parent: proxy
+	// --replay, replay run --keep of an external agent's session); ""
+	// for the session asked about.
 	Relation string      `json:"relation,omitempty"`
 	Seq      int64       `json:"seq,omitempty"`
 	Children []*treeNode `json:"children,omitempty"`
@@ -86,6 +88,8 @@ func sessionTree(st recorder.Store, id string) (*treeNode, error) {
 			n.Relation, n.Seq = "subagent", fold.ParentSeq
 		case fold.ForkedFrom > 0:
 			n.Relation, n.Seq = "fork", fold.ForkedFrom
+		case fold.ReplayOf != "":
+			n.Relation = "replay" // a proxy replay, an external agent's replay run --keep
 		case fold.ParentSessionID != "":
 			n.Relation = "subagent" // an imported one: the source names no call
 		}
@@ -139,6 +143,8 @@ func writeTree(w io.Writer, n *treeNode) {
 			}
 		case "fork":
 			rel = fmt.Sprintf("  fork (from seq %d)", n.Seq)
+		case "replay":
+			rel = fmt.Sprintf("  replay (of %s)", n.Summary.ParentSessionID)
 		}
 		fmt.Fprintf(w, "%s%s%s%s  %s  %s  %d events, %d tool calls, %d tokens, $%.4f\n", prefix, branch,
 			n.SessionID, rel, termsafe.String(orDash(n.Name)), n.Status, n.Events, n.ToolCalls, n.InputTokens+n.OutputTokens, n.CostUSD)

@@ -33,8 +33,11 @@ type conversation struct {
 	tools   map[string]string // tool call id → tool name
 	spent   Spent
 	lastSeq int64
-	// diverged is the first replay divergence seen, "" when none.
-	diverged string
+	// model is the model in force: the header's, then a fork's live one.
+	model string
+	// calls folds the model calls recorded: Finish ends the session by
+	// them (failed when a replay diverged or every call failed).
+	calls session.ModelCalls
 	// digester hashes only what each request adds to the last one.
 	digester *session.Digester
 }
@@ -94,6 +97,7 @@ func (cv *conversation) open(s *Server, c *Call) error {
 		h.Name = "proxy"
 	}
 	h.Provider, h.Model, h.System = c.Provider, c.Model, c.System
+	cv.model = c.Model
 	h.Text = firstUser(c.Messages)
 	attrs := map[string]any{}
 	if len(h.Attrs) > 0 {
@@ -313,7 +317,15 @@ func (rc *callRecord) nameArtifacts(stream bool) {
 // append appends the call's events while its artifacts are synced, and
 // returns when both are durable.
 func (rc *callRecord) append(s *Server, evs ...session.Event) {
-	all := append(rc.inputs, evs...)
+	all := rc.inputs
+	if m := rc.call.liveModel; m != "" && s.fixed == nil && m != rc.conv.model {
+		// A fork's live call went to another model. The session's owner
+		// records that for a Config.Sink (the runner); here the proxy
+		// opened the session, so it does, as every fork does.
+		all = append(all, session.ForkModelChanged(rc.call.Provider, m, rc.call.Provider, rc.conv.model, rc.call.Turn))
+		rc.conv.model = m
+	}
+	all = append(all, evs...)
 	synced := make(chan error, 1)
 	if rc.sync != nil {
 		go func() { synced <- rc.sync() }()
@@ -330,6 +342,9 @@ func (rc *callRecord) append(s *Server, evs ...session.Event) {
 	}
 	if len(out) > 0 {
 		rc.conv.lastSeq = out[len(out)-1].Seq
+	}
+	for _, e := range out {
+		rc.conv.calls.Add(e)
 	}
 	if s.cfg.OnRecorded != nil {
 		s.cfg.OnRecorded(rc.call, out)
@@ -383,7 +398,7 @@ func (rc *callRecord) finish(s *Server, status int, header http.Header, resp pro
 		if pe, ok := err.(*provider.Error); ok {
 			e.Error, e.ErrorType = pe.Message, pe.Type
 		} else if dv, ok := err.(*Divergence); ok {
-			e.Error, e.ErrorType = dv.Error(), "replay_divergence"
+			e.Error, e.ErrorType = dv.Error(), session.ErrorTypeReplayDivergence
 		}
 		e.Text = resp.Text
 		e.Attrs = marshal(rc.attrs)

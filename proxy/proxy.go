@@ -102,6 +102,7 @@ type Server struct {
 	byID   map[string]*conversation
 	fixed  *conversation
 	closed bool
+	ended  []Ended
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -150,17 +151,26 @@ func (s *Server) Sessions() []string {
 	return ids
 }
 
-// Close finishes the sessions Open created (session_finished, status
-// done, or failed when a replay diverged) and closes those that are
-// io.Closers. A Sink given in Config is left to its owner. Requests after
-// Close are refused.
+// Close finishes the sessions Open created (session_finished: see Finish,
+// with status done) and closes those that are io.Closers. A Sink given in
+// Config is left to its owner. Requests after Close are refused.
 func (s *Server) Close() error {
 	return s.Finish(session.StatusDone, "proxy stopped")
 }
 
-// Finish is Close with the status and reason the sessions end with
-// (interrupted, when the agent was stopped by a signal); a replay that
-// diverged ends failed whatever the status.
+// Ended is how a session the proxy opened ended: its session_finished.
+type Ended struct {
+	SessionID string         `json:"session_id"`
+	Status    session.Status `json:"status"`
+	Reason    string         `json:"reason,omitempty"`
+}
+
+// Finish is Close with the status and reason the sessions end with: the
+// agent's outcome (failed when it exited non-zero, interrupted when it was
+// stopped by a signal). A session's model calls overrule it
+// (session.ModelCalls.Failure): a replay that diverged ends failed
+// whatever the status, and one whose every model call failed ends failed
+// unless it was interrupted.
 func (s *Server) Finish(status session.Status, reason string) error {
 	s.mu.Lock()
 	s.closed = true
@@ -171,12 +181,18 @@ func (s *Server) Finish(status session.Status, reason string) error {
 		c.mu.Lock()
 		if c.sink != nil {
 			fin := session.Event{Kind: session.KindSessionFinished, Status: string(status), Reason: reason}
-			if c.diverged != "" {
-				fin.Status, fin.Reason = string(session.StatusFailed), "replay_divergence: "+c.diverged
+			if why, detail := c.calls.Failure(); why != "" && (c.calls.Diverged != nil || status != session.StatusInterrupted) {
+				fin.Status, fin.Reason = string(session.StatusFailed), why+": "+detail
+				if status == session.StatusFailed && reason != "" {
+					fin.Reason += "; " + reason
+				}
 			}
 			if _, err := c.sink.Append(fin); err != nil {
 				errs = append(errs, err)
 			}
+			s.mu.Lock()
+			s.ended = append(s.ended, Ended{SessionID: c.id, Status: session.Status(fin.Status), Reason: fin.Reason})
+			s.mu.Unlock()
 			if cl, ok := c.sink.(io.Closer); ok && c != s.fixed {
 				if err := cl.Close(); err != nil {
 					errs = append(errs, err)
@@ -186,6 +202,14 @@ func (s *Server) Finish(status session.Status, reason string) error {
 		c.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// Ended returns how the sessions Open created ended, once Close or Finish
+// has ended them, in the order they were opened.
+func (s *Server) Ended() []Ended {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Ended(nil), s.ended...)
 }
 
 // route is a parsed request path.
@@ -318,7 +342,7 @@ func (s *Server) answerError(w http.ResponseWriter, c *Call, err error, wrote bo
 	var br *badRequest
 	switch {
 	case errors.As(err, &dv):
-		status, typ, msg = http.StatusBadRequest, "replay_divergence", dv.Error()
+		status, typ, msg = http.StatusBadRequest, session.ErrorTypeReplayDivergence, dv.Error()
 	case errors.As(err, &br):
 		status, typ, msg = http.StatusBadRequest, "invalid_request_error", "agentctl proxy: "+br.msg
 	case errors.As(err, &pe):

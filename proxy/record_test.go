@@ -316,3 +316,49 @@ func TestRecordClientGone(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestFinishByCalls: how a session the proxy opened ends, with the
+// Anthropic SDK against an upstream answering the corpus's real 400: the
+// agent's outcome, unless every model call failed (failed, the last error;
+// an interruption stays one); some failed calls decide nothing.
+func TestFinishByCalls(t *testing.T) {
+	bad := reply{400, "application/json", corpusErrorBody(t), false}
+	good := reply{200, sse, corpusFile(t, anDir+"tool_use_response.txt"), false}
+	const lastErr = "invalid_request_error: messages.0.content.1: unexpected `tool_use_id`"
+	for _, tc := range []struct {
+		name           string
+		replies        []reply
+		status         session.Status
+		reason         string
+		want           session.Status
+		wantReason     string
+		wantReasonTail string
+	}{
+		{"all failed", []reply{bad}, session.StatusDone, "proxy stopped", session.StatusFailed, "provider_error: all 2 model calls failed; the last: " + lastErr, ""},
+		{"all failed, agent failed", []reply{bad}, session.StatusFailed, "agent_failed: exit 1", session.StatusFailed, "provider_error: all 2 model calls failed", "; agent_failed: exit 1"},
+		{"all failed, interrupted", []reply{bad}, session.StatusInterrupted, "signal", session.StatusInterrupted, "signal", ""},
+		{"some failed", []reply{bad, good}, session.StatusDone, "proxy stopped", session.StatusDone, "proxy stopped", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, tc.replies...)
+			b, _ := NewUpstream(up.URL, nil)
+			srv, mem, base := startProxy(t, Config{Backend: b})
+			cl := anthropicClient(base + "/s/a1")
+			for range 2 {
+				cl.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude-sonnet-4-20250514", MaxTokens: 100,
+					Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("weather?"))}})
+			}
+			waitIdle(t, srv)
+			if err := srv.Finish(tc.status, tc.reason); err != nil {
+				t.Fatal(err)
+			}
+			fin := lastOf(mem.Get("a1").Events(), session.KindSessionFinished)
+			if session.Status(fin.Status) != tc.want || !strings.HasPrefix(fin.Reason, tc.wantReason) || !strings.HasSuffix(fin.Reason, tc.wantReasonTail) {
+				t.Errorf("session_finished %s %q, want %s %q…%q", fin.Status, fin.Reason, tc.want, tc.wantReason, tc.wantReasonTail)
+			}
+			if e := srv.Ended(); len(e) != 1 || e[0].SessionID != "a1" || e[0].Status != tc.want || e[0].Reason != fin.Reason {
+				t.Errorf("Ended() = %+v, want a1 %s %q", e, tc.want, fin.Reason)
+			}
+		})
+	}
+}

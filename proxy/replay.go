@@ -185,6 +185,19 @@ func isFromRequest(attrs json.RawMessage) bool {
 // Turns reports how many model calls the recording holds.
 func (r *Replay) Turns() int { return len(r.turns) }
 
+// TurnSeq is the seq of the recorded model_call of turn n (1-based; past
+// the last turn, the last's): the forked_from of a fork that replays n
+// turns, as replay fork --from names it.
+func (r *Replay) TurnSeq(n int) int64 {
+	if n > len(r.turns) {
+		n = len(r.turns)
+	}
+	if n < 1 {
+		return 0
+	}
+	return r.turns[n-1].seq
+}
+
 // Findings returns what the replay has seen so far, in order.
 func (r *Replay) Findings() []Finding {
 	r.mu.Lock()
@@ -405,6 +418,8 @@ func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter)
 	if err := json.Unmarshal(c.Body, &body); err != nil {
 		return err
 	}
+	// The proxy records the change in a session it opened (model_changed).
+	c.liveModel = m.model
 	body["model"] = marshal(m.model)
 	cc := *c
 	cc.Body, cc.Model = marshal(body), m.model

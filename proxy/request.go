@@ -65,6 +65,9 @@ type Call struct {
 	// failed holds the ids of tool results the client marked as errors
 	// (Anthropic's is_error).
 	failed map[string]bool
+	// liveModel is the model WithModel sent the call to instead of the
+	// client's (a fork's --model), "" when the client's was asked.
+	liveModel string
 }
 
 // Spent is a conversation's running totals, for budget policies.

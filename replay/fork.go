@@ -193,8 +193,7 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	}
 	if p, m := cfg.Spec.Model.Provider, cfg.Spec.Model.ID; p != curProv || m != curModel {
 		rep.ModelChanged = true
-		add = append(add, session.Event{Kind: session.KindModelChanged, Provider: p, Model: m,
-			Reason: fmt.Sprintf("fork --model %s/%s (was %s/%s)", p, m, curProv, curModel)})
+		add = append(add, session.ForkModelChanged(p, m, curProv, curModel, 0))
 	}
 	if cfg.Prompt != "" {
 		add = append(add, session.Event{Kind: session.KindUserMessage, Text: cfg.Prompt})

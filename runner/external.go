@@ -73,7 +73,13 @@ func startExternal(ctx context.Context, cfg Config) (res Result, err error) {
 	if err != nil {
 		return Result{}, err
 	}
-	attrs, _ := json.Marshal(map[string]any{"agent": sp.Agent.Command, "source": "external_agent"})
+	ha := map[string]any{"agent": sp.Agent.Command, "source": "external_agent"}
+	if cfg.ReplayOf != "" {
+		// A replay or fork of that session: show --tree and sessions
+		// tell it from a subagent by this (session.State.ReplayOf).
+		ha["replay_of"] = cfg.ReplayOf
+	}
+	attrs, _ := json.Marshal(ha)
 	header := session.Event{
 		Kind: session.KindSessionStarted, SessionID: id, Name: sp.Name,
 		Provider: sp.Model.Provider, Model: sp.Model.ID, System: sp.System,
@@ -176,6 +182,14 @@ func (x *externalRun) end(ctx context.Context, exit agentExit) (Result, error) {
 		evs = append(evs, session.Event{Kind: session.KindSessionFinished, Status: string(session.StatusInterrupted), Reason: reason})
 		err := r.append(evs...)
 		return r.result(), err
+	}
+	// A replay that diverged, or model calls that all failed, end the run
+	// failed whatever the agent's exit: its exit is then part of the story.
+	if reason, detail := r.st.ModelCalls.Failure(); reason != "" {
+		if exit.Code != 0 {
+			detail += fmt.Sprintf("; then the agent %s exited with status %d", r.cfg.Spec.Agent.Command[0], exit.Code)
+		}
+		return r.fail(reason, errors.New(detail))
 	}
 	if exit.Code != 0 {
 		tail := strings.TrimSpace(exit.Tail)

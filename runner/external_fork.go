@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"fmt"
-
 	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
@@ -49,8 +47,7 @@ func (x *externalRun) forkModel(c *proxy.Call) (string, error) {
 			if prov == "" {
 				prov = prev.Provider
 			}
-			if err := x.append(session.Event{Kind: session.KindModelChanged, Provider: prov, Model: f.Model,
-				Reason: fmt.Sprintf("fork --model %s/%s (was %s/%s) from call %d on", prov, f.Model, prev.Provider, prev.Model, c.Turn)}); err != nil {
+			if err := x.append(session.ForkModelChanged(prov, f.Model, prev.Provider, prev.Model, c.Turn)); err != nil {
 				return "", err
 			}
 		}

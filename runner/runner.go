@@ -124,7 +124,7 @@ type Result struct {
 // why a run failed.
 const (
 	ReasonEvaluationFailed = "evaluation_failed"
-	ReasonProviderError    = "provider_error"
+	ReasonProviderError    = session.ReasonProviderError
 	ReasonMaxTurns         = "max_turns"
 	ReasonSetupError       = "setup_error"
 	// ReasonEarlierAttemptKilled marks the error event resume records for

@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -131,6 +132,14 @@ type State struct {
 	// without git state.
 	GitSHA string `json:"git_sha,omitempty"`
 	GitSeq int64  `json:"git_seq,omitempty"`
+	// ModelCalls is what the session's model_call events say about how its
+	// model calls went (see ModelCalls): a session recorded at the model
+	// API (an external agent's, a proxy's) ends failed by them.
+	ModelCalls ModelCalls `json:"model_calls,omitzero"`
+	// ReplayOf is the recorded session a replay served its model calls from
+	// (the header's attrs replay_of: a proxy replay or an external agent's
+	// replay run); a fork of one has ForkedFrom too.
+	ReplayOf string `json:"replay_of,omitempty"`
 	// Subagents is what the session's children spent, as their
 	// subagent_finished events report it: the parent's budget is charged
 	// its own model calls and tool calls plus these (the runner's
@@ -284,6 +293,7 @@ func (s *State) Add(e Event) {
 			s.PinnedProvider, s.PinnedModel = e.Provider, e.Model
 			s.ParentSessionID, s.ForkedFrom, s.ParentSeq = e.ParentSessionID, e.ForkedFrom, e.ParentSeq
 			s.ImportedFrom, s.SourceStatus = importAttrs(e)
+			s.ReplayOf = ReplayOf(e)
 			s.Budget = specBudget(e.Spec)
 		}
 		s.Provider, s.Model = e.Provider, e.Model
@@ -305,6 +315,7 @@ func (s *State) Add(e Event) {
 			s.newCall(&Call{ID: c.ID, Tool: c.Name, Args: c.Args, RequestSeq: e.Seq, Index: i, Turn: s.Turns})
 		}
 	case KindModelCall:
+		s.ModelCalls.Add(e)
 		s.InputTokens += e.InputTokens
 		s.OutputTokens += e.OutputTokens
 		s.CostUSD += e.CostUSD
@@ -623,4 +634,103 @@ func importAttrs(header Event) (from, status string) {
 	}
 	_ = json.Unmarshal(header.Attrs, &a)
 	return a.From, a.Status
+}
+
+// ReplayOf returns the session a replay served its model calls from, as
+// its header's attrs name it ({"replay_of": ...}), or "".
+func ReplayOf(header Event) string {
+	if len(header.Attrs) == 0 {
+		return ""
+	}
+	var a struct {
+		ReplayOf string `json:"replay_of"`
+	}
+	_ = json.Unmarshal(header.Attrs, &a)
+	return a.ReplayOf
+}
+
+// ErrorTypeReplayDivergence is the error_type of a model_call a replay
+// answered with a divergence (the request differs from the recording),
+// and the reason a diverged replay ends failed with.
+const ErrorTypeReplayDivergence = "replay_divergence"
+
+// ReasonProviderError is the reason of a session that ended because its
+// model calls failed: agentctl's own loop when the provider fails, and a
+// session recorded at the model API whose every model call failed.
+const ReasonProviderError = "provider_error"
+
+// ModelCalls is the fold of a session's model_call events: how many there
+// were, how many recorded an error, the latest that did, and the first
+// that a replay answered with a divergence.
+type ModelCalls struct {
+	N         int    `json:"n,omitempty"`
+	Failed    int    `json:"failed,omitempty"`
+	LastError *Event `json:"last_error,omitempty"`
+	Diverged  *Event `json:"diverged,omitempty"`
+}
+
+// Add folds one model_call event (others are ignored), so that a recorder
+// without a whole State (the proxy's conversations) folds them alike. A
+// call a policy refused (attrs refused: the budget, the pinned model)
+// never reached the model and is not counted: the policy's verdict ends
+// the run by its own rule.
+func (m *ModelCalls) Add(e Event) {
+	if e.Kind != KindModelCall {
+		return
+	}
+	if e.Error == "" && e.ErrorType == "" {
+		m.N++
+		return
+	}
+	var a struct {
+		Refused bool `json:"refused"`
+	}
+	if len(e.Attrs) > 0 && json.Unmarshal(e.Attrs, &a) == nil && a.Refused {
+		return
+	}
+	m.N++
+	m.Failed++
+	ev := e
+	m.LastError = &ev
+	if e.ErrorType == ErrorTypeReplayDivergence && m.Diverged == nil {
+		m.Diverged = &ev
+	}
+}
+
+// Failure is why a session recorded at the model API (an external
+// agent's, a proxy's) ends failed whatever its agent's exit status: a
+// replay that diverged (reason replay_divergence, the first divergence),
+// or model calls that every one failed (reason provider_error, the last
+// error); reason "" when neither holds. Some failed calls among answered
+// ones decide nothing here: the agent retried or gave up, and its exit
+// status says which.
+func (m ModelCalls) Failure() (reason, detail string) {
+	switch {
+	case m.Diverged != nil:
+		return ErrorTypeReplayDivergence, m.Diverged.Error
+	case m.N > 0 && m.Failed == m.N:
+		e := m.LastError
+		what := e.Error
+		if e.ErrorType != "" {
+			what = e.ErrorType + ": " + what
+		}
+		if m.N == 1 {
+			return ReasonProviderError, "the one model call failed: " + what
+		}
+		return ReasonProviderError, fmt.Sprintf("all %d model calls failed; the last: %s", m.N, what)
+	}
+	return "", ""
+}
+
+// ForkModelChanged is the model_changed a fork that goes on with another
+// model records (agentctl's own fork, an external agent's, a proxy's
+// --until with --model), so that the change reads the same in each:
+// fromCall is the first model call on the new model, 0 when the fork
+// records the change before any call.
+func ForkModelChanged(prov, model, wasProv, wasModel string, fromCall int) Event {
+	reason := fmt.Sprintf("fork --model %s/%s (was %s/%s)", prov, model, wasProv, wasModel)
+	if fromCall > 0 {
+		reason += fmt.Sprintf(" from call %d on", fromCall)
+	}
+	return Event{Kind: KindModelChanged, Provider: prov, Model: model, Reason: reason}
 }

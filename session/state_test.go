@@ -235,3 +235,34 @@ func BenchmarkFoldAdd(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
 }
+
+// TestModelCallsFailure: the rule a session recorded at the model API
+// ends failed by: a divergence, or every model call failed; calls some of
+// which failed, and calls a policy refused, decide nothing.
+func TestModelCallsFailure(t *testing.T) {
+	ok := Event{Kind: KindModelCall, Model: "m"}
+	bad := func(typ, msg string) Event { return Event{Kind: KindModelCall, ErrorType: typ, Error: msg} }
+	refused := Event{Kind: KindModelCall, ErrorType: "budget_exceeded", Error: "spent", Attrs: json.RawMessage(`{"refused":true}`)}
+	div := bad(ErrorTypeReplayDivergence, "agentctl replay: turn 2 diverges: x")
+	for _, tc := range []struct {
+		name         string
+		evs          []Event
+		reason, want string
+	}{
+		{"no calls", nil, "", ""},
+		{"all answered", []Event{ok, ok}, "", ""},
+		{"some failed", []Event{bad("server_error", "overloaded"), ok}, "", ""},
+		{"the one failed", []Event{bad("connection_error", "unreachable")}, ReasonProviderError, "the one model call failed: connection_error: unreachable"},
+		{"all failed", []Event{bad("server_error", "overloaded"), bad("", "no more")}, ReasonProviderError, "all 2 model calls failed; the last: no more"},
+		{"diverged after answers", []Event{ok, div, bad("x", "later")}, ErrorTypeReplayDivergence, "agentctl replay: turn 2 diverges: x"},
+		{"refused only", []Event{refused}, "", ""},
+		{"refused then failed", []Event{refused, bad("server_error", "overloaded")}, ReasonProviderError, "the one model call failed: server_error: overloaded"},
+		{"other kinds", []Event{{Kind: KindError, Error: "e"}}, "", ""},
+	} {
+		evs := append([]Event{{Kind: KindSessionStarted}}, tc.evs...)
+		reason, detail := Fold(evs).ModelCalls.Failure()
+		if reason != tc.reason || detail != tc.want {
+			t.Errorf("%s: Failure() = %q, %q; want %q, %q", tc.name, reason, detail, tc.reason, tc.want)
+		}
+	}
+}
