@@ -252,6 +252,47 @@ func acceptEncoding(h http.Header) string {
 	return "identity"
 }
 
+// WithKey wraps a backend so that every call it serves carries key as the
+// provider's credential (Anthropic's x-api-key, OpenAI's Authorization:
+// Bearer) in place of whatever the client sent. An external agent is
+// given a placeholder key and the proxy adds the real one on its way
+// upstream: a program agentctl runs cannot print, encode or send
+// elsewhere a key it never had. A known-bodies backend (a Replay) stays
+// one.
+func WithKey(b Backend, key string) Backend {
+	if kb, ok := b.(knownBodies); ok {
+		return keyReplay{keyBackend{b, key}, kb}
+	}
+	return keyBackend{b, key}
+}
+
+type keyBackend struct {
+	b   Backend
+	key string
+}
+
+func (k keyBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
+	cc := *c
+	cc.Header = c.Header.Clone()
+	if cc.Header == nil {
+		cc.Header = http.Header{}
+	}
+	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key"} {
+		cc.Header.Del(h)
+	}
+	if c.Provider == "anthropic" {
+		cc.Header.Set("X-Api-Key", k.key)
+	} else {
+		cc.Header.Set("Authorization", "Bearer "+k.key)
+	}
+	return k.b.Serve(ctx, &cc, w)
+}
+
+type keyReplay struct {
+	keyBackend
+	knownBodies
+}
+
 // Divergence is a replayed call that does not match the recording: the
 // first diverging turn and what differs. The client sees it as a 400
 // replay_divergence in its provider's error shape.
