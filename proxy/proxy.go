@@ -267,8 +267,8 @@ func validSessionID(id string) bool {
 
 // validModelID reports whether id may name a model in GET /v1/models/{id}:
 // one path segment, so that the upstream path built from it
-// (upstreamURL) stays below /v1/models. p is the decoded path, so an
-// encoded "%2e%2e" or "%2f" is caught here as ".." or "/".
+// (Upstream.url) stays below /v1/models. parseRoute reads the decoded
+// path, so an encoded "%2e%2e" or "%2f" is caught here as ".." or "/".
 func validModelID(id string) bool {
 	if id == "" || id == "." || id == ".." || len(id) > 256 || strings.ContainsAny(id, `/\`) {
 		return false
