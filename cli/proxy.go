@@ -133,13 +133,7 @@ type proxyResult struct {
 	ExitCode      int           `json:"exit_code"`
 }
 
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func isLoopback(host string) bool { return proxy.LoopbackHost(host) }
 
 func proxyBackend(f *Factory, opts *proxyOptions) (proxy.Backend, *proxy.Replay, session.Event, error) {
 	var hdr session.Event

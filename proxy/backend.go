@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -149,9 +150,24 @@ func NewUpstream(base string, client *http.Client) (*Upstream, error) {
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
 	if client == nil {
-		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Serve asks for the encoding itself (acceptEncoding): the
+		// transport must never inflate an answer on its own.
+		t.DisableCompression = true
+		client = &http.Client{Transport: t}
 	}
 	return &Upstream{base: u, client: client}, nil
+}
+
+// url is where c goes upstream: the call's route (c.Path, which for GET
+// /v1/models/{id} already ends in the id that parseRoute checked is one
+// segment) below the upstream's base path, and the client's query. It is
+// the only place an upstream URL is built.
+func (b *Upstream) url(c *Call) string {
+	u := *b.base
+	u.Path, u.RawPath = b.base.Path+c.Path, ""
+	u.RawQuery = c.RawQuery
+	return u.String()
 }
 
 // hopHeaders are not forwarded (RFC 9110 7.6.1), nor are the proxy's own.
@@ -162,18 +178,13 @@ var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-
 // Serve forwards c. Each chunk read from the upstream is written and
 // flushed before the next read: nothing is buffered.
 func (b *Upstream) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
-	u := *b.base
-	u.Path = b.base.Path + c.Path
-	if c.Model != "" && c.API == APIModels {
-		u.Path += "/" + c.Model
-	}
-	u.RawQuery = c.RawQuery
+	u := b.url(c)
 	method := http.MethodPost
 	var body io.Reader = strings.NewReader(string(c.Body))
 	if c.API == APIModels {
 		method, body = http.MethodGet, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return err
 	}
@@ -182,6 +193,7 @@ func (b *Upstream) Serve(ctx context.Context, c *Call, w http.ResponseWriter) er
 			req.Header[k] = vs
 		}
 	}
+	req.Header.Set("Accept-Encoding", acceptEncoding(c.Header))
 	resp, err := b.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -191,26 +203,94 @@ func (b *Upstream) Serve(ctx context.Context, c *Call, w http.ResponseWriter) er
 	}
 	defer resp.Body.Close()
 	for k, vs := range resp.Header {
-		if !hopHeaders[http.CanonicalHeaderKey(k)] && k != "Content-Encoding" {
+		if !hopHeaders[http.CanonicalHeaderKey(k)] && !(k == "Content-Encoding" && resp.Uncompressed) {
 			w.Header()[k] = vs
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
 	buf := make([]byte, 32<<10)
+	var sent int64
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return werr
 			}
+			sent += int64(n)
 		}
 		if rerr == io.EOF {
 			return nil
 		}
 		if rerr != nil {
-			return rerr
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &provider.Error{Provider: c.Provider, Type: "connection_error",
+				Message: fmt.Sprintf("agentctl proxy: upstream %s: the answer broke off after %d bytes: %v", b.base.Host, sent, rerr)}
 		}
 	}
+}
+
+// acceptEncoding is the Accept-Encoding asked of the upstream: gzip when
+// the client takes it (the answer is then passed on compressed, and only
+// what is recorded is inflated, at most Config.MaxRecord), else identity.
+// Encodings the proxy cannot decode to record (br, zstd) are not asked for.
+func acceptEncoding(h http.Header) string {
+	for _, v := range h.Values("Accept-Encoding") {
+		for _, part := range strings.Split(v, ",") {
+			coding, params, _ := strings.Cut(part, ";")
+			if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+				continue
+			}
+			q, ok := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q=")
+			if v, err := strconv.ParseFloat(q, 64); ok && err == nil && v == 0 {
+				continue
+			}
+			return "gzip"
+		}
+	}
+	return "identity"
+}
+
+// WithKey wraps a backend so that every call it serves carries key as the
+// provider's credential (Anthropic's x-api-key, OpenAI's Authorization:
+// Bearer) in place of whatever the client sent. An external agent is
+// given a placeholder key and the proxy adds the real one on its way
+// upstream: a program agentctl runs cannot print, encode or send
+// elsewhere a key it never had. A known-bodies backend (a Replay) stays
+// one.
+func WithKey(b Backend, key string) Backend {
+	if kb, ok := b.(knownBodies); ok {
+		return keyReplay{keyBackend{b, key}, kb}
+	}
+	return keyBackend{b, key}
+}
+
+type keyBackend struct {
+	b   Backend
+	key string
+}
+
+func (k keyBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
+	cc := *c
+	cc.Header = c.Header.Clone()
+	if cc.Header == nil {
+		cc.Header = http.Header{}
+	}
+	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key"} {
+		cc.Header.Del(h)
+	}
+	if c.Provider == "anthropic" {
+		cc.Header.Set("X-Api-Key", k.key)
+	} else {
+		cc.Header.Set("Authorization", "Bearer "+k.key)
+	}
+	return k.b.Serve(ctx, &cc, w)
+}
+
+type keyReplay struct {
+	keyBackend
+	knownBodies
 }
 
 // Divergence is a replayed call that does not match the recording: the

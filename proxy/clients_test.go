@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentctl/agentctl/session"
@@ -58,5 +61,39 @@ func TestWithoutReminders(t *testing.T) {
 	}
 	if sameMessage(withoutReminders(rec), withoutReminders(other)) {
 		t.Error("another task compares equal once reminders are cut")
+	}
+}
+
+// TestClaudeCodeDefaultModelRequest: the first request of the real Claude
+// Code CLI (2.1.328) run with its own default model (claude-opus-5-5,
+// nothing pinned), captured through the proxy
+// (cli/testdata/script/proxy_claude_default_model.txtar): its
+// environment comes as a {"role":"system"} message inside messages,
+// after the first user message. It is system text, after the system
+// field's, and the request is served, not refused with a 400.
+func TestClaudeCodeDefaultModelRequest(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("testdata", "claude-code-2.1.328-default-model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Call{API: APIMessages, Body: body}
+	if err := parseCall(c); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if len(c.Messages) != 1 || c.Messages[0].Role != session.RoleUser || !strings.HasSuffix(c.Messages[0].Content, "Fix the typo in README.md") {
+		t.Errorf("messages = %+v, want the one user message", c.Messages)
+	}
+	env := strings.Index(c.System, "You have been invoked in the following environment")
+	if !strings.HasPrefix(c.System, "x-anthropic-billing-header:") || env < 0 || !strings.Contains(c.System[env:], "Is a git repository") {
+		t.Errorf("system = %.200q…: want the system field's text, then the system message's", c.System)
+	}
+
+	_, mem, base := startProxy(t, Config{Backend: NewScripted(loadScript(t, testScript), "")})
+	status, out := post(t, base+"/s/cc/v1/messages?beta=true", string(body))
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, out)
+	}
+	if mc := lastOf(mem.Get("cc").Events(), session.KindModelCall); mc.Model != "claude-opus-5-5" || mc.Error != "" {
+		t.Errorf("model_call = %+v", mc)
 	}
 }

@@ -399,6 +399,8 @@ func (rc *callRecord) finish(s *Server, status int, header http.Header, resp pro
 			e.Error, e.ErrorType = pe.Message, pe.Type
 		} else if dv, ok := err.(*Divergence); ok {
 			e.Error, e.ErrorType = dv.Error(), session.ErrorTypeReplayDivergence
+		} else if _, ok := err.(*errTooLarge); ok {
+			e.ErrorType = "response_too_large"
 		}
 		e.Text = resp.Text
 		e.Attrs = marshal(rc.attrs)

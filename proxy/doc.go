@@ -13,7 +13,17 @@
 // /t/<token> (the token, when Config.Token is set) and /s/<session> (the
 // session the calls belong to), so a client's base URL can be
 // http://127.0.0.1:PORT/s/<session>/v1. A trailing /v1 is optional, as the
-// Anthropic SDK's base URL has none.
+// Anthropic SDK's base URL has none. GET /v1/models/{id} takes one path
+// segment: an id with a slash, a backslash or ".." (encoded or not) is a
+// 404, so a client cannot reach another path of the provider's host.
+//
+// # Who may call
+//
+// Without Config.Token, only local programs: a request a browser marks as
+// a web page's (an Origin header, Sec-Fetch-Site other than none) or
+// whose Host is not loopback (DNS rebinding) is refused with a 403
+// permission_error, since a page the user visits can reach a loopback
+// port. With a token, whoever sends it. The SDKs send none of these.
 //
 // # API
 //
@@ -30,7 +40,8 @@
 //
 // A Backend answers calls by writing wire bytes: Scripted (agentctl's
 // scripted model, turn N answers call N of each conversation), Upstream
-// (forward with the client's credentials, stream back as it arrives),
+// (forward with the client's credentials, or WithKey's, stream back as
+// it arrives, gzip passed through when the client takes it),
 // Replay (serve the recorded bytes of a session; strict or not; on a miss
 // fail or forward to an Upstream; Until N then live: TurnsThrough gives
 // the N of a seq, and AfterTurn starts a scripted live model at its first
@@ -64,7 +75,11 @@
 //     upstream: a 502 and error_type connection_error; a refusal by the
 //     Policy: its status and a model_call with attrs.refused; a client
 //     that goes away mid-stream: model_call error_type client_disconnected
-//     and an interrupted event with the partial text.
+//     and an interrupted event with the partial text; an answer that
+//     broke off (the upstream dropped mid-stream): the error recorded and
+//     the client's connection aborted, so that its SDK raises; an answer
+//     larger than Config.MaxRecord: passed on in full, recorded as
+//     error_type response_too_large with attrs.response_bytes.
 //
 // The raw request and response bodies are kept, redacted, in one
 // append-only artifact per session (artifacts/proxy-bodies), named by

@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -78,6 +80,14 @@ type Config struct {
 	Redactor *redact.Redactor
 	// MaxBody caps a request body (default 32 MiB).
 	MaxBody int64
+	// MaxRecord caps what is kept of an answer to parse and record
+	// (default 16 MiB, decoded): the client gets every byte whatever
+	// its size, as it arrives, but the proxy holds at most this much, so
+	// a huge stream or a gzip bomb costs it bounded memory. A larger
+	// answer is recorded as a model_call with error_type
+	// response_too_large (its size, no text, no response artifact); the
+	// agent's next request carries what it said.
+	MaxRecord int64
 	// OnRecorded, when set, is called after each model call's events are
 	// durable, with the call and the events as written (a runner ends
 	// the run on a refusal, counts spend, streams progress). It is called
@@ -117,6 +127,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 32 << 20
+	}
+	if cfg.MaxRecord <= 0 {
+		cfg.MaxRecord = 16 << 20
 	}
 	s := &Server{cfg: cfg, red: cfg.Redactor, byID: map[string]*conversation{}}
 	if s.red == nil {
@@ -252,6 +265,9 @@ func parseRoute(method, p string) (route, error) {
 		r.api = APIModels
 	case strings.HasPrefix(rest, "/models/") && method == http.MethodGet:
 		r.api, r.modelID = APIModels, strings.TrimPrefix(rest, "/models/")
+		if !validModelID(r.modelID) {
+			return r, fmt.Errorf("model id %q in %s: want one path segment (no '/', '\\', '..' or control characters)", r.modelID, p)
+		}
 	default:
 		return r, fmt.Errorf("no such endpoint: %s %s (the proxy serves POST /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens and GET /v1/models)", method, p)
 	}
@@ -271,6 +287,59 @@ func validSessionID(id string) bool {
 		}
 	}
 	return true
+}
+
+// validModelID reports whether id may name a model in GET /v1/models/{id}:
+// one path segment, so that the upstream path built from it
+// (Upstream.url) stays below /v1/models. parseRoute reads the decoded
+// path, so an encoded "%2e%2e" or "%2f" is caught here as ".." or "/".
+func validModelID(id string) bool {
+	if id == "" || id == "." || id == ".." || len(id) > 256 || strings.ContainsAny(id, `/\`) {
+		return false
+	}
+	for _, c := range id {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// browserRequest says why r may come from a web page rather than a local
+// program, "" when nothing says so. A page the user visits can reach a
+// loopback port: a form's text/plain POST needs no CORS preflight, and
+// DNS rebinding makes the page's own origin resolve to 127.0.0.1. Browsers
+// mark what they send (Origin on every POST and cross-origin fetch,
+// Sec-Fetch-Site on every fetch) and keep the page's host name in Host;
+// the SDKs send neither header (Node's fetch sends Sec-Fetch-Mode only),
+// and reach the proxy by a loopback address. The proxy serves no pages,
+// so even a same-origin request is a foreign one.
+func browserRequest(r *http.Request) string {
+	if o := r.Header.Get("Origin"); o != "" {
+		return fmt.Sprintf("the request has an Origin header (%q): a web page sent it", o)
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" {
+		return fmt.Sprintf("the request has Sec-Fetch-Site: %s: a web page sent it", site)
+	}
+	if r.Host != "" && !LoopbackHost(r.Host) {
+		return fmt.Sprintf("the request's Host %q is not a loopback address (a DNS rebinding page, or a client that reaches the proxy by another name)", r.Host)
+	}
+	return ""
+}
+
+// LoopbackHost reports whether host (a Host header or --listen address,
+// with or without a port) names this machine's loopback: localhost or a
+// loopback IP.
+func LoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // apiGuess is the protocol an unroutable request most likely spoke, for
@@ -293,6 +362,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
 			writeError(w, apiGuess(r), http.StatusUnauthorized, "authentication_error", "agentctl proxy: this proxy needs its token: send it as X-Agentctl-Token or put /t/<token> before /v1 in the base URL")
+			return
+		}
+	}
+	if s.cfg.Token == "" {
+		if why := browserRequest(r); why != "" {
+			writeError(w, apiGuess(r), http.StatusForbidden, "permission_error", "agentctl proxy: refused: "+why+
+				"; a proxy without a token serves only programs on this machine, never a web page (which could forge calls with your key): "+
+				"start it with --token (or AGENTCTL_PROXY_TOKEN) and send the token as X-Agentctl-Token to allow such clients")
 			return
 		}
 	}
@@ -365,11 +442,14 @@ func (s *Server) answerError(w http.ResponseWriter, c *Call, err error, wrote bo
 }
 
 // capture passes what a Backend writes on to the client, flushing each
-// write, and keeps a copy to record.
+// write, and keeps the first max bytes of it to record: the client gets
+// the rest as it comes, the proxy holds no more than max.
 type capture struct {
 	w      http.ResponseWriter
+	max    int64
 	status int
-	body   bytes.Buffer
+	body   []byte
+	n      int64 // bytes written, kept or not
 	first  time.Time
 	werr   error
 }
@@ -391,7 +471,10 @@ func (c *capture) Write(p []byte) (int, error) {
 	if c.first.IsZero() && len(p) > 0 {
 		c.first = time.Now()
 	}
-	c.body.Write(p)
+	if keep := min(int64(len(p)), c.max+1-int64(len(c.body))); keep > 0 {
+		c.body = append(c.body, p[:keep]...)
+	}
+	c.n += int64(len(p))
 	if c.werr != nil {
 		return 0, c.werr
 	}
@@ -409,6 +492,45 @@ func (c *capture) Write(p []byte) (int, error) {
 func (c *capture) Flush() {}
 
 func (c *capture) wrote() bool { return c.status != 0 }
+
+// errTooLarge is an answer larger than Config.MaxRecord: passed on to
+// the client, not recorded.
+type errTooLarge struct{ msg string }
+
+func (e *errTooLarge) Error() string { return e.msg }
+
+// recorded is the answer as it is recorded: the bytes the backend wrote,
+// decoded when the upstream's Content-Encoding is passed on to the client
+// (gzip), and at most max of them; an *errTooLarge when it was larger, or
+// could not be decoded.
+func (c *capture) recorded() ([]byte, error) {
+	tooLarge := func(what string) error {
+		return &errTooLarge{fmt.Sprintf("agentctl proxy: the answer (%d bytes as sent%s) is more than the %d bytes the proxy records: "+
+			"the client got all of it; its text is not recorded (the agent's next request carries it)", c.n, what, c.max)}
+	}
+	if int64(len(c.body)) > c.max {
+		return nil, tooLarge("")
+	}
+	switch enc := strings.ToLower(strings.TrimSpace(c.Header().Get("Content-Encoding"))); enc {
+	case "", "identity":
+		return c.body, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(c.body))
+		if err != nil {
+			return nil, &errTooLarge{fmt.Sprintf("agentctl proxy: the answer is not valid gzip (%v): passed on, not recorded", err)}
+		}
+		b, err := io.ReadAll(io.LimitReader(zr, c.max+1))
+		if err != nil {
+			return nil, &errTooLarge{fmt.Sprintf("agentctl proxy: the answer is not valid gzip (%v): passed on, not recorded", err)}
+		}
+		if int64(len(b)) > c.max {
+			return nil, tooLarge(", gzip")
+		}
+		return b, nil
+	default:
+		return nil, &errTooLarge{fmt.Sprintf("agentctl proxy: the answer has Content-Encoding %q, which the proxy does not decode: passed on, not recorded", enc)}
+	}
+}
 
 // parseAnswer reads the answer a backend wrote.
 func parseAnswer(c *Call, status int, body []byte, header http.Header) (provider.Response, error) {
@@ -488,32 +610,48 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, rt route, c *
 			return
 		}
 	}
-	cw := &capture{w: w}
+	cw := &capture{w: w, max: s.cfg.MaxRecord}
 	serr := s.cfg.Backend.Serve(r.Context(), c, cw)
 	rec.first = cw.first
 	if serr != nil && !cw.wrote() {
 		status, typ, msg := s.answerError(cw, c, serr, false)
-		rec.fail(s, status, typ, msg, cw.body.Bytes())
+		rec.fail(s, status, typ, msg, cw.body)
 		return
 	}
 	if cw.status == 0 {
 		cw.WriteHeader(http.StatusOK)
 	}
-	// The answer is parsed while its bytes are made durable.
-	type parsed struct {
-		resp provider.Response
-		err  error
+	body, berr := cw.recorded()
+	var resp provider.Response
+	var aerr error
+	if berr != nil {
+		rec.artifacts(s, nil)
+		resp.Model, aerr = c.Model, berr
+		rec.attrs = obj{"response_bytes": cw.n}
+	} else {
+		// The answer is parsed while its bytes are made durable.
+		type parsed struct {
+			resp provider.Response
+			err  error
+		}
+		done := make(chan parsed, 1)
+		go func() {
+			resp, err := parseAnswer(c, cw.status, body, cw.Header())
+			done <- parsed{resp, err}
+		}()
+		rec.artifacts(s, body)
+		p := <-done
+		resp, aerr = p.resp, p.err
 	}
-	done := make(chan parsed, 1)
-	go func() {
-		resp, err := parseAnswer(c, cw.status, cw.body.Bytes(), cw.Header())
-		done <- parsed{resp, err}
-	}()
-	rec.artifacts(s, cw.body.Bytes())
-	p := <-done
-	resp, aerr := p.resp, p.err
 	// Only a Serve cut short by the client counts: a client that closes
 	// the connection right after the last byte was answered in full.
 	disconnected := serr != nil && (r.Context().Err() != nil || cw.werr != nil)
 	rec.finish(s, cw.status, cw.Header(), resp, aerr, serr, disconnected)
+	if serr != nil && !disconnected {
+		// The answer broke off (the upstream dropped mid-stream): the
+		// client must see it broken, not a clean end of a short answer.
+		// Aborting the handler closes the connection without the final
+		// chunk (an HTTP/2 stream is reset), so its SDK raises.
+		panic(http.ErrAbortHandler)
+	}
 }

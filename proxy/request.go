@@ -371,13 +371,24 @@ func parseMessages(c *Call) error {
 	if c.API == APIMessages && r.MaxTokens <= 0 {
 		return badf("messages request: max_tokens is required")
 	}
-	c.Model, c.Stream, c.MaxTokens, c.Metadata, c.System = r.Model, r.Stream, r.MaxTokens, r.Metadata, text(r.System)
+	c.Model, c.Stream, c.MaxTokens, c.Metadata = r.Model, r.Stream, r.MaxTokens, r.Metadata
+	var system []string
+	if s := text(r.System); s != "" {
+		system = append(system, s)
+	}
 	for i, m := range r.Messages {
 		role := session.RoleUser
 		switch m.Role {
 		case "user":
 		case "assistant":
 			role = session.RoleAssistant
+		case "system":
+			// Claude Code (2.1.328, its default model) puts its
+			// environment (working directory, OS, tool list) in a system
+			// message after the first user message: system text, as the
+			// chat API's system messages are, wherever it stands.
+			system = append(system, text(m.Content))
+			continue
 		default:
 			return badf("messages request: messages[%d]: unknown role %q", i, m.Role)
 		}
@@ -422,6 +433,7 @@ func parseMessages(c *Call) error {
 			c.Messages = append(c.Messages, msg)
 		}
 	}
+	c.System = strings.Join(system, "\n\n")
 	for _, t := range r.Tools {
 		c.Tools = append(c.Tools, t.Name)
 	}

@@ -119,7 +119,15 @@ func (x *externalRun) run1(parent context.Context, prompt string) (Result, error
 	if err := r.setupSandbox(); err != nil {
 		return r.fail(ReasonSetupError, err)
 	}
-	srv, err := proxy.New(proxy.Config{Backend: r.cfg.Backend, Sink: (*runSink)(x), Policy: x.policy, Redactor: r.redactor()})
+	// The agent gets a placeholder key; the proxy adds the real one to
+	// what it forwards upstream.
+	backend := r.cfg.Backend
+	if ks := keySpec(sp, r.cfg.Fork); ks.Model.Provider == "openai" || ks.Model.Provider == "anthropic" {
+		if key := upstreamKey(ks); key != dummyKey {
+			backend = proxy.WithKey(backend, key)
+		}
+	}
+	srv, err := proxy.New(proxy.Config{Backend: backend, Sink: (*runSink)(x), Policy: x.policy, Redactor: r.redactor()})
 	if err != nil {
 		return r.fail(ReasonSetupError, err)
 	}
@@ -133,14 +141,10 @@ func (x *externalRun) run1(parent context.Context, prompt string) (Result, error
 		agentCtx, cancel = context.WithDeadlineCause(agentCtx, r.started.Add(w-r.wall()), errWallStop)
 		defer cancel()
 	}
-	key := dummyKey
-	if ks := keySpec(sp, r.cfg.Fork); ks.Model.Provider == "openai" || ks.Model.Provider == "anthropic" {
-		key = upstreamKey(ks)
-	}
 	cfg := *r.sandbox
 	unconfined := cfg.Unconfined
 	envFor := func(addr string) []string {
-		return agentEnv(sp, r.ws, "http://"+addr+"/s/"+r.id, r.id, prompt, key, unconfined)
+		return agentEnv(sp, r.ws, "http://"+addr+"/s/"+r.id, r.id, prompt, dummyKey, unconfined)
 	}
 	outPath := filepath.Join(r.cfg.Store.SessionDir(r.id), ArtifactsDir, AgentOutput)
 	p, err := startAgent(cfg, r.ws, sp.Agent.Command, envFor, srv, r.redactor(), outPath)
@@ -283,9 +287,10 @@ func (s *runSink) AppendArtifact(name string, parts ...[]byte) ([]string, func()
 
 func (s *runSink) ReadArtifact(ref string) ([]byte, error) { return s.art.ReadArtifact(ref) }
 
-// upstreamKey is the key the agent's SDK sends, which the proxy forwards
-// upstream: the variable model.api_key_env names, else the provider's
-// usual one, else a dummy (the upstream then says what is missing).
+// upstreamKey is the key the proxy puts on the calls it forwards upstream
+// (proxy.WithKey; the agent never sees it): the variable
+// model.api_key_env names, else the provider's usual one, else the
+// dummy (the upstream then says what is missing).
 func upstreamKey(sp *spec.Spec) string {
 	names := []string{sp.Model.APIKeyEnv}
 	switch sp.Model.Provider {

@@ -55,8 +55,8 @@ func (x *externalRun) forkModel(c *proxy.Call) (string, error) {
 	return f.Model, nil
 }
 
-// keySpec is the spec whose provider decides the key the agent's SDK
-// sends (upstreamKey): the fork's live provider when it names one.
+// keySpec is the spec whose provider decides the key the proxy adds
+// upstream (upstreamKey): the fork's live provider when it names one.
 func keySpec(sp *spec.Spec, f *ExternalFork) *spec.Spec {
 	if f == nil || f.Provider == "" || f.Provider == sp.Model.Provider {
 		return sp

@@ -32,8 +32,9 @@ const agentGrace = 5 * time.Second
 // proxy's listener.
 const listenerWait = 20 * time.Second
 
-// dummyKey is the API key an external agent gets when agentctl serves
-// its model itself (scripted, replay): SDKs refuse to start without one.
+// dummyKey is the API key an external agent always gets: SDKs refuse to
+// start without one, and the real key (upstreamKey) stays with the proxy,
+// which puts it on the calls it forwards upstream (proxy.WithKey).
 const dummyKey = "agentctl-proxy-no-key"
 
 // agentProc is one external agent program running under the sandbox, its

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -283,6 +284,84 @@ func TestExternalAgentUpstream(t *testing.T) {
 		return nil
 	})
 	if files < 3 {
+		t.Errorf("only %d files in the session folder: nothing was checked", files)
+	}
+}
+
+// TestExternalAgentGetsNoKey: the agent is a program agentctl does not
+// trust with the provider's key (it could print it, encoded past the
+// redactor, or send it elsewhere): its environment holds a placeholder,
+// and the proxy puts the real key on the calls it forwards upstream.
+// The agent here dumps its environment, base64-encoded, to its output,
+// as the red team's agent did.
+func TestExternalAgentGetsNoKey(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("sandbox unavailable: %v", err)
+	}
+	if _, err := os.Stat("/usr/bin/curl"); err != nil {
+		t.Skip("no curl")
+	}
+	const key = "sk-ant-api03-agentctl-real-key-0123456789abcdef"
+	t.Setenv("ANTHROPIC_API_KEY", key)
+	got := make(chan http.Header, 4)
+	up := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		w.Header().Set("content-type", "application/json")
+		fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"From upstream."}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":2}}`)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go up.Serve(ln)
+	defer up.Close()
+	script := `env | base64 -w0; echo; env > env.txt; curl -s "$ANTHROPIC_BASE_URL/v1/messages" -H 'content-type: application/json' -H "x-api-key: $ANTHROPIC_API_KEY" -H 'anthropic-version: 2023-06-01' -d '{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}'; echo`
+	sp := externalSpec(t, script, "  - text: x\n", "")
+	sp.Model = spec.Model{Provider: "anthropic", ID: "claude-sonnet-4-5", BaseURL: "http://" + ln.Addr().String()}
+	b, err := proxy.NewUpstream(sp.Model.BaseURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := recorder.Store{Root: t.TempDir()}
+	res, err := Start(context.Background(), Config{Spec: sp, Store: st, Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != session.StatusDone || res.OutputTokens != 2 {
+		t.Errorf("result = %+v, want done with the upstream's answer", res)
+	}
+	select {
+	case h := <-got:
+		if h.Get("X-Api-Key") != key || h.Get("Authorization") != "" {
+			t.Errorf("upstream got x-api-key %q, authorization %q: want the real key", h.Get("X-Api-Key"), h.Get("Authorization"))
+		}
+	default:
+		t.Fatal("the upstream was never called")
+	}
+	dir := st.SessionDir(res.SessionID)
+	out, err := os.ReadFile(filepath.Join(dir, ArtifactsDir, AgentOutput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump, err := base64.StdEncoding.DecodeString(strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]))
+	if err != nil || !strings.Contains(string(dump), "ANTHROPIC_API_KEY="+dummyKey) {
+		t.Fatalf("the agent's environment (decoded from its output %q): %v; want its ANTHROPIC_API_KEY to be the placeholder", out, err)
+	}
+	if strings.Contains(string(dump), key) {
+		t.Errorf("the agent's environment holds the real key")
+	}
+	files := 0
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files++
+		if b, err := os.ReadFile(p); err == nil && (strings.Contains(string(b), key) || strings.Contains(string(b), key[len(key)-16:])) {
+			t.Errorf("%s holds the API key", p)
+		}
+		return nil
+	})
+	if files < 4 {
 		t.Errorf("only %d files in the session folder: nothing was checked", files)
 	}
 }
