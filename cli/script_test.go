@@ -67,6 +67,7 @@ func TestScripts(t *testing.T) {
 			"flipbyte":    flipByte,
 			"termlease":   termLease,
 			"forgeheader": forgeHeader,
+			"cc21":        cc21,
 			"forgeevent":  forgeEvent,
 			"procsgone":   procsGone,
 			"nogrow":      noGrow,

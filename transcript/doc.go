@@ -54,7 +54,9 @@
 //	no_result        a tool call the transcript has no result for
 //	fork             lines on a branch the conversation left (Claude Code
 //	                 rewinds: parentUuid chains that are not the one
-//	                 leading to the last message)
+//	                 leading to the last message; a result that hangs off
+//	                 its own parallel call's line, as 2.1.x writes them, is
+//	                 the conversation's, not a branch)
 //	subagent         a sub-agent imported as a child session
 //
 // The session id is derived from the format, the part of the file (an

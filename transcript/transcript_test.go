@@ -20,6 +20,7 @@ import (
 	"github.com/agentctl/agentctl/replay"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/transcript"
+	"github.com/agentctl/agentctl/transcript/transcripttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden event listings")
@@ -712,4 +713,127 @@ func TestClaudeCodeUsage(t *testing.T) {
 	if json.Unmarshal(a.Attrs, &attrs) != nil || len(attrs["thinking"]) != 1 || !bytes.Contains(attrs["thinking"][0], []byte(`"signature"`)) {
 		t.Errorf("assistant attrs = %s, want the thinking block verbatim", a.Attrs)
 	}
+}
+
+// as21 derives the Claude Code 2.1.x shape of parallel calls (each result
+// hanging off its own call's line) from a real file: the corpus's files
+// with parallel calls (2.0.64, 2.0.76) chain their results one after
+// another, and its 2.1.x files make no parallel calls.
+func as21(t *testing.T, lines []string) []string {
+	t.Helper()
+	out, err := transcripttest.ClaudeCode21(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// rawCalls counts, from the raw JSON of a Claude Code file, its tool_use
+// blocks and the tool_result blocks that answer one of them.
+func rawCalls(t *testing.T, p string) (calls, results int) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	var res []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		_ = json.Unmarshal([]byte(l), &r)
+		var blocks []struct {
+			Type, ID  string
+			ToolUseID string `json:"tool_use_id"`
+		}
+		if json.Unmarshal(r.Message.Content, &blocks) != nil {
+			continue
+		}
+		for _, bl := range blocks {
+			switch bl.Type {
+			case "tool_use":
+				ids[bl.ID] = true
+				calls++
+			case "tool_result":
+				res = append(res, bl.ToolUseID)
+			}
+		}
+	}
+	for _, id := range res {
+		if ids[id] {
+			results++
+		}
+	}
+	return calls, results
+}
+
+// TestClaudeCodeParallelResults: the results of parallel calls that hang
+// off their own call's line (2.1.x) are the conversation's, not a rewind:
+// every call has its result, the counts are the source's, and verify finds
+// nothing pending. A rewind in the same shape is still a fork.
+func TestClaudeCodeParallelResults(t *testing.T) {
+	for _, rel := range []string{fasthooks, "claude-code/codemie-ai__codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"} {
+		t.Run(rel, func(t *testing.T) {
+			p := derive(t, rel, "derived-2.1-results-off-their-calls.jsonl", func(l []string) []string { return as21(t, l) })
+			calls, results := rawCalls(t, p)
+			ss, err := transcript.Import(transcript.FormatClaudeCode, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ss[0]
+			for _, n := range s.Report.Notes {
+				if n.Code == transcript.CodeFork || n.Code == transcript.CodeNoResult {
+					t.Errorf("note %+v", n)
+				}
+			}
+			if got := s.Report.Counts[string(session.KindToolIntent)]; got != calls {
+				t.Errorf("%d calls imported, the source has %d", got, calls)
+			}
+			if got := s.Report.Counts[string(session.KindToolResult)]; got != results {
+				t.Errorf("%d results imported, the source has %d", got, results)
+			}
+			st := session.Fold(s.Events)
+			for _, e := range s.Events {
+				if e.Kind == session.KindToolIntent {
+					if c := st.Call(e.CallID); c == nil || c.ResultSeq == 0 {
+						t.Errorf("call %s has no result", e.CallID)
+					}
+				}
+			}
+			if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+				t.Errorf("verify: %s", rep.Text())
+			}
+		})
+	}
+	t.Run("rewind", func(t *testing.T) {
+		// The 2.1.x shape, then the third prompt re-parented onto the first
+		// answer (as TestMalformedVariants' rewind): the second exchange,
+		// its call and its result, is a branch the conversation left.
+		p := derive(t, fasthooks, "derived-2.1-rewound.jsonl", func(l []string) []string {
+			l = as21(t, l)
+			for i := range l {
+				if strings.Contains(l[i], `"uuid":"4ff8f9dd`) {
+					l[i] = regexp.MustCompile(`"parentUuid":"[^"]+"`).ReplaceAllString(l[i], `"parentUuid":"5d50bbbc-`+uuidTail(l, "5d50bbbc")+`"`)
+				}
+			}
+			return l
+		})
+		ss, err := transcript.Import(transcript.FormatClaudeCode, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fork := false
+		for _, n := range ss[0].Report.Notes {
+			fork = fork || (n.Code == transcript.CodeFork && n.Line == 10)
+		}
+		if !fork {
+			t.Errorf("no fork note at line 10: %+v", ss[0].Report.Notes)
+		}
+		if c := session.Fold(ss[0].Events).Call("toolu_01HaquTrAhq2raBg86UfK1s6"); c != nil {
+			t.Errorf("the rewound branch's call was imported: %+v", c)
+		}
+	})
 }
