@@ -13,7 +13,11 @@
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per
 //	             sample and epoch
 //	atif         Harbor ATIF trajectories (trajectory.json), with their
-//	             sub-agent trajectories
+//	             sub-agent trajectories; a result without source_call_id
+//	             is paired with its step's unanswered call by position when
+//	             the counts match (attrs paired_by), else kept as a
+//	             user_message with attrs atif_observation, which the export
+//	             writes back as an unpaired result
 //
 // # What an import holds
 //

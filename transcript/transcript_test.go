@@ -837,3 +837,157 @@ func TestClaudeCodeParallelResults(t *testing.T) {
 		}
 	})
 }
+
+// TestATIFObservationsWithoutCallID: Harbor's terminus-2 writes results
+// with no source_call_id (ATIF allows it); the real trajectory's steps 9
+// and 10 each have one call and one such result. Each is paired with its
+// step's call by position, the export to ATIF holds every observation of
+// the source's agent steps, and importing the export gives the events back.
+func TestATIFObservationsWithoutCallID(t *testing.T) {
+	p := tr("atif/harbor-framework__harbor/terminus-2-context-summarization/trajectory.json")
+	// From the raw JSON: the results of the agent and user steps (a system
+	// step's result is its compaction summary), and those naming no call.
+	var raw struct {
+		Steps []struct {
+			Source      string `json:"source"`
+			Observation *struct {
+				Results []struct {
+					SourceCallID *string `json:"source_call_id"`
+				} `json:"results"`
+			} `json:"observation"`
+		} `json:"steps"`
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	results, noID := 0, 0
+	for _, st := range raw.Steps {
+		if st.Observation == nil || st.Source == "system" {
+			continue
+		}
+		for _, r := range st.Observation.Results {
+			results++
+			if r.SourceCallID == nil {
+				noID++
+			}
+		}
+	}
+	if results != 7 || noID != 2 {
+		t.Fatalf("the source has %d results, %d without source_call_id; this test was written for 7 and 2", results, noID)
+	}
+	ss, err := transcript.Import(transcript.FormatATIF, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	if got := s.Report.Counts[string(session.KindToolResult)]; got != results {
+		t.Errorf("%d results imported, the source has %d", got, results)
+	}
+	st := session.Fold(s.Events)
+	for _, id := range []string{"call_5_task_complete", "call_6_task_complete"} {
+		if c := st.Call(id); c == nil || c.ResultSeq == 0 {
+			t.Errorf("call %s has no result", id)
+		}
+	}
+	if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+		t.Errorf("verify: %s", rep.Text())
+	}
+	out, err := transcript.ExportATIF(s.ID(), s.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &raw); err != nil {
+		t.Fatal(err)
+	}
+	exported := 0
+	for _, st := range raw.Steps {
+		if st.Observation != nil && st.Source == "agent" {
+			exported += len(st.Observation.Results)
+		}
+	}
+	if exported != results {
+		t.Errorf("the export holds %d observations, the source %d", exported, results)
+	}
+	back := filepath.Join(t.TempDir(), "trajectory.json")
+	if err := os.WriteFile(back, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := transcript.Import(transcript.FormatATIF, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again[0].Events) != len(s.Events) {
+		t.Fatalf("%d events back, %d exported", len(again[0].Events), len(s.Events))
+	}
+	for i := 1; i < len(s.Events); i++ {
+		a, _ := session.Encode(s.Events[i])
+		g, _ := session.Encode(again[0].Events[i])
+		if !bytes.Equal(a, g) {
+			t.Errorf("event %d:\nexported %s\nimported %s", i+1, a, g)
+		}
+	}
+}
+
+// TestATIFUnpairedResults: results that name no call and that position
+// cannot pair (two results, one call) are kept, shown as what the
+// environment told the agent, and exported back as unpaired results. A
+// variant of the real terminus-2 trajectory: step 9 gets a second result.
+func TestATIFUnpairedResults(t *testing.T) {
+	p := tr("atif/harbor-framework__harbor/terminus-2-context-summarization/trajectory.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	step := doc["steps"].([]any)[8].(map[string]any)
+	if step["step_id"].(float64) != 9 {
+		t.Fatal("step 9 is not the ninth")
+	}
+	obs := step["observation"].(map[string]any)
+	obs["results"] = append(obs["results"].([]any), map[string]any{"content": "derived: a second result"})
+	b, _ = json.Marshal(doc)
+	dir := t.TempDir()
+	v := filepath.Join(dir, "terminus-2-derived-two-results-one-call.json")
+	if err := os.WriteFile(v, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := transcript.Import(transcript.FormatATIF, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	kept := 0
+	for _, e := range s.Events {
+		if e.Kind == session.KindUserMessage && (strings.Contains(e.Text, "Are you sure you want to mark") || e.Text == "derived: a second result") {
+			kept++
+		}
+	}
+	if kept != 2 {
+		t.Errorf("%d of the 2 unpaired results kept", kept)
+	}
+	out, err := transcript.ExportATIF(s.ID(), s.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte(`derived: a second result`)) {
+		t.Error("the export lacks the unpaired result")
+	}
+	back := filepath.Join(dir, "back.json")
+	if err := os.WriteFile(back, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := transcript.Import(transcript.FormatATIF, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again[0].Events) != len(s.Events) {
+		t.Fatalf("%d events back, %d exported", len(again[0].Events), len(s.Events))
+	}
+}
