@@ -68,6 +68,7 @@ func TestScripts(t *testing.T) {
 			"termlease":   termLease,
 			"forgeheader": forgeHeader,
 			"cc21":        cc21,
+			"jsonset":     jsonSet,
 			"forgeevent":  forgeEvent,
 			"procsgone":   procsGone,
 			"nogrow":      noGrow,

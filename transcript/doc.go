@@ -62,6 +62,8 @@
 //	                 its own parallel call's line, as 2.1.x writes them, is
 //	                 the conversation's, not a branch)
 //	subagent         a sub-agent imported as a child session
+//	not_imported     a record, or a file it refers to (an ATIF sub-agent
+//	                 trajectory), that could not be read or was refused
 //
 // The session id is derived from the format, the part of the file (an
 // Inspect sample) and the content hash, so the same file imported twice

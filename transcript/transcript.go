@@ -43,6 +43,7 @@ const (
 	CodeNoResult      = "no_result"
 	CodeFork          = "fork"
 	CodeSubagent      = "subagent"
+	CodeNotImported   = "not_imported"
 )
 
 // Session is one imported session: its events, header first (seq 1, dense
@@ -76,6 +77,22 @@ type Report struct {
 	Counts      map[string]int `json:"counts"`
 	NotRecorded []string       `json:"not_recorded"`
 	Notes       []Note         `json:"notes"`
+	// Error: the file was not imported, and why (no session_id then).
+	Error string `json:"error,omitempty"`
+}
+
+// Lost counts the records of r that were not imported: the notes coded
+// torn_line, bad_line, unknown_record and not_imported. (skipped records
+// are not part of the conversation; fork lines are a branch it left.)
+func Lost(r Report) int {
+	n := 0
+	for _, x := range r.Notes {
+		switch x.Code {
+		case CodeTornLine, CodeBadLine, CodeUnknownRecord, CodeNotImported:
+			n++
+		}
+	}
+	return n
 }
 
 // Note is one thing the import did not map to a field, or found wrong.
