@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -425,21 +427,26 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 		case r.r.TrajectoryID != "" && embedded(t.Subagents, r.r.TrajectoryID) != nil:
 			child, err = importATIF(embedded(t.Subagents, r.r.TrajectoryID), file, "subagent "+r.r.TrajectoryID, seen)
 		case r.r.TrajectoryPath != "":
-			p := r.r.TrajectoryPath
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(filepath.Dir(file), p)
-			}
-			if _, serr := os.Stat(p); serr != nil {
-				s.Report.Notes = append(s.Report.Notes, Note{Code: CodeSkipped, Detail: fmt.Sprintf("sub-agent trajectory %s is not readable here (%v)", r.r.TrajectoryPath, serr)})
+			// The path is the file's word, not the user's: only a regular
+			// file in the trajectory's folder is read, as read_file would.
+			dir := filepath.Dir(file)
+			data, rerr := tools.ReadFileIn(dir, r.r.TrajectoryPath)
+			if rerr != nil {
+				s.Report.Notes = append(s.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent trajectory %q (trajectory_path) not imported: only a regular file of at most %d MiB in the trajectory's folder %s is read: %v", r.r.TrajectoryPath, tools.MaxFileSize>>20, dir, rerr)})
 				continue
 			}
-			child, err = importATIFFile(p, seen)
+			p := r.r.TrajectoryPath
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			child, err = importATIF(data, p, "", seen)
 		default:
 			s.Report.Notes = append(s.Report.Notes, Note{Code: CodeSkipped, Detail: fmt.Sprintf("a sub-agent ref with neither trajectory_id nor trajectory_path (session %s)", r.r.SessionID)})
 			continue
 		}
 		if err != nil {
-			return nil, err
+			s.Report.Notes = append(s.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent trajectory %s not imported: %v", cmp.Or(r.r.TrajectoryPath, r.r.TrajectoryID), err)})
+			continue
 		}
 		if child == nil || seen[child.ID()+"/linked"] {
 			continue

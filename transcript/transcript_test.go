@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/query"
 	"github.com/agentctl/agentctl/recorder"
@@ -989,5 +991,121 @@ func TestATIFUnpairedResults(t *testing.T) {
 	}
 	if len(again[0].Events) != len(s.Events) {
 		t.Fatalf("%d events back, %d exported", len(again[0].Events), len(s.Events))
+	}
+}
+
+// TestATIFSubagentPathsConfined: a sub-agent trajectory_path is the file's
+// word, not the user's. In a copy of the real terminus-2 folder, the ref
+// to trajectory.summarization-1-summary.json is made to name a named pipe,
+// /dev/zero, an absolute path and a ../ path outside the folder, or a
+// symlink leading out: each is refused with a note naming the path, the
+// import ends (no hang: the pipe has no writer), and the other two
+// sub-agents are still imported.
+func TestATIFSubagentPathsConfined(t *testing.T) {
+	const sub = "trajectory.summarization-1-summary.json"
+	outside := tr("atif/harbor-framework__harbor/atif2otel-fixtures/trajectory_pass.json")
+	for _, tt := range []struct {
+		name string
+		path string                         // the ref's trajectory_path ("": unchanged)
+		make func(t *testing.T, dir string) // what to put at dir/sub
+	}{
+		{"fifo", "", func(t *testing.T, dir string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, sub), 0o644); err != nil {
+				t.Skip("mkfifo:", err)
+			}
+		}},
+		{"dev-zero", "/dev/zero", nil},
+		{"absolute", "", nil}, // path set below: the real trajectory_pass.json
+		{"dotdot", "../atif2otel-fixtures/trajectory_pass.json", nil},
+		{"symlink-out", "", func(t *testing.T, dir string) {
+			if err := os.Symlink(outside, filepath.Join(dir, sub)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "terminus-2-context-summarization")
+			if err := os.MkdirAll(filepath.Join(root, "atif2otel-fixtures"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			copyFile(t, outside, filepath.Join(root, "atif2otel-fixtures", "trajectory_pass.json"))
+			src := tr("atif/harbor-framework__harbor/terminus-2-context-summarization")
+			ents, err := os.ReadDir(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if e.Name() != sub || tt.make == nil {
+					copyFile(t, filepath.Join(src, e.Name()), filepath.Join(dir, e.Name()))
+				}
+			}
+			path := tt.path
+			if tt.name == "absolute" {
+				path, _ = filepath.Abs(outside)
+			}
+			if tt.make != nil {
+				tt.make(t, dir)
+			}
+			named := sub
+			if path != "" {
+				named = path
+				b, err := os.ReadFile(filepath.Join(dir, "trajectory.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				q, _ := json.Marshal(path)
+				b = bytes.Replace(b, []byte(`"trajectory_path": "`+sub+`"`), []byte(`"trajectory_path": `+string(q)), 1)
+				if err := os.WriteFile(filepath.Join(dir, "trajectory.json"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			type res struct {
+				ss  []*transcript.Session
+				err error
+			}
+			done := make(chan res, 1)
+			go func() {
+				ss, err := transcript.Import(transcript.FormatATIF, filepath.Join(dir, "trajectory.json"))
+				done <- res{ss, err}
+			}()
+			var r res
+			select {
+			case r = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the import still runs after 20s (it opened %s)", named)
+			}
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			p := r.ss[0]
+			if len(p.Children) != 2 {
+				t.Errorf("%d children imported, want the other 2", len(p.Children))
+			}
+			refused := false
+			for _, n := range p.Report.Notes {
+				refused = refused || (n.Code == transcript.CodeNotImported && strings.Contains(n.Detail, fmt.Sprintf("%q", named)))
+			}
+			if !refused {
+				t.Errorf("no not_imported note naming %q: %+v", named, p.Report.Notes)
+			}
+			if transcript.Lost(p.Report) != 1 {
+				t.Errorf("Lost = %d, want 1", transcript.Lost(p.Report))
+			}
+		})
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
