@@ -1109,3 +1109,73 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestSWEAgentHistoryOnly: a .traj that holds only its history (no
+// trajectory steps) imports its responses, calls and results from the
+// history. Variants of the real 1.x (function calling) and 0.x files with
+// "trajectory" removed; the counts are the history's, from its raw JSON.
+func TestSWEAgentHistoryOnly(t *testing.T) {
+	for _, rel := range []string{"swe-agent/SWE-agent__SWE-agent/marshmallow-code__marshmallow-1867__function_calling.traj", "swe-agent/SWE-agent__SWE-agent/pydicom__pydicom-1458.traj"} {
+		t.Run(rel, func(t *testing.T) {
+			b, err := os.ReadFile(tr(rel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			delete(doc, "trajectory")
+			var hist []struct {
+				Role        string            `json:"role"`
+				Action      string            `json:"action"`
+				IsDemo      bool              `json:"is_demo"`
+				ToolCalls   []json.RawMessage `json:"tool_calls"`
+				ToolCallIDs []string          `json:"tool_call_ids"`
+			}
+			if err := json.Unmarshal(doc["history"], &hist); err != nil {
+				t.Fatal(err)
+			}
+			responses, calls, results := 0, 0, 0
+			afterAction, prompted := false, false
+			for _, h := range hist {
+				switch {
+				case h.Role == "assistant":
+					responses++
+					calls += len(h.ToolCalls)
+					afterAction = len(h.ToolCalls) == 0 && strings.TrimSpace(h.Action) != ""
+					if afterAction {
+						calls++
+					}
+				case h.Role == "tool":
+					results += len(h.ToolCallIDs)
+				case h.Role == "user" && !h.IsDemo && !prompted:
+					prompted = true
+				case h.Role == "user" && !h.IsDemo && afterAction:
+					results++
+					afterAction = false
+				}
+			}
+			b, _ = json.Marshal(doc)
+			p := filepath.Join(t.TempDir(), "derived-history-only.traj")
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ss, err := transcript.Import(transcript.FormatSWEAgent, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := ss[0].Report
+			if r.Counts[string(session.KindAssistantMessage)] != responses || r.Counts[string(session.KindToolIntent)] != calls || r.Counts[string(session.KindToolResult)] != results {
+				t.Errorf("imported %d responses, %d calls, %d results; the history has %d, %d, %d", r.Counts[string(session.KindAssistantMessage)],
+					r.Counts[string(session.KindToolIntent)], r.Counts[string(session.KindToolResult)], responses, calls, results)
+			}
+			if responses == 0 || calls == 0 || results == 0 || transcript.Lost(r) != 0 {
+				t.Errorf("counts %d %d %d, lost %d", responses, calls, results, transcript.Lost(r))
+			}
+			if rep := replay.Verify(ss[0].ID(), ss[0].Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+				t.Errorf("verify: %s", rep.Text())
+			}
+		})
+	}
+}
