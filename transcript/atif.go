@@ -314,6 +314,7 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 				u := provider.Usage{Input: deref(m.PromptTokens), CacheRead: deref(m.CachedTokens), CacheCreation: x.CacheCreation,
 					CacheCreation1h: x.CC.H1, Output: deref(m.CompletionTokens)}
 				tr.usage = &u
+				tr.sourceCost = m.CostUSD
 			}
 			for _, tc := range st.ToolCalls {
 				tr.calls = append(tr.calls, session.ToolCall{ID: tc.ToolCallID, Name: tc.FunctionName, Args: argsObject(tc.Arguments)})

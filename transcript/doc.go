@@ -25,7 +25,9 @@
 // model_call (usage counted once; input_tokens holds every input token
 // billed, cache reads and writes included, with the two cache fields as
 // the breakdown, and cost_usd priced by provider.CostOf as a live run
-// would be). Each tool call becomes a tool_intent at the time the model
+// would be, or, for a model the price table does not know, the cost the
+// source recorded). A model call the conversation shows no answer of (an
+// Inspect scorer's) is a model_call on its own. Each tool call becomes a tool_intent at the time the model
 // asked for it and a tool_result at the time it answered, so the
 // tool_calls view has args, times and latency. The header (session_started)
 // names the source in its attrs:

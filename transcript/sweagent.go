@@ -171,6 +171,7 @@ func importSWEAgent(path string) (*Session, error) {
 			ms := t.Info.ModelStats
 			if ms.TokensSent+ms.TokensReceived > 0 {
 				tr.usage = &provider.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
+				tr.sourceCost = &ms.InstanceCost
 			}
 			tr.callAttrs = map[string]any{"usage": "run totals (info.model_stats); the trajectory records no per-call usage",
 				"api_calls": ms.APICalls, "source_cost_usd": ms.InstanceCost}
@@ -240,6 +241,7 @@ func sweHistory(b *builder, t *sweTraj, prov, model string) {
 				ms := t.Info.ModelStats
 				if ms.TokensSent+ms.TokensReceived > 0 {
 					tr.usage = &provider.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
+					tr.sourceCost = &ms.InstanceCost
 				}
 				tr.callAttrs = map[string]any{"usage": "run totals (info.model_stats); the history records no per-call usage",
 					"api_calls": ms.APICalls, "source_cost_usd": ms.InstanceCost}

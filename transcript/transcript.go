@@ -245,6 +245,18 @@ type turn struct {
 	callAttrs map[string]any
 	// noCall: no model_call is written (a step that was no inference).
 	noCall bool
+	// sourceCost is the cost the source recorded, if it did: the cost
+	// when the price table does not know the model.
+	sourceCost *float64
+}
+
+// costOf prices usage u of model from the table, or, for a model the table
+// does not know, takes the cost the source recorded (nil: none, 0).
+func costOf(model string, u provider.Usage, source *float64) float64 {
+	if _, ok := provider.PriceOf(priceModel(model)); !ok && source != nil {
+		return *source
+	}
+	return provider.CostOf(priceModel(model), u)
 }
 
 // addTurn writes the assistant_message and model_call of one response:
@@ -259,7 +271,7 @@ func (b *builder) addTurn(t turn, line int) {
 	if u := t.usage; u != nil {
 		c.InputTokens, c.OutputTokens = u.Input, u.Output
 		c.CacheReadInputTokens, c.CacheCreationInputTokens = u.CacheRead, u.CacheCreation
-		c.CostUSD = provider.CostOf(priceModel(t.model), *u)
+		c.CostUSD = costOf(t.model, *u, t.sourceCost)
 		a.InputTokens, a.OutputTokens = u.Input, u.Output
 	}
 	b.add(a)

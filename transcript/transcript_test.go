@@ -1,6 +1,7 @@
 package transcript_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha1"
@@ -1178,4 +1179,123 @@ func TestSWEAgentHistoryOnly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInspectScorerCallsAndSourceCost: model events whose output is not
+// among a sample's messages (a scorer's calls) are billed model_calls, and
+// the cost the log recorded is taken for a model the price table does not
+// know. Variants of real logs: browser.json's sample with a copy of its
+// last model event given another message id, as a model-graded scorer's
+// call would be; log_read_sample.eval (ollama/gemma3, not in the table)
+// with a total_cost added to its model event's usage.
+func TestInspectScorerCallsAndSourceCost(t *testing.T) {
+	t.Run("scorer", func(t *testing.T) {
+		b, err := os.ReadFile(tr("inspect-ai/UKGovernmentBEIS__inspect_ai/2025-05-12T20-27-36-04-00_browser.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		sample := doc["samples"].([]any)[0].(map[string]any)
+		evs := sample["events"].([]any)
+		var last map[string]any
+		var in float64
+		models := 0
+		for _, e := range evs {
+			m := e.(map[string]any)
+			if m["event"] == "model" {
+				last, models = m, models+1
+				in += m["output"].(map[string]any)["usage"].(map[string]any)["input_tokens"].(float64)
+			}
+		}
+		cp, _ := json.Marshal(last)
+		var scorer map[string]any
+		_ = json.Unmarshal(cp, &scorer)
+		scorer["output"].(map[string]any)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["id"] = "derived-scorer-call"
+		in += scorer["output"].(map[string]any)["usage"].(map[string]any)["input_tokens"].(float64)
+		sample["events"] = append(evs, scorer)
+		b, _ = json.Marshal(doc)
+		p := filepath.Join(t.TempDir(), "browser-derived-scorer-call.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ss, err := transcript.Import(transcript.FormatInspect, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := ss[0]
+		if got := s.Report.Counts[string(session.KindModelCall)]; got != models+1 {
+			t.Errorf("%d model_calls, the log has %d model events", got, models+1)
+		}
+		if st := session.Fold(s.Events); st.InputTokens != int64(in) {
+			t.Errorf("input tokens %d, the log's model events hold %d", st.InputTokens, int64(in))
+		}
+		for _, n := range s.Report.Notes {
+			if strings.Contains(n.Detail, "model event") {
+				t.Errorf("note %+v", n)
+			}
+		}
+		if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+			t.Errorf("verify: %s", rep.Text())
+		}
+	})
+	t.Run("source-cost", func(t *testing.T) {
+		zr, err := zip.OpenReader(tr("inspect-ai/UKGovernmentBEIS__inspect_ai/log_read_sample.eval"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		const cost = 0.000123
+		edited := 0
+		for _, f := range zr.File {
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(f.Name, "samples/") {
+				var doc map[string]any
+				if err := json.Unmarshal(b, &doc); err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range doc["events"].([]any) {
+					if m := e.(map[string]any); m["event"] == "model" {
+						m["output"].(map[string]any)["usage"].(map[string]any)["total_cost"] = cost
+						edited++
+					}
+				}
+				b, _ = json.Marshal(doc)
+			}
+			w, err := zw.Create(f.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(b)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if edited != 1 {
+			t.Fatalf("%d model events, this test was written for 1", edited)
+		}
+		p := filepath.Join(t.TempDir(), "log_read_sample-derived-total-cost.eval")
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ss, err := transcript.Import(transcript.FormatInspect, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := session.Fold(ss[0].Events); st.CostUSD != cost {
+			t.Errorf("cost %v, the log recorded %v", st.CostUSD, cost)
+		}
+	})
 }
