@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -141,11 +144,30 @@ func one(s *Session, err error) ([]*Session, error) {
 	return []*Session{s}, nil
 }
 
+// openRegular opens path for reading, a regular file only: a named pipe
+// (opened without blocking, so no writer is waited for) or a device in a
+// folder being imported is refused, not read until it ends.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("import %s: not a regular file (%s); only files are imported", path, tools.FileKind(fi.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // Detect names the format of the file at path from its first bytes.
 func Detect(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
-		return "", fmt.Errorf("import: %w", err)
+		return "", err
 	}
 	defer f.Close()
 	head := make([]byte, 64<<10)
@@ -500,7 +522,12 @@ func argsObject(raw json.RawMessage) json.RawMessage {
 
 // readSource reads a file and the name the header records for it.
 func readSource(path string) ([]byte, string, error) {
-	b, err := os.ReadFile(path)
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, "", fmt.Errorf("import: %w", err)
 	}

@@ -1299,3 +1299,27 @@ func TestInspectScorerCallsAndSourceCost(t *testing.T) {
 		}
 	})
 }
+
+// TestImportRefusesFIFO: a named pipe given to import (or met in a folder)
+// is refused at once, not read until a writer comes.
+func TestImportRefusesFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "trajectory.json")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	for _, format := range []string{transcript.FormatAuto, transcript.FormatATIF} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := transcript.Import(format, p)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s: err = %v", format, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the import of a named pipe still runs after 20s", format)
+		}
+	}
+}

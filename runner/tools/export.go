@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -82,3 +83,7 @@ func ReadFileIn(dir, p string) ([]byte, error) {
 	defer f.Close()
 	return readAll(context.Background(), f, "read", p)
 }
+
+// FileKind names the type of a file that is not a regular file ("named
+// pipe", "character device", ...), as the file tools' errors do.
+func FileKind(m fs.FileMode) string { return fileKind(m) }
