@@ -94,6 +94,7 @@ func importRun(f *Factory, opts *importOptions) error {
 	var skipped []transcript.Report // files not imported, each with why
 	lost := 0                       // records not imported, in the reports' notes
 	report := func(r transcript.Report) error {
+		r.Counts, r.NotRecorded, r.Notes = map[string]int{}, []string{}, []transcript.Note{}
 		switch {
 		case opts.JSON:
 			return enc.Encode(r)
