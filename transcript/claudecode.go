@@ -127,7 +127,11 @@ func importClaudeCodeFile(path string) ([]*Session, error) {
 				continue
 			}
 			child, csid, err := importClaudeCode(f)
-			if err != nil || csid != sid || !isSidechainFile(child) {
+			if err != nil {
+				main.Report.Notes = append(main.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent file %s beside the session not imported: %v", f, err)})
+				continue
+			}
+			if csid != sid || !isSidechainFile(child) {
 				continue // another session's sub-agent, or not one
 			}
 			linkClaudeChild(main, child)

@@ -1323,3 +1323,32 @@ func TestImportRefusesFIFO(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeCodeSubagentNotImported: a sub-agent file beside the session
+// that cannot be imported is named in the session's report (here the real
+// codemie folder with agent-50243ee8.jsonl swapped for a named pipe), and
+// the other sub-agent still comes in.
+func TestClaudeCodeSubagentNotImported(t *testing.T) {
+	src := tr("claude-code/codemie-ai__codemie-code/-tmp-private")
+	dir := t.TempDir()
+	for _, n := range []string{"4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl", "agent-36541525.jsonl"} {
+		copyFile(t, filepath.Join(src, n), filepath.Join(dir, n))
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "agent-50243ee8.jsonl"), 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	ss, err := transcript.Import(transcript.FormatClaudeCode, filepath.Join(dir, "4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss[0].Children) != 1 {
+		t.Errorf("%d children, want 1", len(ss[0].Children))
+	}
+	found := false
+	for _, n := range ss[0].Report.Notes {
+		found = found || (n.Code == transcript.CodeNotImported && strings.Contains(n.Detail, "agent-50243ee8.jsonl"))
+	}
+	if !found || transcript.Lost(ss[0].Report) != 1 {
+		t.Errorf("no not_imported note for agent-50243ee8.jsonl: %+v", ss[0].Report.Notes)
+	}
+}
