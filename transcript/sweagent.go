@@ -108,7 +108,7 @@ func importSWEAgent(path string) (*Session, error) {
 		b.attrs["environment"] = t.Environment
 	}
 	if len(t.Attempts) > 0 {
-		b.note(0, CodeSkipped, "the RetryAgent's other attempts; the chosen attempt (the top-level trajectory) is imported")
+		b.note(0, CodeNotImported, "the RetryAgent's other attempts are not imported; the chosen attempt (the top-level trajectory) is")
 	}
 	// The system prompt and the task, from the history.
 	type call struct {

@@ -119,6 +119,11 @@ func TestEveryCorpusFileImports(t *testing.T) {
 				if (rep.Status != replay.StatusStructureOnly && orphans == 0) || problems > 0 || len(rep.Problems) != orphans {
 					t.Errorf("%s: %d orphan results reported; verify = %s", s.ID(), orphans, rep.Text())
 				}
+				// Every record of a real file is imported, or is not part of
+				// the conversation (skipped): `agentctl import` exits 0.
+				if n := transcript.Lost(s.Report); n > 0 {
+					t.Errorf("%s: %d records not imported: %+v", s.ID(), n, s.Report.Notes)
+				}
 				if st := session.Fold(s.Events); st.Status() != session.StatusImported {
 					t.Errorf("%s: status %s, want imported", s.ID(), st.Status())
 				}
