@@ -56,7 +56,7 @@ source_sha256, source_status: the source's end state, not_recorded: what
 the format does not carry). What does not map to a field is kept in
 attrs; what is skipped is listed by line (--json: one report per session,
 with notes coded torn_line, bad_line, unknown_record, skipped,
-kept_in_attrs, orphan_result, no_result, fork, subagent).
+kept_in_attrs, orphan_result, no_result, fork, subagent, not_imported).
 
 Imported sessions have status "imported" and no spec: 'replay verify'
 checks their structure only, 'replay run' replays them with the recorded
