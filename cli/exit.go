@@ -18,7 +18,10 @@ const (
 	ExitNeedsHuman       = 5
 	ExitChecksFailed     = 6
 	ExitCorruptLog       = 7
-	ExitInterrupted      = 130
+	// ExitIncomplete: an import read some files or records it could not
+	// import (each is named in its report); the rest was imported.
+	ExitIncomplete  = 8
+	ExitInterrupted = 130
 )
 
 // exitCodesHelp is appended to the root help so the table is in one place.
@@ -32,6 +35,8 @@ const exitCodesHelp = `Exit status:
   6    checks failed (evaluation, eval suite, replay divergence, crashtest)
   7    corrupt log: a record in the middle of a session log fails its checks
        (not a crash's torn tail, which resume cuts); nothing repairs it
+  8    import incomplete: a file or record was not imported (the report
+       names each, with why); the rest was imported
   130  interrupted (SIGINT/SIGTERM); the session is resumable
 Any other code is a failure.`
 

@@ -158,10 +158,19 @@ func historySealRun(f *Factory, opts *historySealOptions) error {
 // sealSession seals session id after a run or resume ended. A failure is a
 // warning: the log is the source of truth and queries read unsealed logs.
 func sealSession(f *Factory, id string) {
-	if id == "" || os.Getenv(crashtest.NoSealEnv) == "1" {
+	if id == "" {
 		return
 	}
-	ids := append([]string{id}, subagentsOf(f, id)...)
+	sealIDs(f, append([]string{id}, subagentsOf(f, id)...)...)
+}
+
+// sealIDs seals exactly the sessions ids (all of whose logs are written),
+// with sealSession's warnings.
+func sealIDs(f *Factory, ids ...string) {
+	if len(ids) == 0 || os.Getenv(crashtest.NoSealEnv) == "1" {
+		return
+	}
+	id := ids[0]
 	results, err := history.New(f.Home).Seal(ids...)
 	for _, r := range results {
 		if r.Err != "" && err == nil {

@@ -44,14 +44,19 @@ FORMAT is one of:
   atif         ATIF trajectory (trajectory.json), with its sub-agents
   auto         tell each file's format from its content
 
-A DIR imports every file in it (recursively) that the format reads. The
+A DIR imports every file in it (recursively, hidden folders left out)
+that the format reads. A file that cannot be imported does not stop the
+others: each file and record not imported is named (text: a "skipped"
+line; --json: a report with "error", or notes coded torn_line, bad_line,
+unknown_record, not_imported), and the exit status is then 8 (import
+incomplete) once the rest is imported; 0 means everything was. The
 same file imported twice gives the same session id and is not written
 again. The header names the source (imported_from, source_file,
 source_sha256, source_status: the source's end state, not_recorded: what
 the format does not carry). What does not map to a field is kept in
 attrs; what is skipped is listed by line (--json: one report per session,
 with notes coded torn_line, bad_line, unknown_record, skipped,
-kept_in_attrs, orphan_result, no_result, fork, subagent).
+kept_in_attrs, orphan_result, no_result, fork, subagent, not_imported).
 
 Imported sessions have status "imported" and no spec: 'replay verify'
 checks their structure only, 'replay run' replays them with the recorded
@@ -79,20 +84,43 @@ func importRun(f *Factory, opts *importOptions) error {
 	if opts.Format != transcript.FormatAuto && !contains(transcript.Formats, opts.Format) {
 		return usageError{fmt.Errorf("import: format %q is not one this agentctl knows (%s, or auto)", opts.Format, strings.Join(transcript.Formats, ", "))}
 	}
-	files, err := importFiles(opts.Format, opts.Paths)
+	files, subs, passed, err := importFiles(opts.Format, opts.Paths)
 	if err != nil {
 		return err
 	}
 	st := f.Store()
 	done := map[string]bool{}
 	enc := json.NewEncoder(f.Out)
-	imported := 0
+	var skipped []transcript.Report // files not imported, each with why
+	lost := 0                       // records not imported, in the reports' notes
+	report := func(r transcript.Report) error {
+		r.Counts, r.NotRecorded, r.Notes = map[string]int{}, []string{}, []transcript.Note{}
+		switch {
+		case opts.JSON:
+			return enc.Encode(r)
+		case opts.Quiet:
+			fmt.Fprintf(f.Err, "agentctl: skipped %s: %s\n", r.File, r.Error)
+		default:
+			fmt.Fprintf(f.Out, "skipped %s: %s\n", r.File, r.Error)
+		}
+		return nil
+	}
+	skipped = append(skipped, passed...)
+	imported := map[string]bool{} // source files that came in (sub-agents too)
+	printed := map[string]bool{}
 	for _, file := range files {
 		ss, err := transcript.Import(opts.Format, file)
 		if err != nil {
-			return err
+			// One file that cannot be imported does not stop the others.
+			skipped = append(skipped, transcript.Report{Format: opts.Format, File: file, Error: err.Error()})
+			continue
 		}
-		for _, s := range transcript.All(ss) {
+		// The whole tree is written before any of it is sealed: a parent's
+		// seal covers its sub-agents, whose logs must be there by then.
+		var written []string
+		all := transcript.All(ss)
+		for _, s := range all {
+			imported[s.Report.File] = true
 			if done[s.ID()] {
 				continue // a sub-agent file also named on its own
 			}
@@ -102,9 +130,16 @@ func importRun(f *Factory, opts *importOptions) error {
 			} else if err := record(st, s.Events); err != nil {
 				return fmt.Errorf("import %s: %w", file, err)
 			} else {
-				sealSession(f, s.ID())
-				imported++
+				written = append(written, s.ID())
 			}
+		}
+		sealIDs(f, written...)
+		for _, s := range all {
+			if printed[s.ID()] {
+				continue
+			}
+			printed[s.ID()] = true
+			lost += transcript.Lost(s.Report)
 			switch {
 			case opts.JSON:
 				if err := enc.Encode(s.Report); err != nil {
@@ -116,6 +151,20 @@ func importRun(f *Factory, opts *importOptions) error {
 				writeImport(f, s)
 			}
 		}
+	}
+	for _, sub := range subs {
+		if abs, err := filepath.Abs(sub); err == nil && !imported[abs] {
+			skipped = append(skipped, transcript.Report{Format: opts.Format, File: sub,
+				Error: "a Claude Code sub-agent file whose session file is not among those imported; import that session's file, which brings it in"})
+		}
+	}
+	for _, r := range skipped {
+		if err := report(r); err != nil {
+			return err
+		}
+	}
+	if len(skipped) > 0 || lost > 0 {
+		return withCode(ExitIncomplete, fmt.Errorf("import: %d files and %d records not imported (listed above); the rest was imported", len(skipped), lost))
 	}
 	return nil
 }
@@ -189,16 +238,18 @@ func record(st recorder.Store, evs []session.Event) error {
 // importFiles expands the paths: a file as is, a folder to the files in it
 // the format reads (by extension; auto: those whose format Detect tells),
 // sorted. Claude Code sub-agent files in a folder are left to their
-// session's file, which brings them in.
-func importFiles(format string, paths []string) ([]string, error) {
-	var out []string
+// session's file, which brings them in; they are returned apart (subs) so
+// that one no session brought in is named. Every other file in a folder
+// that is not read is returned in passed, with why. Hidden folders (.git)
+// are not walked.
+func importFiles(format string, paths []string) (files, subs []string, passed []transcript.Report, err error) {
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, nil, nil, fmt.Errorf("import: %w", err)
 		}
 		if !fi.IsDir() {
-			out = append(out, p)
+			files = append(files, p)
 			continue
 		}
 		var found []string
@@ -206,44 +257,84 @@ func importFiles(format string, paths []string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				if path != p && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
 				return nil
 			}
-			if readsFile(format, path) {
+			switch why := readsFile(format, path); why {
+			case "":
 				found = append(found, path)
+			case whySubagent:
+				subs = append(subs, path)
+			default:
+				passed = append(passed, transcript.Report{Format: format, File: path, Error: why})
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, nil, nil, fmt.Errorf("import: %w", err)
 		}
 		if len(found) == 0 {
-			return nil, fmt.Errorf("import: %s holds no %s file", p, format)
+			return nil, nil, nil, fmt.Errorf("import: %s holds no %s file", p, format)
 		}
 		sort.Strings(found)
-		out = append(out, found...)
+		files = append(files, found...)
 	}
-	return out, nil
+	return files, subs, passed, nil
 }
 
-func readsFile(format, path string) bool {
+const whySubagent = "a Claude Code sub-agent file"
+
+// readsFile says why the format does not read the file at path, or ""
+// when it does.
+func readsFile(format, path string) string {
 	name := filepath.Base(path)
 	ext := filepath.Ext(name)
 	subagent := strings.HasPrefix(name, "agent-") || filepath.Base(filepath.Dir(path)) == "subagents"
+	want := ""
 	switch format {
 	case transcript.FormatClaudeCode:
-		return ext == ".jsonl" && !subagent
+		if ext == ".jsonl" && subagent {
+			return whySubagent
+		}
+		want = ".jsonl"
 	case transcript.FormatCodex:
-		return ext == ".jsonl"
+		want = ".jsonl"
 	case transcript.FormatSWEAgent:
-		return ext == ".traj"
+		want = ".traj"
 	case transcript.FormatOpenHands, transcript.FormatATIF:
-		return ext == ".json"
+		want = ".json"
 	case transcript.FormatInspect:
-		return ext == ".eval" || ext == ".json"
+		if ext == ".eval" {
+			return ""
+		}
+		want = ".json"
+	default:
+		if !regularFile(path) {
+			return "not a regular file"
+		}
+		got, err := transcript.Detect(path)
+		switch {
+		case err != nil:
+			return "its format cannot be told from its content (name the format to import it as one)"
+		case got == transcript.FormatClaudeCode && subagent:
+			return whySubagent
+		}
+		return ""
 	}
-	got, err := transcript.Detect(path)
-	return err == nil && !(got == transcript.FormatClaudeCode && subagent)
+	if ext != want {
+		return fmt.Sprintf("not a %s file (%s files are read as %s)", format, want, format)
+	}
+	return ""
+}
+
+// regularFile: Detect opens the file, and a named pipe in a folder would
+// block that open.
+func regularFile(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func contains(list []string, s string) bool {

@@ -67,6 +67,8 @@ func TestScripts(t *testing.T) {
 			"flipbyte":    flipByte,
 			"termlease":   termLease,
 			"forgeheader": forgeHeader,
+			"cc21":        cc21,
+			"jsonset":     jsonSet,
 			"forgeevent":  forgeEvent,
 			"procsgone":   procsGone,
 			"nogrow":      noGrow,

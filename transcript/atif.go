@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -312,6 +314,7 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 				u := provider.Usage{Input: deref(m.PromptTokens), CacheRead: deref(m.CachedTokens), CacheCreation: x.CacheCreation,
 					CacheCreation1h: x.CC.H1, Output: deref(m.CompletionTokens)}
 				tr.usage = &u
+				tr.sourceCost = m.CostUSD
 			}
 			for _, tc := range st.ToolCalls {
 				tr.calls = append(tr.calls, session.ToolCall{ID: tc.ToolCallID, Name: tc.FunctionName, Args: argsObject(tc.Arguments)})
@@ -358,17 +361,34 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 		if st.Observation == nil {
 			continue
 		}
-		for _, r := range st.Observation.Results {
+		pairs := pairByPosition(st)
+		for ri, r := range st.Observation.Results {
 			for _, sr := range r.SubagentRefs {
 				refs = append(refs, ref{sr, b.lastSeq()})
 			}
-			if r.SourceCallID == "" {
-				if st.Source != "system" && atifText(r.Content) != "" {
-					b.note(n, CodeSkipped, "a result with no source_call_id (no call to pair it with): %q", clip(atifText(r.Content), 60))
-				}
+			rx := agentctlOf(r.Extra)
+			if ours && rx != nil && rx.Event != nil {
+				add(*rx.Event) // an unpaired result exported
 				continue
 			}
-			rx := agentctlOf(r.Extra)
+			byPosition := false
+			if r.SourceCallID == "" {
+				if st.Source == "system" {
+					continue // in the system step's summary
+				}
+				if pairs[ri] == "" {
+					// No call to pair it with: kept, as what the environment
+					// told the agent, and exported back as an unpaired result.
+					attrs := map[string]any{"atif_observation": true}
+					if len(r.Extra) > 0 {
+						attrs["extra"] = r.Extra
+					}
+					add(session.Event{Kind: session.KindUserMessage, TS: ts, Text: atifText(r.Content), Attrs: marshalAttrs(attrs)})
+					b.note(n, CodeKeptInAttrs, "a result with no source_call_id that no call of the step pairs with by position; kept as a user message with attrs {\"atif_observation\":true}")
+					continue
+				}
+				r.SourceCallID, byPosition = pairs[ri], true
+			}
 			if ours && rx != nil {
 				e := session.Event{Kind: session.KindToolResult, CallID: r.SourceCallID, Tool: rx.Tool, Output: atifText(r.Content),
 					Status: rx.Status, Error: rx.Error, LatencyMS: rx.LatencyMS, Artifact: rx.Artifact}
@@ -379,6 +399,9 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 			attrs := map[string]any{}
 			if len(r.Extra) > 0 {
 				attrs["extra"] = r.Extra
+			}
+			if byPosition {
+				attrs["paired_by"] = "position"
 			}
 			if ci := b.calls[r.SourceCallID]; ci == nil {
 				// The validator wants results paired within their step.
@@ -405,21 +428,26 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 		case r.r.TrajectoryID != "" && embedded(t.Subagents, r.r.TrajectoryID) != nil:
 			child, err = importATIF(embedded(t.Subagents, r.r.TrajectoryID), file, "subagent "+r.r.TrajectoryID, seen)
 		case r.r.TrajectoryPath != "":
-			p := r.r.TrajectoryPath
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(filepath.Dir(file), p)
-			}
-			if _, serr := os.Stat(p); serr != nil {
-				s.Report.Notes = append(s.Report.Notes, Note{Code: CodeSkipped, Detail: fmt.Sprintf("sub-agent trajectory %s is not readable here (%v)", r.r.TrajectoryPath, serr)})
+			// The path is the file's word, not the user's: only a regular
+			// file in the trajectory's folder is read, as read_file would.
+			dir := filepath.Dir(file)
+			data, rerr := tools.ReadFileIn(dir, r.r.TrajectoryPath)
+			if rerr != nil {
+				s.Report.Notes = append(s.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent trajectory %q (trajectory_path) not imported: only a regular file of at most %d MiB in the trajectory's folder %s is read: %v", r.r.TrajectoryPath, tools.MaxFileSize>>20, dir, rerr)})
 				continue
 			}
-			child, err = importATIFFile(p, seen)
+			p := r.r.TrajectoryPath
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			child, err = importATIF(data, p, "", seen)
 		default:
 			s.Report.Notes = append(s.Report.Notes, Note{Code: CodeSkipped, Detail: fmt.Sprintf("a sub-agent ref with neither trajectory_id nor trajectory_path (session %s)", r.r.SessionID)})
 			continue
 		}
 		if err != nil {
-			return nil, err
+			s.Report.Notes = append(s.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent trajectory %s not imported: %v", cmp.Or(r.r.TrajectoryPath, r.r.TrajectoryID), err)})
+			continue
 		}
 		if child == nil || seen[child.ID()+"/linked"] {
 			continue
@@ -435,6 +463,40 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 		link(s, child, r.after, out)
 	}
 	return s, nil
+}
+
+// pairByPosition pairs the results of step st that name no call
+// (source_call_id is optional in ATIF; Harbor's terminus-2 omits it) with
+// the step's calls that no result names, by position, when that is
+// unambiguous: as many such results as such calls. It returns the call id
+// for each result index it pairs.
+func pairByPosition(st atifStep) map[int]string {
+	if st.Observation == nil || len(st.ToolCalls) == 0 {
+		return nil
+	}
+	named := map[string]bool{}
+	var free []int
+	for i, r := range st.Observation.Results {
+		if r.SourceCallID == "" {
+			free = append(free, i)
+		} else {
+			named[r.SourceCallID] = true
+		}
+	}
+	var calls []string
+	for _, tc := range st.ToolCalls {
+		if !named[tc.ToolCallID] {
+			calls = append(calls, tc.ToolCallID)
+		}
+	}
+	if len(free) == 0 || len(free) != len(calls) {
+		return nil
+	}
+	out := map[int]string{}
+	for k, i := range free {
+		out[i] = calls[k]
+	}
+	return out
 }
 
 func embedded(subs []atifRawTraj, id string) json.RawMessage {
@@ -520,6 +582,14 @@ func ExportATIF(id string, evs []session.Event) ([]byte, error) {
 		e := evs[i]
 		switch e.Kind {
 		case session.KindUserMessage:
+			if unpairedResult(e) && cur != nil {
+				if cur.Observation == nil {
+					cur.Observation = &atifObs{}
+				}
+				ue := e
+				cur.Observation.Results = append(cur.Observation.Results, atifResult{Content: jsonString(e.Text), Extra: withAgentctl(nil, agentctlExtra{Event: &ue})})
+				continue
+			}
 			push(atifStep{Timestamp: ts(e), Source: "user", Message: jsonString(e.Text), Extra: withAgentctl(nil, x(e))})
 		case session.KindAssistantMessage:
 			st := atifStep{Timestamp: ts(e), Source: "agent", Message: jsonString(e.Text)}
@@ -608,6 +678,18 @@ func ExportATIF(id string, evs []session.Event) ([]byte, error) {
 		return nil, fmt.Errorf("export atif %s: %w", id, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// unpairedResult reports whether e is an ATIF result that named no call,
+// as the import keeps it.
+func unpairedResult(e session.Event) bool {
+	if e.Kind != session.KindUserMessage || len(e.Attrs) == 0 {
+		return false
+	}
+	var a struct {
+		Obs bool `json:"atif_observation"`
+	}
+	return json.Unmarshal(e.Attrs, &a) == nil && a.Obs
 }
 
 func jsonString(s string) json.RawMessage {

@@ -127,7 +127,11 @@ func importClaudeCodeFile(path string) ([]*Session, error) {
 				continue
 			}
 			child, csid, err := importClaudeCode(f)
-			if err != nil || csid != sid || !isSidechainFile(child) {
+			if err != nil {
+				main.Report.Notes = append(main.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent file %s beside the session not imported: %v", f, err)})
+				continue
+			}
+			if csid != sid || !isSidechainFile(child) {
 				continue // another session's sub-agent, or not one
 			}
 			linkClaudeChild(main, child)
@@ -199,17 +203,13 @@ func importClaudeCode(path string) (*Session, string, error) {
 	b := newBuilder(FormatClaudeCode, file, data)
 	b.hdr.Provider = "anthropic"
 	b.notRecorded("system prompt", "tool definitions")
-	type rec struct {
-		n int
-		l ccLine
-	}
-	var recs []rec
+	var recs []ccRec
 	readLines(data, b, func(n int, raw []byte) error {
 		var l ccLine
 		if err := json.Unmarshal(raw, &l); err != nil {
 			return err
 		}
-		recs = append(recs, rec{n, l})
+		recs = append(recs, ccRec{n, l})
 		return nil
 	})
 
@@ -243,6 +243,7 @@ func importClaudeCode(path string) (*Session, string, error) {
 		}
 		i = j
 	}
+	resultsOfChain(recs, onChain)
 	var branch []int
 	flushBranch := func() {
 		if len(branch) > 0 {
@@ -490,6 +491,85 @@ func importClaudeCode(path string) (*Session, string, error) {
 	}
 	s := b.finish("")
 	return s, srcID, nil
+}
+
+// ccRec is one line of a Claude Code transcript: its number and record.
+type ccRec struct {
+	n int
+	l ccLine
+}
+
+// resultsOfChain adds to onChain the result lines that answer its calls
+// from beside it. Claude Code 2.1.x writes each of a response's parallel
+// calls as its own assistant line and hangs each result off its own
+// call's line (parentUuid, sourceToolAssistantUUID), so the chain to the
+// last message passes through only the last call's result; the others sit
+// on side branches that no rewind made. A line is taken when it holds only
+// tool results, its parent is on the chain, and each result answers a
+// call the chain makes and does not answer itself. A rewound branch stays
+// a fork: its results answer calls on that branch, not on the chain.
+func resultsOfChain(recs []ccRec, onChain map[int]bool) {
+	byUUID := map[string]int{}
+	for i, r := range recs {
+		if r.l.UUID != "" {
+			byUUID[r.l.UUID] = i
+		}
+	}
+	called, answered := map[string]bool{}, map[string]bool{}
+	results := func(l ccLine) ([]string, bool) {
+		if l.Type != "user" || l.Message == nil {
+			return nil, false
+		}
+		var blocks []ccBlock
+		if json.Unmarshal(l.Message.Content, &blocks) != nil || len(blocks) == 0 {
+			return nil, false
+		}
+		ids := make([]string, 0, len(blocks))
+		for _, bl := range blocks {
+			if bl.Type != "tool_result" || bl.ToolUseID == "" {
+				return nil, false
+			}
+			ids = append(ids, bl.ToolUseID)
+		}
+		return ids, true
+	}
+	for i, r := range recs {
+		if !onChain[i] {
+			continue
+		}
+		if r.l.Type == "assistant" && r.l.Message != nil {
+			for _, x := range rawBlocks(r.l.Message.Content) {
+				var bl ccBlock
+				if json.Unmarshal(x, &bl) == nil && (bl.Type == "tool_use" || bl.Type == "server_tool_use") {
+					called[bl.ID] = true
+				}
+			}
+		}
+		if ids, ok := results(r.l); ok {
+			for _, id := range ids {
+				answered[id] = true
+			}
+		}
+	}
+	for i, r := range recs {
+		if onChain[i] || r.l.UUID == "" || r.l.ParentUUID == nil {
+			continue
+		}
+		if p, ok := byUUID[*r.l.ParentUUID]; !ok || !onChain[p] {
+			continue
+		}
+		ids, ok := results(r.l)
+		for _, id := range ids {
+			ok = ok && called[id] && !answered[id]
+		}
+		if !ok {
+			continue
+		}
+		onChain[i] = true
+		for _, id := range ids {
+			answered[id] = true
+		}
+	}
 }
 
 func okOrError(isErr *bool) string {

@@ -13,7 +13,11 @@
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per
 //	             sample and epoch
 //	atif         Harbor ATIF trajectories (trajectory.json), with their
-//	             sub-agent trajectories
+//	             sub-agent trajectories; a result without source_call_id
+//	             is paired with its step's unanswered call by position when
+//	             the counts match (attrs paired_by), else kept as a
+//	             user_message with attrs atif_observation, which the export
+//	             writes back as an unpaired result
 //
 // # What an import holds
 //
@@ -21,7 +25,9 @@
 // model_call (usage counted once; input_tokens holds every input token
 // billed, cache reads and writes included, with the two cache fields as
 // the breakdown, and cost_usd priced by provider.CostOf as a live run
-// would be). Each tool call becomes a tool_intent at the time the model
+// would be, or, for a model the price table does not know, the cost the
+// source recorded). A model call the conversation shows no answer of (an
+// Inspect scorer's) is a model_call on its own. Each tool call becomes a tool_intent at the time the model
 // asked for it and a tool_result at the time it answered, so the
 // tool_calls view has args, times and latency. The header (session_started)
 // names the source in its attrs:
@@ -54,8 +60,12 @@
 //	no_result        a tool call the transcript has no result for
 //	fork             lines on a branch the conversation left (Claude Code
 //	                 rewinds: parentUuid chains that are not the one
-//	                 leading to the last message)
+//	                 leading to the last message; a result that hangs off
+//	                 its own parallel call's line, as 2.1.x writes them, is
+//	                 the conversation's, not a branch)
 //	subagent         a sub-agent imported as a child session
+//	not_imported     a record, or a file it refers to (an ATIF sub-agent
+//	                 trajectory), that could not be read or was refused
 //
 // The session id is derived from the format, the part of the file (an
 // Inspect sample) and the content hash, so the same file imported twice

@@ -76,13 +76,29 @@ type inspectOutput struct {
 		} `json:"message"`
 	} `json:"choices"`
 	Usage *struct {
-		InputTokens      int64 `json:"input_tokens"`
-		OutputTokens     int64 `json:"output_tokens"`
-		CacheRead        int64 `json:"input_tokens_cache_read"`
-		CacheWrite       int64 `json:"input_tokens_cache_write"`
-		ReasoningTokens  int64 `json:"reasoning_tokens"`
-		TotalTokensCount int64 `json:"total_tokens"`
+		InputTokens      int64    `json:"input_tokens"`
+		OutputTokens     int64    `json:"output_tokens"`
+		CacheRead        int64    `json:"input_tokens_cache_read"`
+		CacheWrite       int64    `json:"input_tokens_cache_write"`
+		ReasoningTokens  int64    `json:"reasoning_tokens"`
+		TotalTokensCount int64    `json:"total_tokens"`
+		TotalCost        *float64 `json:"total_cost"`
 	} `json:"usage"`
+}
+
+// bill is the output's usage as the live provider counts it (nil: none).
+func (o *inspectOutput) bill(prov string) *provider.Usage {
+	u := o.Usage
+	if u == nil {
+		return nil
+	}
+	bill := provider.Usage{Input: u.InputTokens, CacheRead: u.CacheRead, CacheCreation: u.CacheWrite, Output: u.OutputTokens}
+	if prov == "anthropic" {
+		// Inspect keeps Anthropic's input_tokens (without the cache);
+		// billed input holds the cache too.
+		bill.Input += u.CacheRead + u.CacheWrite
+	}
+	return &bill
 }
 
 func importInspect(p string) ([]*Session, error) {
@@ -292,14 +308,8 @@ func inspectSession(data []byte, file string, log *inspectLog, raw json.RawMessa
 					if len(o.Choices) > 0 {
 						t.finish = o.Choices[0].StopReason
 					}
-					if u := o.Usage; u != nil {
-						bill := provider.Usage{Input: u.InputTokens, CacheRead: u.CacheRead, CacheCreation: u.CacheWrite, Output: u.OutputTokens}
-						if prov == "anthropic" {
-							// Inspect keeps Anthropic's input_tokens (without the
-							// cache); billed input holds the cache too.
-							bill.Input += u.CacheRead + u.CacheWrite
-						}
-						t.usage = &bill
+					if t.usage = o.bill(prov); t.usage != nil {
+						t.sourceCost = o.Usage.TotalCost
 					}
 				}
 				if end, ok := parseTime(e.Completed); ok && !t.ts.IsZero() {
@@ -345,10 +355,31 @@ func inspectSession(data []byte, file string, log *inspectLog, raw json.RawMessa
 			b.note(n, CodeUnknownRecord, "message role %q; skipped", m.Role)
 		}
 	}
+	// Model events whose output is not among the messages (a scorer's
+	// model calls, retries) were still billed: each is a model_call of its
+	// own, with no answer in the conversation.
 	for i, e := range s.Events {
-		if e.Event == "model" && !used[i] {
-			b.note(len(s.Messages)+i+1, CodeSkipped, "a model event whose output is not among the sample's messages (a retry, or a scorer's call)")
+		if e.Event != "model" || used[i] {
+			continue
 		}
+		ts, _ := parseTime(e.Timestamp)
+		mprov, mmodel := splitModel(e.Model, prov)
+		c := session.Event{Kind: session.KindModelCall, TS: ts, Provider: mprov, Model: mmodel,
+			Attrs: marshalAttrs(map[string]any{"unanswered": "a model event whose output is not among the sample's messages (a scorer's call, or a retry)"})}
+		if o := outputs[i]; o != nil {
+			if len(o.Choices) > 0 {
+				c.FinishReason, c.ResponseID = o.Choices[0].StopReason, o.Choices[0].Message.ID
+			}
+			if u := o.bill(mprov); u != nil {
+				c.InputTokens, c.OutputTokens = u.Input, u.Output
+				c.CacheReadInputTokens, c.CacheCreationInputTokens = u.CacheRead, u.CacheCreation
+				c.CostUSD = costOf(mmodel, *u, o.Usage.TotalCost)
+			}
+		}
+		if end, ok := parseTime(e.Completed); ok && !ts.IsZero() {
+			c.LatencyMS = end.Sub(ts).Milliseconds()
+		}
+		b.add(c)
 	}
 	// Scores: one evaluation per scorer, after the conversation.
 	var names []string

@@ -211,10 +211,12 @@ func importOpenHands(path string) (*Session, error) {
 		case e.Observation == "error":
 			flush()
 			b.add(session.Event{Kind: session.KindError, TS: ts, Reason: "source_error", Error: e.Content})
+		case e.Observation == "null" || e.Action == "change_agent_state":
+			b.note(n, CodeSkipped, "%s%s from %s (%s); not part of the conversation", e.Action, e.Observation, e.Source, clip(e.Message, 40))
 		case e.Observation != "":
-			b.note(n, CodeSkipped, "observation %s (%s) answers no tool call", e.Observation, clip(e.Message, 40))
+			b.note(n, CodeNotImported, "observation %s (%s) answers no tool call; not imported", e.Observation, clip(e.Message, 40))
 		case e.Action != "":
-			b.note(n, CodeSkipped, "action %s from %s without a tool call", e.Action, e.Source)
+			b.note(n, CodeNotImported, "action %s from %s without a tool call; not imported", e.Action, e.Source)
 		default:
 			b.note(n, CodeUnknownRecord, "an event with neither action nor observation")
 		}

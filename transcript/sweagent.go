@@ -3,7 +3,9 @@ package transcript
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/session"
@@ -20,10 +22,12 @@ type sweTraj struct {
 		ExecutionTime *float64        `json:"execution_time"`
 	} `json:"trajectory"`
 	History []struct {
-		Role      string          `json:"role"`
-		Content   json.RawMessage `json:"content"`
-		IsDemo    bool            `json:"is_demo"`
-		ToolCalls []struct {
+		Role        string          `json:"role"`
+		Content     json.RawMessage `json:"content"`
+		IsDemo      bool            `json:"is_demo"`
+		Action      string          `json:"action"`
+		ToolCallIDs []string        `json:"tool_call_ids"`
+		ToolCalls   []struct {
 			ID       string `json:"id"`
 			Function struct {
 				Name      string          `json:"name"`
@@ -104,7 +108,7 @@ func importSWEAgent(path string) (*Session, error) {
 		b.attrs["environment"] = t.Environment
 	}
 	if len(t.Attempts) > 0 {
-		b.note(0, CodeSkipped, "the RetryAgent's other attempts; the chosen attempt (the top-level trajectory) is imported")
+		b.note(0, CodeNotImported, "the RetryAgent's other attempts are not imported; the chosen attempt (the top-level trajectory) is")
 	}
 	// The system prompt and the task, from the history.
 	type call struct {
@@ -133,6 +137,10 @@ func importSWEAgent(path string) (*Session, error) {
 	}
 	if !prompted {
 		b.notRecorded("the task prompt")
+	}
+	if len(t.Trajectory) == 0 {
+		sweHistory(b, &t, prov, model)
+		return b.finish(""), nil
 	}
 	for i, st := range t.Trajectory {
 		n := i + 1
@@ -163,6 +171,7 @@ func importSWEAgent(path string) (*Session, error) {
 			ms := t.Info.ModelStats
 			if ms.TokensSent+ms.TokensReceived > 0 {
 				tr.usage = &provider.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
+				tr.sourceCost = &ms.InstanceCost
 			}
 			tr.callAttrs = map[string]any{"usage": "run totals (info.model_stats); the trajectory records no per-call usage",
 				"api_calls": ms.APICalls, "source_cost_usd": ms.InstanceCost}
@@ -183,4 +192,81 @@ func baseName(p string) string {
 		return p[i+1:]
 	}
 	return p
+}
+
+// sweHistory imports a .traj that holds only the history (the chat as sent
+// to the model, no trajectory steps): each assistant message one response,
+// its function calls (1.x) or its action (an older history's shell
+// command) its calls, and each tool message, or with no function calls the
+// user message after an action, their results. Run totals of usage go on
+// the last model_call, as for a trajectory.
+func sweHistory(b *builder, t *sweTraj, prov, model string) {
+	b.attrs["imported_from_history"] = true
+	b.notRecorded("execution times")
+	prompted := false
+	var pending []string // calls of the last response with no result yet
+	last := -1
+	for i, h := range t.History {
+		if h.Role == "assistant" {
+			last = i
+		}
+	}
+	for i, h := range t.History {
+		n := i + 1
+		switch {
+		case h.Role == "system":
+			if b.hdr.System != "" && b.hdr.System != textOf(h.Content) {
+				b.add(session.Event{Kind: session.KindUserMessage, Text: textOf(h.Content), Attrs: marshalAttrs(map[string]any{"role": "system"})})
+			}
+		case h.Role == "user" && h.IsDemo:
+			// Noted with the prompt above.
+		case h.Role == "user" && !prompted:
+			prompted = true // the task, added above
+		case h.Role == "user" && len(pending) == 1 && strings.HasPrefix(pending[0], "step-"):
+			// An older history: the observation of the action before it.
+			b.result(n, pending[0], textOf(h.Content), session.ResultOK, "", time.Time{}, 0, nil)
+			pending = nil
+		case h.Role == "user":
+			b.add(session.Event{Kind: session.KindUserMessage, Text: textOf(h.Content)})
+		case h.Role == "assistant":
+			tr := turn{text: textOf(h.Content), provider: prov, model: model}
+			for _, tc := range h.ToolCalls {
+				tr.calls = append(tr.calls, session.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: argsObject(tc.Function.Arguments)})
+			}
+			if len(tr.calls) == 0 && strings.TrimSpace(h.Action) != "" {
+				cmd, _ := json.Marshal(strings.TrimRight(h.Action, "\n"))
+				tr.calls = []session.ToolCall{{ID: fmt.Sprintf("step-%d", n), Name: "bash", Args: json.RawMessage(`{"command":` + string(cmd) + `}`)}}
+			}
+			if i == last {
+				ms := t.Info.ModelStats
+				if ms.TokensSent+ms.TokensReceived > 0 {
+					tr.usage = &provider.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
+					tr.sourceCost = &ms.InstanceCost
+				}
+				tr.callAttrs = map[string]any{"usage": "run totals (info.model_stats); the history records no per-call usage",
+					"api_calls": ms.APICalls, "source_cost_usd": ms.InstanceCost}
+			}
+			b.addTurn(tr, n)
+			pending = nil
+			for _, tc := range tr.calls {
+				b.intent(tc, time.Time{})
+				pending = append(pending, tc.ID)
+			}
+		case h.Role == "tool":
+			ids := h.ToolCallIDs
+			if len(ids) == 0 && len(pending) == 1 {
+				ids = pending
+			}
+			if len(ids) == 0 {
+				b.note(n, CodeNotImported, "a tool message that names no call, after a response with %d calls; not imported", len(pending))
+				continue
+			}
+			for _, id := range ids {
+				b.result(n, id, textOf(h.Content), session.ResultOK, "", time.Time{}, 0, nil)
+				pending = slices.DeleteFunc(pending, func(p string) bool { return p == id })
+			}
+		default:
+			b.note(n, CodeUnknownRecord, "history role %q; skipped", h.Role)
+		}
+	}
 }

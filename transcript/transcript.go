@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -43,6 +46,7 @@ const (
 	CodeNoResult      = "no_result"
 	CodeFork          = "fork"
 	CodeSubagent      = "subagent"
+	CodeNotImported   = "not_imported"
 )
 
 // Session is one imported session: its events, header first (seq 1, dense
@@ -76,6 +80,22 @@ type Report struct {
 	Counts      map[string]int `json:"counts"`
 	NotRecorded []string       `json:"not_recorded"`
 	Notes       []Note         `json:"notes"`
+	// Error: the file was not imported, and why (no session_id then).
+	Error string `json:"error,omitempty"`
+}
+
+// Lost counts the records of r that were not imported: the notes coded
+// torn_line, bad_line, unknown_record and not_imported. (skipped records
+// are not part of the conversation; fork lines are a branch it left.)
+func Lost(r Report) int {
+	n := 0
+	for _, x := range r.Notes {
+		switch x.Code {
+		case CodeTornLine, CodeBadLine, CodeUnknownRecord, CodeNotImported:
+			n++
+		}
+	}
+	return n
 }
 
 // Note is one thing the import did not map to a field, or found wrong.
@@ -124,11 +144,30 @@ func one(s *Session, err error) ([]*Session, error) {
 	return []*Session{s}, nil
 }
 
+// openRegular opens path for reading, a regular file only: a named pipe
+// (opened without blocking, so no writer is waited for) or a device in a
+// folder being imported is refused, not read until it ends.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("import %s: not a regular file (%s); only files are imported", path, tools.FileKind(fi.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // Detect names the format of the file at path from its first bytes.
 func Detect(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
-		return "", fmt.Errorf("import: %w", err)
+		return "", err
 	}
 	defer f.Close()
 	head := make([]byte, 64<<10)
@@ -228,6 +267,18 @@ type turn struct {
 	callAttrs map[string]any
 	// noCall: no model_call is written (a step that was no inference).
 	noCall bool
+	// sourceCost is the cost the source recorded, if it did: the cost
+	// when the price table does not know the model.
+	sourceCost *float64
+}
+
+// costOf prices usage u of model from the table, or, for a model the table
+// does not know, takes the cost the source recorded (nil: none, 0).
+func costOf(model string, u provider.Usage, source *float64) float64 {
+	if _, ok := provider.PriceOf(priceModel(model)); !ok && source != nil {
+		return *source
+	}
+	return provider.CostOf(priceModel(model), u)
 }
 
 // addTurn writes the assistant_message and model_call of one response:
@@ -242,7 +293,7 @@ func (b *builder) addTurn(t turn, line int) {
 	if u := t.usage; u != nil {
 		c.InputTokens, c.OutputTokens = u.Input, u.Output
 		c.CacheReadInputTokens, c.CacheCreationInputTokens = u.CacheRead, u.CacheCreation
-		c.CostUSD = provider.CostOf(priceModel(t.model), *u)
+		c.CostUSD = costOf(t.model, *u, t.sourceCost)
 		a.InputTokens, a.OutputTokens = u.Input, u.Output
 	}
 	b.add(a)
@@ -471,7 +522,12 @@ func argsObject(raw json.RawMessage) json.RawMessage {
 
 // readSource reads a file and the name the header records for it.
 func readSource(path string) ([]byte, string, error) {
-	b, err := os.ReadFile(path)
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, "", fmt.Errorf("import: %w", err)
 	}

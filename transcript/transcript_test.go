@@ -1,6 +1,7 @@
 package transcript_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha1"
@@ -13,13 +14,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/query"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/transcript"
+	"github.com/agentctl/agentctl/transcript/transcripttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden event listings")
@@ -114,6 +118,11 @@ func TestEveryCorpusFileImports(t *testing.T) {
 				}
 				if (rep.Status != replay.StatusStructureOnly && orphans == 0) || problems > 0 || len(rep.Problems) != orphans {
 					t.Errorf("%s: %d orphan results reported; verify = %s", s.ID(), orphans, rep.Text())
+				}
+				// Every record of a real file is imported, or is not part of
+				// the conversation (skipped): `agentctl import` exits 0.
+				if n := transcript.Lost(s.Report); n > 0 {
+					t.Errorf("%s: %d records not imported: %+v", s.ID(), n, s.Report.Notes)
 				}
 				if st := session.Fold(s.Events); st.Status() != session.StatusImported {
 					t.Errorf("%s: status %s, want imported", s.ID(), st.Status())
@@ -711,5 +720,640 @@ func TestClaudeCodeUsage(t *testing.T) {
 	var attrs map[string][]json.RawMessage
 	if json.Unmarshal(a.Attrs, &attrs) != nil || len(attrs["thinking"]) != 1 || !bytes.Contains(attrs["thinking"][0], []byte(`"signature"`)) {
 		t.Errorf("assistant attrs = %s, want the thinking block verbatim", a.Attrs)
+	}
+}
+
+// as21 derives the Claude Code 2.1.x shape of parallel calls (each result
+// hanging off its own call's line) from a real file: the corpus's files
+// with parallel calls (2.0.64, 2.0.76) chain their results one after
+// another, and its 2.1.x files make no parallel calls.
+func as21(t *testing.T, lines []string) []string {
+	t.Helper()
+	out, err := transcripttest.ClaudeCode21(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// rawCalls counts, from the raw JSON of a Claude Code file, its tool_use
+// blocks and the tool_result blocks that answer one of them.
+func rawCalls(t *testing.T, p string) (calls, results int) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	var res []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		_ = json.Unmarshal([]byte(l), &r)
+		var blocks []struct {
+			Type, ID  string
+			ToolUseID string `json:"tool_use_id"`
+		}
+		if json.Unmarshal(r.Message.Content, &blocks) != nil {
+			continue
+		}
+		for _, bl := range blocks {
+			switch bl.Type {
+			case "tool_use":
+				ids[bl.ID] = true
+				calls++
+			case "tool_result":
+				res = append(res, bl.ToolUseID)
+			}
+		}
+	}
+	for _, id := range res {
+		if ids[id] {
+			results++
+		}
+	}
+	return calls, results
+}
+
+// TestClaudeCodeParallelResults: the results of parallel calls that hang
+// off their own call's line (2.1.x) are the conversation's, not a rewind:
+// every call has its result, the counts are the source's, and verify finds
+// nothing pending. A rewind in the same shape is still a fork.
+func TestClaudeCodeParallelResults(t *testing.T) {
+	for _, rel := range []string{fasthooks, "claude-code/codemie-ai__codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"} {
+		t.Run(rel, func(t *testing.T) {
+			p := derive(t, rel, "derived-2.1-results-off-their-calls.jsonl", func(l []string) []string { return as21(t, l) })
+			calls, results := rawCalls(t, p)
+			ss, err := transcript.Import(transcript.FormatClaudeCode, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ss[0]
+			for _, n := range s.Report.Notes {
+				if n.Code == transcript.CodeFork || n.Code == transcript.CodeNoResult {
+					t.Errorf("note %+v", n)
+				}
+			}
+			if got := s.Report.Counts[string(session.KindToolIntent)]; got != calls {
+				t.Errorf("%d calls imported, the source has %d", got, calls)
+			}
+			if got := s.Report.Counts[string(session.KindToolResult)]; got != results {
+				t.Errorf("%d results imported, the source has %d", got, results)
+			}
+			st := session.Fold(s.Events)
+			for _, e := range s.Events {
+				if e.Kind == session.KindToolIntent {
+					if c := st.Call(e.CallID); c == nil || c.ResultSeq == 0 {
+						t.Errorf("call %s has no result", e.CallID)
+					}
+				}
+			}
+			if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+				t.Errorf("verify: %s", rep.Text())
+			}
+		})
+	}
+	t.Run("rewind", func(t *testing.T) {
+		// The 2.1.x shape, then the third prompt re-parented onto the first
+		// answer (as TestMalformedVariants' rewind): the second exchange,
+		// its call and its result, is a branch the conversation left.
+		p := derive(t, fasthooks, "derived-2.1-rewound.jsonl", func(l []string) []string {
+			l = as21(t, l)
+			for i := range l {
+				if strings.Contains(l[i], `"uuid":"4ff8f9dd`) {
+					l[i] = regexp.MustCompile(`"parentUuid":"[^"]+"`).ReplaceAllString(l[i], `"parentUuid":"5d50bbbc-`+uuidTail(l, "5d50bbbc")+`"`)
+				}
+			}
+			return l
+		})
+		ss, err := transcript.Import(transcript.FormatClaudeCode, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fork := false
+		for _, n := range ss[0].Report.Notes {
+			fork = fork || (n.Code == transcript.CodeFork && n.Line == 10)
+		}
+		if !fork {
+			t.Errorf("no fork note at line 10: %+v", ss[0].Report.Notes)
+		}
+		if c := session.Fold(ss[0].Events).Call("toolu_01HaquTrAhq2raBg86UfK1s6"); c != nil {
+			t.Errorf("the rewound branch's call was imported: %+v", c)
+		}
+	})
+}
+
+// TestATIFObservationsWithoutCallID: Harbor's terminus-2 writes results
+// with no source_call_id (ATIF allows it); the real trajectory's steps 9
+// and 10 each have one call and one such result. Each is paired with its
+// step's call by position, the export to ATIF holds every observation of
+// the source's agent steps, and importing the export gives the events back.
+func TestATIFObservationsWithoutCallID(t *testing.T) {
+	p := tr("atif/harbor-framework__harbor/terminus-2-context-summarization/trajectory.json")
+	// From the raw JSON: the results of the agent and user steps (a system
+	// step's result is its compaction summary), and those naming no call.
+	var raw struct {
+		Steps []struct {
+			Source      string `json:"source"`
+			Observation *struct {
+				Results []struct {
+					SourceCallID *string `json:"source_call_id"`
+				} `json:"results"`
+			} `json:"observation"`
+		} `json:"steps"`
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	results, noID := 0, 0
+	for _, st := range raw.Steps {
+		if st.Observation == nil || st.Source == "system" {
+			continue
+		}
+		for _, r := range st.Observation.Results {
+			results++
+			if r.SourceCallID == nil {
+				noID++
+			}
+		}
+	}
+	if results != 7 || noID != 2 {
+		t.Fatalf("the source has %d results, %d without source_call_id; this test was written for 7 and 2", results, noID)
+	}
+	ss, err := transcript.Import(transcript.FormatATIF, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	if got := s.Report.Counts[string(session.KindToolResult)]; got != results {
+		t.Errorf("%d results imported, the source has %d", got, results)
+	}
+	st := session.Fold(s.Events)
+	for _, id := range []string{"call_5_task_complete", "call_6_task_complete"} {
+		if c := st.Call(id); c == nil || c.ResultSeq == 0 {
+			t.Errorf("call %s has no result", id)
+		}
+	}
+	if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+		t.Errorf("verify: %s", rep.Text())
+	}
+	out, err := transcript.ExportATIF(s.ID(), s.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &raw); err != nil {
+		t.Fatal(err)
+	}
+	exported := 0
+	for _, st := range raw.Steps {
+		if st.Observation != nil && st.Source == "agent" {
+			exported += len(st.Observation.Results)
+		}
+	}
+	if exported != results {
+		t.Errorf("the export holds %d observations, the source %d", exported, results)
+	}
+	back := filepath.Join(t.TempDir(), "trajectory.json")
+	if err := os.WriteFile(back, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := transcript.Import(transcript.FormatATIF, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again[0].Events) != len(s.Events) {
+		t.Fatalf("%d events back, %d exported", len(again[0].Events), len(s.Events))
+	}
+	for i := 1; i < len(s.Events); i++ {
+		a, _ := session.Encode(s.Events[i])
+		g, _ := session.Encode(again[0].Events[i])
+		if !bytes.Equal(a, g) {
+			t.Errorf("event %d:\nexported %s\nimported %s", i+1, a, g)
+		}
+	}
+}
+
+// TestATIFUnpairedResults: results that name no call and that position
+// cannot pair (two results, one call) are kept, shown as what the
+// environment told the agent, and exported back as unpaired results. A
+// variant of the real terminus-2 trajectory: step 9 gets a second result.
+func TestATIFUnpairedResults(t *testing.T) {
+	p := tr("atif/harbor-framework__harbor/terminus-2-context-summarization/trajectory.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	step := doc["steps"].([]any)[8].(map[string]any)
+	if step["step_id"].(float64) != 9 {
+		t.Fatal("step 9 is not the ninth")
+	}
+	obs := step["observation"].(map[string]any)
+	obs["results"] = append(obs["results"].([]any), map[string]any{"content": "derived: a second result"})
+	b, _ = json.Marshal(doc)
+	dir := t.TempDir()
+	v := filepath.Join(dir, "terminus-2-derived-two-results-one-call.json")
+	if err := os.WriteFile(v, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := transcript.Import(transcript.FormatATIF, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	kept := 0
+	for _, e := range s.Events {
+		if e.Kind == session.KindUserMessage && (strings.Contains(e.Text, "Are you sure you want to mark") || e.Text == "derived: a second result") {
+			kept++
+		}
+	}
+	if kept != 2 {
+		t.Errorf("%d of the 2 unpaired results kept", kept)
+	}
+	out, err := transcript.ExportATIF(s.ID(), s.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte(`derived: a second result`)) {
+		t.Error("the export lacks the unpaired result")
+	}
+	back := filepath.Join(dir, "back.json")
+	if err := os.WriteFile(back, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := transcript.Import(transcript.FormatATIF, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again[0].Events) != len(s.Events) {
+		t.Fatalf("%d events back, %d exported", len(again[0].Events), len(s.Events))
+	}
+}
+
+// TestATIFSubagentPathsConfined: a sub-agent trajectory_path is the file's
+// word, not the user's. In a copy of the real terminus-2 folder, the ref
+// to trajectory.summarization-1-summary.json is made to name a named pipe,
+// /dev/zero, an absolute path and a ../ path outside the folder, or a
+// symlink leading out: each is refused with a note naming the path, the
+// import ends (no hang: the pipe has no writer), and the other two
+// sub-agents are still imported.
+func TestATIFSubagentPathsConfined(t *testing.T) {
+	const sub = "trajectory.summarization-1-summary.json"
+	outside := tr("atif/harbor-framework__harbor/atif2otel-fixtures/trajectory_pass.json")
+	for _, tt := range []struct {
+		name string
+		path string                         // the ref's trajectory_path ("": unchanged)
+		make func(t *testing.T, dir string) // what to put at dir/sub
+	}{
+		{"fifo", "", func(t *testing.T, dir string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, sub), 0o644); err != nil {
+				t.Skip("mkfifo:", err)
+			}
+		}},
+		{"dev-zero", "/dev/zero", nil},
+		{"absolute", "", nil}, // path set below: the real trajectory_pass.json
+		{"dotdot", "../atif2otel-fixtures/trajectory_pass.json", nil},
+		{"symlink-out", "", func(t *testing.T, dir string) {
+			if err := os.Symlink(outside, filepath.Join(dir, sub)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "terminus-2-context-summarization")
+			if err := os.MkdirAll(filepath.Join(root, "atif2otel-fixtures"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			copyFile(t, outside, filepath.Join(root, "atif2otel-fixtures", "trajectory_pass.json"))
+			src := tr("atif/harbor-framework__harbor/terminus-2-context-summarization")
+			ents, err := os.ReadDir(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if e.Name() != sub || tt.make == nil {
+					copyFile(t, filepath.Join(src, e.Name()), filepath.Join(dir, e.Name()))
+				}
+			}
+			path := tt.path
+			if tt.name == "absolute" {
+				path, _ = filepath.Abs(outside)
+			}
+			if tt.make != nil {
+				tt.make(t, dir)
+			}
+			named := sub
+			if path != "" {
+				named = path
+				b, err := os.ReadFile(filepath.Join(dir, "trajectory.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				q, _ := json.Marshal(path)
+				b = bytes.Replace(b, []byte(`"trajectory_path": "`+sub+`"`), []byte(`"trajectory_path": `+string(q)), 1)
+				if err := os.WriteFile(filepath.Join(dir, "trajectory.json"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			type res struct {
+				ss  []*transcript.Session
+				err error
+			}
+			done := make(chan res, 1)
+			go func() {
+				ss, err := transcript.Import(transcript.FormatATIF, filepath.Join(dir, "trajectory.json"))
+				done <- res{ss, err}
+			}()
+			var r res
+			select {
+			case r = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the import still runs after 20s (it opened %s)", named)
+			}
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			p := r.ss[0]
+			if len(p.Children) != 2 {
+				t.Errorf("%d children imported, want the other 2", len(p.Children))
+			}
+			refused := false
+			for _, n := range p.Report.Notes {
+				refused = refused || (n.Code == transcript.CodeNotImported && strings.Contains(n.Detail, fmt.Sprintf("%q", named)))
+			}
+			if !refused {
+				t.Errorf("no not_imported note naming %q: %+v", named, p.Report.Notes)
+			}
+			if transcript.Lost(p.Report) != 1 {
+				t.Errorf("Lost = %d, want 1", transcript.Lost(p.Report))
+			}
+		})
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSWEAgentHistoryOnly: a .traj that holds only its history (no
+// trajectory steps) imports its responses, calls and results from the
+// history. Variants of the real 1.x (function calling) and 0.x files with
+// "trajectory" removed; the counts are the history's, from its raw JSON.
+func TestSWEAgentHistoryOnly(t *testing.T) {
+	for _, rel := range []string{"swe-agent/SWE-agent__SWE-agent/marshmallow-code__marshmallow-1867__function_calling.traj", "swe-agent/SWE-agent__SWE-agent/pydicom__pydicom-1458.traj"} {
+		t.Run(rel, func(t *testing.T) {
+			b, err := os.ReadFile(tr(rel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			delete(doc, "trajectory")
+			var hist []struct {
+				Role        string            `json:"role"`
+				Action      string            `json:"action"`
+				IsDemo      bool              `json:"is_demo"`
+				ToolCalls   []json.RawMessage `json:"tool_calls"`
+				ToolCallIDs []string          `json:"tool_call_ids"`
+			}
+			if err := json.Unmarshal(doc["history"], &hist); err != nil {
+				t.Fatal(err)
+			}
+			responses, calls, results := 0, 0, 0
+			afterAction, prompted := false, false
+			for _, h := range hist {
+				switch {
+				case h.Role == "assistant":
+					responses++
+					calls += len(h.ToolCalls)
+					afterAction = len(h.ToolCalls) == 0 && strings.TrimSpace(h.Action) != ""
+					if afterAction {
+						calls++
+					}
+				case h.Role == "tool":
+					results += len(h.ToolCallIDs)
+				case h.Role == "user" && !h.IsDemo && !prompted:
+					prompted = true
+				case h.Role == "user" && !h.IsDemo && afterAction:
+					results++
+					afterAction = false
+				}
+			}
+			b, _ = json.Marshal(doc)
+			p := filepath.Join(t.TempDir(), "derived-history-only.traj")
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ss, err := transcript.Import(transcript.FormatSWEAgent, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := ss[0].Report
+			if r.Counts[string(session.KindAssistantMessage)] != responses || r.Counts[string(session.KindToolIntent)] != calls || r.Counts[string(session.KindToolResult)] != results {
+				t.Errorf("imported %d responses, %d calls, %d results; the history has %d, %d, %d", r.Counts[string(session.KindAssistantMessage)],
+					r.Counts[string(session.KindToolIntent)], r.Counts[string(session.KindToolResult)], responses, calls, results)
+			}
+			if responses == 0 || calls == 0 || results == 0 || transcript.Lost(r) != 0 {
+				t.Errorf("counts %d %d %d, lost %d", responses, calls, results, transcript.Lost(r))
+			}
+			if rep := replay.Verify(ss[0].ID(), ss[0].Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+				t.Errorf("verify: %s", rep.Text())
+			}
+		})
+	}
+}
+
+// TestInspectScorerCallsAndSourceCost: model events whose output is not
+// among a sample's messages (a scorer's calls) are billed model_calls, and
+// the cost the log recorded is taken for a model the price table does not
+// know. Variants of real logs: browser.json's sample with a copy of its
+// last model event given another message id, as a model-graded scorer's
+// call would be; log_read_sample.eval (ollama/gemma3, not in the table)
+// with a total_cost added to its model event's usage.
+func TestInspectScorerCallsAndSourceCost(t *testing.T) {
+	t.Run("scorer", func(t *testing.T) {
+		b, err := os.ReadFile(tr("inspect-ai/UKGovernmentBEIS__inspect_ai/2025-05-12T20-27-36-04-00_browser.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		sample := doc["samples"].([]any)[0].(map[string]any)
+		evs := sample["events"].([]any)
+		var last map[string]any
+		var in float64
+		models := 0
+		for _, e := range evs {
+			m := e.(map[string]any)
+			if m["event"] == "model" {
+				last, models = m, models+1
+				in += m["output"].(map[string]any)["usage"].(map[string]any)["input_tokens"].(float64)
+			}
+		}
+		cp, _ := json.Marshal(last)
+		var scorer map[string]any
+		_ = json.Unmarshal(cp, &scorer)
+		scorer["output"].(map[string]any)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["id"] = "derived-scorer-call"
+		in += scorer["output"].(map[string]any)["usage"].(map[string]any)["input_tokens"].(float64)
+		sample["events"] = append(evs, scorer)
+		b, _ = json.Marshal(doc)
+		p := filepath.Join(t.TempDir(), "browser-derived-scorer-call.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ss, err := transcript.Import(transcript.FormatInspect, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := ss[0]
+		if got := s.Report.Counts[string(session.KindModelCall)]; got != models+1 {
+			t.Errorf("%d model_calls, the log has %d model events", got, models+1)
+		}
+		if st := session.Fold(s.Events); st.InputTokens != int64(in) {
+			t.Errorf("input tokens %d, the log's model events hold %d", st.InputTokens, int64(in))
+		}
+		for _, n := range s.Report.Notes {
+			if strings.Contains(n.Detail, "model event") {
+				t.Errorf("note %+v", n)
+			}
+		}
+		if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+			t.Errorf("verify: %s", rep.Text())
+		}
+	})
+	t.Run("source-cost", func(t *testing.T) {
+		zr, err := zip.OpenReader(tr("inspect-ai/UKGovernmentBEIS__inspect_ai/log_read_sample.eval"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		const cost = 0.000123
+		edited := 0
+		for _, f := range zr.File {
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(f.Name, "samples/") {
+				var doc map[string]any
+				if err := json.Unmarshal(b, &doc); err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range doc["events"].([]any) {
+					if m := e.(map[string]any); m["event"] == "model" {
+						m["output"].(map[string]any)["usage"].(map[string]any)["total_cost"] = cost
+						edited++
+					}
+				}
+				b, _ = json.Marshal(doc)
+			}
+			w, err := zw.Create(f.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(b)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if edited != 1 {
+			t.Fatalf("%d model events, this test was written for 1", edited)
+		}
+		p := filepath.Join(t.TempDir(), "log_read_sample-derived-total-cost.eval")
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ss, err := transcript.Import(transcript.FormatInspect, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := session.Fold(ss[0].Events); st.CostUSD != cost {
+			t.Errorf("cost %v, the log recorded %v", st.CostUSD, cost)
+		}
+	})
+}
+
+// TestImportRefusesFIFO: a named pipe given to import (or met in a folder)
+// is refused at once, not read until a writer comes.
+func TestImportRefusesFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "trajectory.json")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	for _, format := range []string{transcript.FormatAuto, transcript.FormatATIF} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := transcript.Import(format, p)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s: err = %v", format, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the import of a named pipe still runs after 20s", format)
+		}
+	}
+}
+
+// TestClaudeCodeSubagentNotImported: a sub-agent file beside the session
+// that cannot be imported is named in the session's report (here the real
+// codemie folder with agent-50243ee8.jsonl swapped for a named pipe), and
+// the other sub-agent still comes in.
+func TestClaudeCodeSubagentNotImported(t *testing.T) {
+	src := tr("claude-code/codemie-ai__codemie-code/-tmp-private")
+	dir := t.TempDir()
+	for _, n := range []string{"4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl", "agent-36541525.jsonl"} {
+		copyFile(t, filepath.Join(src, n), filepath.Join(dir, n))
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "agent-50243ee8.jsonl"), 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	ss, err := transcript.Import(transcript.FormatClaudeCode, filepath.Join(dir, "4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss[0].Children) != 1 {
+		t.Errorf("%d children, want 1", len(ss[0].Children))
+	}
+	found := false
+	for _, n := range ss[0].Report.Notes {
+		found = found || (n.Code == transcript.CodeNotImported && strings.Contains(n.Detail, "agent-50243ee8.jsonl"))
+	}
+	if !found || transcript.Lost(ss[0].Report) != 1 {
+		t.Errorf("no not_imported note for agent-50243ee8.jsonl: %+v", ss[0].Report.Notes)
 	}
 }

@@ -1,8 +1,11 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/agentctl/agentctl/runner/sandbox"
@@ -49,3 +52,38 @@ func WithProgram(cfg *sandbox.Config, program string) *sandbox.Config {
 
 // CreateArtifact creates an artifact file, readable by its owner only.
 func CreateArtifact(path string) (*os.File, error) { return createArtifact(path) }
+
+// ReadFileIn reads the file at p, relative to the folder dir (or absolute
+// inside it), under the rules read_file follows, for a path that someone
+// else's file names (an imported transcript's reference to another file):
+// confined to dir with symlinks resolved (ErrEscape for one that leads
+// out, an absolute path elsewhere, or ../), a regular file only, checked
+// before it is opened and opened non-blocking, so a named pipe or a device
+// is refused rather than read (ErrNotRegular), and at most MaxFileSize
+// bytes (ErrTooBig), even for a file that grows while read.
+func ReadFileIn(dir, p string) ([]byte, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	rroot, resolved, err := confine(abs, p)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(rroot)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{arg: p, root: root, rroot: rroot, rel: relTo(rroot, resolved)}
+	defer t.Close()
+	f, _, err := t.open("read", t.rel, os.O_RDONLY, MaxFileSize)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(context.Background(), f, "read", p)
+}
+
+// FileKind names the type of a file that is not a regular file ("named
+// pipe", "character device", ...), as the file tools' errors do.
+func FileKind(m fs.FileMode) string { return fileKind(m) }
