@@ -99,13 +99,24 @@ func importRun(f *Factory, opts *importOptions) error {
 		case opts.JSON:
 			return enc.Encode(r)
 		case opts.Quiet:
-			fmt.Fprintf(f.Err, "agentctl: skipped %s: %s\n", r.File, r.Error)
+			if !r.Ignored {
+				fmt.Fprintf(f.Err, "agentctl: skipped %s: %s\n", r.File, r.Error)
+			}
+		case r.Ignored:
+			fmt.Fprintf(f.Out, "ignored %s: %s\n", r.File, r.Error)
 		default:
 			fmt.Fprintf(f.Out, "skipped %s: %s\n", r.File, r.Error)
 		}
 		return nil
 	}
-	skipped = append(skipped, passed...)
+	var ignored []transcript.Report // files of another format, met in a folder
+	for _, r := range passed {
+		if r.Ignored {
+			ignored = append(ignored, r)
+		} else {
+			skipped = append(skipped, r)
+		}
+	}
 	imported := map[string]bool{} // source files that came in (sub-agents too)
 	printed := map[string]bool{}
 	for _, file := range files {
@@ -158,7 +169,7 @@ func importRun(f *Factory, opts *importOptions) error {
 				Error: "a Claude Code sub-agent file whose session file is not among those imported; import that session's file, which brings it in"})
 		}
 	}
-	for _, r := range skipped {
+	for _, r := range append(ignored, skipped...) {
 		if err := report(r); err != nil {
 			return err
 		}
@@ -269,7 +280,12 @@ func importFiles(format string, paths []string) (files, subs []string, passed []
 			case whySubagent:
 				subs = append(subs, path)
 			default:
-				passed = append(passed, transcript.Report{Format: format, File: path, Error: why})
+				r := transcript.Report{Format: format, File: path, Error: why}
+				// A named format's folder holds other files too (a run's
+				// logs and patches): they are named, not lost.
+				// (A named format refuses a file for its extension only.)
+				r.Ignored = format != transcript.FormatAuto
+				passed = append(passed, r)
 			}
 			return nil
 		})

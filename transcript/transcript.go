@@ -82,6 +82,11 @@ type Report struct {
 	Notes       []Note         `json:"notes"`
 	// Error: the file was not imported, and why (no session_id then).
 	Error string `json:"error,omitempty"`
+	// Ignored: the file, met in a folder imported as a named format, is
+	// not of that format (a SWE-agent run's .log and .patch files): named
+	// with why, but nothing of the format was lost, so the import is not
+	// incomplete for it.
+	Ignored bool `json:"ignored,omitempty"`
 }
 
 // Lost counts the records of r that were not imported: the notes coded
