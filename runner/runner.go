@@ -100,6 +100,14 @@ type Config struct {
 	// Parent, for a subagent, names its parent in the new session's
 	// header (parent_session_id, parent_seq; attrs root_session_id).
 	Parent *Lineage
+	// Keys, when set, gives the idempotency key of a side-effecting call
+	// (turn: the ordinal of the assistant message that requested it) in
+	// place of one derived from this session; "" derives it as usual.
+	// replay run passes the recording's keys: its calls stand for the
+	// recording's, and a key is the operation's, derived from the event
+	// that first requested it, never from an attempt (a replay is one), so
+	// a tool that deduplicates by key sees the operation it already did.
+	Keys func(turn int, callID, tool string) string
 }
 
 // Result is the outcome of Start or Resume. Err is set when the run ended
@@ -747,6 +755,17 @@ func IdempotencyKey(sessionID string, assistantSeq int64, index int, tool string
 	return fmt.Sprintf("%s-%d-%d-%s", sessionID, assistantSeq, index, tool)
 }
 
+// keyOf is the idempotency key of call cs: the one Config.Keys gives, or
+// the one derived from the event of this session that requested it.
+func (r *run) keyOf(cs *callState) string {
+	if r.cfg.Keys != nil {
+		if k := r.cfg.Keys(cs.Turn, cs.Call.ID, cs.Call.Name); k != "" {
+			return k
+		}
+	}
+	return IdempotencyKey(r.id, cs.AssistantSeq, cs.Index, cs.Call.Name)
+}
+
 // runCalls dispatches the open calls of the latest assistant message in
 // order. stopped is true when the invocation ended (approval, budget,
 // interruption, needs_human).
@@ -800,7 +819,7 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 		}
 		key := ""
 		if t.SideEffects() {
-			key = IdempotencyKey(r.id, cs.AssistantSeq, cs.Index, name)
+			key = r.keyOf(cs)
 		}
 		if err := r.append(session.Event{Kind: session.KindToolIntent, CallID: cs.Call.ID, Tool: name,
 			Args: cs.Call.Args, IdempotencyKey: key}); err != nil {

@@ -29,11 +29,13 @@ func (s *state) add(e session.Event) {
 type callState struct {
 	Call         session.ToolCall
 	AssistantSeq int64
-	Index        int
-	Intent       bool
-	IntentKey    string
-	Requested    bool // an approval_request was recorded
-	Granted      string
+	// Turn is the ordinal of the assistant message that requested it.
+	Turn      int
+	Index     int
+	Intent    bool
+	IntentKey string
+	Requested bool // an approval_request was recorded
+	Granted   string
 }
 
 // openCalls lists the calls of the latest assistant message that no event
@@ -43,7 +45,7 @@ func (s *state) openCalls() []*callState {
 	for _, c := range s.OpenCalls() {
 		out = append(out, &callState{
 			Call:         session.ToolCall{ID: c.ID, Name: c.Tool, Args: c.Args},
-			AssistantSeq: c.RequestSeq, Index: c.Index,
+			AssistantSeq: c.RequestSeq, Turn: c.Turn, Index: c.Index,
 			Intent: c.IntentSeq > 0, IntentKey: c.IdempotencyKey,
 			Requested: c.ApprovalSeq > 0, Granted: c.Granted,
 		})
