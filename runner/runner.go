@@ -135,6 +135,9 @@ const (
 	ReasonProviderError    = "provider_error"
 	ReasonMaxTurns         = "max_turns"
 	ReasonSetupError       = "setup_error"
+	// ReasonContextOverflow: the next request would not fit
+	// compaction.window even after compaction (ErrContextOverflow).
+	ReasonContextOverflow = "context_overflow"
 	// ReasonEarlierAttemptKilled marks the error event resume records for
 	// each process of an earlier invocation it found alive and killed.
 	ReasonEarlierAttemptKilled = "earlier_attempt_killed"
@@ -610,6 +613,9 @@ func (r *run) loop(parent context.Context) (Result, error) {
 			if ctx.Err() != nil {
 				return r.interrupt(ctx, "", nil)
 			}
+			if errors.Is(err, ErrContextOverflow) {
+				return r.fail(ReasonContextOverflow, err)
+			}
 			return r.failProvider(err)
 		} else if over != "" {
 			return r.overBudget(over)
@@ -620,6 +626,9 @@ func (r *run) loop(parent context.Context) (Result, error) {
 			}
 		}
 		req := provider.Request{Model: r.st.Model, Messages: r.st.projector.Messages(), Tools: r.toolDefs()}
+		if err := r.fitsWindow(req, "the next request"); err != nil {
+			return r.fail(ReasonContextOverflow, err)
+		}
 		maxOut, over := r.modelBudget(req)
 		if over != "" {
 			return r.overBudget(over)
@@ -867,10 +876,16 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args jso
 		gate = approvalGate(r.cfg.Spec.Approvals, cs.Call.Name)
 	}
 	callCtx, cancel := r.callContext(ctx)
+	maxOut := r.outputCap()
 	res = t.Run(callCtx, tools.Call{Args: args, Workspace: r.ws, IdempotencyKey: key,
-		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env),
+		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env), MaxOutput: maxOut,
 		Sandbox: r.sandbox, Redactor: r.redactor(), ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
 	cancel()
+	if len(res.Output) > maxOut+128 {
+		// A tool that does not cut its output to MaxOutput (grep's
+		// matches): cut here, as the capture would have (its note aside).
+		res.Output, _ = tools.CapOutput(res.Output, maxOut)
+	}
 	if cut = wallCut(ctx, callCtx) && res.Status == session.ResultCancelled; cut {
 		res.Error = fmt.Sprintf("cancelled at the max_wall deadline (%s) after %s; its processes were killed",
 			r.budget().MaxWall, time.Since(began).Round(time.Millisecond))

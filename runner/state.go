@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"sort"
+
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -11,6 +13,12 @@ import (
 type state struct {
 	session.State
 	projector *session.Projector
+	// originals are the original conversational events after the latest
+	// compaction's through (isOriginal), the only ones a next summary
+	// reads: a compaction takes its requests from here instead of reading
+	// the log, so its cost does not grow with the session. foldLog fills
+	// it on resume.
+	originals []session.Event
 }
 
 func newState(system string) *state {
@@ -22,6 +30,28 @@ func newState(system string) *state {
 func (s *state) add(e session.Event) {
 	s.State.Add(e)
 	s.projector.Add(e)
+	if isOriginal(e.Kind) {
+		s.originals = append(s.originals, e)
+	} else if e.Kind == session.KindCompaction {
+		s.keepOriginals(nil)
+	}
+}
+
+// keepOriginals sets originals to those of evs (nil: of originals) after
+// the projection's through.
+func (s *state) keepOriginals(evs []session.Event) {
+	if evs == nil {
+		evs = s.originals
+	}
+	through := s.projector.Through()
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > through })
+	var out []session.Event
+	for _, e := range evs[i:] {
+		if isOriginal(e.Kind) {
+			out = append(out, e)
+		}
+	}
+	s.originals = out
 }
 
 // callState is the loop's copy of one open call of the latest assistant
