@@ -347,6 +347,17 @@ func cutRunes(s string, n int, fromEnd bool) string {
 // start of the context.
 var ErrContextOverflow = errors.New("runner: the request does not fit the window")
 
+// capOutput cuts a tool's output to outputCap, head and tail, for what
+// does not cut its own (grep's matches, a lookup's stored result, a
+// repeat's output when resume reconciles): a little over the cap is the
+// note a capture adds.
+func (r *run) capOutput(out string) string {
+	if max := r.outputCap(); len(out) > max+128 {
+		out, _ = tools.CapOutput(out, max)
+	}
+	return out
+}
+
 // fitsWindow checks that req's messages, estimated as the threshold
 // counts them (estimateTokens), fit compaction.window; the error names the
 // largest message, the one to shorten.

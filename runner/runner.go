@@ -881,11 +881,7 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args jso
 		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env), MaxOutput: maxOut,
 		Sandbox: r.sandbox, Redactor: r.redactor(), ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
 	cancel()
-	if len(res.Output) > maxOut+128 {
-		// A tool that does not cut its output to MaxOutput (grep's
-		// matches): cut here, as the capture would have (its note aside).
-		res.Output, _ = tools.CapOutput(res.Output, maxOut)
-	}
+	res.Output = r.capOutput(res.Output)
 	if cut = wallCut(ctx, callCtx) && res.Status == session.ResultCancelled; cut {
 		res.Error = fmt.Sprintf("cancelled at the max_wall deadline (%s) after %s; its processes were killed",
 			r.budget().MaxWall, time.Since(began).Round(time.Millisecond))
