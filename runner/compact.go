@@ -350,9 +350,10 @@ var ErrContextOverflow = errors.New("runner: the request does not fit the window
 // capOutput cuts a tool's output to outputCap, head and tail, for what
 // does not cut its own (grep's matches, a lookup's stored result, a
 // repeat's output when resume reconciles): a little over the cap is the
-// note a capture adds.
+// note a capture adds. At the default cap nothing is cut that was not
+// before (a recorded tool of an imported session gives its output whole).
 func (r *run) capOutput(out string) string {
-	if max := r.outputCap(); len(out) > max+128 {
+	if max := r.outputCap(); max < tools.DefaultMaxOutput && len(out) > max+128 {
 		out, _ = tools.CapOutput(out, max)
 	}
 	return out
