@@ -40,7 +40,11 @@ var _ runner.ChildSource = (*compareObserver)(nil)
 func newCompare(id, child string, evs []session.Event, strict bool, stop context.CancelFunc, recordings *recorder.Store) *compareObserver {
 	fold := session.Fold(evs)
 	orig, order := recordedResults(fold, evs)
-	return &compareObserver{orig: orig, order: order, strict: strict, stop: stop, origID: id, child: child, origFold: fold,
+	calls := make(map[callKey]*session.Call, len(fold.Calls))
+	for _, c := range fold.Calls {
+		calls[keyOf(c)] = c
+	}
+	return &compareObserver{orig: orig, order: order, calls: calls, strict: strict, stop: stop, origID: id, child: child, origFold: fold,
 		recordings: recordings, children: map[callKey]*childReplay{}, seen: map[callKey]bool{}, fold: session.NewState()}
 }
 
@@ -85,13 +89,13 @@ func (o *compareObserver) Child(sp *spec.Spec, c runner.ChildCall) (runner.Child
 		// approval): the same comparison goes on, and the resume sets the
 		// new provider to the turns already served.
 		ch.prov = prov
-		return runner.ChildModel{Provider: prov, Observer: ch.obs, Children: ch.obs}, nil
+		return runner.ChildModel{Provider: prov, Observer: ch.obs, Children: ch.obs, Keys: ch.obs.recordedKey}, nil
 	}
 	obs := newCompare(id, id, evs, o.strict, o.stop, o.recordings)
 	obs.origTurns = prov.Turns()
 	o.children[key] = &childReplay{obs: obs, prov: prov}
 	o.started = append(o.started, key)
-	return runner.ChildModel{Provider: prov, Observer: obs, Children: obs}, nil
+	return runner.ChildModel{Provider: prov, Observer: obs, Children: obs, Keys: obs.recordedKey}, nil
 }
 
 // anyStopped reports whether --strict stopped o's replay or a

@@ -36,6 +36,17 @@
 // Run re-executes a session with provider.Recorded standing in for the
 // model (no network, no key) and the tools re-run in a fresh copy of the
 // spec's workspace.from, comparing each tool result with the recording.
+// Side-effecting calls re-run too, under the idempotency keys the
+// recording's calls ran under (runner.Config.Keys), never keys derived
+// from the replay's session: a key names the operation (DESIGN.md: derived
+// from the requesting event, never from the attempt), and a replay is an
+// attempt. A tool that deduplicates by key answers with the effect it
+// already had, as it would on a resume. Serving the recorded results
+// instead, as Temporal does for activities, was not chosen: Run exists to
+// check today's tools against the recording, and a served result checks
+// nothing and leaves the fresh workspace without the effect that later
+// calls and the done checks read (charge-order's ledger). A task call keeps
+// the replay's own key, which names the replay's subagent session.
 // Fork copies a log up to a seq into a new session (parent_session_id,
 // forked_from), records a model change as model_changed, and continues it
 // with runner.Resume. ForkExternal forks an external agent's session,

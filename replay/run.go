@@ -165,7 +165,8 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 	prov := provider.NewRecorded(evs)
 	rep.RecordedTurns = prov.Turns()
 
-	rc := runner.Config{Spec: &sp, Store: cfg.Store, Provider: prov, Tools: cfg.Tools, Observer: obs, SessionID: cfg.ReplayID}
+	rc := runner.Config{Spec: &sp, Store: cfg.Store, Provider: prov, Tools: cfg.Tools, Observer: obs, SessionID: cfg.ReplayID,
+		Keys: obs.recordedKey}
 	if cfg.Recordings != nil {
 		rc.Children = obs
 	}
@@ -356,6 +357,8 @@ type compareObserver struct {
 	origID, child string
 	origFold      *session.State
 	origTurns     int
+	// calls are the recording's calls by callKey (read only).
+	calls map[callKey]*session.Call
 	// recordings holds the recorded subagents (nil: none are served);
 	// children are those this session's replay started, by task call.
 	recordings *recorder.Store
@@ -369,6 +372,31 @@ type compareObserver struct {
 	results int
 	same    int
 	stopped bool
+}
+
+// recordedKey is the idempotency key the replay's side-effecting call
+// (turn, id, tool) runs under (runner.Config.Keys): the key the recording's
+// call of that turn and id ran under, or for a call the recording never
+// dispatched the key derived from the recording's event that requested it.
+// A replayed call stands for the recorded one, and a key names the
+// operation, never the attempt: a tool that deduplicates by key (a payment
+// API) answers the replay with the operation it already did instead of
+// doing a new one, and what the replay compares is the same call. A task
+// call keeps the replay's own key, which names the replay's subagent
+// session (runner.SubagentID): the recorded child's id would collide with
+// the recording in a kept replay's home.
+func (o *compareObserver) recordedKey(turn int, id, tool string) string {
+	c := o.calls[callKey{turn, id}]
+	if c == nil || tool == tools.NameTask {
+		return ""
+	}
+	if c.IdempotencyKey != "" && c.Tool == tool {
+		return c.IdempotencyKey
+	}
+	if c.RequestSeq == 0 {
+		return ""
+	}
+	return runner.IdempotencyKey(o.origID, c.RequestSeq, c.Index, tool)
 }
 
 func (o *compareObserver) Event(e session.Event) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
@@ -43,4 +44,31 @@ func BenchmarkRun1000Turns(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*turns), "µs/turn")
+}
+
+// BenchmarkCompaction2000Turns is TestCompactionBoundedOver2000Turns's run
+// (2,000 turns, a 900-token window, a compaction every few turns) timed:
+// first-µs/turn and last-µs/turn are the mean time between turn requests
+// over the first and the last 200 turns, which must not grow (before
+// summaries were bounded: 9.7 → 298 ms). See bench/README.md.
+func BenchmarkCompaction2000Turns(b *testing.B) {
+	const n, window, span = 2000, 900, 200
+	sp, script, reg := longRun(b, n, window)
+	var first, last time.Duration
+	var compactions int
+	for b.Loop() {
+		w := &watched{Provider: provider.NewScripted(script, "scripted-1")}
+		store := recorder.Store{Root: b.TempDir()}
+		res, err := Start(context.Background(), Config{Spec: sp, Store: store, Provider: w, Tools: reg})
+		if err != nil || res.Status != session.StatusDone || res.Turns != n {
+			b.Fatalf("Start = %+v, %v", res, err)
+		}
+		first += w.turns[span].at.Sub(w.turns[0].at)
+		last += w.turns[n-1].at.Sub(w.turns[n-1-span].at)
+		compactions += len(w.summ)
+	}
+	b.ReportMetric(float64(first.Microseconds())/float64(b.N*span), "first-µs/turn")
+	b.ReportMetric(float64(last.Microseconds())/float64(b.N*span), "last-µs/turn")
+	b.ReportMetric(float64(compactions)/float64(b.N), "compactions")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/turn")
 }

@@ -164,6 +164,7 @@ func foldLog(dir string, evs []session.Event) (*state, int64) {
 		for _, e := range evs[cp.Seq:] {
 			s.add(e)
 		}
+		s.keepOriginals(evs) // the checkpoint holds none
 		return s, cp.Seq
 	}
 	s := newState(evs[0].System)

@@ -6,8 +6,11 @@
 //     reconcile intents left pending by a crash, and pick up tool calls that
 //     were waiting for approval.
 //  2. Turn: check the budget (a model call reserves its max output tokens),
-//     compact when the projection passes the threshold, project, call the
-//     model, append assistant_message and model_call together.
+//     compact when the projection passes the threshold (the summary held to
+//     a third of what the pinned messages leave, its oldest parts dropped,
+//     so any number of compactions fit the window), project, refuse a
+//     request that still does not fit (context_overflow), call the model,
+//     append assistant_message and model_call together.
 //  3. For each tool call: permission (the mode's registry), argument
 //     validation, the approval gate (approval_request, then stop with
 //     awaiting_approval), budget, tool_intent with its idempotency key, the

@@ -41,7 +41,7 @@ func (r *run) reconcile(ctx context.Context) (Result, bool, error) {
 		}
 		outcome, output, why := r.settle(ctx, cs)
 		ev := session.Event{Kind: session.KindReconciled, CallID: cs.Call.ID, Tool: cs.Call.Name,
-			IdempotencyKey: cs.IntentKey, Outcome: outcome, Output: output, Reason: why}
+			IdempotencyKey: cs.IntentKey, Outcome: outcome, Output: r.capOutput(output), Reason: why}
 		// Whatever the outcome, the workspace as the call left it is
 		// committed: the record holds what is there, even when a human
 		// must still say what it means.
@@ -75,7 +75,7 @@ func (r *run) settle(ctx context.Context, cs *callState) (outcome, output, why s
 		// Bounded by tool_timeout like the call it repeats (a hung MCP
 		// server must not hold the resume longer than the call could).
 		res := t.Run(ctx, tools.Call{Args: cs.Call.Args, Workspace: r.ws, IdempotencyKey: cs.IntentKey,
-			Env: passEnv(r.cfg.Spec.Sandbox.Env), Sandbox: r.sandbox,
+			Env: passEnv(r.cfg.Spec.Sandbox.Env), Sandbox: r.sandbox, MaxOutput: r.outputCap(),
 			Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Redactor: r.redactor()})
 		out := res.Output
 		if res.Status != session.ResultOK && res.Error != "" {

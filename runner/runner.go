@@ -100,6 +100,14 @@ type Config struct {
 	// Parent, for a subagent, names its parent in the new session's
 	// header (parent_session_id, parent_seq; attrs root_session_id).
 	Parent *Lineage
+	// Keys, when set, gives the idempotency key of a side-effecting call
+	// (turn: the ordinal of the assistant message that requested it) in
+	// place of one derived from this session; "" derives it as usual.
+	// replay run passes the recording's keys: its calls stand for the
+	// recording's, and a key is the operation's, derived from the event
+	// that first requested it, never from an attempt (a replay is one), so
+	// a tool that deduplicates by key sees the operation it already did.
+	Keys func(turn int, callID, tool string) string
 }
 
 // Result is the outcome of Start or Resume. Err is set when the run ended
@@ -127,6 +135,9 @@ const (
 	ReasonProviderError    = session.ReasonProviderError
 	ReasonMaxTurns         = "max_turns"
 	ReasonSetupError       = "setup_error"
+	// ReasonContextOverflow: the next request would not fit
+	// compaction.window even after compaction (ErrContextOverflow).
+	ReasonContextOverflow = "context_overflow"
 	// ReasonEarlierAttemptKilled marks the error event resume records for
 	// each process of an earlier invocation it found alive and killed.
 	ReasonEarlierAttemptKilled = "earlier_attempt_killed"
@@ -602,6 +613,9 @@ func (r *run) loop(parent context.Context) (Result, error) {
 			if ctx.Err() != nil {
 				return r.interrupt(ctx, "", nil)
 			}
+			if errors.Is(err, ErrContextOverflow) {
+				return r.fail(ReasonContextOverflow, err)
+			}
 			return r.failProvider(err)
 		} else if over != "" {
 			return r.overBudget(over)
@@ -612,6 +626,9 @@ func (r *run) loop(parent context.Context) (Result, error) {
 			}
 		}
 		req := provider.Request{Model: r.st.Model, Messages: r.st.projector.Messages(), Tools: r.toolDefs()}
+		if err := r.fitsWindow(req, "the next request"); err != nil {
+			return r.fail(ReasonContextOverflow, err)
+		}
 		maxOut, over := r.modelBudget(req)
 		if over != "" {
 			return r.overBudget(over)
@@ -747,6 +764,17 @@ func IdempotencyKey(sessionID string, assistantSeq int64, index int, tool string
 	return fmt.Sprintf("%s-%d-%d-%s", sessionID, assistantSeq, index, tool)
 }
 
+// keyOf is the idempotency key of call cs: the one Config.Keys gives, or
+// the one derived from the event of this session that requested it.
+func (r *run) keyOf(cs *callState) string {
+	if r.cfg.Keys != nil {
+		if k := r.cfg.Keys(cs.Turn, cs.Call.ID, cs.Call.Name); k != "" {
+			return k
+		}
+	}
+	return IdempotencyKey(r.id, cs.AssistantSeq, cs.Index, cs.Call.Name)
+}
+
 // runCalls dispatches the open calls of the latest assistant message in
 // order. stopped is true when the invocation ended (approval, budget,
 // interruption, needs_human).
@@ -800,7 +828,7 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 		}
 		key := ""
 		if t.SideEffects() {
-			key = IdempotencyKey(r.id, cs.AssistantSeq, cs.Index, name)
+			key = r.keyOf(cs)
 		}
 		if err := r.append(session.Event{Kind: session.KindToolIntent, CallID: cs.Call.ID, Tool: name,
 			Args: cs.Call.Args, IdempotencyKey: key}); err != nil {
@@ -848,10 +876,12 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args jso
 		gate = approvalGate(r.cfg.Spec.Approvals, cs.Call.Name)
 	}
 	callCtx, cancel := r.callContext(ctx)
+	maxOut := r.outputCap()
 	res = t.Run(callCtx, tools.Call{Args: args, Workspace: r.ws, IdempotencyKey: key,
-		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env),
+		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env), MaxOutput: maxOut,
 		Sandbox: r.sandbox, Redactor: r.redactor(), ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
 	cancel()
+	res.Output = r.capOutput(res.Output)
 	if cut = wallCut(ctx, callCtx) && res.Status == session.ResultCancelled; cut {
 		res.Error = fmt.Sprintf("cancelled at the max_wall deadline (%s) after %s; its processes were killed",
 			r.budget().MaxWall, time.Since(began).Round(time.Millisecond))

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"sort"
+
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -11,6 +13,12 @@ import (
 type state struct {
 	session.State
 	projector *session.Projector
+	// originals are the original conversational events after the latest
+	// compaction's through (isOriginal), the only ones a next summary
+	// reads: a compaction takes its requests from here instead of reading
+	// the log, so its cost does not grow with the session. foldLog fills
+	// it on resume.
+	originals []session.Event
 }
 
 func newState(system string) *state {
@@ -22,6 +30,28 @@ func newState(system string) *state {
 func (s *state) add(e session.Event) {
 	s.State.Add(e)
 	s.projector.Add(e)
+	if isOriginal(e.Kind) {
+		s.originals = append(s.originals, e)
+	} else if e.Kind == session.KindCompaction {
+		s.keepOriginals(nil)
+	}
+}
+
+// keepOriginals sets originals to those of evs (nil: of originals) after
+// the projection's through.
+func (s *state) keepOriginals(evs []session.Event) {
+	if evs == nil {
+		evs = s.originals
+	}
+	through := s.projector.Through()
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > through })
+	var out []session.Event
+	for _, e := range evs[i:] {
+		if isOriginal(e.Kind) {
+			out = append(out, e)
+		}
+	}
+	s.originals = out
 }
 
 // callState is the loop's copy of one open call of the latest assistant
@@ -29,11 +59,13 @@ func (s *state) add(e session.Event) {
 type callState struct {
 	Call         session.ToolCall
 	AssistantSeq int64
-	Index        int
-	Intent       bool
-	IntentKey    string
-	Requested    bool // an approval_request was recorded
-	Granted      string
+	// Turn is the ordinal of the assistant message that requested it.
+	Turn      int
+	Index     int
+	Intent    bool
+	IntentKey string
+	Requested bool // an approval_request was recorded
+	Granted   string
 }
 
 // openCalls lists the calls of the latest assistant message that no event
@@ -43,7 +75,7 @@ func (s *state) openCalls() []*callState {
 	for _, c := range s.OpenCalls() {
 		out = append(out, &callState{
 			Call:         session.ToolCall{ID: c.ID, Name: c.Tool, Args: c.Args},
-			AssistantSeq: c.RequestSeq, Index: c.Index,
+			AssistantSeq: c.RequestSeq, Turn: c.Turn, Index: c.Index,
 			Intent: c.IntentSeq > 0, IntentKey: c.IdempotencyKey,
 			Requested: c.ApprovalSeq > 0, Granted: c.Granted,
 		})

@@ -115,6 +115,9 @@ type ChildModel struct {
 	Observer Observer
 	// Children serves the child's own subagents; nil: it cannot start any.
 	Children ChildSource
+	// Keys gives the child's calls their keys (Config.Keys); nil derives
+	// them from the child's session.
+	Keys func(turn int, callID, tool string) string
 }
 
 // child is a subagent ready to start or resume.
@@ -188,7 +191,7 @@ func (r *run) prepareChild(callID string, args json.RawMessage, key string, inte
 	return &child{id: id, cfg: Config{
 		Spec: sp, Store: r.cfg.Store, Provider: m.Provider, Tools: reg, Observer: obs, Clock: r.cfg.Clock,
 		SessionID: id, NoSync: r.cfg.NoSync, NewProvider: r.cfg.NewProvider, Children: m.Children,
-		Parent: &lin,
+		Parent: &lin, Keys: m.Keys,
 		// Crash injection names a child's points by its id (failpoint.go).
 		Failpoint: childFailpoint(r.cfg.Failpoint, id),
 	}}, nil

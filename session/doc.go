@@ -15,7 +15,8 @@
 //  1. The system prompt comes first; nothing volatile precedes the log.
 //  2. If a compaction exists, the latest one stands for every event up to
 //     its Through seq, as a system message "Session so far: <summary>",
-//     followed by the first user message, pinned verbatim.
+//     followed by the first user message, pinned verbatim. A chunked
+//     summary is the parts in force (FORMAT.md: summary_from, kept_from).
 //  3. Every conversational event after Through follows in log order.
 //  4. A tool call with no result is closed with {"error":"cancelled_by_user"}
 //     (or {"error":"denied"} for a denied approval), so the next request is

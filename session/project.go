@@ -69,6 +69,25 @@ func SummaryFrom(e Event) int64 {
 	return a.From
 }
 
+// SummaryKeptFrom is, for a compaction that is one part of a chunked
+// summary, the seq of the oldest earlier part it keeps in force (its attrs
+// {"kept_from": N}): the parts recorded before N are dropped, so the
+// summary message stays within the budget the runner holds it to. 0 keeps
+// every earlier part that ends before summary_from (compactions recorded
+// before summaries were bounded have no kept_from).
+func SummaryKeptFrom(e Event) int64 {
+	if e.Kind != KindCompaction || len(e.Attrs) == 0 {
+		return 0
+	}
+	var a struct {
+		Kept int64 `json:"kept_from"`
+	}
+	if json.Unmarshal(e.Attrs, &a) != nil || a.Kept < 0 {
+		return 0
+	}
+	return a.Kept
+}
+
 // Project rebuilds the provider payload from a log: the system prompt, then
 // (if a compaction exists) the latest summary and the first user message
 // verbatim, then every conversational event after the compaction's through
@@ -246,8 +265,9 @@ func (p *Projector) compact(e Event) {
 	p.through = e.Through
 	var kept []SummaryPart
 	if from := SummaryFrom(e); from > 0 {
+		keptFrom := SummaryKeptFrom(e)
 		for _, pt := range p.parts {
-			if pt.Through < from {
+			if pt.Through < from && pt.Seq >= keptFrom {
 				kept = append(kept, pt)
 			}
 		}
@@ -322,6 +342,22 @@ func (p *Projector) AppendMessages(out []Message) []Message {
 	}
 	out = append(out, p.tail...)
 	return p.appendClosures(out)
+}
+
+// Parts are the summary parts in force, oldest first (a copy).
+func (p *Projector) Parts() []SummaryPart { return append([]SummaryPart(nil), p.parts...) }
+
+// Pinned is what every request starts with whatever was compacted: the
+// system prompt and the first user message (either may be missing).
+func (p *Projector) Pinned() []Message {
+	var out []Message
+	if p.system != "" {
+		out = append(out, Message{Role: RoleSystem, Content: p.system})
+	}
+	if p.firstUser != nil {
+		out = append(out, *p.firstUser)
+	}
+	return out
 }
 
 // Through is the last seq replaced by the latest compaction (0 if none).
