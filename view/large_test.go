@@ -138,34 +138,9 @@ func TestBrowserLarge(t *testing.T) {
 // million).
 func TestViewCapsLongSession(t *testing.T) {
 	const n = 60_000
-	h := newHome(t)
-	st := recorder.Store{Root: h.dir}
 	const id = "7e57000000060000"
-	ts := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	s, err := st.Create(session.Event{TS: ts, Kind: session.KindSessionStarted, SessionID: id, Name: "long", Provider: "p", Model: "m"}, recorder.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var evs []session.Event
-	for i := 1; i < n-1; i++ {
-		at := ts.Add(time.Duration(i) * time.Millisecond)
-		call := fmt.Sprintf("c%d", i/4)
-		switch i % 4 {
-		case 0:
-			evs = append(evs, session.Event{TS: at, Kind: session.KindModelCall, Provider: "p", Model: "m", InputTokens: 100, OutputTokens: 7})
-		case 1:
-			evs = append(evs, session.Event{TS: at, Kind: session.KindAssistantMessage, Text: "reading it again", ToolCalls: []session.ToolCall{{ID: call, Name: "read_file", Args: []byte(`{"path":"a.txt"}`)}}})
-		case 2:
-			evs = append(evs, session.Event{TS: at, Kind: session.KindToolIntent, CallID: call, Tool: "read_file", Args: []byte(`{"path":"a.txt"}`)})
-		case 3:
-			evs = append(evs, session.Event{TS: at, Kind: session.KindToolResult, CallID: call, Tool: "read_file", Status: session.ResultOK, Output: "alpha\nbeta\n"})
-		}
-	}
-	evs = append(evs, session.Event{TS: ts.Add(time.Hour), Kind: session.KindSessionFinished, Status: string(session.StatusDone)})
-	if _, err := s.Append(evs...); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	h := newHome(t)
+	recordFlat(t, h, id, n)
 	page := h.view(t.TempDir(), id)
 	b, err := os.ReadFile(page)
 	if err != nil {
@@ -198,6 +173,39 @@ func TestViewCapsLongSession(t *testing.T) {
 	if !bytes.Contains(b, []byte("are not in this page")) {
 		t.Error("the page's script has no note of the events left out")
 	}
+}
+
+// recordFlat records, through the recorder, a finished session of n
+// events: turns of a model call, an assistant message asking for one
+// read, its intent and its result.
+func recordFlat(tb testing.TB, h *home, id string, n int) {
+	tb.Helper()
+	st := recorder.Store{Root: h.dir}
+	ts := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	s, err := st.Create(session.Event{TS: ts, Kind: session.KindSessionStarted, SessionID: id, Name: "long", Provider: "p", Model: "m"}, recorder.Options{NoSync: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var evs []session.Event
+	for i := 1; i < n-1; i++ {
+		at := ts.Add(time.Duration(i) * time.Millisecond)
+		call := fmt.Sprintf("c%d", i/4)
+		switch i % 4 {
+		case 0:
+			evs = append(evs, session.Event{TS: at, Kind: session.KindModelCall, Provider: "p", Model: "m", InputTokens: 100, OutputTokens: 7})
+		case 1:
+			evs = append(evs, session.Event{TS: at, Kind: session.KindAssistantMessage, Text: "reading it again", ToolCalls: []session.ToolCall{{ID: call, Name: "read_file", Args: []byte(`{"path":"a.txt"}`)}}})
+		case 2:
+			evs = append(evs, session.Event{TS: at, Kind: session.KindToolIntent, CallID: call, Tool: "read_file", Args: []byte(`{"path":"a.txt"}`)})
+		case 3:
+			evs = append(evs, session.Event{TS: at, Kind: session.KindToolResult, CallID: call, Tool: "read_file", Status: session.ResultOK, Output: "alpha\nbeta\n"})
+		}
+	}
+	evs = append(evs, session.Event{TS: ts.Add(time.Hour), Kind: session.KindSessionFinished, Status: string(session.StatusDone)})
+	if _, err := s.Append(evs...); err != nil {
+		tb.Fatal(err)
+	}
+	s.Close()
 }
 
 // pageData decodes the data a page embeds.
