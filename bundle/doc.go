@@ -67,7 +67,10 @@
 // # Reading hostile bundles
 //
 // Extract treats its input as hostile and reads it twice. The first pass
-// writes nothing: the zstd decoder's memory is capped, member names must be
+// writes nothing: the zstd decoder's memory is capped, the bytes inflated
+// past the first RatioSlack may be at most MaxRatio times the compressed
+// bytes read so far (so a zstd bomb costs a fraction of a second, and any
+// bundle at most MaxRatio times its size in work), member names must be
 // local paths (no "..", no absolute path), only regular files and folders
 // are accepted (links, devices and fifos are refused), members larger than
 // MaxMember or a total beyond MaxTotal are refused from their headers,

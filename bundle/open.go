@@ -44,6 +44,17 @@ const (
 	DefaultMaxMembers = 1 << 20
 	// DecoderMaxMemory caps the zstd decoder's window and buffers.
 	DecoderMaxMemory = 64 << 20
+	// DefaultMaxRatio bounds how many bytes each compressed byte read so
+	// far may inflate to, beyond the first RatioSlack. Without it, a
+	// bundle of a quarter of a MiB declaring one 7 GiB member of zeros
+	// was inflated and hashed whole (two minutes) before its missing
+	// MANIFEST refused it; with it, the work of reading any bundle is at
+	// most RatioSlack plus DefaultMaxRatio times its size. A bundle
+	// agentctl writes stays far below: its workspace archive and
+	// Parquet are stored compressed, and text compresses 3 to 30 times.
+	DefaultMaxRatio = 1000
+	// RatioSlack is how much any bundle may inflate to whatever its ratio.
+	RatioSlack = 64 << 20
 )
 
 // ExtractOptions tune Extract. The zero value applies the defaults.
@@ -51,6 +62,9 @@ type ExtractOptions struct {
 	MaxMember  int64 // largest member accepted (default DefaultMaxMember)
 	MaxTotal   int64 // most bytes written in all (default DefaultMaxTotal)
 	MaxMembers int   // most members (default DefaultMaxMembers)
+	// MaxRatio bounds the bytes inflated per compressed byte read, past
+	// RatioSlack (default DefaultMaxRatio).
+	MaxRatio int64
 	// Only, when set, picks the members written; all are still read and
 	// checked against the manifest.
 	Only func(name string) bool
@@ -75,6 +89,9 @@ func Extract(ctx context.Context, r io.ReadSeeker, dir string, opts ExtractOptio
 	}
 	if opts.MaxMembers <= 0 {
 		opts.MaxMembers = DefaultMaxMembers
+	}
+	if opts.MaxRatio <= 0 {
+		opts.MaxRatio = DefaultMaxRatio
 	}
 	dir = filepath.Clean(dir)
 	if ents, err := os.ReadDir(dir); err == nil {
@@ -167,13 +184,14 @@ func unpack(ctx context.Context, r io.Reader, dir string, opts ExtractOptions, m
 // before a byte of it is read; want, when set, are the members the first
 // pass verified, whose sha256 each member must match as it ends.
 func scan(ctx context.Context, r io.Reader, opts ExtractOptions, sink func(name string, size int64) (io.WriteCloser, error), want map[string]Member) (*Manifest, []byte, error) {
-	dec, err := zstd.NewReader(r, zstd.WithDecoderMaxMemory(DecoderMaxMemory), zstd.WithDecoderMaxWindow(DecoderMaxMemory),
+	in := &countReader{r: r}
+	dec, err := zstd.NewReader(in, zstd.WithDecoderMaxMemory(DecoderMaxMemory), zstd.WithDecoderMaxWindow(DecoderMaxMemory),
 		zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("bundle: %w", err)
 	}
 	defer dec.Close()
-	tr := tar.NewReader(dec)
+	tr := tar.NewReader(&ratioReader{dec: dec, in: in, ratio: opts.MaxRatio})
 	got := map[string]Member{}
 	var order []string
 	var total int64
@@ -186,6 +204,9 @@ func scan(ctx context.Context, r io.Reader, opts ExtractOptions, sink func(name 
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if errors.Is(err, ErrRefused) {
+			return nil, nil, err
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrRefused, err)
@@ -220,7 +241,9 @@ func scan(ctx context.Context, r io.Reader, opts ExtractOptions, sink func(name 
 			if hdr.Size > 64<<20 {
 				return nil, nil, fmt.Errorf("%w: MANIFEST has %d bytes", ErrTooLarge, hdr.Size)
 			}
-			if manifest, err = io.ReadAll(tr); err != nil {
+			if manifest, err = io.ReadAll(tr); errors.Is(err, ErrRefused) {
+				return nil, nil, err
+			} else if err != nil {
 				return nil, nil, fmt.Errorf("%w: read MANIFEST: %v", ErrRefused, err)
 			}
 			if manifest == nil {
@@ -244,6 +267,9 @@ func scan(ctx context.Context, r io.Reader, opts ExtractOptions, sink func(name 
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
+		}
+		if errors.Is(err, ErrRefused) {
+			return nil, nil, fmt.Errorf("bundle: read member %q: %w", name, err)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: member %q: %v", ErrRefused, name, err)
@@ -287,6 +313,38 @@ func scan(ctx context.Context, r io.Reader, opts ExtractOptions, sink func(name 
 		}
 	}
 	return &m, manifest, nil
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ratioReader fails the read that takes the inflated bytes past
+// RatioSlack and ratio times the compressed bytes read so far. The
+// decoder (one goroutine) reads its input a block at a time, so the count
+// of compressed bytes is close to those behind the output.
+type ratioReader struct {
+	dec   io.Reader
+	in    *countReader
+	out   int64
+	ratio int64
+}
+
+func (r *ratioReader) Read(p []byte) (int, error) {
+	n, err := r.dec.Read(p)
+	r.out += int64(n)
+	if r.out > RatioSlack && r.out/r.ratio > r.in.n {
+		return n, fmt.Errorf("%w: %d bytes of zstd inflate to more than %d, over %d times their size (a zstd bomb?); if the bundle is trusted, unpack it with 'agentctl bundle open --max-ratio N'", ErrTooLarge, r.in.n, r.out, r.ratio)
+	}
+	return n, err
 }
 
 // safeName reports whether a member name is a clean relative path with

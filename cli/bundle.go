@@ -152,6 +152,7 @@ type bundleOpenOptions struct {
 	File      string
 	Output    string
 	MaxMember int64
+	MaxRatio  int64
 	JSON      bool
 }
 
@@ -165,7 +166,9 @@ func newBundleOpenCmd(f *Factory, runF func(context.Context, *bundleOpenOptions)
 A bundle is treated as hostile: a member whose path would escape the folder,
 a link, a device or fifo, a member over --max-member, or a mismatch with the
 MANIFEST is refused, and nothing is left behind. The zstd decoder's memory
-is capped at 64 MiB. workspace.tar.zst is left packed.
+is capped at 64 MiB, and past the first 64 MiB the bundle may inflate to at
+most --max-ratio times the compressed bytes read so far, so a zstd bomb is
+refused after a fraction of a second. workspace.tar.zst is left packed.
 
 Exit status: 0 unpacked and verified, 1 refused or an error.`,
 		Example: `  agentctl bundle open 3f2a.tar.zst
@@ -181,6 +184,7 @@ Exit status: 0 unpacked and verified, 1 refused or an error.`,
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "folder to unpack into (must not exist or be empty)")
 	cmd.Flags().Int64Var(&opts.MaxMember, "max-member", bundle.DefaultMaxMember, "refuse members larger than this many bytes")
+	cmd.Flags().Int64Var(&opts.MaxRatio, "max-ratio", bundle.DefaultMaxRatio, "refuse a bundle that inflates to more than this many times its compressed size (past 64 MiB)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -198,7 +202,7 @@ func bundleOpenRun(ctx context.Context, f *Factory, opts *bundleOpenOptions) err
 		return fmt.Errorf("bundle open: %w", err)
 	}
 	defer r.Close()
-	m, err := bundle.Extract(ctx, r, out, bundle.ExtractOptions{MaxMember: opts.MaxMember})
+	m, err := bundle.Extract(ctx, r, out, bundle.ExtractOptions{MaxMember: opts.MaxMember, MaxRatio: opts.MaxRatio})
 	if err != nil {
 		return fmt.Errorf("bundle open %s: %w", opts.File, err)
 	}

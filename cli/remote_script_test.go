@@ -74,7 +74,7 @@ func s3Cmd(ts *testscript.TestScript, neg bool, args []string) {
 		_, err := st.Put(ctx, args[1], []byte(ts.ReadFile(args[2])), remote.Cond{})
 		ts.Check(err)
 	case "get":
-		b, _, err := st.Get(ctx, args[1])
+		b, _, err := st.Get(ctx, args[1], remote.MaxObjectBytes)
 		ts.Check(err)
 		ts.Check(os.WriteFile(ts.MkAbs(args[2]), b, 0o644))
 	default:

@@ -52,7 +52,9 @@ errors highlighted, child sessions and forks linked.
 The file needs no network: style, script and data are inline, and it opens
 from file://. Recorded strings were redacted when they were recorded and are
 shown as text, never as markup; control characters show as escapes. Strings
-longer than 8 KiB are cut in the page ('agentctl show --json' has them).
+longer than 8 KiB are cut in the page ('agentctl show --json' has them). A
+session of more than 20,000 events shows its first and last 10,000, with a
+note of the events left out; the figures count them all.
 
 --bundle reads a debug bundle instead of the home; its artifacts are linked
 where 'agentctl bundle open FILE' unpacks it, beside the bundle.

@@ -83,6 +83,55 @@ func WriteRowsFS(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64,
 	return st.Size(), nil
 }
 
+// RowWriter writes rows to a Parquet file a batch at a time, so that a
+// caller converting a long log holds a batch, not every row. The file is
+// written in place (no temp file, no fsync): it is for files of the
+// caller's own, such as package query's rows of the unsealed logs.
+type RowWriter struct {
+	f    *os.File
+	w    *parquet.GenericWriter[Row]
+	rows int64
+}
+
+// CreateRows creates (or truncates) the file at path for a RowWriter.
+func CreateRows(path string) (*RowWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: write %s: %w", path, err)
+	}
+	w := parquet.NewGenericWriter[Row](f,
+		parquet.Compression(codec),
+		parquet.MaxRowsPerRowGroup(RowGroupRows),
+		parquet.CreatedBy("agentctl", "", ""),
+	)
+	return &RowWriter{f: f, w: w}, nil
+}
+
+// Write adds rows; it keeps none of their strings. Not safe for
+// concurrent use.
+func (w *RowWriter) Write(rows []Row) error {
+	if _, err := w.w.Write(rows); err != nil {
+		return fmt.Errorf("history: write %s: %w", w.f.Name(), err)
+	}
+	w.rows += int64(len(rows))
+	return nil
+}
+
+// Rows returns how many rows were written.
+func (w *RowWriter) Rows() int64 { return w.rows }
+
+// Close writes the footer and closes the file.
+func (w *RowWriter) Close() error {
+	err := w.w.Close()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("history: write %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
 // ReadRows reads every row of a Parquet file written by WriteRows. A
 // damaged file fails with an error matching ErrCorruptFile that names it.
 func ReadRows(path string) ([]Row, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctl/agentctl/history"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/session"
 )
 
 // Views lists the views every query can use, in the order they are
@@ -211,55 +212,88 @@ func (d *DB) load(ctx context.Context) error {
 		return err
 	}
 	d.logs = map[string]LogState{}
-	var mu sync.Mutex
-	var live []history.Row
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for _, id := range ids {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			evs, tail, err := recorder.ReadFile(d.hist.Store.LogPath(id))
-			if err != nil && mayBeGone[id] && errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			rows := make([]history.Row, 0, len(evs))
-			for _, ev := range evs {
-				r, rerr := history.FromEvent(id, ev)
-				if rerr != nil {
-					err = errors.Join(err, rerr)
-					continue
-				}
-				rows = append(rows, r)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			d.logs[id] = LogState{Torn: tail.Torn, Err: err}
-			live = append(live, rows...)
-		})
-	}
-	wg.Wait()
-	livePath := ""
 	usable := 0
 	for _, p := range d.m.LiveFiles(d.hist.Dir) {
 		if !d.skipped[p] {
 			usable++
 		}
 	}
-	if len(live) > 0 || usable == 0 {
-		// The rows of the logs, or an empty file that gives the views
-		// their columns when no history file can.
-		if d.tmp == "" {
-			if d.tmp, err = os.MkdirTemp("", "agentctl-query-"); err != nil {
-				return fmt.Errorf("query: %w", err)
-			}
-		}
-		livePath = filepath.Join(d.tmp, "live.parquet")
-		if _, err := history.WriteRows(livePath, live, true); err != nil {
+	if len(ids) == 0 && usable > 0 {
+		return d.createViews(ctx, "")
+	}
+	// The rows of the logs, or an empty file that gives the views their
+	// columns when no history file can.
+	if d.tmp == "" {
+		if d.tmp, err = os.MkdirTemp("", "agentctl-query-"); err != nil {
 			return fmt.Errorf("query: %w", err)
 		}
 	}
+	livePath := filepath.Join(d.tmp, "live.parquet")
+	lw, err := history.CreateRows(livePath)
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	if err := d.readLogs(ids, mayBeGone, lw); err != nil {
+		lw.Close()
+		return fmt.Errorf("query: %w", err)
+	}
+	if err := lw.Close(); err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	if lw.Rows() == 0 && usable > 0 {
+		livePath = ""
+	}
 	return d.createViews(ctx, livePath)
+}
+
+// logBatch is how many rows of a log are converted before they are
+// written: the memory of reading a log, whatever its length.
+const logBatch = 4096
+
+// readLogs writes the rows of the logs of ids to lw, reading them a
+// record at a time (recorder.StreamFile), 8 at once, and records in
+// d.logs what reading each found. A log of a million events costs a batch
+// of rows, not the log's events and rows held whole.
+func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWriter) error {
+	var mu sync.Mutex // d.logs, lw, werr
+	var werr error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, id := range ids {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var batch []history.Row // grows to logBatch: most logs are short
+			var convErr error
+			flush := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if werr == nil && len(batch) > 0 {
+					werr = lw.Write(batch)
+				}
+				batch = batch[:0]
+			}
+			_, tail, err := recorder.StreamFile(d.hist.Store.LogPath(id), func(ev session.Event) {
+				r, rerr := history.FromEvent(id, ev)
+				if rerr != nil {
+					convErr = errors.Join(convErr, rerr)
+					return
+				}
+				if batch = append(batch, r); len(batch) == logBatch {
+					flush()
+				}
+			})
+			if err != nil && mayBeGone[id] && errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			flush()
+			mu.Lock()
+			defer mu.Unlock()
+			d.logs[id] = LogState{Torn: tail.Torn, Err: errors.Join(err, convErr)}
+		})
+	}
+	wg.Wait()
+	return werr
 }
 
 func (d *DB) createViews(ctx context.Context, livePath string) error {

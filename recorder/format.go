@@ -364,6 +364,34 @@ func ScanFileInto(path string, buf []byte, fn func(session.Event)) (int, Tail, [
 	}
 }
 
+// StreamFile is ScanFile reading the log a record at a time: it holds one
+// record and a 64 KiB buffer whatever the log's size, where ScanFile holds
+// the whole file, and the events' strings are copies. It is for callers
+// that read logs nothing bounds and keep little of each event, such as
+// listing and querying the sessions of a home (one session of a million
+// events is a log of hundreds of MiB).
+func StreamFile(path string, fn func(session.Event)) (int, Tail, error) {
+	f, size, err := openSized(path)
+	if err != nil {
+		return 0, Tail{}, fmt.Errorf("recorder: read log: %w", err)
+	}
+	defer f.close()
+	// A writer may be appending: read what was there at the open. A
+	// short log gets a buffer of its size.
+	rd := &Reader{r: bufio.NewReaderSize(io.LimitReader(f, size), int(min(size+16, 64<<10))), path: path}
+	n := 0
+	for {
+		ev, err := rd.Next()
+		if err == nil {
+			fn(ev)
+			n++
+			continue
+		}
+		tail, err := readEnd(err, rd.Offset(), size)
+		return n, tail, err
+	}
+}
+
 // readWhole returns the bytes of the file at path (in buf if it is large
 // enough), at most the size seen when it was opened (a writer may be
 // appending), and that size.

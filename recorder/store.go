@@ -225,10 +225,13 @@ func SummaryOf(id string, st *session.State, tail Tail, err error) Summary {
 // Fold reads and folds the log of session id, with what the log cannot
 // say about itself: whether a process holds its lease (State.Live) and
 // whether reading stopped at damage (State.Corrupt). The error is
-// ReadFile's; on corruption the fold holds the events before it.
+// ReadFile's; on corruption the fold holds the events before it. The log
+// is read a record at a time (StreamFile), so a fold costs the State, not
+// the log's events: listing a home with a session of a million events
+// must not hold them all.
 func (s Store) Fold(id string) (*session.State, Tail, error) {
-	evs, tail, err := s.Load(id)
-	st := session.Fold(evs)
+	st := session.NewState()
+	_, tail, err := StreamFile(s.LogPath(id), st.Add)
 	st.Live = Live(s.SessionDir(id))
 	st.Corrupt = errors.Is(err, ErrCorrupt)
 	return st, tail, err

@@ -1,6 +1,9 @@
 package recorder
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -51,5 +54,59 @@ func TestStoreSummaryStatus(t *testing.T) {
 	got := st.Summary(sess.ID)
 	if got.Status != session.StatusCorrupt || got.Err == "" || got.Events != 2 {
 		t.Errorf("damaged mid-log: %+v, want corrupt with 2 events read and the error", got)
+	}
+}
+
+// TestStreamFileAgreesWithReadFile: StreamFile, which Store.Fold and
+// package query read logs with, finds what ReadFile finds (the events,
+// the Tail, the kind of error) on a log cut at every byte and on one with
+// each byte of a frame flipped.
+func TestStreamFileAgreesWithReadFile(t *testing.T) {
+	st := Store{Root: t.TempDir()}
+	sess, err := st.Create(session.Event{Kind: session.KindSessionStarted, SessionID: "5f0000000000000a", Model: "m"}, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []session.Event{
+		{Kind: session.KindModelCall, InputTokens: 10, OutputTokens: 3},
+		{Kind: session.KindToolIntent, CallID: "a", Tool: "bash"},
+		{Kind: session.KindToolResult, CallID: "a", Status: session.ResultOK, Output: "ok"},
+		{Kind: session.KindSessionFinished, Status: string(session.StatusDone)},
+	} {
+		if _, err := sess.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess.Close()
+	whole, err := os.ReadFile(st.LogPath(sess.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := t.TempDir() + "/events.log"
+	check := func(name string, b []byte) {
+		t.Helper()
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		evs, tail, rerr := ReadFile(p)
+		var seqs []int64
+		n, stail, serr := StreamFile(p, func(e session.Event) { seqs = append(seqs, e.Seq) })
+		if n != len(evs) || len(seqs) != len(evs) || stail != tail || (rerr == nil) != (serr == nil) ||
+			errors.Is(rerr, ErrCorrupt) != errors.Is(serr, ErrCorrupt) {
+			t.Fatalf("%s: StreamFile = %d events, %+v, %v; ReadFile = %d events, %+v, %v", name, n, stail, serr, len(evs), tail, rerr)
+		}
+		for i, e := range evs {
+			if seqs[i] != e.Seq {
+				t.Fatalf("%s: event %d has seq %d, ReadFile's %d", name, i, seqs[i], e.Seq)
+			}
+		}
+	}
+	for cut := range len(whole) + 1 {
+		check(fmt.Sprintf("cut at %d", cut), whole[:cut])
+	}
+	for i := FileHeaderSize; i < len(whole); i += 7 {
+		b := bytes.Clone(whole)
+		b[i] ^= 0x20
+		check(fmt.Sprintf("byte %d flipped", i), b)
 	}
 }

@@ -193,7 +193,7 @@ func BenchmarkRemoteQuerySync(b *testing.B) {
 			b.Fatal(err)
 		}
 		err = parallel(objs, func(o remote.Object) error {
-			body, _, err := st.Get(ctx, o.Key)
+			body, _, err := st.Get(ctx, o.Key, o.Size)
 			if err != nil {
 				return err
 			}

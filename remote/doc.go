@@ -54,7 +54,9 @@
 //
 // A bucket is written by others. Only keys of the layout above are read
 // (a key decides a path in the cache, so one like history/../x is
-// ignored), no object over MaxObjectBytes is downloaded, every Parquet
+// ignored), no object over MaxObjectBytes is downloaded, no read goes
+// past the size the listing gave (an object served larger is damaged and
+// skipped, or for a session log an error), every Parquet
 // object is read whole (malformed input is an error, never a crash)
 // before it is used, and a fetched log goes through the recorder's
 // checks. Nothing in an object decides which host paths are written.

@@ -35,6 +35,7 @@ func (r *Remote) FetchSession(ctx context.Context, ref string) (string, error) {
 	}
 	var ids []string
 	etags := map[string]string{}
+	sizes := map[string]int64{}
 	for _, o := range objs {
 		id, rest, ok := strings.Cut(strings.TrimPrefix(o.Key, sessionsPrefix), "/")
 		if !ok || rest != recorder.LogFile || !safeID(id) {
@@ -45,11 +46,11 @@ func (r *Remote) FetchSession(ctx context.Context, ref string) (string, error) {
 		}
 		if id == ref {
 			ids = []string{id}
-			etags[id] = o.ETag
+			etags[id], sizes[id] = o.ETag, o.Size
 			break
 		}
 		ids = append(ids, id)
-		etags[id] = o.ETag
+		etags[id], sizes[id] = o.ETag, o.Size
 	}
 	switch len(ids) {
 	case 0:
@@ -70,7 +71,7 @@ func (r *Remote) FetchSession(ctx context.Context, ref string) (string, error) {
 	if b, err := os.ReadFile(tagPath); err == nil && string(b) == etags[id] && fileSize(logPath) >= 0 {
 		return id, checkLog(logPath)
 	}
-	b, etag, err := r.Store.Get(ctx, LogKey(id))
+	b, etag, err := r.Store.Get(ctx, LogKey(id), sizes[id])
 	if errors.Is(err, ErrNotFound) {
 		return "", fmt.Errorf("%w: %s was removed from %s since listed", recorder.ErrNoSession, id, r.Store)
 	}

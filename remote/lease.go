@@ -18,6 +18,10 @@ type lease struct {
 	etag    string
 }
 
+// maxLeaseBytes bounds the read of a lease: this package writes a few
+// dozen bytes.
+const maxLeaseBytes = 64 << 10
+
 // acquireLease takes the compaction lease for ttl, taking over one that
 // expired. It fails with ErrLeaseHeld naming the holder otherwise.
 func (r *Remote) acquireLease(ctx context.Context, owner string, ttl time.Duration, now func() time.Time) (*lease, error) {
@@ -31,7 +35,7 @@ func (r *Remote) acquireLease(ctx context.Context, owner string, ttl time.Durati
 	if !errors.Is(err, ErrExists) {
 		return nil, fmt.Errorf("remote: take compaction lease: %w", err)
 	}
-	cur, curTag, err := r.Store.Get(ctx, leaseKey)
+	cur, curTag, err := r.Store.Get(ctx, leaseKey, maxLeaseBytes)
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: released while this one tried to take it; run it again", ErrLeaseHeld)
 	}

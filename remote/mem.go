@@ -53,7 +53,7 @@ func (m *Mem) Put(ctx context.Context, key string, body []byte, c Cond) (string,
 	return o.etag, nil
 }
 
-func (m *Mem) Get(ctx context.Context, key string) ([]byte, string, error) {
+func (m *Mem) Get(ctx context.Context, key string, max int64) ([]byte, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
@@ -62,6 +62,9 @@ func (m *Mem) Get(ctx context.Context, key string) ([]byte, string, error) {
 	o, ok := m.objs[key]
 	if !ok {
 		return nil, "", fmt.Errorf("get %s/%s: %w", m, key, ErrNotFound)
+	}
+	if int64(len(o.body)) > max {
+		return nil, "", tooLarge(m, key, max)
 	}
 	return slices.Clone(o.body), o.etag, nil
 }

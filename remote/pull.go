@@ -41,8 +41,9 @@ func (s *Snapshot) Path(o Cached) string { return filepath.Join(s.Dir, filepath.
 
 // Pull brings the cache up to date with the remote's history: it lists
 // history/, downloads each object whose ETag the cache does not hold,
-// reads it whole (a damaged object is named on the warning writer, marked
-// corrupt and left out), and removes cached objects no longer listed.
+// reads it whole (a damaged object, or one served larger than listed, is
+// named on the warning writer, marked corrupt and left out), and removes
+// cached objects no longer listed.
 func (r *Remote) Pull(ctx context.Context) (*Snapshot, error) {
 	unlock, err := history.LockDir(r.Dir)
 	if err != nil {
@@ -150,11 +151,16 @@ var errGone = errors.New("remote: object removed since listed")
 
 // download fetches o into the cache and reads it whole.
 func (r *Remote) download(ctx context.Context, snap *Snapshot, o Object) (Cached, error) {
-	b, etag, err := r.Store.Get(ctx, o.Key)
+	b, etag, err := r.Store.Get(ctx, o.Key, o.Size)
 	if errors.Is(err, ErrNotFound) {
 		// Removed by a compaction since the listing: its rows are in
 		// the segment that replaced it, listed by the next pull.
 		return Cached{}, errGone
+	}
+	if errors.Is(err, ErrTooLarge) {
+		// Served larger than listed: damaged or hostile, like an
+		// object that does not parse, and skipped the same way.
+		return Cached{Key: o.Key, ETag: o.ETag, Size: o.Size, Corrupt: fmt.Sprintf("served more than the %d bytes it is listed at", o.Size)}, nil
 	}
 	if err != nil {
 		return Cached{}, err

@@ -131,7 +131,7 @@ func TestStoreContract(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			st := mk(t)
-			if _, _, err := st.Get(ctx, "a/missing"); !errors.Is(err, remote.ErrNotFound) {
+			if _, _, err := st.Get(ctx, "a/missing", remote.MaxObjectBytes); !errors.Is(err, remote.ErrNotFound) {
 				t.Fatalf("Get(missing) = %v, want ErrNotFound", err)
 			}
 			e1, err := st.Put(ctx, "a/x", []byte("one"), remote.Cond{IfAbsent: true})
@@ -144,9 +144,15 @@ func TestStoreContract(t *testing.T) {
 			if _, err := st.Put(ctx, "a/x", []byte("two"), remote.Cond{IfMatch: "0123456789abcdef0123456789abcdef"}); !errors.Is(err, remote.ErrExists) {
 				t.Fatalf("Put(IfMatch wrong etag) = %v, want ErrExists", err)
 			}
-			b, etag, err := st.Get(ctx, "a/x")
+			b, etag, err := st.Get(ctx, "a/x", remote.MaxObjectBytes)
 			if err != nil || string(b) != "one" || etag != e1 {
 				t.Fatalf("Get = %q, %q, %v; want one, %q", b, etag, err, e1)
+			}
+			if _, _, err := st.Get(ctx, "a/x", 2); !errors.Is(err, remote.ErrTooLarge) || !strings.Contains(err.Error(), "a/x") {
+				t.Fatalf("Get(max 2) of 3 bytes = %v, want ErrTooLarge naming a/x", err)
+			}
+			if b, _, err := st.Get(ctx, "a/x", 3); err != nil || string(b) != "one" {
+				t.Fatalf("Get(max 3) of 3 bytes = %q, %v; want one", b, err)
 			}
 			e2, err := st.Put(ctx, "a/x", []byte("two"), remote.Cond{IfMatch: e1})
 			if err != nil || e2 == e1 {
@@ -351,7 +357,7 @@ func TestLease(t *testing.T) {
 				t.Fatalf("%d history objects after a refused compaction, want 4", n)
 			}
 			// Expired: taken over.
-			old, _, _ := st.Get(ctx, "locks/compact.lease")
+			old, _, _ := st.Get(ctx, "locks/compact.lease", remote.MaxObjectBytes)
 			_ = old
 			st.Delete(ctx, "locks/compact.lease", remote.Cond{})
 			st.Put(ctx, "locks/compact.lease", fmt.Appendf(nil, `{"owner":"dead host","expires":%q}`, time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)), remote.Cond{})
@@ -399,7 +405,7 @@ func TestCorruptObjectSkipped(t *testing.T) {
 			home := makeHome(t, "a", 4)
 			remote.New(st, home, nil).Push(ctx, remote.PushOptions{})
 			objs, _ := st.List(ctx, "history/date=2026-11-29/")
-			b, _, err := st.Get(ctx, objs[0].Key)
+			b, _, err := st.Get(ctx, objs[0].Key, remote.MaxObjectBytes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -447,7 +453,7 @@ func TestFetchSession(t *testing.T) {
 	if _, err := r.FetchSession(ctx, "zz"); !errors.Is(err, recorder.ErrNoSession) {
 		t.Fatalf("FetchSession(unknown) = %v, want ErrNoSession", err)
 	}
-	b, _, _ := st.Get(ctx, remote.LogKey("a-0000"))
+	b, _, _ := st.Get(ctx, remote.LogKey("a-0000"), remote.MaxObjectBytes)
 	b[len(b)/2] ^= 0xff
 	st.Put(ctx, remote.LogKey("a-0000"), b, remote.Cond{})
 	if _, err := r.FetchSession(ctx, "a-0000"); !errors.Is(err, recorder.ErrCorrupt) {
@@ -488,7 +494,7 @@ func TestPushResumedLog(t *testing.T) {
 		t.Fatalf("push after resume = %+v, %v; want the log uploaded again", res, err)
 	}
 	local, _ := os.ReadFile(rs.LogPath("a-0000"))
-	got, _, _ := st.Get(ctx, remote.LogKey("a-0000"))
+	got, _, _ := st.Get(ctx, remote.LogKey("a-0000"), remote.MaxObjectBytes)
 	if !bytes.Equal(got, local) {
 		t.Fatalf("remote log has %d bytes, want the local %d", len(got), len(local))
 	}
@@ -503,7 +509,7 @@ func TestPushResumedLog(t *testing.T) {
 	if err != nil || res.Logs != 0 || res.Skipped != 1 || !strings.Contains(warn.String(), "changed since this home pushed it") {
 		t.Fatalf("push over a changed log = %+v, %v, %q", res, err, warn.String())
 	}
-	if got, _, _ := st.Get(ctx, remote.LogKey("a-0000")); string(got) != "theirs" {
+	if got, _, _ := st.Get(ctx, remote.LogKey("a-0000"), remote.MaxObjectBytes); string(got) != "theirs" {
 		t.Fatalf("remote log overwritten")
 	}
 }
@@ -515,7 +521,7 @@ func TestHostileKeysIgnored(t *testing.T) {
 	home := makeHome(t, "a", 2)
 	remote.New(st, home, nil).Push(ctx, remote.PushOptions{})
 	objs, _ := st.List(ctx, "history/")
-	b, _, _ := st.Get(ctx, objs[0].Key)
+	b, _, _ := st.Get(ctx, objs[0].Key, remote.MaxObjectBytes)
 	for _, k := range []string{"history/date=2026-11-29/../../../../evil.parquet", "history/evil.parquet", "history/date=2026-11-29/seg-XYZ.parquet"} {
 		st.Put(ctx, k, b, remote.Cond{})
 	}

@@ -15,6 +15,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 )
@@ -22,8 +23,9 @@ import (
 // S3 is a Store on an S3 bucket or any S3-compatible endpoint, through
 // aws-sdk-go-v2. Credentials, region and endpoint come from the standard
 // AWS variables and files (AWS_ACCESS_KEY_ID, AWS_PROFILE,
-// AWS_ENDPOINT_URL, ...); with an endpoint set, requests are path-style,
-// which S3-compatible stores expect.
+// AWS_ENDPOINT_URL, ...), except the EC2 instance role (see NewS3); with
+// an endpoint set, requests are path-style, which S3-compatible stores
+// expect.
 type S3 struct {
 	Bucket, Prefix string // Prefix is "" or ends with "/"
 	Endpoint       string // "" for AWS itself
@@ -46,14 +48,28 @@ func ParseURL(raw string) (bucket, prefix string, err error) {
 	return u.Host, prefix, nil
 }
 
+// imdsEnv is the SDK's variable that turns the EC2 instance metadata
+// client on and off; unset, NewS3 leaves it off.
+const imdsEnv = "AWS_EC2_METADATA_DISABLED"
+
 // NewS3 connects to the bucket of rawURL (s3://bucket/prefix). It makes no
-// request: a wrong credential or endpoint shows on the first call.
+// request: a wrong credential or endpoint shows on the first call. The
+// EC2 instance role is used only when AWS_EC2_METADATA_DISABLED=false.
 func NewS3(ctx context.Context, rawURL string) (*S3, error) {
 	bucket, prefix, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	var opts []func(*config.LoadOptions) error
+	if os.Getenv(imdsEnv) == "" {
+		// The SDK's default chain ends by asking the EC2 instance
+		// metadata endpoint for a role: off an EC2 host that is a stall
+		// and a request to whatever answers 169.254.169.254, on someone
+		// else's host their instance's credentials. Opt in with
+		// AWS_EC2_METADATA_DISABLED=false.
+		opts = append(opts, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("remote: load AWS configuration: %w", err)
 	}
@@ -118,15 +134,24 @@ func (s *S3) Put(ctx context.Context, key string, body []byte, c Cond) (string, 
 	return unquoteETag(aws.ToString(out.ETag)), nil
 }
 
-func (s *S3) Get(ctx context.Context, key string) ([]byte, string, error) {
+func (s *S3) Get(ctx context.Context, key string, max int64) ([]byte, string, error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(s.Prefix + key)})
 	if err != nil {
 		return nil, "", s.wrap(ctx, "get", key, err)
 	}
 	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
-	if err != nil {
+	if out.ContentLength != nil && *out.ContentLength > max {
+		return nil, "", tooLarge(s, key, max)
+	}
+	// The body is read into a buffer of the promised size at most; one
+	// byte more says the store serves more than it promised.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max, 64<<20)+1))
+	if _, err := buf.ReadFrom(io.LimitReader(out.Body, max+1)); err != nil {
 		return nil, "", s.wrap(ctx, "get", key, err)
+	}
+	b := buf.Bytes()
+	if int64(len(b)) > max {
+		return nil, "", tooLarge(s, key, max)
 	}
 	if out.ContentLength != nil && int64(len(b)) != *out.ContentLength {
 		return nil, "", fmt.Errorf("remote: get %s/%s: read %d of %d bytes", s, key, len(b), *out.ContentLength)
@@ -216,7 +241,11 @@ func (s *S3) wrap(ctx context.Context, op, key string, err error) error {
 		return fmt.Errorf("remote: %s %s: %w: cannot reach %s (%v); check AWS_ENDPOINT_URL and the network", op, where, ErrUnreachable, ep, rootCause(err))
 	}
 	if strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found") {
-		return fmt.Errorf("remote: %s %s: %w: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE", op, where, ErrAuth)
+		hint := ""
+		if !strings.EqualFold(os.Getenv(imdsEnv), "false") {
+			hint = ", or AWS_EC2_METADATA_DISABLED=false to use the EC2 instance role"
+		}
+		return fmt.Errorf("remote: %s %s: %w: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE%s", op, where, ErrAuth, hint)
 	}
 	return fmt.Errorf("remote: %s %s: %w", op, where, err)
 }
@@ -239,3 +268,8 @@ func quoteETag(e string) string {
 }
 
 func unquoteETag(e string) string { return strings.Trim(e, `"`) }
+
+// tooLarge is the error of a Get whose object has more than max bytes.
+func tooLarge(st Store, key string, max int64) error {
+	return fmt.Errorf("remote: get %s/%s: %w: it has more than the %d bytes it was listed at (or than this agentctl reads); the bucket's object changed since it was listed, or the store cannot be trusted", st, key, ErrTooLarge, max)
+}

@@ -19,8 +19,12 @@ type Store interface {
 	// key exists already; with IfMatch set, it fails with ErrExists
 	// unless key exists with that ETag. It returns the new object's ETag.
 	Put(ctx context.Context, key string, body []byte, c Cond) (etag string, err error)
-	// Get returns the object at key and its ETag, or ErrNotFound.
-	Get(ctx context.Context, key string) (body []byte, etag string, err error)
+	// Get returns the object at key and its ETag, or ErrNotFound. An
+	// object of more than max bytes fails with ErrTooLarge, having read
+	// no more than max+1 of them: callers pass the size the listing
+	// promised, so a bucket that lists 100 bytes and serves 3 GB costs
+	// 101 bytes of memory.
+	Get(ctx context.Context, key string, max int64) (body []byte, etag string, err error)
 	// List returns every object whose key starts with prefix, sorted by key.
 	List(ctx context.Context, prefix string) ([]Object, error)
 	// Delete removes key; removing a key that does not exist is not an
@@ -55,6 +59,9 @@ var (
 	ErrAuth = errors.New("remote: access denied")
 	// ErrUnreachable means the endpoint could not be reached.
 	ErrUnreachable = errors.New("remote: endpoint unreachable")
+	// ErrTooLarge means an object is larger than this agentctl reads, or
+	// than the listing that named it said (the bucket is not trusted).
+	ErrTooLarge = errors.New("remote: object too large")
 	// ErrLeaseHeld means another compaction holds the lease.
 	ErrLeaseHeld = errors.New("remote: compaction lease held by another process")
 	// ErrLeaseLost means the lease expired and was taken over while this

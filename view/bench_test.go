@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -59,4 +61,44 @@ func num(b *testing.B, s string) float64 {
 		b.Fatalf("page timing %q: %v", s, err)
 	}
 	return f
+}
+
+// BenchmarkViewLong: `agentctl view` of one session of 200,000 events
+// recorded through the recorder (no browser): the wall time, the page's
+// size and the peak heap while it is written.
+func BenchmarkViewLong(b *testing.B) {
+	const id = "7e57000000200000"
+	h := newHome(b)
+	recordFlat(b, h, id, 200_000)
+	dir := b.TempDir()
+	page := filepath.Join(dir, "long.html")
+	for b.Loop() {
+		runtime.GC()
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var peak uint64
+		done, exited := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(exited)
+			t := time.NewTicker(5 * time.Millisecond)
+			defer t.Stop()
+			for {
+				metrics.Read(s)
+				peak = max(peak, s[0].Value.Uint64())
+				select {
+				case <-done:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+		h.run(cli.ExitOK, "view", id, "-o", page)
+		close(done)
+		<-exited
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	}
+	fi, err := os.Stat(page)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(fi.Size())/(1<<20), "page-MiB")
 }

@@ -58,7 +58,8 @@ func CompareSessions(a, b Input) (*Compare, error) {
 		}
 	}
 	rep := replay.Diff(a.ID, a.Events, b.ID, b.Events)
-	c := &cleaner{max: min(textCap(a), textCap(b))}
+	all := func(int) bool { return true }
+	c := &cleaner{max: min(textCap(a, all), textCap(b, all))}
 	out := &Compare{A: side(a, rep.A), B: side(b, rep.B), Rows: make([]TurnRow, 0, len(rep.Rows)), FirstDiff: rep.FirstDiff, Same: rep.Same}
 	out.Relation = relation(a, b)
 	for _, r := range rep.Rows {

@@ -26,6 +26,14 @@ const DefaultMaxText = 8 << 10
 // session of long outputs still makes a page of a few megabytes.
 const DefaultMaxTotal = 6 << 20
 
+// DefaultMaxEvents bounds the events a page shows: a longer session's
+// page has its first and its last DefaultMaxEvents/2, and a note of those
+// left out (Header.Omitted). Every figure still folds the whole log. A
+// session of a million events once made a page of 225 MB that took 5 GB
+// and four minutes to write; this keeps any page to about twice the
+// 10,000-event one.
+const DefaultMaxEvents = 20_000
+
 // minText is the shortest cut MaxTotal makes.
 const minText = 256
 
@@ -58,9 +66,11 @@ type Input struct {
 	// ArtifactNote tells a reader where the linked artifacts are (for a
 	// bundle: unpack it beside the page).
 	ArtifactNote string
-	// MaxText and MaxTotal override DefaultMaxText and DefaultMaxTotal.
-	MaxText  int
-	MaxTotal int
+	// MaxText, MaxTotal and MaxEvents override DefaultMaxText,
+	// DefaultMaxTotal and DefaultMaxEvents.
+	MaxText   int
+	MaxTotal  int
+	MaxEvents int
 }
 
 // Finding is one diagnose finding: its kind, its text and the seqs it
@@ -129,6 +139,19 @@ type Header struct {
 	// Input.MaxText when the page's total would pass Input.MaxTotal).
 	Clipped int `json:"clipped,omitempty"`
 	MaxText int `json:"max_text"`
+	// Omitted says which events the page leaves out (see
+	// DefaultMaxEvents); nil when it shows them all.
+	Omitted *Omitted `json:"omitted,omitempty"`
+}
+
+// Omitted is the run of events a long session's page leaves out, between
+// the first Head events and the last Tail.
+type Omitted struct {
+	Count   int   `json:"count"`
+	FromSeq int64 `json:"from_seq"`
+	ToSeq   int64 `json:"to_seq"`
+	Head    int   `json:"head"`
+	Tail    int   `json:"tail"`
 }
 
 // Event is one event as the page shows it: the recorded fields it
@@ -231,9 +254,10 @@ func Build(in Input) (*Session, error) {
 		}
 		return nil, fmt.Errorf("view %s: the log has no events", in.ID)
 	}
-	c := &cleaner{max: textCap(in)}
+	shown, omitted := window(in)
+	c := &cleaner{max: textCap(in, shown)}
 	st := session.NewState()
-	out := &Session{Findings: []Finding{}, Events: make([]Event, 0, len(in.Events)), Calls: []Call{}, Marks: []Mark{}}
+	out := &Session{Findings: []Finding{}, Events: make([]Event, 0, min(len(in.Events), maxEvents(in))), Calls: []Call{}, Marks: []Mark{}}
 	t0 := in.Events[0].TS
 	callOf := map[*session.Call]int{}
 	index := func(sc *session.Call) int {
@@ -245,10 +269,19 @@ func Build(in Input) (*Session, error) {
 		}
 		return 0
 	}
-	for _, e := range in.Events {
+	for i, e := range in.Events {
 		st.Add(e)
 		for _, sc := range st.Calls[len(callOf):] {
 			callOf[sc] = len(callOf) + 1
+		}
+		if !shown(i) {
+			if i == len(in.Events)-1 || shown(i+1) {
+				omitted.ToSeq = e.Seq
+			}
+			if omitted.FromSeq == 0 {
+				omitted.FromSeq = e.Seq
+			}
+			continue
 		}
 		ev := c.event(e, t0)
 		switch e.Kind {
@@ -273,7 +306,39 @@ func Build(in Input) (*Session, error) {
 	}
 	st.Live = in.Live
 	out.Summary = recorder.SummaryOf(in.ID, st, in.Tail, in.ReadErr)
-	for _, sc := range st.Calls {
+	// The calls of the events shown, renumbered in their order.
+	used := make([]int, len(st.Calls)+1) // old index -> new, 0 for left out
+	if omitted == nil {
+		for i := range used {
+			used[i] = i
+		}
+	} else {
+		for _, ev := range out.Events {
+			used[ev.Call] = 1
+			for _, k := range ev.Calls {
+				used[k] = 1
+			}
+		}
+		used[0] = 0 // no call
+		n := 0
+		for i := 1; i < len(used); i++ {
+			if used[i] != 0 {
+				n++
+				used[i] = n
+			}
+		}
+		for j := range out.Events {
+			ev := &out.Events[j]
+			ev.Call = used[ev.Call]
+			for k := range ev.Calls {
+				ev.Calls[k] = used[ev.Calls[k]]
+			}
+		}
+	}
+	for i, sc := range st.Calls {
+		if used[i+1] == 0 {
+			continue
+		}
 		// A call nothing ended is "pending" in the tool_calls view; the
 		// page says why when the log does.
 		outcome := sc.Outcome()
@@ -299,8 +364,40 @@ func Build(in Input) (*Session, error) {
 		out.Findings = append(out.Findings, Finding{Kind: c.str(f.Kind), Text: c.str(f.Text), Seqs: seqs})
 	}
 	out.Marks = marks(in.Events, out.Summary.Status)
+	if omitted != nil {
+		// Marks are drawn at their events: keep those of the events shown.
+		ms := out.Marks[:0]
+		for _, m := range out.Marks {
+			if m.Seq < omitted.FromSeq || m.Seq > omitted.ToSeq {
+				ms = append(ms, m)
+			}
+		}
+		out.Marks = ms
+	}
 	out.Header = header(in, st, out.Summary, c)
+	out.Header.Omitted = omitted
 	return out, nil
+}
+
+func maxEvents(in Input) int {
+	if in.MaxEvents > 0 {
+		return in.MaxEvents
+	}
+	return DefaultMaxEvents
+}
+
+// window says which of in.Events the page shows: all of them, or the
+// first and the last maxEvents/2 with the Omitted run between (its seqs
+// are filled in by Build).
+func window(in Input) (shown func(i int) bool, omitted *Omitted) {
+	n, limit := len(in.Events), maxEvents(in)
+	if n <= limit {
+		return func(int) bool { return true }, nil
+	}
+	head := limit / 2
+	tail := limit - head
+	omitted = &Omitted{Count: n - limit, Head: head, Tail: tail}
+	return func(i int) bool { return i < head || i >= n-tail }, omitted
 }
 
 func link(in Input, id string) *Link {
@@ -458,8 +555,8 @@ func marks(evs []session.Event, status session.Status) []Mark {
 
 // textCap is the length strings are cut to: MaxText, or the longest cut
 // (not under minText) that keeps the long strings of all events, so cut,
-// within MaxTotal.
-func textCap(in Input) int {
+// within MaxTotal; of the events shown.
+func textCap(in Input, shown func(i int) bool) int {
 	maxText, total := in.MaxText, in.MaxTotal
 	if maxText <= 0 {
 		maxText = DefaultMaxText
@@ -468,7 +565,10 @@ func textCap(in Input) int {
 		total = DefaultMaxTotal
 	}
 	var lens []int
-	for _, e := range in.Events {
+	for i, e := range in.Events {
+		if !shown(i) {
+			continue
+		}
 		for _, n := range []int{len(e.Text), len(e.Output), len(e.Summary), len(e.Args), len(e.Error), len(e.Evidence), len(e.Refusal), len(e.Raw)} {
 			if n > minText {
 				lens = append(lens, n)

@@ -52,7 +52,11 @@
 // under a second (bench/view). Strings longer than MaxText (8 KiB) are
 // cut, and shorter, all to one length, when the page's text would pass
 // MaxTotal (6 MiB), so a page stays a few megabytes whatever the outputs'
-// size.
+// size. A session of more than MaxEvents (20,000) events shows its first
+// and last 10,000, with a note of the run left out (Header.Omitted); the
+// fold and every figure still take every event, and only the calls and
+// marks of the events shown are embedded. The events are still all read
+// into memory before the page is built (the fold and diagnose take them).
 //
 // # Concurrency
 //

@@ -1,6 +1,8 @@
 package view_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +12,9 @@ import (
 
 	"github.com/agentctl/agentctl/cli"
 	"github.com/agentctl/agentctl/crashtest"
+	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/view"
 )
 
 // idLarge is the session of largeSession.
@@ -124,4 +129,95 @@ func TestBrowserLarge(t *testing.T) {
 		t.Errorf("opening #e7777: %+v", deep)
 	}
 	tb.clean()
+}
+
+// TestViewCapsLongSession: the page of a session of 60,000 events
+// (recorded through the recorder) shows the first and last 10,000 with a
+// note of the 40,000 left out, stays a few megabytes, and its figures
+// still count every event. It was a page of every event (225 MB for a
+// million).
+func TestViewCapsLongSession(t *testing.T) {
+	const n = 60_000
+	const id = "7e57000000060000"
+	h := newHome(t)
+	recordFlat(t, h, id, n)
+	page := h.view(t.TempDir(), id)
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page of %d events: %d bytes", n, len(b))
+	if len(b) > 6<<20 {
+		t.Errorf("the page of %d events is %d bytes, want under 6 MiB (it was 9 MB with every event)", n, len(b))
+	}
+	data := pageData(t, b)
+	hd := data.Session.Header.Omitted
+	if hd == nil || hd.Count != n-view.DefaultMaxEvents || hd.FromSeq != view.DefaultMaxEvents/2+1 || hd.ToSeq != n-view.DefaultMaxEvents/2 {
+		t.Fatalf("omitted = %+v, want %d events, seqs %d..%d", hd, n-view.DefaultMaxEvents, view.DefaultMaxEvents/2+1, n-view.DefaultMaxEvents/2)
+	}
+	if got := len(data.Session.Events); got != view.DefaultMaxEvents {
+		t.Errorf("%d events in the page, want %d", got, view.DefaultMaxEvents)
+	}
+	if data.Session.Summary.Events != n || data.Session.Summary.Events != int64(h.summary(id)["events"].(float64)) {
+		t.Errorf("the header counts %d events, want %d as sessions says", data.Session.Summary.Events, n)
+	}
+	// Every call an event names is in the page, and only those.
+	for _, e := range data.Session.Events {
+		if e.Call > len(data.Session.Calls) || (e.Call > 0 && data.Session.Calls[e.Call-1].ID != e.CallID) {
+			t.Fatalf("event %d names call %d (%s), not in the page's %d calls", e.Seq, e.Call, e.CallID, len(data.Session.Calls))
+		}
+	}
+	if len(data.Session.Calls) > view.DefaultMaxEvents/4+2 {
+		t.Errorf("%d calls in the page, want those of the events shown", len(data.Session.Calls))
+	}
+	if !bytes.Contains(b, []byte("are not in this page")) {
+		t.Error("the page's script has no note of the events left out")
+	}
+}
+
+// recordFlat records, through the recorder, a finished session of n
+// events: turns of a model call, an assistant message asking for one
+// read, its intent and its result.
+func recordFlat(tb testing.TB, h *home, id string, n int) {
+	tb.Helper()
+	st := recorder.Store{Root: h.dir}
+	ts := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	s, err := st.Create(session.Event{TS: ts, Kind: session.KindSessionStarted, SessionID: id, Name: "long", Provider: "p", Model: "m"}, recorder.Options{NoSync: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var evs []session.Event
+	for i := 1; i < n-1; i++ {
+		at := ts.Add(time.Duration(i) * time.Millisecond)
+		call := fmt.Sprintf("c%d", i/4)
+		switch i % 4 {
+		case 0:
+			evs = append(evs, session.Event{TS: at, Kind: session.KindModelCall, Provider: "p", Model: "m", InputTokens: 100, OutputTokens: 7})
+		case 1:
+			evs = append(evs, session.Event{TS: at, Kind: session.KindAssistantMessage, Text: "reading it again", ToolCalls: []session.ToolCall{{ID: call, Name: "read_file", Args: []byte(`{"path":"a.txt"}`)}}})
+		case 2:
+			evs = append(evs, session.Event{TS: at, Kind: session.KindToolIntent, CallID: call, Tool: "read_file", Args: []byte(`{"path":"a.txt"}`)})
+		case 3:
+			evs = append(evs, session.Event{TS: at, Kind: session.KindToolResult, CallID: call, Tool: "read_file", Status: session.ResultOK, Output: "alpha\nbeta\n"})
+		}
+	}
+	evs = append(evs, session.Event{TS: ts.Add(time.Hour), Kind: session.KindSessionFinished, Status: string(session.StatusDone)})
+	if _, err := s.Append(evs...); err != nil {
+		tb.Fatal(err)
+	}
+	s.Close()
+}
+
+// pageData decodes the data a page embeds.
+func pageData(t *testing.T, page []byte) (data struct{ Session view.Session }) {
+	t.Helper()
+	_, rest, ok := bytes.Cut(page, []byte(`<script type="application/json" id="data">`))
+	raw, _, ok2 := bytes.Cut(rest, []byte("</script>"))
+	if !ok || !ok2 {
+		t.Fatal("the page embeds no data")
+	}
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatalf("page data: %v", err)
+	}
+	return data
 }

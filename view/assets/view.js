@@ -206,6 +206,11 @@
     // timeline
     var tl = h('section', 'timeline');
     add(tl, h('h2', '', 'Timeline'));
+    if (hd.omitted) {
+      var om = hd.omitted;
+      add(tl, h('p', 'omitted', num(om.count) + ' events (seqs ' + om.from_seq + ' to ' + om.to_seq + ') are not in this page, which shows the first ' +
+        num(om.head) + ' and the last ' + num(om.tail) + ' of ' + num(sum.events) + '. The figures above count them all; agentctl show ' + sum.session_id + ' lists every event.'));
+    }
     var bar = h('div', 'bar');
     var count = h('span', 'count');
     var probs = h('input');
