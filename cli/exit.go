@@ -31,7 +31,9 @@ const exitCodesHelp = `Exit status:
        workspace differs from the recorded git state: resume --on-mismatch)
   6    checks failed (evaluation, eval suite, replay divergence, crashtest)
   7    corrupt log: a record in the middle of a session log fails its checks
-       (not a crash's torn tail, which resume cuts); nothing repairs it
+       (not a crash's torn tail, which resume cuts), or the log ends before
+       events the history or a checkpoint recorded as durable; nothing
+       repairs it
   130  interrupted (SIGINT/SIGTERM); the session is resumable
 Any other code is a failure.`
 
@@ -91,6 +93,12 @@ func codeOf(err error) int {
 // corruptHint says what to do about a corrupt log, for every command that
 // meets one: the same words and the same exit code wherever it is found.
 func corruptHint(err error) string {
+	var short *recorder.ShortLogError
+	if errors.As(err, &short) {
+		return fmt.Sprintf("hint: %s lost its last %d event(s) after they were durable; agentctl does not resume such a log (its side effects would run again) and never repairs it. "+
+			"Restore the file from a backup or a bundle, or continue from an event it still holds with 'agentctl replay fork SESSION --from SEQ'",
+			short.Path, short.Witness.Seq-short.LastSeq)
+	}
 	var ce *recorder.CorruptError
 	if !errors.As(err, &ce) {
 		return ""

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentctl/agentctl/crashtest"
 	"github.com/agentctl/agentctl/fixtures"
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
@@ -262,6 +263,14 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 		return err
 	}
 	evs, _, err := st.Load(id)
+	if errors.Is(err, recorder.ErrNotStarted) {
+		// Nothing to go on with, and nothing lost: the folder goes too.
+		if removed, rerr := st.RemoveNotStarted(id); rerr != nil {
+			return fmt.Errorf("resume %s: %w (%v)", id, err, rerr)
+		} else if removed {
+			return fmt.Errorf("resume %s: %w; its empty folder is removed: run the spec again (agentctl run SPEC)", id, err)
+		}
+	}
 	if err != nil {
 		return err
 	}

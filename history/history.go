@@ -1,6 +1,7 @@
 package history
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -169,6 +170,18 @@ func (h *History) sealOne(m *Manifest, index map[string]int, id string) sealed {
 	s := sealed{SealResult: SealResult{SessionID: id}}
 	logPath := h.Store.LogPath(id)
 	st, err := os.Stat(logPath)
+	if _, derr := os.Stat(h.Store.SessionDir(id)); errors.Is(err, os.ErrNotExist) && derr == nil {
+		// Nothing to seal, and nothing lost: remove the empty folder.
+		switch removed, rerr := h.Store.RemoveNotStarted(id); {
+		case removed:
+			s.Skipped = "never started (its run stopped before it recorded its first event); removed its empty folder"
+		case rerr != nil:
+			s.Skipped = "never started: " + rerr.Error()
+		default:
+			s.Skipped = "never started"
+		}
+		return s
+	}
 	if err != nil {
 		s.Err = fmt.Sprintf("seal %s: %v", id, err)
 		return s

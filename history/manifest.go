@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/vfs"
 )
 
@@ -456,4 +457,28 @@ func (m *Manifest) LiveFiles(dir string) []string {
 		out[i] = filepath.Join(dir, filepath.FromSlash(f.Path))
 	}
 	return out
+}
+
+// Witness is the history's manifest as a recorder.Witness: Seal reads a
+// log's events and records the last seq it sealed (and the log's size),
+// so a log that now ends before that seq lost records it had.
+type Witness struct{ Dir string }
+
+var _ recorder.Witness = Witness{}
+
+// Beyond implements recorder.Witness.
+func (w Witness) Beyond(id string, last int64) (recorder.Durable, bool) {
+	m, err := LoadManifest(w.Dir)
+	if err != nil {
+		return recorder.Durable{}, false
+	}
+	e, ok := m.Sessions[id]
+	if !ok || e.LastSeq <= last {
+		return recorder.Durable{}, false
+	}
+	by := fmt.Sprintf("the history manifest %s (sealed into %s", filepath.Join(w.Dir, ManifestFile), e.File)
+	if e.Final {
+		by += ", finished"
+	}
+	return recorder.Durable{Seq: e.LastSeq, Size: e.LogSize, By: by + ")"}, true
 }

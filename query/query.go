@@ -219,8 +219,18 @@ func (d *DB) load(ctx context.Context) error {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			evs, tail, err := recorder.ReadFile(d.hist.Store.LogPath(id))
+			evs, tail, err := d.hist.Store.Load(id)
 			if err != nil && mayBeGone[id] && errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if errors.Is(err, recorder.ErrNotStarted) {
+				// Nothing of it was recorded: not a session, and not
+				// corrupt. One being created now is not mentioned.
+				if !recorder.Live(d.hist.Store.SessionDir(id)) {
+					mu.Lock()
+					fmt.Fprintf(d.warn, "agentctl: note: session %s never started (its run stopped before it recorded its first event: killed, or out of disk); 'agentctl history seal' removes its empty folder %s\n", id, d.hist.Store.SessionDir(id))
+					mu.Unlock()
+				}
 				return
 			}
 			rows := make([]history.Row, 0, len(evs))
