@@ -327,6 +327,6 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 	resumeTelemetry(cfg.Observer, id, evs)
 	res, err := runner.Resume(ctx, cfg, id)
 	flushTelemetry(f, cfg.Observer)
-	sealSession(f, id)
+	sealSession(f, res.SessionID) // none when it was refused before it opened the log
 	return reportRun(f, res, err, opts.JSON)
 }

@@ -199,6 +199,14 @@ func (h *History) sealOne(m *Manifest, index map[string]int, id string) sealed {
 		s.Skipped = "no events"
 		return s
 	}
+	if e, ok := m.Sessions[id]; ok && evs[len(evs)-1].Seq < e.LastSeq {
+		// The log lost events it had when sealed: sealing it again would
+		// drop them from the history too, and the manifest is what tells
+		// resume that the log is damaged (Witness).
+		short := &recorder.ShortLogError{Path: logPath, LastSeq: evs[len(evs)-1].Seq, Size: st.Size(), Witness: e.durable(h.Dir)}
+		s.Err = fmt.Sprintf("seal %s: %v; the history keeps the events it sealed", id, short)
+		return s
+	}
 	rows := make([]Row, len(evs))
 	for i, e := range evs {
 		if rows[i], err = FromEvent(id, e); err != nil {

@@ -476,9 +476,15 @@ func (w Witness) Beyond(id string, last int64) (recorder.Durable, bool) {
 	if !ok || e.LastSeq <= last {
 		return recorder.Durable{}, false
 	}
-	by := fmt.Sprintf("the history manifest %s (sealed into %s", filepath.Join(w.Dir, ManifestFile), e.File)
+	return e.durable(w.Dir), true
+}
+
+// durable is what the manifest of the history folder dir says of a
+// session's log through e.
+func (e SessionEntry) durable(dir string) recorder.Durable {
+	by := fmt.Sprintf("the history manifest %s (sealed into %s", filepath.Join(dir, ManifestFile), e.File)
 	if e.Final {
 		by += ", finished"
 	}
-	return recorder.Durable{Seq: e.LastSeq, Size: e.LogSize, By: by + ")"}, true
+	return recorder.Durable{Seq: e.LastSeq, Size: e.LogSize, By: by + ")"}
 }
