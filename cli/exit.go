@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentctl/agentctl/history"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 )
@@ -32,8 +33,8 @@ const exitCodesHelp = `Exit status:
   6    checks failed (evaluation, eval suite, replay divergence, crashtest)
   7    corrupt log: a record in the middle of a session log fails its checks
        (not a crash's torn tail, which resume cuts), or the log ends before
-       events the history or a checkpoint recorded as durable; nothing
-       repairs it
+       events the history or a checkpoint recorded as durable, or a history
+       file fails its checksum; nothing repairs it
   130  interrupted (SIGINT/SIGTERM); the session is resumable
 Any other code is a failure.`
 
@@ -84,7 +85,7 @@ func codeOf(err error) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	if errors.Is(err, recorder.ErrCorrupt) {
+	if errors.Is(err, recorder.ErrCorrupt) || errors.Is(err, history.ErrCorruptFile) {
 		return ExitCorruptLog
 	}
 	return ExitError

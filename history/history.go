@@ -72,6 +72,7 @@ type sealed struct {
 	SealResult
 	entry SessionEntry
 	bytes int64
+	sum   string
 }
 
 // Seal writes the events of each session's log to its own Parquet file
@@ -125,7 +126,7 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 		changed = true
 		old, had := m.Sessions[s.SessionID]
 		m.Sessions[s.SessionID] = s.entry
-		fe := FileEntry{Path: s.File, Rows: s.Rows, Bytes: s.bytes, Sessions: 1}
+		fe := FileEntry{Path: s.File, Rows: s.Rows, Bytes: s.bytes, Sessions: 1, CRC32C: s.sum}
 		if i, ok := index[s.File]; ok {
 			m.Files[i] = fe
 		} else {
@@ -216,12 +217,12 @@ func (h *History) sealOne(m *Manifest, index map[string]int, id string) sealed {
 	}
 	last := evs[len(evs)-1].Seq
 	rel := path.Join(Partition(evs[0].TS), fmt.Sprintf("%s-%d.parquet", id, last))
-	n, err := WriteRowsFS(h.fs(), filepath.Join(h.Dir, filepath.FromSlash(rel)), rows, h.NoSync)
+	n, sum, err := writeRows(h.fs(), filepath.Join(h.Dir, filepath.FromSlash(rel)), rows, h.NoSync)
 	if err != nil {
 		s.Err = err.Error()
 		return s
 	}
-	s.File, s.Rows, s.bytes = rel, int64(len(rows)), n
+	s.File, s.Rows, s.bytes, s.sum = rel, int64(len(rows)), n, sum
 	lastEv := evs[len(evs)-1]
 	final := lastEv.Kind == session.KindSessionFinished && session.Status(lastEv.Status) == session.StatusDone
 	s.entry = SessionEntry{File: rel, LastSeq: last, LogSize: st.Size(), Final: final, Torn: tail.Torn}
