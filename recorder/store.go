@@ -117,8 +117,11 @@ func (s Store) Create(header session.Event, opts Options) (*Session, error) {
 	if opts.NoSync {
 		mkdir = func(fsys vfs.FS, dir string, perm fs.FileMode) error { return fsys.MkdirAll(dir, perm) }
 	}
-	_, statErr := opts.fs().Lstat(dir)
-	made := errors.Is(statErr, fs.ErrNotExist) // a failure removes what it made
+	_, err := opts.fs().Lstat(dir)
+	made := errors.Is(err, fs.ErrNotExist) // a failure removes what it made
+	if err != nil && !made {
+		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
+	}
 	if err := mkdir(opts.fs(), dir, 0o755); err != nil {
 		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
 	}
