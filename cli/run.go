@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -128,8 +129,15 @@ type runOutput struct {
 
 // reportRun prints the outcome and turns it into the exit code.
 func reportRun(f *Factory, res runner.Result, err error, asJSON bool) error {
+	err = diskFull(err, res.SessionID)
 	if err != nil && res.SessionID == "" {
 		return err
+	}
+	if res.Status == session.StatusRunning && (err != nil || res.Err != nil) {
+		// It stopped without recording its end (the log could not be
+		// written): no process runs it now, and the sessions view says
+		// crashed, as resume will take it.
+		res.Status = session.StatusCrashed
 	}
 	code := exitCodeForRun(res.Status, res.Reason)
 	if err != nil || res.Err != nil {
@@ -157,6 +165,18 @@ func reportRun(f *Factory, res runner.Result, err error, asJSON bool) error {
 		return withCode(code, fmt.Errorf("session %s: %s", res.SessionID, out.Error))
 	}
 	return withCode(code, nil)
+}
+
+// diskFull says what a full disk did to a run, when err is one: the write
+// that failed was cut off, so every event recorded before it is intact.
+func diskFull(err error, id string) error {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	if id == "" {
+		return fmt.Errorf("the disk is full, so no session was started (nothing of it is left behind): %w; free space and run it again", err)
+	}
+	return fmt.Errorf("the disk is full: %w; nothing recorded was lost (the log keeps every event before the write that failed); free space, then 'agentctl resume %s'", err, id)
 }
 
 func writeRunSummary(w io.Writer, o runOutput) {
