@@ -16,12 +16,13 @@ import (
 // over path, and the folder fsync'd. After a failure or a power cut, path
 // is the whole new bundle or what it was before (nothing, or an earlier
 // bundle), never a part of one, and no temp file is left but after a power
-// cut. It returns the bundle's manifest and size.
+// cut or a kill; the next WriteFile into the folder removes those (see
+// removeStale). It returns the bundle's manifest and size.
 func WriteFile(ctx context.Context, path string, st recorder.Store, id string, opts Options) (*Manifest, int64, error) {
 	fsys := vfs.Or(opts.FS)
 	opts.FS = fsys
 	dir := filepath.Dir(path)
-	tmp, err := vfs.CreateTemp(fsys, dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := vfs.CreateTemp(fsys, dir, tempPrefix(tempFilePrefix)+filepath.Base(path)+".tmp-*")
 	if errors.Is(err, fs.ErrNotExist) {
 		// The temp file's create says it: no look at the folder beforehand.
 		return nil, 0, fmt.Errorf("bundle: write %s: the folder %s does not exist (create it, or pick another -o): %w", path, dir, err)
@@ -30,6 +31,10 @@ func WriteFile(ctx context.Context, path string, st recorder.Store, id string, o
 		return nil, 0, fmt.Errorf("bundle: %w", err)
 	}
 	name := tmp.Name()
+	// Locked while it is written; then the temps of killed bundles, which
+	// nothing holds, can go.
+	lockFd(tmp.Fd())
+	removeStale(fsys, dir, tempFilePrefix, false)
 	m, err := Write(ctx, newWritebackFile(tmp), st, id, opts)
 	var size int64
 	if err == nil {

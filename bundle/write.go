@@ -114,11 +114,18 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 		opts.Warn = io.Discard
 	}
 	opts.FS = vfs.Or(opts.FS)
-	tmp, err := vfs.MkdirTemp(opts.FS, opts.TempDir, "agentctl-bundle-")
+	tmp, err := vfs.MkdirTemp(opts.FS, opts.TempDir, tempPrefix(tempDirPrefix))
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	defer opts.FS.RemoveAll(tmp)
+	// Locked while in use (a folder can be flocked); the folders of killed
+	// bundles, which nothing holds, go (see removeStale).
+	if d, err := os.Open(tmp); err == nil {
+		lockFd(d.Fd())
+		defer d.Close()
+	}
+	removeStale(opts.FS, filepath.Dir(tmp), tempDirPrefix, true)
 	now := opts.Now()
 	a, err := newArchive(w, opts.Level, now)
 	if err != nil {
@@ -157,6 +164,7 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 			}
 		}
 	}
+	failpoint(FailMembersWritten)
 	m.Members = a.members
 	mb, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

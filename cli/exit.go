@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentctl/agentctl/history"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 )
@@ -34,7 +35,9 @@ const exitCodesHelp = `Exit status:
        workspace differs from the recorded git state: resume --on-mismatch)
   6    checks failed (evaluation, eval suite, replay divergence, crashtest)
   7    corrupt log: a record in the middle of a session log fails its checks
-       (not a crash's torn tail, which resume cuts); nothing repairs it
+       (not a crash's torn tail, which resume cuts), or the log ends before
+       events the history or a checkpoint recorded as durable, or a history
+       file fails its checksum; nothing repairs it
   8    import incomplete: a file or record was not imported (the report
        names each, with why); the rest was imported
   130  interrupted (SIGINT/SIGTERM); the session is resumable
@@ -87,7 +90,7 @@ func codeOf(err error) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	if errors.Is(err, recorder.ErrCorrupt) {
+	if errors.Is(err, recorder.ErrCorrupt) || errors.Is(err, history.ErrCorruptFile) {
 		return ExitCorruptLog
 	}
 	return ExitError
@@ -96,6 +99,12 @@ func codeOf(err error) int {
 // corruptHint says what to do about a corrupt log, for every command that
 // meets one: the same words and the same exit code wherever it is found.
 func corruptHint(err error) string {
+	var short *recorder.ShortLogError
+	if errors.As(err, &short) {
+		return fmt.Sprintf("hint: %s lost its last %d event(s) after they were durable; agentctl does not resume such a log (its side effects would run again) and never repairs it. "+
+			"Restore the file from a backup or a bundle, or continue from an event it still holds with 'agentctl replay fork SESSION --from SEQ'",
+			short.Path, short.Witness.Seq-short.LastSeq)
+	}
 	var ce *recorder.CorruptError
 	if !errors.As(err, &ce) {
 		return ""

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -144,6 +145,8 @@ func historySealRun(f *Factory, opts *historySealOptions) error {
 			fmt.Fprintf(f.Err, "agentctl: %s\n", r.Err)
 		case r.File != "":
 			fmt.Fprintf(f.Out, "%s sealed: %d rows in %s\n", r.SessionID, r.Rows, r.File)
+		case strings.HasPrefix(r.Skipped, "never started"):
+			fmt.Fprintf(f.Err, "agentctl: note: %s %s\n", r.SessionID, r.Skipped)
 		}
 	}
 	if err != nil {

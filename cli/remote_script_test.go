@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -24,6 +25,15 @@ func scriptCondition(cond string) (bool, error) {
 		return os.Getenv(weedtest.BinEnv) != "" || os.Getenv("CI") != "", nil
 	case "npmagents":
 		return os.Getenv("AGENTCTL_NPM_AGENTS") != "", nil
+	case "tmpfs":
+		// A small tmpfs in a private mount namespace (full-disk tests):
+		// root, or a user namespace that allows it.
+		dir, err := os.MkdirTemp("", "agentctl-tmpfs-")
+		if err != nil {
+			return false, err
+		}
+		defer os.Remove(dir)
+		return exec.Command("unshare", "-m", "sh", "-c", `mount -t tmpfs -o size=64k tmpfs "$0"`, dir).Run() == nil, nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/history"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner"
 )
 
 // Streams are the process's standard streams, injected for tests.
@@ -36,8 +38,15 @@ type Factory struct {
 	JSON bool
 }
 
-// Store opens the session store under the home.
-func (f *Factory) Store() recorder.Store { return recorder.Store{Root: f.Home} }
+// Store opens the session store under the home. Its witnesses, the
+// history's manifest and the checkpoints, make a log that lost durable
+// events be refused rather than resumed (recorder.ShortLogError).
+func (f *Factory) Store() recorder.Store {
+	return recorder.Store{Root: f.Home, Witnesses: []recorder.Witness{
+		history.Witness{Dir: filepath.Join(f.Home, history.Dir)},
+		runner.CheckpointWitness{Home: f.Home},
+	}}
+}
 
 // DefaultHome is where sessions live when neither --home nor
 // $AGENTCTL_HOME says otherwise.

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/crashtest"
 	"github.com/agentctl/agentctl/fixtures"
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
@@ -127,8 +129,15 @@ type runOutput struct {
 
 // reportRun prints the outcome and turns it into the exit code.
 func reportRun(f *Factory, res runner.Result, err error, asJSON bool) error {
+	err = diskFull(err, res.SessionID)
 	if err != nil && res.SessionID == "" {
 		return err
+	}
+	if res.Status == session.StatusRunning && (err != nil || res.Err != nil) {
+		// It stopped without recording its end (the log could not be
+		// written): no process runs it now, and the sessions view says
+		// crashed, as resume will take it.
+		res.Status = session.StatusCrashed
 	}
 	code := exitCodeForRun(res.Status, res.Reason)
 	if err != nil || res.Err != nil {
@@ -156,6 +165,18 @@ func reportRun(f *Factory, res runner.Result, err error, asJSON bool) error {
 		return withCode(code, fmt.Errorf("session %s: %s", res.SessionID, out.Error))
 	}
 	return withCode(code, nil)
+}
+
+// diskFull says what a full disk did to a run, when err is one: the write
+// that failed was cut off, so every event recorded before it is intact.
+func diskFull(err error, id string) error {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	if id == "" {
+		return fmt.Errorf("the disk is full, so no session was started (nothing of it is left behind): %w; free space and run it again", err)
+	}
+	return fmt.Errorf("the disk is full: %w; nothing recorded was lost (the log keeps every event before the write that failed); free space, then 'agentctl resume %s'", err, id)
 }
 
 func writeRunSummary(w io.Writer, o runOutput) {
@@ -262,6 +283,14 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 		return err
 	}
 	evs, _, err := st.Load(id)
+	if errors.Is(err, recorder.ErrNotStarted) {
+		// Nothing to go on with, and nothing lost: the folder goes too.
+		if removed, rerr := st.RemoveNotStarted(id); rerr != nil {
+			return fmt.Errorf("resume %s: %w (%v)", id, err, rerr)
+		} else if removed {
+			return fmt.Errorf("resume %s: %w; its empty folder is removed: run the spec again (agentctl run SPEC)", id, err)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -318,6 +347,6 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 	resumeTelemetry(cfg.Observer, id, evs)
 	res, err := runner.Resume(ctx, cfg, id)
 	flushTelemetry(f, cfg.Observer)
-	sealSession(f, id)
+	sealSession(f, res.SessionID) // none when it was refused before it opened the log
 	return reportRun(f, res, err, opts.JSON)
 }

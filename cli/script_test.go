@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -65,6 +66,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile":    waitFile,
 			"flipbyte":    flipByte,
+			"cutlog":      cutLog,
 			"termlease":   termLease,
 			"forgeheader": forgeHeader,
 			"cc21":        cc21,
@@ -120,6 +122,43 @@ func flipByte(ts *testscript.TestScript, neg bool, args []string) {
 	b[off] ^= 0xff
 	ts.Check(os.WriteFile(p, b, 0o644))
 	fmt.Fprintf(ts.Stdout(), "flipped byte %d of %s\n", off, args[0])
+}
+
+// cutlog LOG KEEP [BYTES]: cut a session log after its first KEEP records
+// (a negative KEEP counts from the end), keeping BYTES more of the next
+// record when given (a torn tail): a log that lost its tail to something
+// other than a crash (a restored backup, a disk that dropped writes).
+func cutLog(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 && len(args) != 3 {
+		ts.Fatalf("usage: cutlog LOG KEEP [BYTES]")
+	}
+	p := ts.MkAbs(args[0])
+	b, err := os.ReadFile(p)
+	ts.Check(err)
+	var ends []int // the end of each record
+	for off := recorder.FileHeaderSize; off+9 <= len(b); {
+		off += 9 + int(binary.LittleEndian.Uint32(b[off:]))
+		ends = append(ends, off)
+	}
+	keep, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	if keep < 0 {
+		keep += len(ends)
+	}
+	if keep < 1 || keep >= len(ends) {
+		ts.Fatalf("cutlog: keep %s of %d records", args[1], len(ends))
+	}
+	size := ends[keep-1]
+	if len(args) == 3 {
+		more, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		if more < 1 || size+more >= ends[keep] {
+			ts.Fatalf("cutlog: %d bytes is not part of record %d", more, keep+1)
+		}
+		size += more
+	}
+	ts.Check(os.Truncate(p, int64(size)))
+	fmt.Fprintf(ts.Stdout(), "kept %d of %d records (%d bytes) of %s\n", keep, len(ends), size, args[0])
 }
 
 // termlease SESSIONDIR: send SIGTERM to the process named by the session's

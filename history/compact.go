@@ -104,7 +104,7 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 			slices.SortFunc(buf, segmentOrder)
 			seq++
 			rel := path.Join(d, fmt.Sprintf("seg-%08d-%04d.parquet", gen, seq))
-			n, err := WriteRowsFS(h.fs(), filepath.Join(h.Dir, filepath.FromSlash(rel)), buf, h.NoSync)
+			n, sum, err := writeRows(h.fs(), filepath.Join(h.Dir, filepath.FromSlash(rel)), buf, h.NoSync)
 			if err != nil {
 				return err
 			}
@@ -115,7 +115,7 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 					moved[buf[i].SessionID] = rel
 				}
 			}
-			written = append(written, FileEntry{Path: rel, Rows: int64(len(buf)), Bytes: n, Sessions: sessions, Segment: true})
+			written = append(written, FileEntry{Path: rel, Rows: int64(len(buf)), Bytes: n, Sessions: sessions, Segment: true, CRC32C: sum})
 			res.Rows += int64(len(buf))
 			clear(buf) // drop the strings before the next segment fills it
 			buf = buf[:0]
@@ -210,7 +210,9 @@ func (h *History) readAhead(files []FileEntry) (results <-chan readResult, stop 
 	for range workers {
 		go func() {
 			for i := range next {
-				rows, err := ReadRows(filepath.Join(h.Dir, filepath.FromSlash(files[i].Path)))
+				// Checked first: a damaged file merged into a segment
+				// would come out with a new, matching checksum.
+				rows, err := readRowsSum(filepath.Join(h.Dir, filepath.FromSlash(files[i].Path)), files[i])
 				slots[i] <- readResult{rows, err}
 			}
 		}()

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -71,6 +72,7 @@ type sealed struct {
 	SealResult
 	entry SessionEntry
 	bytes int64
+	sum   string
 }
 
 // Seal writes the events of each session's log to its own Parquet file
@@ -124,7 +126,7 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 		changed = true
 		old, had := m.Sessions[s.SessionID]
 		m.Sessions[s.SessionID] = s.entry
-		fe := FileEntry{Path: s.File, Rows: s.Rows, Bytes: s.bytes, Sessions: 1}
+		fe := FileEntry{Path: s.File, Rows: s.Rows, Bytes: s.bytes, Sessions: 1, CRC32C: s.sum}
 		if i, ok := index[s.File]; ok {
 			m.Files[i] = fe
 		} else {
@@ -169,6 +171,18 @@ func (h *History) sealOne(m *Manifest, index map[string]int, id string) sealed {
 	s := sealed{SealResult: SealResult{SessionID: id}}
 	logPath := h.Store.LogPath(id)
 	st, err := os.Stat(logPath)
+	if _, derr := os.Stat(h.Store.SessionDir(id)); errors.Is(err, os.ErrNotExist) && derr == nil {
+		// Nothing to seal, and nothing lost: remove the empty folder.
+		switch removed, rerr := h.Store.RemoveNotStarted(id); {
+		case removed:
+			s.Skipped = "never started (its run stopped before it recorded its first event); removed its empty folder"
+		case rerr != nil:
+			s.Skipped = "never started: " + rerr.Error()
+		default:
+			s.Skipped = "never started"
+		}
+		return s
+	}
 	if err != nil {
 		s.Err = fmt.Sprintf("seal %s: %v", id, err)
 		return s
@@ -186,6 +200,14 @@ func (h *History) sealOne(m *Manifest, index map[string]int, id string) sealed {
 		s.Skipped = "no events"
 		return s
 	}
+	if e, ok := m.Sessions[id]; ok && evs[len(evs)-1].Seq < e.LastSeq {
+		// The log lost events it had when sealed: sealing it again would
+		// drop them from the history too, and the manifest is what tells
+		// resume that the log is damaged (Witness).
+		short := &recorder.ShortLogError{Path: logPath, LastSeq: evs[len(evs)-1].Seq, Size: st.Size(), Witness: e.durable(h.Dir)}
+		s.Err = fmt.Sprintf("seal %s: %v; the history keeps the events it sealed", id, short)
+		return s
+	}
 	rows := make([]Row, len(evs))
 	for i, e := range evs {
 		if rows[i], err = FromEvent(id, e); err != nil {
@@ -195,12 +217,12 @@ func (h *History) sealOne(m *Manifest, index map[string]int, id string) sealed {
 	}
 	last := evs[len(evs)-1].Seq
 	rel := path.Join(Partition(evs[0].TS), fmt.Sprintf("%s-%d.parquet", id, last))
-	n, err := WriteRowsFS(h.fs(), filepath.Join(h.Dir, filepath.FromSlash(rel)), rows, h.NoSync)
+	n, sum, err := writeRows(h.fs(), filepath.Join(h.Dir, filepath.FromSlash(rel)), rows, h.NoSync)
 	if err != nil {
 		s.Err = err.Error()
 		return s
 	}
-	s.File, s.Rows, s.bytes = rel, int64(len(rows)), n
+	s.File, s.Rows, s.bytes, s.sum = rel, int64(len(rows)), n, sum
 	lastEv := evs[len(evs)-1]
 	final := lastEv.Kind == session.KindSessionFinished && session.Status(lastEv.Status) == session.StatusDone
 	s.entry = SessionEntry{File: rel, LastSeq: last, LogSize: st.Size(), Final: final, Torn: tail.Torn}

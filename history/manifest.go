@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/vfs"
 )
 
@@ -23,11 +24,14 @@ const ManifestFile = "MANIFEST"
 // read when no ManifestFile exists, and removed by the next write.
 const manifestFileV1 = "MANIFEST.json"
 
-// ManifestVersion is the manifest format this agentctl writes.
-const ManifestVersion = 2
+// ManifestVersion is the manifest format this agentctl writes: 3 added
+// each file's checksum. Versions 1 (JSON) and 2 are still read; their
+// files are used without a check.
+const ManifestVersion = 3
 
-// manifestMagic is the first line of a version 2 manifest.
-const manifestMagic = "agentctl history manifest 2"
+// manifestMagic is the first line of a manifest of the text format (the
+// version follows it).
+const manifestMagic = "agentctl history manifest "
 
 // Manifest lists the live Parquet files of the history and which file holds
 // each sealed session. It is the only source of truth for readers: a file
@@ -72,6 +76,12 @@ type FileEntry struct {
 	Sessions int      `json:"sessions"`
 	Segment  bool     `json:"segment,omitempty"` // made by compaction
 	Dropped  []string `json:"dropped,omitempty"` // sessions whose rows here are superseded
+	// CRC32C is the file's checksum (FileSum) when it was written, checked
+	// by Verify before a query reads the file and before a compaction
+	// merges it: a flipped byte in a page's data would otherwise read as
+	// other values with no error. Empty for files listed by a manifest of
+	// version 1 or 2.
+	CRC32C string `json:"crc32c,omitempty"`
 }
 
 // SessionEntry says where a sealed session's rows are and what was sealed:
@@ -97,23 +107,24 @@ func newManifest() *Manifest {
 // LoadManifest reads the manifest of the history folder dir. A folder with
 // no manifest is an empty history.
 //
-// # Format (version 2)
+// # Format (version 3)
 //
 // Text, one record per line, fields separated by tabs; a session id that
 // holds a tab, newline, backslash or double quote, or starts with a quote,
 // is written as a Go-quoted string:
 //
-//	agentctl history manifest 2
+//	agentctl history manifest 3
 //	generation	<n>
 //	sessions-dir	<mtime ns>	<unsealed count>
-//	F	<path>	<rows>	<bytes>	<sessions>	<segment 0|1>   a live file
+//	F	<path>	<rows>	<bytes>	<sessions>	<segment 0|1>	<crc32c>   a live file
 //	D	<id>                                              dropped from the last F
 //	S	<id>	<file index>	<last seq>	<log size>	<flags>   a sealed session
 //	U	<id>                                              an unsealed session
 //	end	<files>	<sessions>
 //
 // Flags are letters: f (final), t (torn tail). The end line guards
-// against a short file.
+// against a short file. The checksum is 8 lowercase hex digits, or - for
+// none; version 2 is the same without that field.
 func LoadManifest(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestFile)
 	b, err := os.ReadFile(p)
@@ -183,8 +194,8 @@ func decodeJSON(p string, b []byte) (*Manifest, error) {
 	if err := json.Unmarshal(b, &v1); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, p, err)
 	}
-	if v1.Version != 1 && v1.Version != 2 {
-		return nil, fmt.Errorf("%w: %s: version %d, this agentctl reads 1 and 2", ErrManifest, p, v1.Version)
+	if v1.Version < 1 || v1.Version > ManifestVersion {
+		return nil, fmt.Errorf("%w: %s: version %d, this agentctl reads 1 to %d", ErrManifest, p, v1.Version, ManifestVersion)
 	}
 	m := newManifest()
 	m.Generation, m.Files = v1.Generation, v1.Files
@@ -194,7 +205,7 @@ func decodeJSON(p string, b []byte) (*Manifest, error) {
 	return m, nil
 }
 
-// parseManifest reads the version 2 format. It runs on every query (a
+// parseManifest reads the text format, versions 2 and 3. It runs on every query (a
 // history of 10,000 sessions is 10,000 lines), so it makes one string of
 // the file and slices fields from it instead of allocating per line.
 func parseManifest(b []byte, changing bool) (*Manifest, error) {
@@ -207,15 +218,21 @@ func parseManifest(b []byte, changing bool) (*Manifest, error) {
 		m.Sessions = make(map[string]SessionEntry, strings.Count(all, "\nS\t"))
 	}
 	line, rest, _ := strings.Cut(all, "\n")
-	if line != manifestMagic {
-		if v, ok := strings.CutPrefix(line, "agentctl history manifest "); ok {
-			return nil, fmt.Errorf("version %s, this agentctl reads %d", v, ManifestVersion)
+	fileFields := 0 // of an F line
+	switch line {
+	case manifestMagic + "2":
+		fileFields = 6
+	case manifestMagic + "3":
+		fileFields = 7
+	default:
+		if v, ok := strings.CutPrefix(line, manifestMagic); ok {
+			return nil, fmt.Errorf("version %s, this agentctl reads 2 and %d", v, ManifestVersion)
 		}
 		return nil, fmt.Errorf("not a manifest (first line %.40q)", line)
 	}
 	n := 1
 	ended := false
-	var fa [7]string
+	var fa [8]string
 	for len(rest) > 0 {
 		line, rest, _ = strings.Cut(rest, "\n")
 		n++
@@ -241,8 +258,14 @@ func parseManifest(b []byte, changing bool) (*Manifest, error) {
 				File: m.Files[fi].Path, LastSeq: last, LogSize: size,
 				Final: strings.IndexByte(f[5], 'f') >= 0, Torn: strings.IndexByte(f[5], 't') >= 0,
 			}
-		case f[0] == "F" && len(f) == 6:
+		case f[0] == "F" && len(f) == fileFields:
 			fe := FileEntry{Path: f[1], Segment: f[5] == "1"}
+			if fileFields == 7 && f[6] != "-" {
+				if !isSum(f[6]) {
+					return nil, bad("bad checksum")
+				}
+				fe.CRC32C = f[6]
+			}
 			var ok1, ok2, ok3 bool
 			var sessions int64
 			fe.Rows, ok1 = atoi(f[2])
@@ -313,6 +336,19 @@ func atoi(s string) (int64, bool) {
 	return int64(v), true
 }
 
+// isSum reports whether s is a checksum as FileSum writes it.
+func isSum(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // splitTabs splits line into dst; the fields share line's memory.
 func splitTabs(dst []string, s string) []string {
 	for {
@@ -350,14 +386,18 @@ func (m *Manifest) encode() []byte {
 	index := make(map[string]int, len(m.Files))
 	var b bytes.Buffer
 	b.Grow(64 + 80*len(m.Files) + 64*len(m.Sessions))
-	fmt.Fprintf(&b, "%s\ngeneration\t%d\nsessions-dir\t%d\t%d\n", manifestMagic, m.Generation, m.SessionsDir.MTime, len(m.SessionsDir.Unsealed))
+	fmt.Fprintf(&b, "%s%d\ngeneration\t%d\nsessions-dir\t%d\t%d\n", manifestMagic, ManifestVersion, m.Generation, m.SessionsDir.MTime, len(m.SessionsDir.Unsealed))
 	for i, f := range m.Files {
 		index[f.Path] = i
 		seg := "0"
 		if f.Segment {
 			seg = "1"
 		}
-		fmt.Fprintf(&b, "F\t%s\t%d\t%d\t%d\t%s\n", f.Path, f.Rows, f.Bytes, f.Sessions, seg)
+		sum := f.CRC32C
+		if sum == "" {
+			sum = "-"
+		}
+		fmt.Fprintf(&b, "F\t%s\t%d\t%d\t%d\t%s\t%s\n", f.Path, f.Rows, f.Bytes, f.Sessions, seg, sum)
 		for _, id := range f.Dropped {
 			fmt.Fprintf(&b, "D\t%s\n", esc(id))
 		}
@@ -456,4 +496,34 @@ func (m *Manifest) LiveFiles(dir string) []string {
 		out[i] = filepath.Join(dir, filepath.FromSlash(f.Path))
 	}
 	return out
+}
+
+// Witness is the history's manifest as a recorder.Witness: Seal reads a
+// log's events and records the last seq it sealed (and the log's size),
+// so a log that now ends before that seq lost records it had.
+type Witness struct{ Dir string }
+
+var _ recorder.Witness = Witness{}
+
+// Beyond implements recorder.Witness.
+func (w Witness) Beyond(id string, last int64) (recorder.Durable, bool) {
+	m, err := LoadManifest(w.Dir)
+	if err != nil {
+		return recorder.Durable{}, false
+	}
+	e, ok := m.Sessions[id]
+	if !ok || e.LastSeq <= last {
+		return recorder.Durable{}, false
+	}
+	return e.durable(w.Dir), true
+}
+
+// durable is what the manifest of the history folder dir says of a
+// session's log through e.
+func (e SessionEntry) durable(dir string) recorder.Durable {
+	by := fmt.Sprintf("the history manifest %s (sealed into %s", filepath.Join(dir, ManifestFile), e.File)
+	if e.Final {
+		by += ", finished"
+	}
+	return recorder.Durable{Seq: e.LastSeq, Size: e.LogSize, By: by + ")"}
 }

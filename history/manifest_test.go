@@ -71,3 +71,37 @@ func TestLoadManifestChanging(t *testing.T) {
 		t.Errorf("short manifest: %v, want an end line error", err)
 	}
 }
+
+// A manifest of version 2 (no checksums) is still read, its files with no
+// checksum to verify; written again, it is version 3, with "-" for them.
+func TestManifestVersion2(t *testing.T) {
+	dir := t.TempDir()
+	v2 := "agentctl history manifest 2\ngeneration\t3\nsessions-dir\t0\t0\n" +
+		"F\tdate=2026-11-29/a-5.parquet\t5\t900\t1\t0\nS\ta\t0\t5\t400\tf\nend\t1\t1\n"
+	os.WriteFile(filepath.Join(dir, ManifestFile), []byte(v2), 0o644)
+	m, err := LoadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Files) != 1 || m.Files[0].CRC32C != "" || m.Files[0].Bytes != 900 || m.Sessions["a"].LastSeq != 5 {
+		t.Fatalf("LoadManifest(v2) = %+v", m)
+	}
+	if err := m.Files[0].Verify(dir); err != nil {
+		t.Errorf("Verify of a file with no checksum = %v, want nil", err)
+	}
+	m.Files[0].CRC32C = "0badf00d"
+	m.Files = append(m.Files, FileEntry{Path: "date=2026-11-29/b-1.parquet", Rows: 1, Bytes: 10, Sessions: 1})
+	if err := m.save(vfs.OS, dir, true); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
+	for _, want := range []string{"agentctl history manifest 3\n", "\t0\t0badf00d\n", "b-1.parquet\t1\t10\t1\t0\t-\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("manifest written:\n%s\nlacks %q", b, want)
+		}
+	}
+	back, err := LoadManifest(dir)
+	if err != nil || back.Files[0].CRC32C != "0badf00d" || back.Files[1].CRC32C != "" {
+		t.Errorf("read back: %+v, %v", back, err)
+	}
+}

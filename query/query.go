@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,7 @@ type DB struct {
 	derived bool                // the sessions and tool_calls views exist
 	logs    map[string]LogState // sessions read from their logs
 	skipped map[string]bool     // corrupt history files, by absolute path
+	checked map[string]string   // history files whose checksum matched: path -> checksum
 }
 
 // Open scans the home: the history's manifest, and every session log that
@@ -75,7 +77,7 @@ func open(ctx context.Context, home string, warn io.Writer, remote []RemotePart)
 		c, err := duckdb.NewConnector("", nil)
 		conn <- connResult{c, err}
 	}()
-	d := &DB{home: home, hist: history.New(home), warn: warn, conn: conn, skipped: map[string]bool{}, remote: remote}
+	d := &DB{home: home, hist: history.New(home), warn: warn, conn: conn, skipped: map[string]bool{}, checked: map[string]string{}, remote: remote}
 	if err := d.reload(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -201,12 +203,25 @@ func (d *DB) manifest() (*history.Manifest, dirState, error) {
 
 // load reads the manifest and the logs to read and (re)creates the views.
 func (d *DB) load(ctx context.Context) error {
-	d.m = nil
-	m, dir, err := d.manifest()
-	if err != nil {
-		return err
+	var m *history.Manifest
+	var dir dirState
+	for {
+		d.m = nil
+		var err error
+		if m, dir, err = d.manifest(); err != nil {
+			return err
+		}
+		d.m = m
+		skipped, err := d.verify()
+		if err != nil {
+			return err
+		}
+		if !skipped {
+			break
+		}
+		// Again with the whole manifest: the skipped file's sessions
+		// are read from their logs.
 	}
-	d.m = m
 	ids, mayBeGone, err := d.fromLogs(m, dir)
 	if err != nil {
 		return err
@@ -273,7 +288,7 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 				}
 				batch = batch[:0]
 			}
-			_, tail, err := recorder.StreamFile(d.hist.Store.LogPath(id), func(ev session.Event) {
+			_, tail, err := d.hist.Store.Stream(id, func(ev session.Event) {
 				r, rerr := history.FromEvent(id, ev)
 				if rerr != nil {
 					convErr = errors.Join(convErr, rerr)
@@ -284,6 +299,16 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 				}
 			})
 			if err != nil && mayBeGone[id] && errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if errors.Is(err, recorder.ErrNotStarted) {
+				// Nothing of it was recorded: not a session, and not
+				// corrupt. One being created now is not mentioned.
+				if !recorder.Live(d.hist.Store.SessionDir(id)) {
+					mu.Lock()
+					fmt.Fprintf(d.warn, "agentctl: note: session %s never started (its run stopped before it recorded its first event: killed, or out of disk); 'agentctl history seal' removes its empty folder %s\n", id, d.hist.Store.SessionDir(id))
+					mu.Unlock()
+				}
 				return
 			}
 			flush()
@@ -559,7 +584,9 @@ func (d *DB) reload(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if attempt >= 5 || d.m == nil || d.connErr != nil || !fileError(err) || !d.skipCorrupt(err) {
+		// A file that failed its checksum with no logs to stand in for it
+		// (verify) is not skipped here either.
+		if attempt >= 5 || d.m == nil || d.connErr != nil || errors.Is(err, history.ErrCorruptFile) || !fileError(err) || !d.skipCorrupt(err) {
 			return err
 		}
 	}
@@ -608,6 +635,75 @@ func fileError(err error) bool {
 		}
 	}
 	return true
+}
+
+// verify checks each live history file the views would read against the
+// size and checksum the manifest recorded (history.FileEntry.Verify),
+// once per file for the life of the DB: DuckDB reads a page whose data
+// bytes were flipped as other values, with no error. A damaged file whose
+// sessions all still have their logs is skipped with a warning (they are
+// read from the logs, which give the answer the intact file gave, and
+// skipped reports it); one with rows of a session whose log is gone fails
+// the query, naming the file, so that no answer silently differs.
+func (d *DB) verify() (skipped bool, err error) {
+	var todo []history.FileEntry
+	for _, f := range d.m.Files {
+		p := filepath.Join(d.hist.Dir, filepath.FromSlash(f.Path))
+		if f.CRC32C != "" && !d.skipped[p] && d.checked[p] != f.CRC32C {
+			todo = append(todo, f)
+		}
+	}
+	if len(todo) == 0 {
+		return false, nil
+	}
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, f := range todo {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = f.Verify(d.hist.Dir)
+		})
+	}
+	wg.Wait()
+	var full *history.Manifest // every session, to tell which are in a bad file
+	for i, f := range todo {
+		p := filepath.Join(d.hist.Dir, filepath.FromSlash(f.Path))
+		if errs[i] == nil {
+			d.checked[p] = f.CRC32C
+			continue
+		}
+		if !errors.Is(errs[i], history.ErrCorruptFile) {
+			return false, fmt.Errorf("query: %w", errs[i])
+		}
+		if full == nil {
+			if full = d.m; full.Partial {
+				if full, err = d.hist.Manifest(); err != nil {
+					return false, err
+				}
+			}
+		}
+		var lost []string
+		for id, e := range full.Sessions {
+			if e.File != f.Path {
+				continue
+			}
+			if _, err := os.Stat(d.hist.Store.LogPath(id)); err != nil {
+				lost = append(lost, id)
+			}
+		}
+		if len(lost) > 0 {
+			slices.Sort(lost)
+			return false, fmt.Errorf("query: %w; the logs of %d of its sessions (%s) are gone, so no query can answer without it. "+
+				"Restore the file from a backup, or rebuild the history from the logs without it: move %s away and run 'agentctl history seal' (the sessions whose logs are gone are then left out)",
+				errs[i], len(lost), strings.Join(lost[:min(len(lost), 3)], ", "), d.hist.Dir)
+		}
+		d.skipped[p] = true
+		fmt.Fprintf(d.warn, "agentctl: warning: skipping corrupt history file %s: %v; its sessions are read from their logs\n", p, firstLine(errs[i]))
+		skipped = true
+	}
+	return skipped, nil
 }
 
 // skipCorrupt finds the corrupt history files (those DuckDB named, else by

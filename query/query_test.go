@@ -3,6 +3,7 @@ package query_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -112,33 +113,60 @@ func TestViewsOverSealedAndLiveSessions(t *testing.T) {
 	}
 }
 
+// A damaged history file whose session's log is gone: with the checksum
+// the manifest records, no query answers without it, and the error names
+// it; under a manifest of version 2 (no checksums) the file DuckDB cannot
+// read is skipped with a warning naming it, and the rest answers.
 func TestCorruptFileReportedByName(t *testing.T) {
-	home := t.TempDir()
-	st := recorder.Store{Root: home}
-	h := history.New(home)
-	h.NoSync = true
-	for i := range 3 {
-		record(t, st, fmt.Sprintf("f00000000000000%d", i), true)
-	}
-	if _, err := h.Seal("f000000000000000", "f000000000000001", "f000000000000002"); err != nil {
-		t.Fatal(err)
-	}
-	m, _ := h.Manifest()
-	bad := filepath.Join(h.Dir, filepath.FromSlash(m.Sessions["f000000000000001"].File))
-	b, _ := os.ReadFile(bad)
-	os.WriteFile(bad, b[:len(b)-30], 0o644)
-	os.RemoveAll(st.SessionDir("f000000000000001")) // the log is gone too: only the rest can answer
-	var warn bytes.Buffer
-	db, err := query.Open(context.Background(), home, &warn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if got := scalar(t, db, "SELECT count(*), count(DISTINCT session_id) FROM events"); got != "10 2" {
-		t.Errorf("events = %s, want 10 rows of 2 sessions", got)
-	}
-	if !strings.Contains(warn.String(), bad) {
-		t.Errorf("warnings %q do not name %s", warn.String(), bad)
+	for _, v2 := range []bool{false, true} {
+		home := t.TempDir()
+		st := recorder.Store{Root: home}
+		h := history.New(home)
+		h.NoSync = true
+		for i := range 3 {
+			record(t, st, fmt.Sprintf("f00000000000000%d", i), true)
+		}
+		if _, err := h.Seal("f000000000000000", "f000000000000001", "f000000000000002"); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := h.Manifest()
+		bad := filepath.Join(h.Dir, filepath.FromSlash(m.Sessions["f000000000000001"].File))
+		b, _ := os.ReadFile(bad)
+		os.WriteFile(bad, b[:len(b)-30], 0o644)
+		os.RemoveAll(st.SessionDir("f000000000000001")) // the log is gone too: only the rest can answer
+		if v2 {
+			mp := filepath.Join(h.Dir, history.ManifestFile)
+			mb, _ := os.ReadFile(mp)
+			lines := strings.Split(string(mb), "\n")
+			lines[0] = "agentctl history manifest 2"
+			for i, l := range lines {
+				if strings.HasPrefix(l, "F\t") {
+					lines[i] = l[:strings.LastIndexByte(l, '\t')]
+				}
+			}
+			os.WriteFile(mp, []byte(strings.Join(lines, "\n")), 0o644)
+		}
+		var warn bytes.Buffer
+		db, err := query.Open(context.Background(), home, &warn)
+		if !v2 {
+			if !errors.Is(err, history.ErrCorruptFile) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "f000000000000001") {
+				t.Errorf("checksummed: Open = %v, want a corrupt file error naming %s and its session", err, bad)
+			}
+			if err == nil {
+				db.Close()
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := scalar(t, db, "SELECT count(*), count(DISTINCT session_id) FROM events"); got != "10 2" {
+			t.Errorf("v2: events = %s, want 10 rows of 2 sessions", got)
+		}
+		if !strings.Contains(warn.String(), bad) {
+			t.Errorf("v2: warnings %q do not name %s", warn.String(), bad)
+		}
+		db.Close()
 	}
 }
 

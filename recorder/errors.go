@@ -36,6 +36,13 @@ var (
 
 	// ErrAmbiguous means a session id prefix matches several sessions.
 	ErrAmbiguous = errors.New("recorder: ambiguous session id")
+
+	// ErrNotStarted means a session folder holds no log: the process that
+	// made it stopped (killed, or out of disk) before the log and its
+	// header were durable (Create links the log into place only then), so
+	// nothing of the session was recorded and none of its tools ran.
+	// Store.RemoveNotStarted removes such a folder.
+	ErrNotStarted = errors.New("recorder: session never started")
 )
 
 // CorruptError reports mid-log corruption: where it is and what is wrong.
@@ -56,6 +63,32 @@ func (e *CorruptError) Error() string {
 
 // Is reports whether target is ErrCorrupt.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// ShortLogError reports a log that ends before a seq that something
+// outside it recorded as durable (a Witness: the history's manifest, a
+// checkpoint). A crash only loses what was never acknowledged, and nothing
+// records an event as durable before its fsync, so a log shorter than that
+// lost acknowledged records: damage, like mid-log corruption, and never a
+// crash to resume from. errors.Is(err, ErrCorrupt) holds for it.
+type ShortLogError struct {
+	Path    string // the log file
+	LastSeq int64  // the last whole event the log holds
+	Size    int64  // the log's size in bytes
+	Witness Durable
+}
+
+func (e *ShortLogError) Error() string {
+	was := fmt.Sprintf("through seq %d", e.Witness.Seq)
+	if e.Witness.Size > 0 {
+		was += fmt.Sprintf(" (%d bytes)", e.Witness.Size)
+	}
+	return fmt.Sprintf("recorder: read %s: the log ends at seq %d (%d bytes), but %s recorded it durable %s: "+
+		"records that were durable are gone from the log, which a crash cannot do, so it is not resumed as one",
+		e.Path, e.LastSeq, e.Size, e.Witness.By, was)
+}
+
+// Is reports whether target is ErrCorrupt.
+func (e *ShortLogError) Is(target error) bool { return target == ErrCorrupt }
 
 // LeaseInfo is the content of a lease file: who holds (or held) it.
 type LeaseInfo struct {

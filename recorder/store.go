@@ -24,6 +24,46 @@ const LogFile = "events.log"
 // A Store holds no state; its methods may be called concurrently.
 type Store struct {
 	Root string // the agentctl home, e.g. ./.agentctl
+	// Witnesses are asked by Open how far a log was durable; none means
+	// the log alone is believed.
+	Witnesses []Witness
+}
+
+// Durable is how far a Witness recorded a session's log as durable:
+// through event Seq, and Size bytes when it knows the size (0 if not).
+// By names the witness for an error, e.g. "the history manifest
+// .agentctl/history/MANIFEST (sealed with session_finished)".
+type Durable struct {
+	Seq  int64
+	Size int64
+	By   string
+}
+
+// Witness is something outside a session's log that recorded how far the
+// log was durable: the history's manifest when the session was sealed, a
+// checkpoint taken after its event was acknowledged. Open asks each one
+// before it opens a log for appending, so that a log which lost
+// acknowledged records (a cut tail looks like a crash: no session_finished)
+// is refused with a *ShortLogError instead of resumed, which would run its
+// side effects again.
+type Witness interface {
+	// Beyond reports the furthest point past seq last at which the
+	// witness recorded session id's log durable; ok is false when it
+	// recorded nothing past last. A witness is derived state: one that
+	// cannot be read, or holds nothing of the session, says nothing (ok
+	// false). Concurrent calls are allowed.
+	Beyond(id string, last int64) (d Durable, ok bool)
+}
+
+// checkDurable returns a *ShortLogError if a witness of s recorded session
+// id's log at path durable past lastSeq.
+func (s Store) checkDurable(id, path string, lastSeq, size int64) error {
+	for _, w := range s.Witnesses {
+		if d, ok := w.Beyond(id, lastSeq); ok {
+			return &ShortLogError{Path: path, LastSeq: lastSeq, Size: size, Witness: d}
+		}
+	}
+	return nil
 }
 
 // NewSessionID returns a new random session id: 16 lowercase hex digits.
@@ -77,23 +117,91 @@ func (s Store) Create(header session.Event, opts Options) (*Session, error) {
 	if opts.NoSync {
 		mkdir = func(fsys vfs.FS, dir string, perm fs.FileMode) error { return fsys.MkdirAll(dir, perm) }
 	}
+	_, err := opts.fs().Lstat(dir)
+	made := errors.Is(err, fs.ErrNotExist) // a failure removes what it made
+	if err != nil && !made {
+		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
+	}
 	if err := mkdir(opts.fs(), dir, 0o755); err != nil {
 		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
 	}
 	lease, err := AcquireLease(dir)
 	if err != nil {
-		return nil, err
+		if made && !errors.Is(err, ErrLeaseHeld) {
+			s.removeEmpty(dir, opts)
+		}
+		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
 	}
+	failpoint(FailCreateLeased)
 	w, err := Create(filepath.Join(dir, LogFile), header, opts)
 	if err != nil {
+		if made {
+			s.removeEmpty(dir, opts)
+		}
 		lease.Release()
 		return nil, err
 	}
 	return &Session{ID: id, Dir: dir, Writer: w, Lease: lease}, nil
 }
 
+// removeEmpty removes the folder of a session Create failed to start (a
+// full disk): its lease file and the folder, if that is all it holds.
+func (s Store) removeEmpty(dir string, opts Options) {
+	os.Remove(filepath.Join(dir, LeaseFile))
+	if opts.fs().Remove(dir) == nil {
+		syncDir(filepath.Dir(dir), opts)
+	}
+}
+
+// RemoveNotStarted removes the folder of session id if it never started
+// (see ErrNotStarted): it holds no log, only what Create makes before the
+// log (its lease, a temp file of the log), and no process holds its lease.
+// It reports whether it removed it; a folder that holds anything else (a
+// fork's workspace being rebuilt, files someone put there) is left, with
+// an error saying so, as is one being created now (ErrLeaseHeld).
+func (s Store) RemoveNotStarted(id string) (bool, error) {
+	if !validID(id) {
+		return false, fmt.Errorf("recorder: remove session %q: invalid id", id)
+	}
+	dir := s.SessionDir(id)
+	if _, err := os.Lstat(filepath.Join(dir, LogFile)); !errors.Is(err, fs.ErrNotExist) {
+		return false, nil // started (or unreadable: not ours to judge)
+	}
+	lease, err := AcquireLease(dir)
+	if err != nil {
+		return false, err
+	}
+	defer lease.Release()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("recorder: remove session %s: %w", id, err)
+	}
+	var debris []string
+	for _, e := range ents {
+		switch name := e.Name(); {
+		case name == LogFile:
+			return false, nil // Create finished meanwhile
+		case name == LeaseFile, e.Type().IsRegular() && strings.HasPrefix(name, LogFile+".tmp-"):
+			debris = append(debris, name)
+		default:
+			return false, fmt.Errorf("recorder: remove session %s: it has no log but holds %s; look at %s and remove it yourself if it is not needed", id, name, dir)
+		}
+	}
+	for _, name := range debris {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("recorder: remove session %s: %w", id, err)
+		}
+	}
+	if err := os.Remove(dir); err != nil {
+		return false, fmt.Errorf("recorder: remove session %s: %w", id, err)
+	}
+	return true, syncDir(filepath.Dir(dir), Options{})
+}
+
 // Open opens session id for appending (resume, approve): it takes the lease
-// and then opens the log with OpenWriter, which recovers a torn tail.
+// and then opens the log with OpenWriter, which recovers a torn tail. A
+// log that ends before a point one of s.Witnesses recorded as durable is
+// refused with a *ShortLogError (errors.Is ErrCorrupt) and left untouched.
 func (s Store) Open(id string, opts Options) (*Session, Recovery, error) {
 	if !validID(id) {
 		return nil, Recovery{}, fmt.Errorf("recorder: open session %q: invalid id", id)
@@ -106,7 +214,10 @@ func (s Store) Open(id string, opts Options) (*Session, Recovery, error) {
 	if err != nil {
 		return nil, Recovery{}, err
 	}
-	w, rec, err := OpenWriter(filepath.Join(dir, LogFile), opts)
+	path := filepath.Join(dir, LogFile)
+	w, rec, err := openWriter(path, opts, func(lastSeq, size int64) error {
+		return s.checkDurable(id, path, lastSeq, size)
+	})
 	if err != nil {
 		lease.Release()
 		return nil, Recovery{}, err
@@ -164,14 +275,36 @@ func (s Store) Resolve(ref string) (string, error) {
 	}
 }
 
-// Load reads the log of session id; see ReadFile.
+// Load reads the log of session id; see ReadFile. A session folder with
+// no log fails with ErrNotStarted.
 func (s Store) Load(id string) ([]session.Event, Tail, error) {
-	return ReadFile(s.LogPath(id))
+	evs, tail, err := ReadFile(s.LogPath(id))
+	return evs, tail, s.notStarted(id, err)
+}
+
+// notStarted turns the error of reading session id's missing log into
+// ErrNotStarted when its folder exists.
+func (s Store) notStarted(id string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, serr := os.Stat(s.SessionDir(id)); serr != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %s has no log: the run that made it stopped (killed, or out of disk) before it recorded its first event, so nothing of it was recorded and no tool of it ran", ErrNotStarted, s.SessionDir(id))
+}
+
+// Stream hands the events of session id's log to fn a record at a time;
+// see StreamFile.
+func (s Store) Stream(id string, fn func(session.Event)) (int, Tail, error) {
+	n, tail, err := StreamFile(s.LogPath(id), fn)
+	return n, tail, s.notStarted(id, err)
 }
 
 // Scan hands the events of session id's log to fn in order; see ScanFile.
 func (s Store) Scan(id string, fn func(session.Event)) (int, Tail, error) {
-	return ScanFile(s.LogPath(id), fn)
+	n, tail, err := ScanFile(s.LogPath(id), fn)
+	return n, tail, s.notStarted(id, err)
 }
 
 // Summary is one line of `agentctl sessions`: the session's header, status
@@ -231,7 +364,7 @@ func SummaryOf(id string, st *session.State, tail Tail, err error) Summary {
 // must not hold them all.
 func (s Store) Fold(id string) (*session.State, Tail, error) {
 	st := session.NewState()
-	_, tail, err := StreamFile(s.LogPath(id), st.Add)
+	_, tail, err := s.Stream(id, st.Add)
 	st.Live = Live(s.SessionDir(id))
 	st.Corrupt = errors.Is(err, ErrCorrupt)
 	return st, tail, err

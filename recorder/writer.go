@@ -151,6 +151,7 @@ func Create(path string, header session.Event, opts Options) (*Writer, error) {
 	if err := syncFile(f, opts); err != nil {
 		return fail(err)
 	}
+	failpoint(FailCreateWritten)
 	// Link fails if path exists, unlike rename. Where hard links are not
 	// supported (EPERM, EOPNOTSUPP, ENOSYS), fall back to rename: the lease
 	// keeps writers apart. Any other failure is one.
@@ -193,6 +194,13 @@ type Recovery struct {
 // Mid-log corruption returns a *CorruptError and leaves the file untouched.
 // The caller must hold the session's lease.
 func OpenWriter(path string, opts Options) (*Writer, Recovery, error) {
+	return openWriter(path, opts, nil)
+}
+
+// openWriter is OpenWriter with check, which is given the log's last seq
+// and size after it is read and before anything is recovered: an error
+// from it is returned with the file untouched.
+func openWriter(path string, opts Options, check func(lastSeq, size int64) error) (*Writer, Recovery, error) {
 	f, err := opts.fs().OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, Recovery{}, fmt.Errorf("recorder: open %s: %w", path, err)
@@ -210,6 +218,12 @@ func OpenWriter(path string, opts Options) (*Writer, Recovery, error) {
 	var lastSeq int64
 	if len(evs) > 0 {
 		lastSeq = evs[len(evs)-1].Seq
+	}
+	if check != nil {
+		if err := check(lastSeq, fi.Size()); err != nil {
+			f.Close()
+			return nil, Recovery{}, err
+		}
 	}
 	var rec Recovery
 	rec.GoodSize = tail.GoodSize

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/gitsafe"
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -172,4 +173,40 @@ func foldLog(dir string, evs []session.Event) (*state, int64) {
 		s.add(e)
 	}
 	return s, 0
+}
+
+// CheckpointWitness is a home's checkpoints as a recorder.Witness: a
+// checkpoint is taken only after its event's Append returned, so one
+// past the end of the log means the log lost acknowledged records. Only an
+// intact checkpoint (its format, its sum) counts; a torn or garbled line
+// says nothing, as it does to resume.
+type CheckpointWitness struct{ Home string }
+
+var _ recorder.Witness = CheckpointWitness{}
+
+// Beyond implements recorder.Witness.
+func (w CheckpointWitness) Beyond(id string, last int64) (recorder.Durable, bool) {
+	path := filepath.Join(recorder.Store{Root: w.Home}.SessionDir(id), CheckpointsFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return recorder.Durable{}, false
+	}
+	var best int64
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		var pos struct {
+			Format int   `json:"format"`
+			Seq    int64 `json:"seq"`
+		}
+		if len(line) == 0 || json.Unmarshal(line, &pos) != nil || pos.Format != CheckpointFormat || pos.Seq <= max(last, best) {
+			continue
+		}
+		var cp Checkpoint
+		if json.Unmarshal(line, &cp) == nil && cp.Sum == cp.sum() {
+			best = cp.Seq
+		}
+	}
+	if best == 0 {
+		return recorder.Durable{}, false
+	}
+	return recorder.Durable{Seq: best, By: "the checkpoint in " + path}, true
 }
