@@ -82,9 +82,11 @@ func TestZstdBombRefusedEarly(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	// Loose bounds: the machine is shared, the point is seconds, not minutes.
-	if took > 3*time.Second {
-		t.Errorf("refused after %v, want well under a second of work", took)
+	// A loose bound, not a speed goal: the refusal comes after ~64 MiB of
+	// the 7 GiB (about 0.4 s idle, 4 s under -race on a loaded machine);
+	// inflating the whole member took over 60 s even idle.
+	if took > 30*time.Second {
+		t.Errorf("refused after %v: the bomb was inflated far past the limit", took)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
 		t.Errorf("allocated %d MiB refusing the bomb", alloc>>20)
