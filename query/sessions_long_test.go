@@ -98,8 +98,9 @@ func peakHeap(fn func()) uint64 {
 	runtime.GC()
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	var peak uint64
-	done := make(chan struct{})
+	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(stopped)
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -114,6 +115,7 @@ func peakHeap(fn func()) uint64 {
 	}()
 	fn()
 	close(done)
+	<-stopped // the sampler's last write to peak and s happens before this
 	metrics.Read(s)
 	return max(peak, s[0].Value.Uint64())
 }
