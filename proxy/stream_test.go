@@ -5,16 +5,13 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"github.com/agentctl/agentctl/internal/heappeak"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentctl/agentctl/session"
 )
@@ -86,33 +83,9 @@ func TestUpstreamDropsMidStream(t *testing.T) {
 	}
 }
 
-// heapPeak samples the live heap while f runs and returns the peak above
-// what it was before.
+// heapPeak is the most live heap above what it was before, while f runs.
 func heapPeak(f func()) uint64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	runtime.GC()
-	base := read()
-	var peak uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			peak = max(peak, read())
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	f()
-	close(stop)
-	wg.Wait()
+	base, peak := heappeak.During(f)
 	if peak < base {
 		return 0
 	}

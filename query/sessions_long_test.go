@@ -3,10 +3,9 @@ package query_test
 import (
 	"context"
 	"fmt"
+	"github.com/agentctl/agentctl/internal/heappeak"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"sync"
 	"testing"
@@ -93,31 +92,10 @@ func listSessions(b testing.TB, home string) []recorder.Summary {
 	return list
 }
 
-// peakHeap samples the heap while fn runs and returns the most seen.
+// peakHeap is the most live heap seen while fn runs.
 func peakHeap(fn func()) uint64 {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak uint64
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(s)
-			peak = max(peak, s[0].Value.Uint64())
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	fn()
-	close(done)
-	<-stopped // the sampler's last write to peak and s happens before this
-	metrics.Read(s)
-	return max(peak, s[0].Value.Uint64())
+	_, peak := heappeak.During(fn)
+	return peak
 }
 
 // BenchmarkSessionsOneLongUnsealed: 'agentctl sessions' over a home whose

@@ -2,10 +2,9 @@ package view_test
 
 import (
 	"fmt"
+	"github.com/agentctl/agentctl/internal/heappeak"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -73,27 +72,7 @@ func BenchmarkViewLong(b *testing.B) {
 	dir := b.TempDir()
 	page := filepath.Join(dir, "long.html")
 	for b.Loop() {
-		runtime.GC()
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		var peak uint64
-		done, exited := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(exited)
-			t := time.NewTicker(5 * time.Millisecond)
-			defer t.Stop()
-			for {
-				metrics.Read(s)
-				peak = max(peak, s[0].Value.Uint64())
-				select {
-				case <-done:
-					return
-				case <-t.C:
-				}
-			}
-		}()
-		h.run(cli.ExitOK, "view", id, "-o", page)
-		close(done)
-		<-exited
+		_, peak := heappeak.During(func() { h.run(cli.ExitOK, "view", id, "-o", page) })
 		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	}
 	fi, err := os.Stat(page)
