@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentctl/agentctl/buildinfo"
 	"github.com/agentctl/agentctl/history"
+	"github.com/agentctl/agentctl/internal/failpoint"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/runner"
@@ -164,7 +165,7 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 			}
 		}
 	}
-	failpoint(FailMembersWritten)
+	failpoint.Hit(FailpointEnv, FailMembersWritten)
 	m.Members = a.members
 	mb, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/agentctl/agentctl/internal/failpoint"
 )
 
 // CompactOptions tune Compact.
@@ -119,7 +121,7 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 			res.Rows += int64(len(buf))
 			clear(buf) // drop the strings before the next segment fills it
 			buf = buf[:0]
-			failpoint(FailSegmentWritten)
+			failpoint.Hit(FailpointEnv, FailSegmentWritten)
 			return nil
 		}
 		// Files are read ahead in parallel and consumed in order.
@@ -167,7 +169,7 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 	if err := m.save(h.fs(), h.Dir, h.NoSync); err != nil {
 		return res, err
 	}
-	failpoint(FailManifestSwapped)
+	failpoint.Hit(FailpointEnv, FailManifestSwapped)
 	h.remove(merged)
 	res.Merged, res.Segments, res.FilesAfter = len(merged), len(written), len(m.Files)
 	return res, nil

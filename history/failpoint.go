@@ -1,7 +1,5 @@
 package history
 
-import "os"
-
 // FailpointEnv names the environment variable that, set to a failpoint's
 // name, makes the process kill itself with SIGKILL when it reaches that
 // point. Crash tests re-execute the test binary with it.
@@ -13,12 +11,3 @@ const (
 	FailManifestSwapped = "compact-manifest-swapped" // the manifest is swapped, retired files not yet removed
 	FailSealWritten     = "seal-file-written"        // a sealed file is on disk, the manifest not yet swapped
 )
-
-func failpoint(name string) {
-	if os.Getenv(FailpointEnv) == name {
-		if p, err := os.FindProcess(os.Getpid()); err == nil {
-			p.Kill() // SIGKILL on unix: no deferred code, no flush
-		}
-		select {} // wait for the signal
-	}
-}

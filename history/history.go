@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/failpoint"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/vfs"
@@ -149,7 +150,7 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 		return results, nil
 	}
 	m.SessionsDir = snap
-	failpoint(FailSealWritten)
+	failpoint.Hit(FailpointEnv, FailSealWritten)
 	m.Generation++
 	if err := m.save(h.fs(), h.Dir, h.NoSync); err != nil {
 		return results, err

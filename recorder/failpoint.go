@@ -1,7 +1,5 @@
 package recorder
 
-import "os"
-
 // FailpointEnv names the environment variable that, set to a failpoint's
 // name, makes the process kill itself with SIGKILL when it reaches that
 // point while creating a session: the start of a run, before its first
@@ -14,12 +12,3 @@ const (
 	FailCreateLeased  = "create-leased"       // the session folder and its lease exist, no log yet
 	FailCreateWritten = "create-temp-written" // the log's temp file holds the header, fsync'd, not linked
 )
-
-func failpoint(name string) {
-	if os.Getenv(FailpointEnv) == name {
-		if p, err := os.FindProcess(os.Getpid()); err == nil {
-			p.Kill() // SIGKILL on unix: no deferred code, no flush
-		}
-		select {} // the signal is delivered asynchronously
-	}
-}

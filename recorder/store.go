@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/failpoint"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/vfs"
 )
@@ -132,7 +133,7 @@ func (s Store) Create(header session.Event, opts Options) (*Session, error) {
 		}
 		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
 	}
-	failpoint(FailCreateLeased)
+	failpoint.Hit(FailpointEnv, FailCreateLeased)
 	w, err := Create(filepath.Join(dir, LogFile), header, opts)
 	if err != nil {
 		if made {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/failpoint"
 	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/vfs"
@@ -151,7 +152,7 @@ func Create(path string, header session.Event, opts Options) (*Writer, error) {
 	if err := syncFile(f, opts); err != nil {
 		return fail(err)
 	}
-	failpoint(FailCreateWritten)
+	failpoint.Hit(FailpointEnv, FailCreateWritten)
 	// Link fails if path exists, unlike rename. Where hard links are not
 	// supported (EPERM, EOPNOTSUPP, ENOSYS), fall back to rename: the lease
 	// keeps writers apart. Any other failure is one.

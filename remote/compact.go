@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/history"
+	"github.com/agentctl/agentctl/internal/failpoint"
 )
 
 // CompactOptions tune Compact.
@@ -141,7 +142,7 @@ func (r *Remote) Compact(ctx context.Context, opts CompactOptions) (CompactResul
 	if len(merged) == 0 {
 		return res, nil
 	}
-	failpoint(FailCompactUploaded)
+	failpoint.Hit(FailpointEnv, FailCompactUploaded)
 	// Deleting is the one step that must not happen without the lease:
 	// a compaction that lost it may be racing one that took it over.
 	if err := r.renew(ctx, l, ttl, now); err != nil {
@@ -154,7 +155,7 @@ func (r *Remote) Compact(ctx context.Context, opts CompactOptions) (CompactResul
 		}
 		res.Merged++
 		if i == 0 {
-			failpoint(FailCompactDeleted)
+			failpoint.Hit(FailpointEnv, FailCompactDeleted)
 		}
 	}
 	return res, nil

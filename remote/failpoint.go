@@ -1,7 +1,5 @@
 package remote
 
-import "os"
-
 // FailpointEnv names the variable that, set to a failpoint's name, makes
 // the process kill itself with SIGKILL when it reaches that point. The
 // crash tests run the built binary with it.
@@ -13,12 +11,3 @@ const (
 	FailCompactUploaded = "compact-uploaded" // a segment uploaded, the merged objects not yet deleted
 	FailCompactDeleted  = "compact-deleted"  // one merged object deleted, the others not yet
 )
-
-func failpoint(name string) {
-	if os.Getenv(FailpointEnv) == name {
-		if p, err := os.FindProcess(os.Getpid()); err == nil {
-			p.Kill()
-		}
-		select {}
-	}
-}

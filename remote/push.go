@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/agentctl/agentctl/history"
+	"github.com/agentctl/agentctl/internal/failpoint"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 )
@@ -129,7 +130,7 @@ func (r *Remote) pushHistory(ctx context.Context, rec *record, res *PushResult) 
 		}
 		res.Rows += int64(len(rows))
 		if i == 0 {
-			failpoint(FailPushUploaded)
+			failpoint.Hit(FailpointEnv, FailPushUploaded)
 		}
 	}
 	for _, id := range pushed {

@@ -5,7 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
+
+	killpoint "github.com/agentctl/agentctl/internal/failpoint"
 )
 
 // FailpointEnv names the environment variable that makes the runner kill
@@ -79,7 +80,6 @@ func (f failpoint) hit(kind string, seq int64) {
 		return
 	}
 	if f.kind == kind && f.seq == seq {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is delivered asynchronously; never go on
+		killpoint.Kill()
 	}
 }
