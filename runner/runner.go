@@ -847,6 +847,11 @@ func (r *run) runCalls(ctx context.Context, calls []*callState) (Result, bool, e
 			continue
 		}
 		res, cut := r.execute(ctx, t, cs, args, key)
+		if res.Harness != nil {
+			// The run stops as on a failed log write: no end is recorded,
+			// the intent stays pending, and resume reconciles the call.
+			return r.result(), true, fmt.Errorf("call %s (%s): %w; the call's result is not recorded, and 'agentctl resume %s' reconciles it", cs.Call.ID, name, res.Harness, r.id)
+		}
 		if r.gitErr != nil {
 			out, err := r.fail(ReasonGitError, r.gitErr)
 			return out, true, err
@@ -881,6 +886,11 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args jso
 		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env), MaxOutput: maxOut,
 		Sandbox: r.sandbox, Redactor: r.redactor(), ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
 	cancel()
+	if res.Harness != nil {
+		// Not the tool's answer: nothing is recorded, and the caller stops
+		// the run (see tools.Result.Harness).
+		return res, false
+	}
 	res.Output = r.capOutput(res.Output)
 	if cut = wallCut(ctx, callCtx) && res.Status == session.ResultCancelled; cut {
 		res.Error = fmt.Sprintf("cancelled at the max_wall deadline (%s) after %s; its processes were killed",

@@ -63,6 +63,7 @@ type procResult struct {
 	stdout, stderr *capBuffer // stderr is nil unless split
 	state          *os.ProcessState
 	err            error // start or wait failure, nil on a clean exit 0
+	harness        error // the harness's own bookkeeping failed (Result.Harness)
 	cancelled      bool  // the caller's ctx ended the run
 	timedOut       bool  // the timeout ended the run
 	artifact       string
@@ -215,7 +216,7 @@ func (p proc) run(ctx context.Context) procResult {
 		// unseen by resume: do not let it run.
 		killGroup(cmd.Process)
 		_ = cmd.Wait()
-		res.err = err
+		res.err, res.harness = err, err
 		return res
 	}
 
@@ -282,7 +283,7 @@ func (p proc) run(ctx context.Context) procResult {
 
 // result maps a finished run to a Result, with output as the model reads it.
 func (r procResult) result(output string, truncated bool, timeout time.Duration) Result {
-	res := Result{Output: output, Truncated: truncated, Artifact: r.artifact}
+	res := Result{Output: output, Truncated: truncated, Artifact: r.artifact, Harness: r.harness}
 	switch {
 	case r.cancelled:
 		res.Status, res.Error = statusCancelled, "cancelled"

@@ -141,6 +141,14 @@ type Result struct {
 	Truncated bool
 	// Artifact is Call.ArtifactPath when the whole output was stored there.
 	Artifact string
+	// Harness is set when the harness, not the tool, failed the call: its
+	// own bookkeeping for it (the record of the started process, which a
+	// later resume needs to prove the process gone) could not be written,
+	// on a full disk say. Such a result is not the tool's answer and must
+	// not reach the model as one: the run stops with Harness, the call's
+	// intent left pending for resume to reconcile, as when the log itself
+	// cannot be written.
+	Harness error
 }
 
 // Def is how a tool is offered to a model provider.
