@@ -212,7 +212,7 @@ func bundleOpenRun(ctx context.Context, f *Factory, opts *bundleOpenOptions) err
 // openQueryDB opens the query database over the home, or over one bundle.
 func openQueryDB(ctx context.Context, f *Factory, bundlePath string) (*query.DB, func(), error) {
 	if bundlePath == "" {
-		db, err := query.Open(ctx, f.Home, f.Err)
+		db, err := query.OpenStore(ctx, f.Store(), f.Err)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -142,7 +142,7 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 	return nil
 }
 
-// verifyMany verifies sessions in parallel (replay.VerifyLogs) and returns
+// verifyMany verifies sessions in parallel (replay.VerifyStore) and returns
 // the reports in the order of ids.
 //
 // The fold allocates a copy of each turn's payload, which the GC reclaims
@@ -151,7 +151,7 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 // a third of the CPU time of verifying a long log (bench/replay).
 func verifyMany(st recorder.Store, ids []string) []replay.Report {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	return replay.VerifyLogs(ids, st.LogPath)
+	return replay.VerifyStore(ids, st)
 }
 
 func writeVerify(w io.Writer, reps []replay.Report) {

@@ -44,7 +44,7 @@ SQL, the sessions view's parent_session_id column says the same.`,
 }
 
 func sessionsRun(f *Factory, opts *sessionsOptions) error {
-	db, err := query.Open(context.Background(), f.Home, f.Err)
+	db, err := query.OpenStore(context.Background(), f.Store(), f.Err)
 	if err != nil {
 		return err
 	}

@@ -51,9 +51,13 @@ type History struct {
 
 func (h *History) fs() vfs.FS { return vfs.Or(h.FS) }
 
-// New returns the history of the agentctl home.
+// New returns the history of the agentctl home. Its Store has the
+// manifest as a Witness, so a log that lost what was sealed of it reads as
+// damaged (recorder.ShortLogError), not as a crash; a caller that knows
+// more witnesses (the checkpoints) sets Store to one with them.
 func New(home string) *History {
-	return &History{Dir: filepath.Join(home, Dir), Store: recorder.Store{Root: home}}
+	dir := filepath.Join(home, Dir)
+	return &History{Dir: dir, Store: recorder.Store{Root: home, Witnesses: []recorder.Witness{Witness{Dir: dir}}}}
 }
 
 // Manifest reads the current manifest: a consistent snapshot of the

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/vfs"
@@ -507,7 +508,7 @@ var _ recorder.Witness = Witness{}
 
 // Beyond implements recorder.Witness.
 func (w Witness) Beyond(id string, last int64) (recorder.Durable, bool) {
-	m, err := LoadManifest(w.Dir)
+	m, err := witnessManifests.load(w.Dir)
 	if err != nil {
 		return recorder.Durable{}, false
 	}
@@ -526,4 +527,45 @@ func (e SessionEntry) durable(dir string) recorder.Durable {
 		by += ", finished"
 	}
 	return recorder.Durable{Seq: e.LastSeq, Size: e.LogSize, By: by + ")"}
+}
+
+// witnessManifests keeps the last manifest each Witness read, so that the
+// readers of many logs with no end (a listing of a home with thousands of
+// imported or crashed sessions) parse the manifest once, not once a log.
+// An entry is used only while the file is the one it was read from: the
+// manifest is replaced by rename, so its inode, size and time change.
+var witnessManifests manifestCache
+
+type manifestCache struct {
+	mu sync.Mutex
+	by map[string]cachedManifest
+}
+
+type cachedManifest struct {
+	fi os.FileInfo
+	m  *Manifest
+}
+
+func (c *manifestCache) load(dir string) (*Manifest, error) {
+	fi, err := os.Stat(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return LoadManifest(dir) // none, or version 1's: not cached
+	}
+	c.mu.Lock()
+	got, ok := c.by[dir]
+	c.mu.Unlock()
+	if ok && os.SameFile(got.fi, fi) && got.fi.Size() == fi.Size() && got.fi.ModTime().Equal(fi.ModTime()) {
+		return got.m, nil
+	}
+	m, err := LoadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[string]cachedManifest{}
+	}
+	c.by[dir] = cachedManifest{fi, m}
+	return m, nil
 }

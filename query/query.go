@@ -63,10 +63,20 @@ type DB struct {
 // sessions that are not final (see history.SessionEntry) are stat'ed to
 // see whether they grew since sealing.
 func Open(ctx context.Context, home string, warn io.Writer) (*DB, error) {
-	return open(ctx, home, warn, nil)
+	return open(ctx, history.New(home), warn, nil)
 }
 
-func open(ctx context.Context, home string, warn io.Writer, remote []RemotePart) (*DB, error) {
+// OpenStore is Open of the home st.Root, reading its logs through st: with
+// its Witnesses (the checkpoints as well as the manifest), a log that lost
+// durable records is corrupt in the sessions view, as it is to resume.
+func OpenStore(ctx context.Context, st recorder.Store, warn io.Writer) (*DB, error) {
+	h := history.New(st.Root)
+	h.Store = st
+	return open(ctx, h, warn, nil)
+}
+
+func open(ctx context.Context, hist *history.History, warn io.Writer, remote []RemotePart) (*DB, error) {
+	home := hist.Store.Root
 	if warn == nil {
 		warn = io.Discard
 	}
@@ -77,7 +87,7 @@ func open(ctx context.Context, home string, warn io.Writer, remote []RemotePart)
 		c, err := duckdb.NewConnector("", nil)
 		conn <- connResult{c, err}
 	}()
-	d := &DB{home: home, hist: history.New(home), warn: warn, conn: conn, skipped: map[string]bool{}, checked: map[string]string{}, remote: remote}
+	d := &DB{home: home, hist: hist, warn: warn, conn: conn, skipped: map[string]bool{}, checked: map[string]string{}, remote: remote}
 	if err := d.reload(ctx); err != nil {
 		d.Close()
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agentctl/agentctl/history"
 )
 
 // RemotePart is a Parquet file with the history's columns that came from
@@ -24,7 +26,7 @@ func OpenRemote(ctx context.Context, home string, warn io.Writer, parts []Remote
 	if parts == nil {
 		parts = []RemotePart{}
 	}
-	return open(ctx, home, warn, parts)
+	return open(ctx, history.New(home), warn, parts)
 }
 
 // remoteParts returns the SELECTs of the remote parts for the events view.

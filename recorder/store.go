@@ -25,8 +25,9 @@ const LogFile = "events.log"
 // A Store holds no state; its methods may be called concurrently.
 type Store struct {
 	Root string // the agentctl home, e.g. ./.agentctl
-	// Witnesses are asked by Open how far a log was durable; none means
-	// the log alone is believed.
+	// Witnesses are asked by Open, and by the read methods of a log with
+	// no end, how far a log was durable; none means the log alone is
+	// believed.
 	Witnesses []Witness
 }
 
@@ -277,10 +278,39 @@ func (s Store) Resolve(ref string) (string, error) {
 }
 
 // Load reads the log of session id; see ReadFile. A session folder with
-// no log fails with ErrNotStarted.
+// no log fails with ErrNotStarted, and a log that lost durable records
+// with a *ShortLogError after the events it holds (see CheckEnd).
 func (s Store) Load(id string) ([]session.Event, Tail, error) {
 	evs, tail, err := ReadFile(s.LogPath(id))
-	return evs, tail, s.notStarted(id, err)
+	if err = s.notStarted(id, err); err != nil || len(evs) == 0 {
+		return evs, tail, err
+	}
+	return evs, tail, s.CheckEnd(id, evs[len(evs)-1], tail)
+}
+
+// CheckEnd gives every reader of a log the answer Open gives resume: a log
+// that read cleanly up to last but has no end (it looks crashed, or its
+// tail is torn) while a witness recorded it durable further on lost
+// acknowledged records, and CheckEnd returns a *ShortLogError (errors.Is
+// ErrCorrupt), so show, verify, bundle, view and sessions call it damaged
+// as resume does instead of calling it a crash. A finished log is believed
+// without asking (listing a home must not read its manifest once a
+// session), as is one that grew since it was read: a reader that raced
+// its writer saw a prefix, not a loss. Load, Stream and Scan call it; a
+// reader of a log by its path (replay's verifier) calls it itself.
+func (s Store) CheckEnd(id string, last session.Event, tail Tail) error {
+	if last.Kind == session.KindSessionFinished || len(s.Witnesses) == 0 {
+		return nil
+	}
+	path := s.LogPath(id)
+	short := s.checkDurable(id, path, last.Seq, tail.FileSize)
+	if short == nil {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() != tail.FileSize {
+		return nil
+	}
+	return short
 }
 
 // notStarted turns the error of reading session id's missing log into
@@ -298,14 +328,25 @@ func (s Store) notStarted(id string, err error) error {
 // Stream hands the events of session id's log to fn a record at a time;
 // see StreamFile.
 func (s Store) Stream(id string, fn func(session.Event)) (int, Tail, error) {
-	n, tail, err := StreamFile(s.LogPath(id), fn)
-	return n, tail, s.notStarted(id, err)
+	var last session.Event
+	n, tail, err := StreamFile(s.LogPath(id), func(e session.Event) { last = e; fn(e) })
+	return n, tail, s.checkRead(id, n, last, tail, err)
 }
 
 // Scan hands the events of session id's log to fn in order; see ScanFile.
 func (s Store) Scan(id string, fn func(session.Event)) (int, Tail, error) {
-	n, tail, err := ScanFile(s.LogPath(id), fn)
-	return n, tail, s.notStarted(id, err)
+	var last session.Event
+	n, tail, err := ScanFile(s.LogPath(id), func(e session.Event) { last = e; fn(e) })
+	return n, tail, s.checkRead(id, n, last, tail, err)
+}
+
+// checkRead is the error of reading n events of session id's log, the
+// last one last: the read's own, or CheckEnd's.
+func (s Store) checkRead(id string, n int, last session.Event, tail Tail, err error) error {
+	if err = s.notStarted(id, err); err != nil || n == 0 {
+		return err
+	}
+	return s.CheckEnd(id, last, tail)
 }
 
 // Summary is one line of `agentctl sessions`: the session's header, status

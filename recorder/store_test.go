@@ -180,3 +180,113 @@ func TestList(t *testing.T) {
 		t.Errorf("good session listed as %+v", list[0])
 	}
 }
+
+// witnessAt is a Witness that recorded every session durable through seq.
+type witnessAt struct {
+	seq   int64
+	asked *int
+}
+
+func (w witnessAt) Beyond(id string, last int64) (Durable, bool) {
+	*w.asked++
+	if w.seq <= last {
+		return Durable{}, false
+	}
+	return Durable{Seq: w.seq, By: "the test's witness"}, true
+}
+
+// TestReadersCheckEnd: Load, Stream, Scan and Fold of a log with no end
+// that a witness recorded as longer report a *ShortLogError (corrupt)
+// after the events the log holds, as Open does; a finished log is believed
+// without asking, and a log that is as long as its witness says is a crash.
+func TestReadersCheckEnd(t *testing.T) {
+	write := func(t *testing.T, st Store, finish bool) string {
+		s, err := st.Create(session.Event{Kind: session.KindSessionStarted, Name: "n"}, Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Append(session.Event{Kind: session.KindUserMessage, Text: "hi"})
+		if finish {
+			s.Append(session.Event{Kind: session.KindSessionFinished})
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
+	}
+	for _, tc := range []struct {
+		name      string
+		witness   int64 // the seq the witness recorded; 0: no witness
+		finish    bool
+		short     bool
+		wantAsked bool
+	}{
+		{name: "no witness", short: false},
+		{name: "witness beyond an unfinished log", witness: 5, short: true, wantAsked: true},
+		{name: "witness at the end: a crash", witness: 2, short: false, wantAsked: true},
+		{name: "finished: not asked", witness: 9, finish: true, short: false, wantAsked: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := 0
+			st := Store{Root: t.TempDir()}
+			id := write(t, st, tc.finish)
+			if tc.witness > 0 {
+				st.Witnesses = []Witness{witnessAt{seq: tc.witness, asked: &asked}}
+			}
+			check := func(what string, n int, err error) {
+				t.Helper()
+				var short *ShortLogError
+				if got := errors.As(err, &short); got != tc.short || (tc.short && !errors.Is(err, ErrCorrupt)) {
+					t.Errorf("%s: err = %v, want short %v", what, err, tc.short)
+				}
+				if want := 2 + map[bool]int{true: 1}[tc.finish]; n != want {
+					t.Errorf("%s: %d events, want %d (the events are kept)", what, n, want)
+				}
+			}
+			evs, _, err := st.Load(id)
+			check("Load", len(evs), err)
+			n, _, err := st.Stream(id, func(session.Event) {})
+			check("Stream", n, err)
+			n, _, err = st.Scan(id, func(session.Event) {})
+			check("Scan", n, err)
+			fold, _, err := st.Fold(id)
+			check("Fold", int(fold.Events), err)
+			if fold.Corrupt != tc.short {
+				t.Errorf("Fold: Corrupt = %v, want %v", fold.Corrupt, tc.short)
+			}
+			if (asked > 0) != tc.wantAsked {
+				t.Errorf("witness asked %d times, want asked %v", asked, tc.wantAsked)
+			}
+		})
+	}
+}
+
+// TestCheckEndGrowingLog: a reader that raced the log's writer (it read a
+// prefix, then the writer appended and its checkpoint recorded the new
+// end) is not told the log is short: the log grew since it was read.
+func TestCheckEndGrowingLog(t *testing.T) {
+	st := Store{Root: t.TempDir()}
+	s, err := st.Create(session.Event{Kind: session.KindSessionStarted, Name: "n"}, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs, tail, err := st.Load(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Append(session.Event{Kind: session.KindUserMessage, Text: "hi"})
+	asked := 0
+	st.Witnesses = []Witness{witnessAt{seq: 2, asked: &asked}}
+	if err := st.CheckEnd(s.ID, evs[len(evs)-1], tail); err != nil {
+		t.Errorf("CheckEnd of a prefix of a growing log = %v, want nil", err)
+	}
+	// the same log cut back to what was read: now it is short
+	if err := os.Truncate(st.LogPath(s.ID), tail.FileSize); err != nil {
+		t.Fatal(err)
+	}
+	var short *ShortLogError
+	if err := st.CheckEnd(s.ID, evs[len(evs)-1], tail); !errors.As(err, &short) {
+		t.Errorf("CheckEnd of the log cut back = %v, want a *ShortLogError", err)
+	}
+}

@@ -374,8 +374,12 @@ func (v *Verifier) drop(through int64) {
 // read gives a report with StatusError, whose Events counts the good
 // events before the damage.
 func VerifyLog(id, path string, pipeline bool) Report {
-	return verifyLog(id, path, pipeline, &scratch{})
+	return verifyLog(id, path, pipeline, &scratch{}, nil)
 }
+
+// endCheck judges a log that read cleanly by its last event and its tail
+// (recorder.Store.CheckEnd); nil believes the log alone.
+type endCheck func(id string, last session.Event, tail recorder.Tail) error
 
 // scratch is what verifying one log after another can reuse: the file
 // buffer (the events' strings alias it, so it is reused only once the
@@ -385,9 +389,12 @@ type scratch struct {
 	batch []session.Event
 }
 
-func verifyLog(id, path string, pipeline bool, sc *scratch) Report {
+func verifyLog(id, path string, pipeline bool, sc *scratch, check endCheck) Report {
 	v := NewVerifier(id)
-	n, err := scan(path, v, pipeline, sc)
+	n, tail, err := scan(path, v, pipeline, sc)
+	if err == nil && check != nil {
+		err = check(id, v.held, tail)
+	}
 	if err != nil {
 		return Report{SessionID: id, Status: StatusError, Events: int64(n), Error: err.Error(), Err: err}
 	}
@@ -439,13 +446,13 @@ const batchSize = 128
 
 // scan is recorder.ScanFile(path, v.Add), handing events over in batches;
 // with pipeline set, the fold runs on a second goroutine.
-func scan(path string, v *Verifier, pipeline bool, sc *scratch) (int, error) {
+func scan(path string, v *Verifier, pipeline bool, sc *scratch) (int, recorder.Tail, error) {
 	if !pipeline {
 		if sc.batch == nil {
 			sc.batch = make([]session.Event, 0, batchSize)
 		}
 		b := sc.batch[:0]
-		n, _, data, err := recorder.ScanFileInto(path, sc.data, func(e session.Event) {
+		n, tail, data, err := recorder.ScanFileInto(path, sc.data, func(e session.Event) {
 			b = append(b, e)
 			if len(b) == batchSize {
 				v.addAll(b)
@@ -455,7 +462,7 @@ func scan(path string, v *Verifier, pipeline bool, sc *scratch) (int, error) {
 		v.addAll(b)
 		clear(b) // the events' strings alias data, which is reused
 		sc.data = data
-		return n, err
+		return n, tail, err
 	}
 	full := make(chan []session.Event, 4)
 	free := make(chan []session.Event, 4)
@@ -471,7 +478,7 @@ func scan(path string, v *Verifier, pipeline bool, sc *scratch) (int, error) {
 		}
 	}()
 	b := <-free
-	n, _, err := recorder.ScanFile(path, func(e session.Event) {
+	n, tail, err := recorder.ScanFile(path, func(e session.Event) {
 		b = append(b, e)
 		if len(b) == batchSize {
 			full <- b
@@ -483,7 +490,7 @@ func scan(path string, v *Verifier, pipeline bool, sc *scratch) (int, error) {
 	}
 	close(full)
 	<-done
-	return n, err
+	return n, tail, err
 }
 
 // VerifyLogs verifies many logs (path gives the log of each id) with
@@ -491,6 +498,18 @@ func scan(path string, v *Verifier, pipeline bool, sc *scratch) (int, error) {
 // the order of ids. A single log gets the CPUs to itself: its decode and
 // its verify run on two goroutines.
 func VerifyLogs(ids []string, path func(id string) string) []Report {
+	return verifyLogs(ids, path, nil)
+}
+
+// VerifyStore is VerifyLogs of sessions of st, which also judges each log
+// by st's witnesses as every reader of the store does: one that lost
+// durable records gives StatusError with a *recorder.ShortLogError, not a
+// report of the shorter log.
+func VerifyStore(ids []string, st recorder.Store) []Report {
+	return verifyLogs(ids, st.LogPath, st.CheckEnd)
+}
+
+func verifyLogs(ids []string, path func(id string) string, check endCheck) []Report {
 	reps := make([]Report, len(ids))
 	workers := min(runtime.GOMAXPROCS(0), max(len(ids), 1))
 	pipeline := workers == 1 && runtime.GOMAXPROCS(0) > 1
@@ -500,7 +519,7 @@ func VerifyLogs(ids []string, path func(id string) string) []Report {
 		wg.Go(func() {
 			sc := &scratch{}
 			for i := range next {
-				reps[i] = verifyLog(ids[i], path(ids[i]), pipeline, sc)
+				reps[i] = verifyLog(ids[i], path(ids[i]), pipeline, sc, check)
 			}
 		})
 	}

@@ -175,7 +175,7 @@ func TestVerifyLog(t *testing.T) {
 	sc := &scratch{}
 	var got []Report
 	for _, l := range logs {
-		got = append(got, verifyLog(l.id, l.path, false, sc))
+		got = append(got, verifyLog(l.id, l.path, false, sc, nil))
 	}
 	ids := make([]string, len(logs))
 	paths := map[string]string{}
