@@ -55,13 +55,6 @@ type AnchorsReport struct {
 	OK          bool          `json:"ok"`
 }
 
-// originalKinds are the events a summary may be made from: the ones the
-// projection turns into messages.
-var originalKinds = map[session.Kind]bool{
-	session.KindUserMessage: true, session.KindAssistantMessage: true, session.KindToolResult: true,
-	session.KindReconciled: true, session.KindApprovalDenied: true, session.KindInterrupted: true,
-}
-
 // Anchors checks every compaction of a session: the projection right after
 // it (today's projection rules, folded once) still holds the first user
 // message verbatim and every needle; and the compaction's source_seqs name
@@ -136,7 +129,7 @@ func Anchors(id string, evs []session.Event, needles []string) AnchorsReport {
 				fail(CodeSummaryOfSummary, "source seq %d is the compaction at seq %d: the summary was made from a summary", s, s)
 			case s > e.Through:
 				fail(CodeSourceNotOriginal, "source seq %d (%s) is after through %d", s, src.Kind, e.Through)
-			case !originalKinds[src.Kind]:
+			case !session.IsOriginal(src.Kind):
 				fail(CodeSourceNotOriginal, "source seq %d is a %s event, not an original message", s, src.Kind)
 			}
 		}

@@ -65,7 +65,7 @@ func TestCompactionRequestsFitTheWindow(t *testing.T) {
 		if call.InputTokens > fit {
 			t.Errorf("compaction at seq %d: its request had %d input tokens, more than the %d it must fit", e.Seq, call.InputTokens, fit)
 		}
-		from, gotFit := runner.CompactionInput(e)
+		from, gotFit := session.CompactionInput(e)
 		if from == 0 || gotFit != fit {
 			t.Errorf("compaction at seq %d: summary_from %d, fit_tokens %d", e.Seq, from, gotFit)
 		}

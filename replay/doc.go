@@ -13,7 +13,7 @@
 // payloads, the log's side is rebuilt by trying the earlier projection
 // rules in Rules, and when none reproduces the digest the messages new since
 // the last agreeing call are listed as suspects. Compaction calls are
-// recomputed with runner.CompactionMessages over the originals (Anchors
+// recomputed with session.CompactionMessages over the originals (Anchors
 // checks what they read). Sessions imported from other tools have no
 // digests: their structure only is checked.
 //

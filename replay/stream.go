@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -54,7 +53,7 @@ type Verifier struct {
 	agreed  int64
 
 	// Compaction calls: the originals up to a compaction's through,
-	// projected without compactions (runner.CompactionMessages), fed
+	// projected without compactions (session.CompactionMessages), fed
 	// lazily from buf since through lies behind the newest event.
 	orig     *session.Projector
 	od       *session.Digester
@@ -76,7 +75,7 @@ const tailReserve = 64
 var maxOrigBuf = 16384
 
 // origEvent keeps the fields Projector.Add reads from the conversational
-// events runner.CompactionMessages collects.
+// events session.CompactionMessages collects.
 type origEvent struct {
 	kind                                                   session.Kind
 	seq                                                    int64
@@ -315,7 +314,7 @@ func (v *Verifier) check(call, after *session.Event) bool {
 	return false
 }
 
-// compactionMessages is runner.CompactionMessages over the events added so
+// compactionMessages is session.CompactionMessages over the events added so
 // far, for the compaction c recorded after the call. A summary of
 // everything up to its through reads orig, the originals' projection,
 // which only grows between compactions, so it is fed from where the last
@@ -330,7 +329,7 @@ func (v *Verifier) compactionMessages(c *session.Event) ([]session.Message, bool
 	if v.od == nil {
 		v.od = session.NewDigester()
 	}
-	if from, fit := runner.CompactionInput(*c); from > 0 {
+	if from, fit := session.CompactionInput(*c); from > 0 {
 		if from <= v.fedMax {
 			return nil, false // it re-reads originals already folded away: Verify does it
 		}
@@ -340,14 +339,14 @@ func (v *Verifier) compactionMessages(c *session.Event) ([]session.Message, bool
 				src = append(src, o.event())
 			}
 		}
-		msgs, _ := runner.CompactionMessages(src, from, through, fit)
+		msgs, _ := session.CompactionMessages(src, from, through, fit)
 		return msgs, true
 	}
 	if v.origGap {
 		return nil, false // orig misses the originals of chunked parts: Verify does it
 	}
 	v.feed(through)
-	prompt, _ := runner.CompactionMessages(nil, 0, 0, 0)
+	prompt, _ := session.CompactionMessages(nil, 0, 0, 0)
 	return append(prompt, v.orig.Messages()...), true
 }
 

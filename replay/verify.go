@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -173,7 +172,7 @@ func isCompactionCall(e session.Event) bool {
 // The request of a turn's model_call at seq m is the projection of every
 // event before m except the assistant_message at m-1 that answered it, with
 // the header's system prompt and tool list. Compaction calls (attrs
-// purpose "compaction") are recomputed with runner.CompactionMessages over
+// purpose "compaction") are recomputed with session.CompactionMessages over
 // the originals the compaction recorded right after the call covers (from
 // its summary_from, or from the start, to its through); `replay anchors` checks
 // what they read. Verify stops at the first divergence.
@@ -226,8 +225,8 @@ func verifyBatch(id string, evs []session.Event, opts VerifyOptions) Report {
 				return true
 			}
 			rep.Checked++
-			from, fit := runner.CompactionInput(evs[i+1])
-			msgs, _ := runner.CompactionMessages(evs[:i], from, evs[i+1].Through, fit)
+			from, fit := session.CompactionInput(evs[i+1])
+			msgs, _ := session.CompactionMessages(evs[:i], from, evs[i+1].Through, fit)
 			if got := session.Digest(msgs, []string{}); got != call.RequestDigest {
 				rep.Status = StatusDiverged
 				rep.Divergence = explain(call, rep.Checked, got, msgs, nil, nil, 0)

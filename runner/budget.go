@@ -14,23 +14,10 @@ import (
 	"github.com/agentctl/agentctl/session"
 )
 
-// estimateTokens is a provider-neutral guess (4 bytes a token) used before
-// a call, when the real count is not known yet. Real usage replaces it.
-func estimateTokens(msgs []session.Message) int64 {
-	n := 0
-	for _, m := range msgs {
-		n += len(m.Content) + 8
-		for _, c := range m.ToolCalls {
-			n += len(c.Name) + len(c.Args)
-		}
-	}
-	return int64(n/4 + 1)
-}
-
-// estimateRequest is estimateTokens of the messages plus the tool
+// estimateRequest is session.EstimateTokens of the messages plus the tool
 // definitions the request offers: providers bill those as input too.
 func estimateRequest(req provider.Request) int64 {
-	n := estimateTokens(req.Messages)
+	n := session.EstimateTokens(req.Messages)
 	for _, d := range req.Tools {
 		n += int64(len(d.Name)+len(d.Description)+len(d.Parameters)) / 4
 	}

@@ -2,30 +2,23 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
 
-// compactionPrompt asks for a summary that keeps what later turns need.
-const compactionPrompt = `Summarise the conversation below for your own later use. Keep the goal,
-every constraint the user stated, decisions taken, files touched and what is
-left to do. Be concise; do not invent anything.`
-
 // maybeCompact records compactions when the projection (the messages the
-// model would be sent next, estimateTokens) passes the spec's threshold of
-// the window. Each summary is made from original events,
+// model would be sent next, session.EstimateTokens) passes the spec's
+// threshold of the window. Each summary is made from original events,
 // never from an earlier summary, and only from originals no summary in
 // force covers yet: the new originals up to `through` are summarised in
 // chunks whose requests fit the threshold of the window
-// (CompactionChunks), each recorded as one part (a compaction whose attrs
-// name summary_from). The summary message is held to a budget
+// (session.CompactionChunks), each recorded as one part (a compaction
+// whose attrs name summary_from). The summary message is held to a budget
 // (summaryBudget): each part's text is cut to it, and the oldest parts in
 // force are dropped (attrs kept_from) so the parts kept and the new one
 // fit it together; the first user message stays pinned whatever is
@@ -39,7 +32,7 @@ left to do. Be concise; do not invent anything.`
 func (r *run) maybeCompact(ctx context.Context) (over string, err error) {
 	c := r.cfg.Spec.Compaction
 	limit := int64(c.Threshold * float64(c.Window))
-	if estimateTokens(r.st.projector.Messages()) < limit {
+	if session.EstimateTokens(r.st.projector.Messages()) < limit {
 		return "", nil
 	}
 	if r.st.LastAssistantSeq == 0 {
@@ -55,8 +48,8 @@ func (r *run) maybeCompact(ctx context.Context) (over string, err error) {
 	}
 	// The chunks are cut from a copy: each part recorded trims the state's.
 	evs := append([]session.Event(nil), r.st.originals...)
-	for _, ch := range CompactionChunks(evs, r.st.projector.Through()+1, through, limit) {
-		msgs, seqs := CompactionMessages(evs, ch.From, ch.Through, limit)
+	for _, ch := range session.CompactionChunks(evs, r.st.projector.Through()+1, through, limit) {
+		msgs, seqs := session.CompactionMessages(evs, ch.From, ch.Through, limit)
 		req := provider.Request{Model: r.st.Model, Messages: msgs, Purpose: provider.PurposeCompaction}
 		if err := r.fitsWindow(req, "the summary request"); err != nil {
 			return "", err
@@ -126,7 +119,7 @@ const summaryShare = 3
 // threshold.
 func (r *run) room() int64 {
 	c := r.cfg.Spec.Compaction
-	return max(int64(c.Threshold*float64(c.Window))-estimateTokens(r.st.projector.Pinned()), 0)
+	return max(int64(c.Threshold*float64(c.Window))-session.EstimateTokens(r.st.projector.Pinned()), 0)
 }
 
 // summaryBudget is the most tokens the summary message ("Session so far:"
@@ -166,7 +159,7 @@ func fitSummary(text string, budget int64) string {
 	}
 	const note = "\n[… summary cut to its budget …]"
 	keep := int(budget-1)*4 - len(session.SummaryPrefix) - 8 - len(note)
-	return cutRunes(text, max(keep, 0), false) + note
+	return session.CutRunes(text, max(keep, 0), false) + note
 }
 
 // keptParts says which of the parts in force (oldest first) stay beside a
@@ -182,162 +175,6 @@ func keptParts(parts []session.SummaryPart, summary string, budget int64) (kept 
 		kept = parts[i].Seq
 	}
 	return kept, true
-}
-
-// isOriginal reports whether e is an original conversational event: one
-// the projection turns into a message, and so one a summary is made from.
-func isOriginal(k session.Kind) bool {
-	switch k {
-	case session.KindUserMessage, session.KindAssistantMessage, session.KindToolResult,
-		session.KindReconciled, session.KindApprovalDenied, session.KindInterrupted:
-		return true
-	}
-	return false
-}
-
-// Chunk is one summary request of a compaction: the originals with seqs
-// from From to Through.
-type Chunk struct{ From, Through int64 }
-
-// CompactionChunks splits the originals with seqs from `from` to `through`
-// into chunks whose summary requests (CompactionMessages) are estimated at
-// no more than limit tokens. A chunk starts only where a turn starts (a
-// user or assistant message, or interrupted text), so a tool result is
-// never summarised apart from the call that asked for it; a turn that
-// alone exceeds limit is a chunk of its own, whose request
-// CompactionMessages fits by cutting its longest messages. The compaction
-// events record each chunk (summary_from, through, fit_tokens), so replay
-// recomputes the requests from the log alone.
-func CompactionChunks(evs []session.Event, from, through, limit int64) []Chunk {
-	// The turns: [start, end] seqs of originals.
-	var turns []Chunk
-	for _, e := range evs {
-		if e.Seq < from || !isOriginal(e.Kind) {
-			continue
-		}
-		if e.Seq > through {
-			break
-		}
-		switch e.Kind {
-		case session.KindUserMessage, session.KindAssistantMessage, session.KindInterrupted:
-			turns = append(turns, Chunk{e.Seq, e.Seq})
-			continue
-		}
-		if len(turns) == 0 {
-			turns = append(turns, Chunk{e.Seq, e.Seq})
-		}
-		turns[len(turns)-1].Through = e.Seq
-	}
-	var out []Chunk
-	for _, t := range turns {
-		if n := len(out); n > 0 {
-			grown := Chunk{out[n-1].From, t.Through}
-			if msgs, _ := CompactionMessages(evs, grown.From, grown.Through, 0); estimateTokens(msgs) <= limit {
-				out[n-1] = grown
-				continue
-			}
-		}
-		out = append(out, t)
-	}
-	// The last chunk reaches through, so the projection is cut where the
-	// caller asked even if events after the last original precede it.
-	if n := len(out); n > 0 {
-		out[n-1].Through = through
-	}
-	return out
-}
-
-// CompactionInput is what compaction event c says about the request its
-// summary was made from: the first seq it read (0: from the start) and the
-// token estimate the request was fitted to (0: none), from its attrs
-// {"summary_from": N, "fit_tokens": M}. A compaction recorded before
-// chunked summaries has neither.
-func CompactionInput(c session.Event) (from, fit int64) {
-	from = session.SummaryFrom(c)
-	if len(c.Attrs) > 0 {
-		var a struct {
-			Fit int64 `json:"fit_tokens"`
-		}
-		if json.Unmarshal(c.Attrs, &a) == nil && a.Fit > 0 {
-			fit = a.Fit
-		}
-	}
-	return from, fit
-}
-
-// CompactionMessages is what one summary request asks the model to
-// summarise: the runner's prompt, then the original conversational events
-// with seqs from `from` to `through` projected without any compaction (a
-// summary is never made from a summary). from 0 means from the start: a
-// compaction recorded before chunked summaries read every original up to
-// its through. With fit above 0, the longest messages are cut in the
-// middle until the request's estimate is at most fit tokens (see fitTo).
-// It also returns the seqs it read. Replay uses it, with CompactionInput
-// and the compaction's through, to recompute the request digests of
-// compaction calls.
-func CompactionMessages(evs []session.Event, from, through, fit int64) ([]session.Message, []int64) {
-	var src []session.Event
-	var seqs []int64
-	for _, e := range evs {
-		if e.Seq > through {
-			break
-		}
-		if e.Seq >= from && isOriginal(e.Kind) {
-			src = append(src, e)
-			seqs = append(seqs, e.Seq)
-		}
-	}
-	msgs := append([]session.Message{{Role: session.RoleSystem, Content: compactionPrompt}}, session.Project(src, "")...)
-	if fit > 0 {
-		fitTo(msgs, fit)
-	}
-	return msgs, seqs
-}
-
-// minCut is the shortest content fitTo still cuts: below it a message
-// says too little to be worth shortening.
-const minCut = 256
-
-// fitTo shortens the contents of msgs after the prompt, longest first (the
-// earliest of equals), keeping each one's head and tail around a note of
-// what was cut, until estimateTokens(msgs) is at most fit or nothing is
-// longer than minCut. It is deterministic: replay recomputes it.
-func fitTo(msgs []session.Message, fit int64) {
-	for estimateTokens(msgs) > fit {
-		long := -1
-		for i := 1; i < len(msgs); i++ {
-			if len(msgs[i].Content) > minCut && (long < 0 || len(msgs[i].Content) > len(msgs[long].Content)) {
-				long = i
-			}
-		}
-		if long < 0 {
-			return
-		}
-		c := msgs[long].Content
-		excess := int(estimateTokens(msgs)-fit)*4 + 96 // the note's own bytes
-		keep := max(len(c)-excess, minCut/2) / 2
-		head, tail := cutRunes(c, keep, false), cutRunes(c, keep, true)
-		msgs[long].Content = fmt.Sprintf("%s\n[… %d bytes cut to fit the summary request …]\n%s", head, len(c)-len(head)-len(tail), tail)
-	}
-}
-
-// cutRunes is the first (or, with fromEnd, the last) n bytes of s, fewer
-// if n would split a character.
-func cutRunes(s string, n int, fromEnd bool) string {
-	if n >= len(s) {
-		return s
-	}
-	if fromEnd {
-		i := len(s) - n
-		for i < len(s) && !utf8.RuneStart(s[i]) {
-			i++
-		}
-		return s[i:]
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // ErrContextOverflow marks a request that would not fit the window even
@@ -360,18 +197,18 @@ func (r *run) capOutput(out string) string {
 }
 
 // fitsWindow checks that req's messages, estimated as the threshold
-// counts them (estimateTokens), fit compaction.window; the error names the
-// largest message, the one to shorten.
+// counts them (session.EstimateTokens), fit compaction.window; the error
+// names the largest message, the one to shorten.
 func (r *run) fitsWindow(req provider.Request, what string) error {
 	w := r.cfg.Spec.Compaction.Window
-	n := estimateTokens(req.Messages)
+	n := session.EstimateTokens(req.Messages)
 	if w <= 0 || n <= w {
 		return nil
 	}
 	big := -1
 	var bigN int64
 	for i := range req.Messages {
-		if k := estimateTokens(req.Messages[i : i+1]); big < 0 || k > bigN {
+		if k := session.EstimateTokens(req.Messages[i : i+1]); big < 0 || k > bigN {
 			big, bigN = i, k
 		}
 	}

@@ -37,7 +37,7 @@ type watchedCall struct {
 var _ provider.Provider = (*watched)(nil)
 
 func (w *watched) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	c := watchedCall{tokens: estimateTokens(req.Messages), at: time.Now()}
+	c := watchedCall{tokens: session.EstimateTokens(req.Messages), at: time.Now()}
 	w.mu.Lock()
 	if req.Purpose == provider.PurposeCompaction {
 		w.summ = append(w.summ, c)

@@ -241,7 +241,7 @@ func (x *externalRun) policy(ctx context.Context, c *proxy.Call) *proxy.Refusal 
 	over := r.spent()
 	if over == "" {
 		if b := r.budget(); b.MaxTokens > 0 {
-			if est := estimateTokens(c.Messages); r.st.Tokens()+est > b.MaxTokens {
+			if est := session.EstimateTokens(c.Messages); r.st.Tokens()+est > b.MaxTokens {
 				over = fmt.Sprintf("max_tokens %d: %d spent, and this request's input alone is about %d tokens", b.MaxTokens, r.st.Tokens(), est)
 			}
 		}

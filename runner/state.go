@@ -14,7 +14,7 @@ type state struct {
 	session.State
 	projector *session.Projector
 	// originals are the original conversational events after the latest
-	// compaction's through (isOriginal), the only ones a next summary
+	// compaction's through (session.IsOriginal), the only ones a next summary
 	// reads: a compaction takes its requests from here instead of reading
 	// the log, so its cost does not grow with the session. foldLog fills
 	// it on resume.
@@ -30,7 +30,7 @@ func newState(system string) *state {
 func (s *state) add(e session.Event) {
 	s.State.Add(e)
 	s.projector.Add(e)
-	if isOriginal(e.Kind) {
+	if session.IsOriginal(e.Kind) {
 		s.originals = append(s.originals, e)
 	} else if e.Kind == session.KindCompaction {
 		s.keepOriginals(nil)
@@ -47,7 +47,7 @@ func (s *state) keepOriginals(evs []session.Event) {
 	i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > through })
 	var out []session.Event
 	for _, e := range evs[i:] {
-		if isOriginal(e.Kind) {
+		if session.IsOriginal(e.Kind) {
 			out = append(out, e)
 		}
 	}

@@ -30,6 +30,16 @@
 //	}
 //	msgs := p.Messages()
 //
+// # Compaction requests
+//
+// The requests a compaction sends are pure functions of the log:
+// CompactionChunks cuts the new originals (IsOriginal) into chunks at turn
+// starts, and CompactionMessages builds each chunk's summary request,
+// fitted to a token estimate (EstimateTokens) by cutting its longest
+// messages. The runner sends them; replay recomputes them from what the
+// compaction event records (CompactionInput) to check the request digests
+// of compaction calls, so both use this one copy.
+//
 // # State
 //
 // State is the fold of a log into every figure agentctl shows or acts on:
