@@ -9,6 +9,11 @@
 // *os.File, so production pays one interface call per operation and
 // nothing else.
 //
+// New files that replace old ones go through WriteFileAtomicFS (bytes in
+// hand) or an AtomicFile (streamed): temp file beside the path, write,
+// fsync, close, rename, fsync of the folder. SyncDir and WriteFileAtomic
+// are the same on the real filesystem, for callers without an FS.
+//
 // Readers stay on package os (and the recorder's raw reads): a read cannot
 // make a log or a history inconsistent, the fast replay path reads with
 // raw syscalls, and a crash-clone is a real directory, so the real readers
@@ -112,13 +117,18 @@ func Create(fsys FS, name string) (File, error) {
 // CreateTemp is os.CreateTemp on fsys: a new file in dir whose name is
 // pattern with its last "*" (or its end) replaced by a random string.
 func CreateTemp(fsys FS, dir, pattern string) (File, error) {
+	return createTemp(fsys, dir, pattern, 0o600)
+}
+
+// createTemp is CreateTemp with the file made with perm (before the umask).
+func createTemp(fsys FS, dir, pattern string, perm fs.FileMode) (File, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
 	prefix, suffix := splitPattern(pattern)
 	for range 1000 {
 		name := filepath.Join(dir, prefix+random()+suffix)
-		f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
