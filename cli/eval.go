@@ -19,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
+	"github.com/agentctl/agentctl/vfs"
 )
 
 type evalOptions struct {
@@ -207,19 +208,15 @@ func writeEvalOutputs(f *Factory, rep *evals.Report, junit, jsonPath string) err
 				return err
 			}
 		}
-		tmp := path + ".tmp"
-		out, err := os.Create(tmp)
+		out, err := vfs.CreateAtomic(vfs.OS, path, 0o666, false)
 		if err != nil {
 			return err
 		}
+		defer out.Abort()
 		if err := fn(out); err != nil {
-			out.Close()
 			return err
 		}
-		if err := out.Close(); err != nil {
-			return err
-		}
-		return os.Rename(tmp, path)
+		return out.Commit()
 	}
 	if err := write(junit, func(w io.Writer) error { return evals.WriteJUnit(w, rep) }); err != nil {
 		return fmt.Errorf("write --junit %s: %w", junit, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/termsafe"
+	"github.com/agentctl/agentctl/vfs"
 	"github.com/agentctl/agentctl/view"
 )
 
@@ -380,24 +381,17 @@ func relHref(out, target string) (string, bool) {
 func sessionHref(id string) string { return "./" + url.PathEscape(id) + ".html" }
 
 // writePage writes the page through a temporary file renamed into place
-// and returns its size.
+// (vfs.AtomicFile) and returns its size.
 func writePage(out string, p view.Page) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
+	tmp, err := vfs.CreateAtomic(vfs.OS, out, 0o644, false)
 	if err != nil {
 		return 0, fmt.Errorf("view: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	err = view.Write(tmp, p)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	defer tmp.Abort()
+	if err := view.Write(tmp, p); err != nil {
 		return 0, err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return 0, fmt.Errorf("view: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
+	if err := tmp.Commit(); err != nil {
 		return 0, fmt.Errorf("view: %w", err)
 	}
 	fi, err := os.Stat(out)

@@ -45,19 +45,11 @@ func writeRows(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64, s
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
 	}
-	f, err := vfs.CreateTemp(fsys, dir, ".tmp-*.parquet")
+	f, err := vfs.CreateAtomic(fsys, path, 0o600, noSync)
 	if err != nil {
 		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
 	}
-	closed := false
-	defer func() {
-		if err != nil {
-			if !closed {
-				f.Close()
-			}
-			fsys.Remove(f.Name())
-		}
-	}()
+	defer f.Abort()
 	sum32 := crc32.New(castagnoli) // parquet-go writes the file front to back
 	w := parquet.NewGenericWriter[Row](io.MultiWriter(f, sum32),
 		parquet.Compression(codec),
@@ -70,24 +62,12 @@ func writeRows(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64, s
 	if err := w.Close(); err != nil {
 		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
 	}
-	if !noSync {
-		if err := f.Sync(); err != nil {
-			return 0, "", fmt.Errorf("history: sync %s: %w", path, err)
-		}
-	}
 	st, err := f.Stat()
 	if err != nil {
 		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
 	}
-	closed = true
-	if err := f.Close(); err != nil {
+	if err := f.Commit(); err != nil {
 		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
-	}
-	if err := fsys.Rename(f.Name(), path); err != nil {
-		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
-	}
-	if err := syncDir(fsys, dir, noSync); err != nil {
-		return 0, "", err
 	}
 	return st.Size(), sumString(sum32.Sum32()), nil
 }

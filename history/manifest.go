@@ -439,7 +439,8 @@ func (m *Manifest) encode() []byte {
 	return b.Bytes()
 }
 
-// save swaps in m as the manifest: temp file, fsync, rename, fsync dir.
+// save swaps in m as the manifest (vfs.WriteFileAtomicFS: temp file,
+// fsync, rename, fsync dir).
 // Every session in m.Sessions must point at a file in m.Files.
 func (m *Manifest) save(fsys vfs.FS, dir string, noSync bool) error {
 	if m.Partial {
@@ -456,28 +457,15 @@ func (m *Manifest) save(fsys vfs.FS, dir string, noSync bool) error {
 	if err := mkdir(fsys, dir, 0o755); err != nil {
 		return fmt.Errorf("history: write manifest: %w", err)
 	}
-	f, err := vfs.CreateTemp(fsys, dir, ".tmp-manifest-*")
-	if err != nil {
-		return fmt.Errorf("history: write manifest: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil && !noSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, ManifestFile))
-	}
-	if err != nil {
-		fsys.Remove(tmp)
+	if err := vfs.WriteFileAtomicFS(fsys, filepath.Join(dir, ManifestFile), b, 0o600, noSync); err != nil {
 		return fmt.Errorf("history: write manifest: %w", err)
 	}
 	// Superseded; absent after the first write. Left behind, it is never
-	// read while MANIFEST is there, so a failure is not one of the save.
-	fsys.Remove(filepath.Join(dir, manifestFileV1))
+	// read while MANIFEST is there, so a failure to remove it is not one
+	// of the save; a removal is made durable.
+	if fsys.Remove(filepath.Join(dir, manifestFileV1)) != nil {
+		return nil
+	}
 	return syncDir(fsys, dir, noSync)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/vfs"
 )
 
 // Sink is where the events of one conversation go: a session log and its
@@ -132,7 +133,7 @@ func (s *SessionSink) open(name string) (*artifactFile, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := vfs.SyncDir(dir); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -142,15 +143,6 @@ func (s *SessionSink) open(name string) (*artifactFile, error) {
 	af := &artifactFile{f: f, size: fi.Size()}
 	s.files[name] = af
 	return af, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Close closes the artifact files. It never closes the session: its owner

@@ -257,8 +257,8 @@ func openWriter(path string, opts Options, check func(lastSeq, size int64) error
 }
 
 // copyBroken copies the whole of f to a new path+".broken" file (".broken.2"
-// and so on if that exists) through temp, fsync, rename, and a directory
-// fsync, and returns its name.
+// and so on if that exists) through a vfs.AtomicFile (temp, fsync, rename,
+// and a directory fsync), and returns its name.
 func copyBroken(f vfs.File, path string, opts Options) (string, error) {
 	fsys := opts.fs()
 	name := path + ".broken"
@@ -270,26 +270,15 @@ func copyBroken(f vfs.File, path string, opts Options) (string, error) {
 		}
 		name = fmt.Sprintf("%s.broken.%d", path, i)
 	}
-	tmp := name + ".tmp-" + randHex(4)
-	out, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	out, err := vfs.CreateAtomic(fsys, name, 0o644, opts.NoSync)
 	if err != nil {
 		return "", err
 	}
-	_, err = io.Copy(out, io.NewSectionReader(f, 0, 1<<62))
-	if err == nil {
-		err = syncFile(out, opts)
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, name)
-	}
-	if err != nil {
-		fsys.Remove(tmp)
+	defer out.Abort()
+	if _, err := io.Copy(out, io.NewSectionReader(f, 0, 1<<62)); err != nil {
 		return "", err
 	}
-	return name, syncDir(filepath.Dir(path), opts)
+	return name, out.Commit()
 }
 
 // Append redacts each event (Options.Redact), stamps it with the next seq

@@ -110,35 +110,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// writeAtomic writes b to path through a temp file in its folder.
+// writeAtomic writes b to path through a temp file in its folder
+// (vfs.WriteFileAtomicFS), making the folder first.
 func writeAtomic(path string, b []byte, noSync bool) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("remote: write %s: %w", path, err)
 	}
-	f, err := vfs.CreateTemp(vfs.OS, dir, ".tmp-*")
-	if err != nil {
+	if err := vfs.WriteFileAtomicFS(vfs.OS, path, b, 0o600, noSync); err != nil {
 		return fmt.Errorf("remote: write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil && !noSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("remote: write %s: %w", path, err)
-	}
-	if !noSync {
-		if err := vfs.OS.SyncDir(dir); err != nil {
-			return fmt.Errorf("remote: sync %s: %w", dir, err)
-		}
 	}
 	return nil
 }
