@@ -65,18 +65,9 @@ func newSession(t *testing.T) (recorder.Store, string, string) {
 	st := recorder.Store{Root: home}
 	hdr := evs[0]
 	hdr.SessionID, hdr.Workspace = "b0b0000000000001", ws
-	s, err := st.Create(hdr, recorder.Options{NoSync: true})
-	if err != nil {
+	if _, err := st.WriteSession(append([]session.Event{hdr}, evs[1:]...), recorder.Options{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
-	rest := make([]session.Event, 0, len(evs)-1)
-	for _, e := range evs[1:] {
-		rest = append(rest, e)
-	}
-	if _, err := s.Append(rest...); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
 	cp, err := os.ReadFile(filepath.Join(src.SessionDir("d1a9000000000001"), "checkpoints.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -25,14 +25,9 @@ func TestBundleIgnoresForeignWorkspace(t *testing.T) {
 	st := recorder.Store{Root: home}
 	id := "f0e1000000000001"
 	hdr := session.Event{Kind: session.KindSessionStarted, SessionID: id, Name: "forged", Workspace: victim}
-	s, err := st.Create(hdr, recorder.Options{NoSync: true})
-	if err != nil {
+	if _, err := st.WriteSession([]session.Event{hdr, {Kind: session.KindSessionFinished, Status: string(session.StatusDone)}}, recorder.Options{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(session.Event{Kind: session.KindSessionFinished, Status: string(session.StatusDone)}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
 
 	write := func(opts bundle.Options) ([]string, string) {
 		var out, warn bytes.Buffer

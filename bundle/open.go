@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -18,6 +19,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/agentctl/agentctl/history"
+	"github.com/agentctl/agentctl/session"
 )
 
 // Errors of Extract. Each wraps ErrRefused, so callers can tell a hostile
@@ -418,4 +420,54 @@ func OpenHistory(ctx context.Context, bundlePath string) (home string, m *Manife
 		return "", nil, nil, fmt.Errorf("bundle: %w", err)
 	}
 	return home, m, cleanup, nil
+}
+
+// EventsMember is the bundle's member that holds the session's events, as
+// `agentctl show --json` prints them.
+const EventsMember = "events.jsonl"
+
+// ReadEvents reads the manifest and the events of the bundle at path, both
+// verified as by Extract (events.jsonl is the one member unpacked, into a
+// temporary folder that is removed): what a command that only shows or
+// checks a bundle's session (view, diagnose) needs of it.
+//
+// Its errors name path (and the member) but no package or command, for
+// the caller to put its own in front ("view: %w"): an open failure is the
+// *fs.PathError; a refused bundle is "open <path>: " and Extract's error
+// (errors.Is ErrRefused); an undecodable event "<path> events.jsonl: ".
+func ReadEvents(ctx context.Context, path string) (*Manifest, []session.Event, error) {
+	tmp, err := os.MkdirTemp("", "agentctl-bundle-events-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	r, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.Close()
+	dir := filepath.Join(tmp, "b")
+	m, err := Extract(ctx, r, dir, ExtractOptions{Only: func(n string) bool { return n == EventsMember }})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	ef, err := os.Open(filepath.Join(dir, EventsMember))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer ef.Close()
+	var evs []session.Event
+	sc := bufio.NewScanner(ef)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for sc.Scan() {
+		e, err := session.Decode(sc.Bytes())
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s %s: %w", path, EventsMember, err)
+		}
+		evs = append(evs, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, evs, nil
 }

@@ -38,12 +38,9 @@ func TestSpecProgressFiles(t *testing.T) {
 	st := recorder.Store{Root: home}
 	hdr := session.Event{Kind: session.KindSessionStarted, SessionID: id, Name: "p", Workspace: ws,
 		Spec: []byte(`{"name":"p","progress":["notes/plan.md","feature-list.json","../escape.md","link-out/x.md",".git/config","/etc/passwd"]}`)}
-	s, err := st.Create(hdr, recorder.Options{NoSync: true})
-	if err != nil {
+	if _, err := st.WriteSession([]session.Event{hdr, {Kind: session.KindUserMessage, Text: "go"}}, recorder.Options{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
-	s.Append(session.Event{Kind: session.KindUserMessage, Text: "go"})
-	s.Close()
 	p, _ := writeBundle(t, st, id)
 	f, _ := os.Open(p)
 	defer f.Close()

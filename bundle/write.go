@@ -338,7 +338,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		return nil, err
 	}
 
-	if err := b.temp(prefix+"events.jsonl", func(w io.Writer) error {
+	if err := b.temp(prefix+EventsMember, func(w io.Writer) error {
 		for _, e := range evs {
 			line, err := session.Encode(e)
 			if err != nil {

@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -78,9 +76,11 @@ func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
 	}
 	defer closeDB()
 	if opts.Bundle != "" {
-		if id, evs, err = bundleEvents(ctx, opts.Bundle); err != nil {
-			return err
+		m, bevs, err := bundle.ReadEvents(ctx, opts.Bundle)
+		if err != nil {
+			return fmt.Errorf("diagnose: %w", err)
 		}
+		id, evs = m.SessionID, bevs
 	}
 	rep, err := diagnose.Run(ctx, db, id, evs)
 	if err != nil {
@@ -95,43 +95,4 @@ func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
 		return err
 	}
 	return rep.WriteText(termsafe.Writer(f.Out))
-}
-
-// bundleEvents reads the session id and events.jsonl of a bundle (verified
-// against its MANIFEST).
-func bundleEvents(ctx context.Context, path string) (string, []session.Event, error) {
-	tmp, err := os.MkdirTemp("", "agentctl-diagnose-")
-	if err != nil {
-		return "", nil, err
-	}
-	defer os.RemoveAll(tmp)
-	r, err := os.Open(path)
-	if err != nil {
-		return "", nil, fmt.Errorf("diagnose: %w", err)
-	}
-	defer r.Close()
-	dir := tmp + "/b"
-	m, err := bundle.Extract(ctx, r, dir, bundle.ExtractOptions{Only: func(n string) bool { return n == "events.jsonl" }})
-	if err != nil {
-		return "", nil, fmt.Errorf("diagnose: open %s: %w", path, err)
-	}
-	ef, err := os.Open(dir + "/events.jsonl")
-	if err != nil {
-		return "", nil, fmt.Errorf("diagnose: %w", err)
-	}
-	defer ef.Close()
-	var evs []session.Event
-	sc := bufio.NewScanner(ef)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	for sc.Scan() {
-		e, err := session.Decode(sc.Bytes())
-		if err != nil {
-			return "", nil, fmt.Errorf("diagnose: %s events.jsonl: %w", path, err)
-		}
-		evs = append(evs, e)
-	}
-	if err := sc.Err(); err != nil {
-		return "", nil, fmt.Errorf("diagnose: %w", err)
-	}
-	return m.SessionID, evs, nil
 }

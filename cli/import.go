@@ -230,20 +230,8 @@ func writeImport(f *Factory, s *transcript.Session) {
 // record writes an imported session through the recorder (which redacts
 // every string, as for a run).
 func record(st recorder.Store, evs []session.Event) error {
-	sess, err := st.Create(evs[0], recorder.Options{})
-	if err != nil {
-		return err
-	}
-	rest := make([]session.Event, 0, len(evs)-1)
-	for _, e := range evs[1:] {
-		e.Seq = 0
-		rest = append(rest, e)
-	}
-	if _, err := sess.Append(rest...); err != nil {
-		sess.Close()
-		return err
-	}
-	return sess.Close()
+	_, err := st.WriteSession(evs, recorder.Options{})
+	return err
 }
 
 // importFiles expands the paths: a file as is, a folder to the files in it

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"github.com/agentctl/agentctl/diagnose"
 	"github.com/agentctl/agentctl/query"
 	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/termsafe"
 	"github.com/agentctl/agentctl/vfs"
 	"github.com/agentctl/agentctl/view"
@@ -187,9 +185,9 @@ func viewRun(ctx context.Context, f *Factory, opts *viewOptions) error {
 func viewLoad(ctx context.Context, f *Factory, ref string, isBundle bool, out string, full bool) (*viewSource, error) {
 	src := &viewSource{}
 	if isBundle {
-		m, evs, err := viewBundleEvents(ctx, ref)
+		m, evs, err := bundle.ReadEvents(ctx, ref)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("view: %w", err)
 		}
 		src.in = view.Input{ID: m.SessionID, Events: evs, Origin: "bundle " + ref}
 		base := strings.TrimSuffix(filepath.Base(ref), ".tar.zst")
@@ -306,45 +304,6 @@ func forksOf(ctx context.Context, db *query.DB, id string) ([]view.Fork, error) 
 		out = append(out, view.Fork{ID: fid, At: at})
 	}
 	return out, nil
-}
-
-// viewBundleEvents reads the manifest and events.jsonl of a bundle, both
-// verified (bundle.Extract).
-func viewBundleEvents(ctx context.Context, path string) (*bundle.Manifest, []session.Event, error) {
-	tmp, err := os.MkdirTemp("", "agentctl-view-")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(tmp)
-	r, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("view: %w", err)
-	}
-	defer r.Close()
-	dir := filepath.Join(tmp, "b")
-	m, err := bundle.Extract(ctx, r, dir, bundle.ExtractOptions{Only: func(n string) bool { return n == "events.jsonl" }})
-	if err != nil {
-		return nil, nil, fmt.Errorf("view: open %s: %w", path, err)
-	}
-	ef, err := os.Open(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("view: %s: %w", path, err)
-	}
-	defer ef.Close()
-	var evs []session.Event
-	sc := bufio.NewScanner(ef)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	for sc.Scan() {
-		e, err := session.Decode(sc.Bytes())
-		if err != nil {
-			return nil, nil, fmt.Errorf("view: %s events.jsonl: %w", path, err)
-		}
-		evs = append(evs, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("view: %s: %w", path, err)
-	}
-	return m, evs, nil
 }
 
 // relHref is the link from the page at out to the file target: a

@@ -42,15 +42,12 @@ func record(t *testing.T, st recorder.Store, id string) []session.Event {
 	t.Helper()
 	hdr := full(session.KindSessionStarted, 0)
 	hdr.SessionID = id
-	s, err := st.Create(hdr, recorder.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	evs := []session.Event{hdr}
 	for i, k := range session.Kinds[1:] {
-		if _, err := s.Append(full(k, i+1)); err != nil {
-			t.Fatal(err)
-		}
+		evs = append(evs, full(k, i+1))
+	}
+	if _, err := st.WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
+		t.Fatal(err)
 	}
 	return readLog(t, st, id)
 }

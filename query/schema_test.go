@@ -113,18 +113,14 @@ func TestViewsReadFilesWithoutNewColumns(t *testing.T) {
 
 	ts := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	for i, id := range []string{"f000000000000002", "f000000000000003"} {
-		s, err := st.Create(session.Event{TS: ts, Kind: session.KindSessionStarted, SessionID: id, Name: "n", Provider: "anthropic", Model: "m"}, recorder.Options{NoSync: true})
-		if err != nil {
+		if _, err := st.WriteSession([]session.Event{
+			{TS: ts, Kind: session.KindSessionStarted, SessionID: id, Name: "n", Provider: "anthropic", Model: "m"},
+			{Kind: session.KindAssistantMessage, Refusal: "I can't help with that."},
+			{Kind: session.KindModelCall, InputTokens: 55377, CacheReadInputTokens: 55096, OutputTokens: 91, Attempt: 2, ErrorType: ""},
+			{Kind: session.KindSessionFinished, Status: "failed", Reason: "refused: I can't help with that."},
+		}, recorder.Options{NoSync: true}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Append(
-			session.Event{Kind: session.KindAssistantMessage, Refusal: "I can't help with that."},
-			session.Event{Kind: session.KindModelCall, InputTokens: 55377, CacheReadInputTokens: 55096, OutputTokens: 91, Attempt: 2, ErrorType: ""},
-			session.Event{Kind: session.KindSessionFinished, Status: "failed", Reason: "refused: I can't help with that."},
-		); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
 		if i == 0 {
 			if _, err := h.Seal(id); err != nil {
 				t.Fatal(err)

@@ -146,6 +146,37 @@ func (s Store) Create(header session.Event, opts Options) (*Session, error) {
 	return &Session{ID: id, Dir: dir, Writer: w, Lease: lease}, nil
 }
 
+// WriteSession writes evs, events in hand, as a new session: evs[0] is the
+// header as Create takes it, the rest are appended as one batch (renumbered
+// after it, as Append does), and the session is closed, log and lease. It
+// is the one way an importer, a fork and a test fixture make a session from
+// a slice, instead of each carrying its own Create, Append and Close.
+//
+// It returns the events as written: the header first, each with its seq,
+// timestamp and redaction. When the session was created but the append or
+// the close failed, the error comes with the header alone, so the caller
+// knows the session exists (left as a run that stopped leaves it); when
+// nothing was created, with none.
+func (s Store) WriteSession(evs []session.Event, opts Options) ([]session.Event, error) {
+	if len(evs) == 0 {
+		return nil, errors.New("recorder: write session: no events")
+	}
+	sess, err := s.Create(evs[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	hdr := []session.Event{sess.Header()}
+	out, err := sess.Append(evs[1:]...)
+	if err != nil {
+		sess.Close()
+		return hdr, err
+	}
+	if err := sess.Close(); err != nil {
+		return hdr, err
+	}
+	return append(hdr, out...), nil
+}
+
 // removeEmpty removes the folder of a session Create failed to start (a
 // full disk): its lease file and the folder, if that is all it holds.
 func (s Store) removeEmpty(dir string, opts Options) {

@@ -54,19 +54,13 @@ func makeHome(t testing.TB, tag string, n int) string {
 
 func recordSession(t testing.TB, st recorder.Store, id string, start time.Time, status session.Status) {
 	t.Helper()
-	s, err := st.Create(session.Event{SessionID: id, TS: start, Kind: session.KindSessionStarted, Name: "fixture", Provider: "scripted", Model: "m"}, recorder.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for _, e := range []session.Event{
+	if _, err := st.WriteSession([]session.Event{
+		{SessionID: id, TS: start, Kind: session.KindSessionStarted, Name: "fixture", Provider: "scripted", Model: "m"},
 		{TS: start.Add(time.Second), Kind: session.KindUserMessage, Text: "hello " + id},
 		{TS: start.Add(2 * time.Second), Kind: session.KindModelCall, Provider: "scripted", Model: "m", InputTokens: 10, OutputTokens: 3},
 		{TS: start.Add(3 * time.Second), Kind: session.KindSessionFinished, Status: string(status)},
-	} {
-		if _, err := s.Append(e); err != nil {
-			t.Fatal(err)
-		}
+	}, recorder.Options{NoSync: true}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -77,19 +77,7 @@ func writeLog(t testing.TB, home, id string, evs []session.Event) {
 	_ = os.RemoveAll(st.SessionDir(id))
 	hdr := evs[0]
 	hdr.SessionID = id
-	sess, err := st.Create(hdr, recorder.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rest []session.Event
-	for _, e := range evs[1:] {
-		e.Seq = 0
-		rest = append(rest, e)
-	}
-	if _, err := sess.Append(rest...); err != nil {
-		t.Fatal(err)
-	}
-	if err := sess.Close(); err != nil {
+	if _, err := st.WriteSession(append([]session.Event{hdr}, evs[1:]...), recorder.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	_ = os.Remove(filepath.Join(st.SessionDir(id), recorder.LeaseFile))

@@ -169,42 +169,32 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	// them, not at the header.
 	hdr.TS = time.Time{}
 
-	sess, err := cfg.Store.Create(hdr, recorder.Options{})
-	if err != nil {
+	forkEvs := append([]session.Event{hdr}, keep[1:]...)
+	// Close the copied segment where the parent was cut, stamped with the
+	// last copied event's time: the runner counts wall time per segment,
+	// and the time between the parent's run and the fork is not the
+	// fork's. A done finish is not copied (a done session cannot go on).
+	if l := keep[len(keep)-1]; l.Kind != session.KindSessionFinished {
+		forkEvs = append(forkEvs, session.Event{Kind: session.KindSessionFinished, TS: l.TS, Status: string(session.StatusInterrupted),
+			Reason: fmt.Sprintf("fork point: %s up to seq %d; the fork continues from here%s", cfg.SessionID, cfg.From, forkDescribe(plan, rebuild, kept))})
+	}
+	if p, m := cfg.Spec.Model.Provider, cfg.Spec.Model.ID; p != curProv || m != curModel {
+		rep.ModelChanged = true
+		forkEvs = append(forkEvs, session.ForkModelChanged(p, m, curProv, curModel, 0))
+	}
+	if cfg.Prompt != "" {
+		forkEvs = append(forkEvs, session.Event{Kind: session.KindUserMessage, Text: cfg.Prompt})
+	}
+	written, err := cfg.Store.WriteSession(forkEvs, recorder.Options{})
+	if len(written) == 0 { // no session made
 		if rebuild {
 			_ = os.RemoveAll(cfg.Store.SessionDir(id))
 		}
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}
 	rep.SessionID = id
-	var add []session.Event
-	for _, e := range keep[1:] {
-		e.Seq = 0
-		add = append(add, e)
-	}
 	rep.Copied = int64(len(keep))
-	// Close the copied segment where the parent was cut, stamped with the
-	// last copied event's time: the runner counts wall time per segment,
-	// and the time between the parent's run and the fork is not the
-	// fork's. A done finish is not copied (a done session cannot go on).
-	if l := keep[len(keep)-1]; l.Kind != session.KindSessionFinished {
-		add = append(add, session.Event{Kind: session.KindSessionFinished, TS: l.TS, Status: string(session.StatusInterrupted),
-			Reason: fmt.Sprintf("fork point: %s up to seq %d; the fork continues from here%s", cfg.SessionID, cfg.From, forkDescribe(plan, rebuild, kept))})
-	}
-	if p, m := cfg.Spec.Model.Provider, cfg.Spec.Model.ID; p != curProv || m != curModel {
-		rep.ModelChanged = true
-		add = append(add, session.ForkModelChanged(p, m, curProv, curModel, 0))
-	}
-	if cfg.Prompt != "" {
-		add = append(add, session.Event{Kind: session.KindUserMessage, Text: cfg.Prompt})
-	}
-	if len(add) > 0 {
-		if _, err := sess.Append(add...); err != nil {
-			sess.Close()
-			return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
-		}
-	}
-	if err := sess.Close(); err != nil {
+	if err != nil {
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}
 	prov := cfg.Provider

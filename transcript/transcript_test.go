@@ -203,19 +203,7 @@ func TestCountsAgreeWithSource(t *testing.T) {
 
 func record(t *testing.T, home string, evs []session.Event) {
 	t.Helper()
-	sess, err := recorder.Store{Root: home}.Create(evs[0], recorder.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rest := make([]session.Event, 0, len(evs))
-	for _, e := range evs[1:] {
-		e.Seq = 0
-		rest = append(rest, e)
-	}
-	if _, err := sess.Append(rest...); err != nil {
-		t.Fatal(err)
-	}
-	if err := sess.Close(); err != nil {
+	if _, err := (recorder.Store{Root: home}).WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -42,11 +42,8 @@ func History(home, jsonl string, n, e int) error {
 		id := fmt.Sprintf("%016x", i+1)
 		ts := Epoch.Add(time.Duration(i) * time.Second)
 		hdr := session.Event{TS: ts, Kind: session.KindSessionStarted, SessionID: id, Name: "bench", Provider: "p", Model: models[i%3]}
-		s, err := st.Create(hdr, recorder.Options{NoSync: true})
-		if err != nil {
-			return err
-		}
-		evs := make([]session.Event, 0, e-1)
+		evs := make([]session.Event, 1, e)
+		evs[0] = hdr
 		for j := 1; j < e-1; j++ {
 			ev := session.Event{TS: ts.Add(time.Duration(j) * time.Millisecond)}
 			switch j % 4 {
@@ -62,14 +59,12 @@ func History(home, jsonl string, n, e int) error {
 			evs = append(evs, ev)
 		}
 		evs = append(evs, session.Event{TS: ts.Add(time.Second), Kind: session.KindSessionFinished, Status: "done"})
-		out, err := s.Append(evs...)
+		out, err := st.WriteSession(evs, recorder.Options{NoSync: true})
 		if err != nil {
 			return err
 		}
-		if err := s.Close(); err != nil {
-			return err
-		}
-		for _, ev := range append([]session.Event{hdr}, out...) {
+		out[0] = hdr // the JSONL carries the header as given (seq 0)
+		for _, ev := range out {
 			b, err := session.Encode(ev)
 			if err != nil {
 				return err
@@ -128,22 +123,9 @@ func Replay(n, every int) []session.Event {
 // WriteLog writes evs (from Replay) as the log of session id in st, with
 // no lease left behind, as a finished run leaves it.
 func WriteLog(st recorder.Store, id string, evs []session.Event) error {
-	hdr := evs[0]
-	hdr.SessionID = id
-	sess, err := st.Create(hdr, recorder.Options{NoSync: true})
-	if err != nil {
-		return err
-	}
-	rest := make([]session.Event, 0, len(evs)-1)
-	for _, e := range evs[1:] {
-		e.Seq = 0
-		rest = append(rest, e)
-	}
-	if _, err := sess.Append(rest...); err != nil {
-		sess.Close()
-		return err
-	}
-	if err := sess.Close(); err != nil {
+	evs = append([]session.Event(nil), evs...)
+	evs[0].SessionID = id
+	if _, err := st.WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(st.SessionDir(id), recorder.LeaseFile)); err != nil && !os.IsNotExist(err) {
