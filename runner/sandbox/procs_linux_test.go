@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -36,14 +37,9 @@ func testHarness() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	cmd := exec.Command(l.Path)
-	cmd.Args, cmd.Env, cmd.Dir, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Env, l.Dir, l.SysProcAttr, l.ExtraFiles
+	cmd := l.Command(context.Background())
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := l.Started(cmd.Process.Pid); err != nil {
+	if err := l.Start(cmd); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}

@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,15 +27,11 @@ func runIn(t *testing.T, c Config, ws, script string, env ...string) (string, er
 		t.Fatalf("Prepare: %v", err)
 	}
 	defer l.Close()
-	cmd := exec.Command(l.Path)
-	cmd.Args, cmd.Env, cmd.Dir, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Env, l.Dir, l.SysProcAttr, l.ExtraFiles
+	cmd := l.Command(context.Background())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	if err := l.Start(cmd); err != nil {
 		t.Fatalf("start: %v", err)
-	}
-	if err := l.Started(cmd.Process.Pid); err != nil {
-		t.Fatal(err)
 	}
 	err = cmd.Wait()
 	return out.String(), err
