@@ -3,6 +3,8 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,39 @@ func TestMain(m *testing.M) {
 		os.Exit(testHarness())
 	}
 	os.Exit(m.Run())
+}
+
+// envTestHarness switches the test binary into a stand-in for agentctl
+// run: it starts one confined (or unconfined) tool as the tools package
+// does, records it, and waits for a kill. The value is JSON testHarnessArgs.
+const envTestHarness = "AGENTCTL_SANDBOX_TEST_HARNESS"
+
+type testHarnessArgs struct {
+	Config Config `json:"config"`
+	WS     string `json:"ws"`
+	Script string `json:"script"`
+}
+
+func testHarness() int {
+	var a testHarnessArgs
+	if err := json.Unmarshal([]byte(os.Getenv(envTestHarness)), &a); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + a.WS, "TMPDIR=/tmp"}
+	l, err := a.Config.Prepare(a.WS, a.WS, []string{"bash", "-c", a.Script}, env)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cmd := l.Command(context.Background())
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := l.Start(cmd); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	_ = cmd.Wait()
+	return 0
 }
 
 // runIn runs a shell command confined by c in workspace ws and returns its
