@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/agentctl/agentctl/session"
@@ -197,4 +198,95 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
+}
+
+// TestATIFSubagentRefsRoundTrip: the terminus-2 trajectory links its
+// context-summarization sub-agents with subagent_trajectory_ref on a
+// system step's observation. Imported, exported and imported again, the
+// refs and the observations are those of the source (counted from its
+// raw JSON), and the refs bring the children back with their events.
+func TestATIFSubagentRefsRoundTrip(t *testing.T) {
+	f := "atif/harbor-framework__harbor/terminus-2-context-summarization/trajectory.json"
+	count := func(b []byte) (refs, obs int) {
+		t.Helper()
+		var traj struct {
+			Steps []struct {
+				Observation *struct {
+					Results []struct {
+						Refs []json.RawMessage `json:"subagent_trajectory_ref"`
+					} `json:"results"`
+				} `json:"observation"`
+			} `json:"steps"`
+		}
+		if err := json.Unmarshal(b, &traj); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range traj.Steps {
+			if st.Observation == nil {
+				continue
+			}
+			obs++
+			for _, r := range st.Observation.Results {
+				refs += len(r.Refs)
+			}
+		}
+		return refs, obs
+	}
+	src, err := os.ReadFile(tr(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRefs, wantObs := count(src)
+	if wantRefs == 0 {
+		t.Fatal("the source has no subagent_trajectory_ref; the test wants one that does")
+	}
+	ss, err := transcript.Import(transcript.FormatATIF, tr(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string][]session.Event{}
+	for _, s := range transcript.All(ss) {
+		byID[s.ID()] = s.Events
+	}
+	load := func(id string) ([]session.Event, error) {
+		evs, ok := byID[id]
+		if !ok {
+			return nil, os.ErrNotExist
+		}
+		return evs, nil
+	}
+	p := ss[0]
+	out, err := transcript.ExportATIF(p.ID(), p.Events, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs, obs := count(out); refs != wantRefs || obs != wantObs {
+		t.Errorf("the export has %d refs and %d observations, the source %d and %d", refs, obs, wantRefs, wantObs)
+	}
+	back := importWritten(t, transcript.FormatAuto, "trajectory.json", out)
+	q := back[0]
+	if len(q.Children) != wantRefs || len(p.Children) != wantRefs {
+		t.Fatalf("%d children imported back, %d first, %d refs in the source", len(q.Children), len(p.Children), wantRefs)
+	}
+	// Each child comes back with its events, and the parent's
+	// subagent_started names it as imported.
+	started := map[string]bool{}
+	for _, id := range session.Fold(q.Events).Children {
+		started[id] = true
+	}
+	orig := map[string]int{} // exported child id -> its event count
+	for _, c := range p.Children {
+		orig[c.ID()] = len(c.Events)
+	}
+	for _, c := range q.Children {
+		if c.Events[0].ParentSessionID != q.ID() || !started[c.ID()] {
+			t.Errorf("child %s: parent %q, started by the parent: %v", c.ID(), c.Events[0].ParentSessionID, started[c.ID()])
+		}
+		if n, ok := orig[strings.TrimPrefix(c.Report.Part, "subagent ")]; !ok || n != len(c.Events) {
+			t.Errorf("child %s (%s): %d events back, %d exported", c.ID(), c.Report.Part, len(c.Events), n)
+		}
+	}
+	if len(q.Events) != len(p.Events) {
+		t.Errorf("the parent has %d events back, %d exported", len(q.Events), len(p.Events))
+	}
 }
