@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentctl/agentctl/buildinfo"
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider/endpoint"
 	"github.com/agentctl/agentctl/session"
 )
@@ -223,7 +224,9 @@ func (b *builder) invocation(e session.Event) *openSpan {
 // run under the parent's execute_tool span of the task call whose intent
 // is parent_seq: the ids an export of the parent's log gives that span.
 func (b *builder) nest(hdr session.Event) {
-	if hdr.ParentSessionID == "" || hdr.ParentSeq <= 0 {
+	// One rule for what a header is a child of (a fork of a subagent
+	// copies its parent_seq but is a fork, a trace of its own).
+	if l := recorder.HeaderLink(hdr.SessionID, hdr); l.Relation != recorder.RelSubagent || l.ParentSeq <= 0 {
 		return
 	}
 	root := hdr.ParentSessionID

@@ -317,6 +317,9 @@ func TestSubagentSpansNest(t *testing.T) {
 		{"child of the top session", session.Event{ParentSessionID: "top", ParentSeq: 7}, "top", "top"},
 		{"grandchild", session.Event{ParentSessionID: "mid", ParentSeq: 7, Attrs: json.RawMessage(`{"tools":[],"root_session_id":"top"}`)}, "top", "mid"},
 		{"fork", session.Event{ParentSessionID: "top", ForkedFrom: 7}, "kid", ""},
+		// A fork of a subagent copies the subagent's parent_seq; it is a
+		// fork all the same (recorder.HeaderLink).
+		{"fork of a subagent", session.Event{ParentSessionID: "top", ParentSeq: 7, ForkedFrom: 9}, "kid", ""},
 		{"top session", session.Event{}, "kid", ""},
 	}
 	for _, tt := range tests {
