@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentctl/agentctl/gitsafe"
-	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -29,11 +29,11 @@ func openRunDiff(ctx context.Context, dir, ws, id string, evs []session.Event) *
 	if base == "" || !gitsafe.ValidID(base) {
 		return nil
 	}
-	gitDir := filepath.Join(dir, runner.GitDir)
+	gitDir := filepath.Join(dir, recorder.GitDir)
 	if _, err := os.Lstat(gitDir); err != nil {
 		return nil
 	}
-	tr, err := gitsafe.OpenTrackerReadOnly(gitDir, ws, runner.GitBranch(id))
+	tr, err := gitsafe.OpenTrackerReadOnly(gitDir, ws, gitsafe.RunBranch(id))
 	var refused *gitsafe.RefusedError
 	switch {
 	case errors.As(err, &refused):

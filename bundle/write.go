@@ -27,7 +27,6 @@ import (
 	"github.com/agentctl/agentctl/internal/failpoint"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/redact"
-	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/vfs"
 )
@@ -329,7 +328,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 	}); err != nil {
 		return nil, err
 	}
-	cps := filepath.Join(dir, runner.CheckpointsFile)
+	cps := filepath.Join(dir, recorder.CheckpointsFile)
 	if _, err := os.Stat(cps); err == nil {
 		if err := b.redactedFile(prefix+"checkpoints.jsonl", cps, red); err != nil {
 			return nil, err
@@ -389,7 +388,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 			root.Close()
 		}
 	}
-	if err := b.artifacts(filepath.Join(dir, runner.ArtifactsDir), prefix+"artifacts/", red); err != nil {
+	if err := b.artifacts(filepath.Join(dir, recorder.ArtifactsDir), prefix+"artifacts/", red); err != nil {
 		return nil, err
 	}
 	return evs, nil

@@ -103,7 +103,8 @@ func decideRun(f *Factory, opts *decideOptions) error {
 		return err
 	}
 	defer sess.Close()
-	pending := session.Fold(evs).AwaitingApproval()
+	fold := session.Fold(evs)
+	pending := fold.AwaitingApproval()
 	var target *session.Call
 	switch {
 	case len(pending) == 0:
@@ -126,11 +127,13 @@ func decideRun(f *Factory, opts *decideOptions) error {
 			return fmt.Errorf("session %s: call %q is not waiting for approval", id, opts.Call)
 		}
 	}
-	ev := session.Event{Kind: session.KindApprovalDenied, CallID: target.ID, Tool: target.Tool, Reason: opts.Reason}
-	verb := "denied"
+	d, verb := session.Decision{Verb: session.DecideDeny, Reason: opts.Reason}, "denied"
 	if opts.Approve {
-		ev = session.Event{Kind: session.KindApprovalGranted, CallID: target.ID, Tool: target.Tool, Scope: opts.Scope}
-		verb = "approved"
+		d, verb = session.Decision{Verb: session.DecideApprove, Scope: opts.Scope}, "approved"
+	}
+	ev, err := session.Decide(fold, target.ID, d)
+	if err != nil {
+		return err
 	}
 	out, err := sess.Append(ev)
 	if err != nil {
@@ -193,17 +196,16 @@ func resolveRun(f *Factory, opts *resolveOptions) error {
 		return err
 	}
 	defer sess.Close()
-	waiting := session.Fold(evs).Call(opts.Call)
-	if waiting == nil || !waiting.NeedsHuman {
-		return fmt.Errorf("session %s: call %q does not need a human", id, opts.Call)
-	}
-	ev := session.Event{Kind: session.KindReconciled, CallID: waiting.ID, Tool: waiting.Tool,
-		IdempotencyKey: waiting.IdempotencyKey, Outcome: session.ReconciledRecovered, Output: opts.Output,
-		Reason: "a human checked it: it took effect"}
+	fold := session.Fold(evs)
+	d := session.Decision{Verb: session.DecideTookEffect, Output: opts.Output}
 	if opts.NotDone {
-		ev = session.Event{Kind: session.KindToolResult, CallID: waiting.ID, Tool: waiting.Tool,
-			Status: session.ResultCancelled, Error: "it did not take effect (checked by a human); call it again if it is still needed"}
+		d = session.Decision{Verb: session.DecideNotDone}
 	}
+	ev, err := session.Decide(fold, opts.Call, d)
+	if err != nil {
+		return err
+	}
+	waiting := fold.Call(opts.Call)
 	out, err := sess.Append(ev)
 	if err != nil {
 		return err

@@ -619,3 +619,13 @@ func (t *Tracker) runEnv(ctx context.Context, extra []string, stdin io.Reader, s
 // ValidRef reports whether name is a ref name git accepts and this
 // package writes (refs/heads/..., no .., no control characters).
 func ValidRef(name string) bool { return validRef(name) }
+
+// RunBranch is the branch agentctl tracks session id's workspace on, in
+// the session's git folder: what the runner writes and bundle reads.
+func RunBranch(id string) string {
+	b := "agentctl/" + id
+	if !ValidRef("refs/heads/" + b) {
+		return "agentctl/run"
+	}
+	return b
+}

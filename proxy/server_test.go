@@ -184,11 +184,11 @@ func TestRunnerSink(t *testing.T) {
 // plain files directly in the artifacts folder are read.
 func TestReadArtifactHostile(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, ArtifactsDir, "sub"), 0o755)
-	os.WriteFile(filepath.Join(dir, ArtifactsDir, "ok.json"), []byte("{}"), 0o644)
+	os.MkdirAll(filepath.Join(dir, recorder.ArtifactsDir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, recorder.ArtifactsDir, "ok.json"), []byte("{}"), 0o644)
 	os.WriteFile(filepath.Join(dir, "secret"), []byte("x"), 0o644)
-	os.Symlink(filepath.Join(dir, "secret"), filepath.Join(dir, ArtifactsDir, "link.json"))
-	os.Symlink("/etc/passwd", filepath.Join(dir, ArtifactsDir, "abs.json"))
+	os.Symlink(filepath.Join(dir, "secret"), filepath.Join(dir, recorder.ArtifactsDir, "link.json"))
+	os.Symlink("/etc/passwd", filepath.Join(dir, recorder.ArtifactsDir, "abs.json"))
 	for _, tc := range []struct {
 		rel string
 		ok  bool
@@ -254,7 +254,7 @@ func TestReplayTornArtifact(t *testing.T) {
 	post(t, hs+"/s/torn/v1/chat/completions", chatBody(false))
 	waitIdle(t, srv)
 	srv.Close()
-	if err := os.Truncate(filepath.Join(st.SessionDir("torn"), ArtifactsDir, bodiesArtifact), 10); err != nil {
+	if err := os.Truncate(filepath.Join(st.SessionDir("torn"), recorder.ArtifactsDir, bodiesArtifact), 10); err != nil {
 		t.Fatal(err)
 	}
 	evs, _, err := st.Load("torn")

@@ -43,10 +43,6 @@ type Sink interface {
 	ReadArtifact(ref string) ([]byte, error)
 }
 
-// ArtifactsDir is the folder of a session folder that holds the proxy's
-// raw request and response bodies (the runner's tool artifacts share it).
-const ArtifactsDir = "artifacts"
-
 // SessionSink is a Sink over a session open for writing.
 type SessionSink struct {
 	S *recorder.Session
@@ -94,7 +90,7 @@ func (s *SessionSink) AppendArtifact(name string, parts ...[]byte) ([]string, fu
 	refs := make([]string, len(parts))
 	off := af.size
 	for i, p := range parts {
-		refs[i] = fmt.Sprintf("%s/%s#%d+%d", ArtifactsDir, name, off, len(p))
+		refs[i] = fmt.Sprintf("%s/%s#%d+%d", recorder.ArtifactsDir, name, off, len(p))
 		buf = append(buf, p...)
 		off += int64(len(p))
 	}
@@ -120,7 +116,7 @@ func (s *SessionSink) open(name string) (*artifactFile, error) {
 	if af := s.files[name]; af != nil {
 		return af, nil
 	}
-	dir := filepath.Join(s.S.Dir, ArtifactsDir)
+	dir := filepath.Join(s.S.Dir, recorder.ArtifactsDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -176,7 +172,7 @@ const maxArtifactRead = 256 << 20
 // parseRef splits "artifacts/<name>[#<offset>+<length>]".
 func parseRef(ref string) (name string, off, n int64, ranged bool, err error) {
 	path, rng, ranged := strings.Cut(ref, "#")
-	name, ok := strings.CutPrefix(path, ArtifactsDir+"/")
+	name, ok := strings.CutPrefix(path, recorder.ArtifactsDir+"/")
 	if !ok || !plainName(name) {
 		return "", 0, 0, false, fmt.Errorf("proxy: artifact %q: want artifacts/<name>", ref)
 	}
@@ -202,7 +198,7 @@ func ReadArtifact(dir, ref string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(filepath.Join(dir, ArtifactsDir))
+	root, err := os.OpenRoot(filepath.Join(dir, recorder.ArtifactsDir))
 	if err != nil {
 		return nil, fmt.Errorf("proxy: read artifact %s: %w", ref, err)
 	}
@@ -286,7 +282,7 @@ func (m *MemSink) AppendArtifact(name string, parts ...[]byte) ([]string, func()
 	}
 	refs := make([]string, len(parts))
 	for i, p := range parts {
-		refs[i] = fmt.Sprintf("%s/%s#%d+%d", ArtifactsDir, name, len(m.artifacts[name]), len(p))
+		refs[i] = fmt.Sprintf("%s/%s#%d+%d", recorder.ArtifactsDir, name, len(m.artifacts[name]), len(p))
 		m.artifacts[name] = append(m.artifacts[name], p...)
 	}
 	return refs, func() error { return nil }, nil

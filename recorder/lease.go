@@ -11,9 +11,6 @@ import (
 	"time"
 )
 
-// LeaseFile is the name of the lease file in a session directory.
-const LeaseFile = "lease"
-
 // Lease is the right to write one session: an exclusive flock on the
 // session's lease file, which also names the holder. It is held until
 // Release or the end of the process (a crash releases it too).

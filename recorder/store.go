@@ -17,9 +17,6 @@ import (
 	"github.com/agentctl/agentctl/vfs"
 )
 
-// LogFile is the name of the event log in a session directory.
-const LogFile = "events.log"
-
 // Store is the session layout of an agentctl home: each session lives in
 // Root/sessions/<id>/, with its log in events.log and its lease in lease.
 // A Store holds no state; its methods may be called concurrently.

@@ -8,10 +8,6 @@ import (
 	"github.com/agentctl/agentctl/session"
 )
 
-// WorkspaceDir is the name of a session's own workspace folder, inside its
-// session folder.
-const WorkspaceDir = "workspace"
-
 // ErrForeignWorkspace means a session's header names a workspace that is
 // neither the session's own folder nor the one the caller was told to use.
 var ErrForeignWorkspace = errors.New("the log names a workspace outside the session's own folder")

@@ -159,7 +159,7 @@ func TestForkExternal(t *testing.T) {
 	if changed < 0 || fevs[changed].Model != "m2" || fevs[changed].Seq < fcalls[1].Seq || fevs[changed].Seq > fcalls[2].Seq {
 		t.Errorf("model_changed at index %d, want one to m2 between the replayed and the live call", changed)
 	}
-	out, _ := os.ReadFile(filepath.Join(st.SessionDir(rep.SessionID), runner.ArtifactsDir, runner.AgentOutput))
+	out, _ := os.ReadFile(filepath.Join(st.SessionDir(rep.SessionID), recorder.ArtifactsDir, runner.AgentOutput))
 	if got := string(out); !strings.Contains(got, "answer: A2") || !strings.Contains(got, "answer: ALT-FIRST") {
 		t.Errorf("agent output %q", got)
 	}
@@ -220,7 +220,7 @@ func TestForkExternalPolicy(t *testing.T) {
 			if rep.Result.Status != tc.status || !strings.HasPrefix(rep.Result.Reason, tc.reason) {
 				t.Errorf("fork = %s %q, want %s %q…", rep.Result.Status, rep.Result.Reason, tc.status, tc.reason)
 			}
-			out, _ := os.ReadFile(filepath.Join(st.SessionDir(rep.SessionID), runner.ArtifactsDir, runner.AgentOutput))
+			out, _ := os.ReadFile(filepath.Join(st.SessionDir(rep.SessionID), recorder.ArtifactsDir, runner.AgentOutput))
 			if tc.name == "pinned" && !strings.Contains(string(out), `pinned to model "m1"; the request asked for "m-other"`) {
 				t.Errorf("the live call for another model was not refused by the pin: %s", out)
 			}

@@ -303,12 +303,17 @@ func applyRecordedDecisions(st recorder.Store, id string, decisions map[callKey]
 		return false, err
 	}
 	var add []session.Event
-	for _, c := range session.Fold(evs).AwaitingApproval() {
-		d, ok := decisions[keyOf(c)]
+	fold := session.Fold(evs)
+	for _, c := range fold.AwaitingApproval() {
+		d, ok := session.DecisionOf(decisions[keyOf(c)])
 		if !ok {
 			return false, nil
 		}
-		add = append(add, session.Event{Kind: d.Kind, CallID: d.CallID, Tool: d.Tool, Scope: d.Scope, Reason: d.Reason})
+		ev, err := session.Decide(fold, c.ID, d)
+		if err != nil {
+			return false, err
+		}
+		add = append(add, ev)
 	}
 	if len(add) == 0 {
 		return false, nil

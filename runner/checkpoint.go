@@ -15,12 +15,6 @@ import (
 	"github.com/agentctl/agentctl/session"
 )
 
-// CheckpointsFile holds the session's checkpoints, one JSON object a line,
-// in the session folder. They are derived state: resume uses the latest
-// valid one to avoid folding the whole log, and a missing, truncated or
-// corrupt file only makes resume fold from the start.
-const CheckpointsFile = "checkpoints.jsonl"
-
 // CheckpointFormat is the format of the checkpoints this version writes.
 // A checkpoint of another format (one written before the fold moved to
 // session.State had none; format 2 had no budget in force and no summary
@@ -101,7 +95,7 @@ func (r *run) writeCheckpoint() {
 		return
 	}
 	r.cpDue = r.st.LastSeq + max(1, int64(len(b)/checkpointBytesPerEvent))
-	f, err := os.OpenFile(filepath.Join(r.cfg.Store.SessionDir(r.id), CheckpointsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(r.cfg.Store.SessionDir(r.id), recorder.CheckpointsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return
 	}
@@ -115,7 +109,7 @@ func (r *run) writeCheckpoint() {
 // whole (decoded, summed) newest first, so a resume decodes one checkpoint
 // rather than every one the session wrote.
 func latestCheckpoint(dir string, evs []session.Event) (Checkpoint, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, CheckpointsFile))
+	b, err := os.ReadFile(filepath.Join(dir, recorder.CheckpointsFile))
 	if err != nil {
 		return Checkpoint{}, false
 	}
@@ -186,7 +180,7 @@ var _ recorder.Witness = CheckpointWitness{}
 
 // Beyond implements recorder.Witness.
 func (w CheckpointWitness) Beyond(id string, last int64) (recorder.Durable, bool) {
-	path := filepath.Join(recorder.Store{Root: w.Home}.SessionDir(id), CheckpointsFile)
+	path := filepath.Join(recorder.Store{Root: w.Home}.SessionDir(id), recorder.CheckpointsFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return recorder.Durable{}, false

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -56,7 +57,7 @@ func TestOldCheckpointFormatRefolds(t *testing.T) {
 	old := checkpointV1{Seq: last.Seq, TS: last.TS, InputTokens: 1, Turns: 99, Prompted: true, Provider: "scripted", Model: "scripted-1"}
 	old.Sum = old.sum()
 	line, _ := json.Marshal(old)
-	path := filepath.Join(dir, CheckpointsFile)
+	path := filepath.Join(dir, recorder.CheckpointsFile)
 	// Only old lines: nothing is restored.
 	if err := os.WriteFile(path, append(line, '\n'), 0o644); err != nil {
 		t.Fatal(err)

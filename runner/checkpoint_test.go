@@ -53,7 +53,7 @@ func TestCheckpointsFoldLikeTheLog(t *testing.T) {
 	}
 	want := full.checkpoint("")
 
-	f, err := os.Open(filepath.Join(store.SessionDir(id), CheckpointsFile))
+	f, err := os.Open(filepath.Join(store.SessionDir(id), recorder.CheckpointsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestLatestCheckpointIgnoresDamage(t *testing.T) {
 	if !ok {
 		t.Fatal("no checkpoint found after a run")
 	}
-	path := filepath.Join(dir, CheckpointsFile)
+	path := filepath.Join(dir, recorder.CheckpointsFile)
 	b, _ := os.ReadFile(path)
 	future := good
 	future.Seq = int64(len(evs) + 5)

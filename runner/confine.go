@@ -10,21 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/runner/sandbox"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
-
-// ArtifactsDir is the folder of the session folder that holds the whole
-// output of tool calls whose recorded output was cut.
-const ArtifactsDir = "artifacts"
-
-// ProcsDir is the folder of the session folder where every started tool
-// process (the sandbox init) is recorded until it has been waited for, so
-// that resume can prove none of an earlier attempt still runs.
-const ProcsDir = "procs"
 
 // sandboxConfig is the confinement of the run's tool subprocesses: the
 // spec's network policy and limits, with the agentctl home hidden next to
@@ -65,7 +57,7 @@ func SandboxConfig(sp *spec.Spec, home string) (*sandbox.Config, error) {
 // their calls. An error stops the resume: something of the earlier
 // attempt may still be running.
 func (r *run) sweepEarlier() error {
-	swept, err := sandbox.Sweep(filepath.Join(r.cfg.Store.SessionDir(r.id), ProcsDir))
+	swept, err := sandbox.Sweep(filepath.Join(r.cfg.Store.SessionDir(r.id), recorder.ProcsDir))
 	for _, s := range swept {
 		if aerr := r.append(session.Event{Kind: session.KindError, Reason: ReasonEarlierAttemptKilled,
 			Error: fmt.Sprintf("killed %s (%s, pid %d, started %s) and %d process(es) in all, left running by an earlier invocation that ended without waiting for it; its call is reconciled after this",
@@ -104,7 +96,7 @@ func (r *run) setupSandbox() error {
 	}
 	// Every process a call starts is recorded in the session, for the
 	// sweep of a later resume.
-	cfg.Procs = filepath.Join(r.cfg.Store.SessionDir(r.id), ProcsDir)
+	cfg.Procs = filepath.Join(r.cfg.Store.SessionDir(r.id), recorder.ProcsDir)
 	// A program the sandbox hides would fail every call as "not found",
 	// which the model takes for one more tool error: refuse at the start.
 	if r.cfg.Tools != nil {
@@ -277,5 +269,5 @@ func (r *run) artifactPath(callID string) string {
 	if name == "" {
 		name = "call"
 	}
-	return filepath.Join(r.cfg.Store.SessionDir(r.id), ArtifactsDir, name+".txt")
+	return filepath.Join(r.cfg.Store.SessionDir(r.id), recorder.ArtifactsDir, name+".txt")
 }

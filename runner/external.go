@@ -146,7 +146,7 @@ func (x *externalRun) run1(parent context.Context, prompt string) (Result, error
 	envFor := func(addr string) []string {
 		return agentEnv(sp, r.ws, "http://"+addr+"/s/"+r.id, r.id, prompt, dummyKey, unconfined)
 	}
-	outPath := filepath.Join(r.cfg.Store.SessionDir(r.id), ArtifactsDir, AgentOutput)
+	outPath := filepath.Join(r.cfg.Store.SessionDir(r.id), recorder.ArtifactsDir, AgentOutput)
 	p, err := startAgent(cfg, r.ws, sp.Agent.Command, envFor, srv, r.redactor(), outPath)
 	if err != nil {
 		x.mu.Lock()
@@ -201,7 +201,7 @@ func (x *externalRun) end(ctx context.Context, exit agentExit) (Result, error) {
 		if tail != "" {
 			msg += "; its output ends: " + clipTail(tail, 1500)
 		}
-		msg += " (whole output: " + filepath.ToSlash(filepath.Join(ArtifactsDir, AgentOutput)) + ")"
+		msg += " (whole output: " + filepath.ToSlash(filepath.Join(recorder.ArtifactsDir, AgentOutput)) + ")"
 		return r.fail(ReasonAgentFailed, errors.New(msg))
 	}
 	res, _, err := r.evaluate(ctx)

@@ -59,7 +59,7 @@ func runExternal(t *testing.T, sp *spec.Spec) (Result, []session.Event, string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _ := os.ReadFile(filepath.Join(st.SessionDir(res.SessionID), ArtifactsDir, AgentOutput))
+	out, _ := os.ReadFile(filepath.Join(st.SessionDir(res.SessionID), recorder.ArtifactsDir, AgentOutput))
 	return res, evs, string(out)
 }
 
@@ -333,7 +333,7 @@ func TestExternalAgentGetsNoKey(t *testing.T) {
 		t.Fatal("the upstream was never called")
 	}
 	dir := st.SessionDir(res.SessionID)
-	out, err := os.ReadFile(filepath.Join(dir, ArtifactsDir, AgentOutput))
+	out, err := os.ReadFile(filepath.Join(dir, recorder.ArtifactsDir, AgentOutput))
 	if err != nil {
 		t.Fatal(err)
 	}

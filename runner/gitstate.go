@@ -18,11 +18,6 @@ import (
 	"github.com/agentctl/agentctl/session"
 )
 
-// GitDir is the session's git folder, in the session folder: next to the
-// workspace, never inside it, so the agent can neither rewrite the run's
-// history nor arm its config or hooks (see gitsafe.Tracker).
-const GitDir = "git"
-
 // Commit trailers: every commit of a run branch names its session, the
 // event whose effect it records, and, for a call, the call.
 const (
@@ -77,15 +72,6 @@ func (e *WorkspaceMismatchError) Error() string {
 
 func short(sha string) string { return sha[:min(len(sha), 12)] }
 
-// GitBranch is the run branch of session id in its git folder (GitDir).
-func GitBranch(id string) string {
-	b := "agentctl/" + id
-	if !gitsafe.ValidRef("refs/heads/" + b) {
-		return "agentctl/run"
-	}
-	return b
-}
-
 // gitOn reports whether the session keeps its workspace as git state: the
 // log says so (a git_sha was recorded), or, before the first user message
 // is recorded, the spec does (spec.WantsGit).
@@ -101,7 +87,7 @@ func (r *run) tracker() (*gitsafe.Tracker, error) {
 	if r.git != nil {
 		return r.git, nil
 	}
-	tr, err := gitsafe.OpenTracker(filepath.Join(r.cfg.Store.SessionDir(r.id), GitDir), r.ws, GitBranch(r.id))
+	tr, err := gitsafe.OpenTracker(filepath.Join(r.cfg.Store.SessionDir(r.id), recorder.GitDir), r.ws, gitsafe.RunBranch(r.id))
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +205,7 @@ func (r *run) verifyWorkspace(ctx context.Context, choice string) error {
 	}
 	mismatch := func(why string, paths []gitsafe.Change) error {
 		return &WorkspaceMismatchError{SessionID: r.id, SHA: want, Paths: paths, Why: why,
-			GitDir: filepath.Join(r.cfg.Store.SessionDir(r.id), GitDir)}
+			GitDir: filepath.Join(r.cfg.Store.SessionDir(r.id), recorder.GitDir)}
 	}
 	tr, err := r.tracker()
 	if err != nil {
@@ -309,11 +295,11 @@ func ForkWorkspace(ctx context.Context, store recorder.Store, parentID, sha, for
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return err
 	}
-	tr, err := gitsafe.OpenTracker(filepath.Join(store.SessionDir(forkID), GitDir), ws, GitBranch(forkID))
+	tr, err := gitsafe.OpenTracker(filepath.Join(store.SessionDir(forkID), recorder.GitDir), ws, gitsafe.RunBranch(forkID))
 	if err != nil {
 		return err
 	}
-	parent := filepath.Join(store.SessionDir(parentID), GitDir)
+	parent := filepath.Join(store.SessionDir(parentID), recorder.GitDir)
 	if err := tr.Seed(ctx, parent, sha); err != nil {
 		return fmt.Errorf("the workspace at commit %s of %s: %w", short(sha), parent, err)
 	}

@@ -77,7 +77,7 @@ func (g *gitRun) events(id string) []session.Event {
 
 func (g *gitRun) tracker(id string) *gitsafe.Tracker {
 	g.t.Helper()
-	tr, err := gitsafe.OpenTracker(filepath.Join(g.store.SessionDir(id), GitDir), filepath.Join(g.store.SessionDir(id), recorder.WorkspaceDir), GitBranch(id))
+	tr, err := gitsafe.OpenTracker(filepath.Join(g.store.SessionDir(id), recorder.GitDir), filepath.Join(g.store.SessionDir(id), recorder.WorkspaceDir), gitsafe.RunBranch(id))
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestGitDefault(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%v %q: git state %v, want %v", c.files, c.extra, got, c.want)
 		}
-		_, statErr := os.Stat(filepath.Join(g.store.SessionDir(res.SessionID), GitDir))
+		_, statErr := os.Stat(filepath.Join(g.store.SessionDir(res.SessionID), recorder.GitDir))
 		if (statErr == nil) != c.want {
 			t.Errorf("%v %q: git folder exists = %v", c.files, c.extra, statErr == nil)
 		}
@@ -480,7 +480,7 @@ func TestGitFolderLost(t *testing.T) {
 	if err != nil || res.Status != session.StatusBudgetExceeded {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
-	os.RemoveAll(filepath.Join(g.store.SessionDir(res.SessionID), GitDir))
+	os.RemoveAll(filepath.Join(g.store.SessionDir(res.SessionID), recorder.GitDir))
 	cfg := g.config(nil)
 	cfg.Budget = []string{"max_tool_calls=20"}
 	_, err = Resume(context.Background(), cfg, res.SessionID)

@@ -30,10 +30,6 @@ const (
 	ScopeSession = session.ScopeSession
 )
 
-// CancelFile is the name of a file in the session folder whose appearance
-// interrupts the run like SIGINT, for callers that cannot send signals.
-const CancelFile = "cancel"
-
 // Observer sees the run as it happens, for the live view. Event is called
 // after the event is durable. Calls come from the runner's goroutine only.
 type Observer interface {
@@ -534,7 +530,7 @@ func (r *run) fail(reason string, cause error) (Result, error) {
 func (r *run) watchCancel(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	path := filepath.Join(r.cfg.Store.SessionDir(r.id), CancelFile)
+	path := filepath.Join(r.cfg.Store.SessionDir(r.id), recorder.CancelFile)
 	go func() {
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
@@ -904,7 +900,7 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args jso
 		ev.GitSHA = r.commitCall(ctx, cs)
 	}
 	if res.Artifact != "" {
-		ev.Artifact = filepath.ToSlash(filepath.Join(ArtifactsDir, filepath.Base(res.Artifact)))
+		ev.Artifact = filepath.ToSlash(filepath.Join(recorder.ArtifactsDir, filepath.Base(res.Artifact)))
 	}
 	if err := r.append(ev); err != nil {
 		// The writer is failed; the result is lost and the intent stays
