@@ -1,11 +1,11 @@
-package replay
+package check
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
@@ -29,10 +29,7 @@ func (f flakySummaries) Complete(ctx context.Context, req provider.Request, onTe
 // the log as model_calls (attempt 1, then the answer as attempt 2), like a
 // turn's, and the log still verifies.
 func TestCompactionRetriesRecorded(t *testing.T) {
-	sp, err := spec.Load(filepath.Join("..", "fixtures", "agents", "long-refactor.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := replaytest.LoadAgent(t, "long-refactor")
 	script, err := spec.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)
