@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/agentctl/agentctl/agent"
 	"github.com/agentctl/agentctl/crashtest"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/spec"
@@ -157,5 +158,5 @@ func buildRunConfig(path string) (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, err
 	}
-	return specConfig(sp, "") // the in-process test knows no home; the sandbox still hides the credential folders
+	return agent.Config(sp, "") // the in-process test knows no home; the sandbox still hides the credential folders
 }

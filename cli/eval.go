@@ -17,8 +17,6 @@ import (
 
 	"github.com/agentctl/agentctl/evals"
 	"github.com/agentctl/agentctl/runner"
-	"github.com/agentctl/agentctl/runner/spec"
-	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/vfs"
 )
 
@@ -117,9 +115,6 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg.Provider = buildProvider
-	cfg.Tools = func(sp *spec.Spec) (*tools.Registry, error) { return buildTools(sp, f.Home) }
-	cfg.Backend = externalBackend
 	cfg.Observer = func() runner.Observer { return withTelemetry(f, nil) }
 	cfg.AfterRun = func(id string, obs runner.Observer) {
 		flushTelemetry(f, obs)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder/otlp"
 	"github.com/agentctl/agentctl/recorder/otlp/jaegertest"
 	"github.com/agentctl/agentctl/runner/sandbox"
@@ -36,9 +37,7 @@ printf '%s' "$msg" | jq -r .content
 // agent sent back, with the GenAI attributes, and the token totals are
 // the ones show and query give for the session.
 func TestOTLPExternalAgentToJaeger(t *testing.T) {
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("sandbox unavailable: %v", err)
-	}
+	testenv.NeedSandbox(t)
 	for _, tool := range []string{"/usr/bin/curl", "/usr/bin/jq"} {
 		if _, err := os.Stat(tool); err != nil {
 			t.Skipf("no %s", tool)

@@ -1,8 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/internal/testenv/testcli"
 	"github.com/agentctl/agentctl/recorder/otlp"
 	"github.com/agentctl/agentctl/recorder/otlp/jaegertest"
 )
@@ -22,9 +21,8 @@ import (
 // stdout and stderr.
 func agentctl(t *testing.T, home string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := cli.Main(context.Background(), append([]string{"--home", home}, args...), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	return code, out.String(), errb.String()
+	r := testcli.Run(t, home, args...)
+	return r.Code, r.Stdout, r.Stderr
 }
 
 func setenv(t *testing.T, env map[string]string) {

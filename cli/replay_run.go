@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/agent"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
 	"github.com/agentctl/agentctl/runner/mcp"
@@ -111,7 +112,7 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 		if opts.Offline {
 			offline = evs
 		}
-		if reg, err = buildTools(sp, f.Home, offline...); err != nil {
+		if reg, err = agent.Tools(sp, f.Home, offline...); err != nil {
 			return fmt.Errorf("replay run %s: %w", id, err)
 		}
 		recorded, err := session.HeaderMCPServers(evs[0])

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/agent"
 	"github.com/agentctl/agentctl/crashtest"
 	"github.com/agentctl/agentctl/fixtures"
 	"github.com/agentctl/agentctl/recorder"
@@ -97,7 +98,7 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 }
 
 func runConfig(f *Factory, sp *spec.Spec, quiet bool) (runner.Config, error) {
-	cfg, err := specConfig(sp, f.Home)
+	cfg, err := agent.Config(sp, f.Home)
 	if err != nil {
 		return runner.Config{}, err
 	}

@@ -19,9 +19,6 @@ import (
 	"github.com/agentctl/agentctl/history"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
-	"github.com/agentctl/agentctl/runner/provider"
-	"github.com/agentctl/agentctl/runner/spec"
-	"github.com/agentctl/agentctl/runner/tools"
 )
 
 func suitePath(name string) string { return filepath.Join("..", "fixtures", "suites", name+".yaml") }
@@ -35,8 +32,7 @@ func loadSuite(t testing.TB, name string) *evals.Suite {
 	return s
 }
 
-// testConfig builds providers and tools the way cli does (scripted models
-// only), records in a fresh home, seals each session, and uses this test
+// testConfig records in a fresh home, seals each session, and uses this test
 // binary as the agentctl binary.
 func testConfig(t testing.TB, parallel int) evals.Config {
 	t.Helper()
@@ -49,32 +45,6 @@ func testConfig(t testing.TB, parallel int) evals.Config {
 		Store:    recorder.Store{Root: home},
 		Parallel: parallel,
 		Exe:      exe,
-		Provider: func(sp *spec.Spec) (provider.Provider, error) {
-			if sp.Model.Provider != "scripted" {
-				return nil, errors.New("tests run scripted models only")
-			}
-			sc, err := spec.LoadScript(sp.Model.Script)
-			if err != nil {
-				return nil, err
-			}
-			return provider.NewScripted(sc, sp.Model.ID), nil
-		},
-		Tools: func(sp *spec.Spec) (*tools.Registry, error) {
-			reg, err := tools.Builtins(sp.Mode, sp.Tools)
-			if err != nil {
-				return nil, err
-			}
-			var all []tools.Tool
-			for _, n := range reg.Names() {
-				tl, _ := reg.Get(n)
-				all = append(all, tl)
-			}
-			for _, c := range sp.CustomTools {
-				all = append(all, tools.NewCommand(tools.CommandDef{Name: c.Name, Description: c.Description, Parameters: c.Parameters,
-					Command: c.Command, SideEffects: c.SideEffects, Idempotent: c.Idempotent, Lookup: c.Lookup, Dir: sp.Dir}))
-			}
-			return tools.NewRegistry(all...), nil
-		},
 		AfterRun: func(id string, _ runner.Observer) {
 			if _, err := history.New(home).Seal(id); err != nil {
 				t.Errorf("seal %s: %v", id, err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentctl/agentctl/agent"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
@@ -89,7 +90,7 @@ func (e *engine) review(ctx context.Context, sc *Scenario, a *Assertion, f *fact
 		Compaction: spec.Compaction{Window: spec.DefaultWindow, Threshold: spec.DefaultThreshold},
 		MaxTurns:   turns, Path: e.suite.Path, Dir: e.suite.Dir,
 	}
-	prov, err := e.cfg.Provider(sp)
+	prov, err := agent.Provider(sp)
 	if err != nil {
 		return fail(a, "build the reviewer's model: %v", err)
 	}

@@ -2,7 +2,6 @@ package evals
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -11,31 +10,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentctl/agentctl/agent"
 	"github.com/agentctl/agentctl/crashtest"
-	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/query"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
 	"github.com/agentctl/agentctl/runner"
-	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
-	"github.com/agentctl/agentctl/runner/tools"
 )
 
-// Config is what running a suite needs. The caller maps specs to providers
-// and tools (cmd maps config to implementations).
+// Config is what running a suite needs. Each run's provider, tools and
+// backend come from its spec through package agent, as for `agentctl run`,
+// with the store's home hidden from the tools.
 type Config struct {
 	// Store is the home the scenario sessions are recorded in, like any
 	// run, so query, replay and bundle work on them.
 	Store recorder.Store
-	// Provider and Tools build a run's model and tool registry from its
-	// spec. Each call must return fresh values: runs go concurrently.
-	Provider func(*spec.Spec) (provider.Provider, error)
-	Tools    func(*spec.Spec) (*tools.Registry, error)
-	// Backend builds the model backend of an external agent's proxy (a
-	// spec with agent:), instead of Provider and Tools; nil refuses such
-	// scenarios.
-	Backend func(*spec.Spec) (proxy.Backend, error)
 	// Exe is the agentctl binary crash_safe runs children with; empty
 	// fails crash_safe assertions with a reason.
 	Exe string
@@ -139,9 +129,6 @@ func (e *engine) afterRun(id string, obs runner.Observer) {
 // When ctx is cancelled the runs stop (their sessions are interrupted and
 // resumable) and the report holds what finished.
 func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
-	if cfg.Provider == nil || cfg.Tools == nil {
-		return nil, errors.New("evals: Config.Provider and Config.Tools are required")
-	}
 	if cfg.Parallel < 1 {
 		cfg.Parallel = 1
 	}
@@ -294,26 +281,12 @@ func (e *engine) runOne(ctx context.Context, sc *Scenario, idx, r int) (rr RunRe
 
 func (e *engine) start(ctx context.Context, sc *Scenario, obs runner.Observer) (runner.Result, error) {
 	sp := *sc.Spec // runs share nothing they write
-	if sp.External() {
-		if e.cfg.Backend == nil {
-			return runner.Result{}, errors.New("evals: the scenario runs an external agent, and no model backend was configured for it")
-		}
-		b, err := e.cfg.Backend(&sp)
-		if err != nil {
-			return runner.Result{}, err
-		}
-		return runner.Start(ctx, runner.Config{Spec: &sp, Store: e.cfg.Store, Backend: b, Observer: obs})
-	}
-	prov, err := e.cfg.Provider(&sp)
+	cfg, err := agent.Config(&sp, e.cfg.Store.Root)
 	if err != nil {
 		return runner.Result{}, err
 	}
-	reg, err := e.cfg.Tools(&sp)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	return runner.Start(ctx, runner.Config{Spec: &sp, Store: e.cfg.Store, Provider: prov, Tools: reg, Observer: obs,
-		NewProvider: e.cfg.Provider}) // the same factory builds a subagent's model
+	cfg.Store, cfg.Observer = e.cfg.Store, obs
+	return runner.Start(ctx, cfg)
 }
 
 // replay re-runs the scenario's recorded session offline; the replay is
@@ -344,7 +317,7 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 	if rp.WorkspaceFrom != "" {
 		sp.Workspace.From, sp.Workspace.Path = rp.WorkspaceFrom, ""
 	}
-	reg, err := e.cfg.Tools(sp)
+	reg, err := agent.Tools(sp, e.cfg.Store.Root)
 	if err != nil {
 		return replay.RunReport{}, fmt.Errorf("replay %s: %w", id, err)
 	}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
-	"github.com/agentctl/agentctl/runner/sandbox"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -94,9 +94,7 @@ func modelCalls(t *testing.T, st recorder.Store, id string, evs []session.Event)
 // model_changed; the header links the fork to its parent; and the fork's
 // own log replays with no divergence.
 func TestForkExternal(t *testing.T) {
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("sandbox unavailable: %v", err)
-	}
+	testenv.NeedSandbox(t)
 	for _, tool := range []string{"/usr/bin/curl", "/usr/bin/jq"} {
 		if _, err := os.Stat(tool); err != nil {
 			t.Skipf("no %s", tool)
@@ -184,9 +182,7 @@ func TestForkExternal(t *testing.T) {
 // that asks something else than the recording in the replayed part gets a
 // divergence naming the turn.
 func TestForkExternalPolicy(t *testing.T) {
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("sandbox unavailable: %v", err)
-	}
+	testenv.NeedSandbox(t)
 	for _, tool := range []string{"/usr/bin/curl", "/usr/bin/jq"} {
 		if _, err := os.Stat(tool); err != nil {
 			t.Skipf("no %s", tool)
@@ -246,9 +242,7 @@ func TestForkExternalPolicy(t *testing.T) {
 // the recorded one) with the key of that provider's variable, which the
 // agent's SDK was given; the replayed calls never reach the upstream.
 func TestForkExternalUpstream(t *testing.T) {
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("sandbox unavailable: %v", err)
-	}
+	testenv.NeedSandbox(t)
 	for _, tool := range []string{"/usr/bin/curl", "/usr/bin/jq"} {
 		if _, err := os.Stat(tool); err != nil {
 			t.Skipf("no %s", tool)

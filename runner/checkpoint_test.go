@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
@@ -20,10 +21,7 @@ import (
 // end in a fresh home and returns the store and session id.
 func runFixture(t *testing.T, name string) (recorder.Store, string) {
 	t.Helper()
-	sp, err := spec.Load(filepath.Join("..", "fixtures", "agents", name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := testenv.LoadAgent(t, name)
 	script, err := spec.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)

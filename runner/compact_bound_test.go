@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
@@ -131,10 +132,7 @@ func TestCompactionBoundedOver2000Turns(t *testing.T) {
 // part left nothing but the pinned prompt to compact, and a turn was sent
 // with 974 tokens.
 func TestLongRefactorFitsItsWindow(t *testing.T) {
-	sp, err := spec.Load(filepath.Join("..", "fixtures", "agents", "long-refactor.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := testenv.LoadAgent(t, "long-refactor")
 	script, err := spec.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)

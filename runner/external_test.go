@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/runner/sandbox"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -45,9 +45,7 @@ func runExternal(t *testing.T, sp *spec.Spec) (Result, []session.Event, string) 
 	if _, err := os.Stat("/usr/bin/curl"); err != nil {
 		t.Skip("no curl")
 	}
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("sandbox unavailable: %v", err)
-	}
+	testenv.NeedSandbox(t)
 	script, err := spec.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)
@@ -230,9 +228,7 @@ func TestAgentEnv(t *testing.T) {
 // model.api_key_env, which the program's SDK sent; the key is not
 // recorded.
 func TestExternalAgentUpstream(t *testing.T) {
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("sandbox unavailable: %v", err)
-	}
+	testenv.NeedSandbox(t)
 	if _, err := os.Stat("/usr/bin/curl"); err != nil {
 		t.Skip("no curl")
 	}
@@ -295,9 +291,7 @@ func TestExternalAgentUpstream(t *testing.T) {
 // The agent here dumps its environment, base64-encoded, to its output,
 // as the red team's agent did.
 func TestExternalAgentGetsNoKey(t *testing.T) {
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("sandbox unavailable: %v", err)
-	}
+	testenv.NeedSandbox(t)
 	if _, err := os.Stat("/usr/bin/curl"); err != nil {
 		t.Skip("no curl")
 	}

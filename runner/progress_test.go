@@ -3,10 +3,10 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
@@ -85,10 +85,7 @@ func TestProgressOnResume(t *testing.T) {
 // compaction is followed, before the next model call, by the progress
 // files as they are then.
 func TestProgressAfterCompaction(t *testing.T) {
-	sp, err := spec.Load(filepath.Join("..", "fixtures", "agents", "long-refactor.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := testenv.LoadAgent(t, "long-refactor")
 	sp.Progress = []string{"pkg/f1.go"}
 	f := false
 	sp.Workspace.Git = &f

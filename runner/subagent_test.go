@@ -55,15 +55,9 @@ func subagentConfig(t testing.TB, path string, home string) Config {
 		t.Fatal(err)
 	}
 	sp.Sandbox.Unconfined = true
-	reg, err := tools.Builtins(sp.Mode, sp.Tools)
+	reg, err := SpecTools(sp)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, c := range sp.CustomTools {
-		if reg, err = reg.With(tools.NewCommand(tools.CommandDef{Name: c.Name, Parameters: c.Parameters, Command: c.Command,
-			SideEffects: c.SideEffects, Idempotent: c.Idempotent, Dir: sp.Dir})); err != nil {
-			t.Fatal(err)
-		}
 	}
 	prov, err := scriptedProvider(sp)
 	if err != nil {

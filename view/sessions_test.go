@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/internal/testenv/testcli"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/sandbox"
 )
@@ -129,12 +130,11 @@ func (h *home) agent(name string) string { return filepath.Join(h.fixtures, "age
 // with want; it returns stdout.
 func (h *home) run(want int, args ...string) string {
 	h.t.Helper()
-	var out, errb bytes.Buffer
-	code := cli.Main(context.Background(), append([]string{"--home", h.dir}, args...), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	if code != want {
-		h.t.Fatalf("agentctl %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, out.String(), errb.String())
+	r := testcli.Run(h.t, h.dir, args...)
+	if r.Code != want {
+		h.t.Fatalf("agentctl %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
 	}
-	return out.String()
+	return r.Stdout
 }
 
 // proc starts agentctl as a process of its own (this test binary).

@@ -1,7 +1,6 @@
 package view_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/internal/testenv/testcli"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/session"
 )
@@ -268,9 +268,8 @@ func TestBrowser(t *testing.T) {
 
 // runAny runs agentctl and returns stdout whatever the exit code.
 func (h *home) runAny(args ...string) string {
-	var out strings.Builder
-	cli.Main(context.Background(), append([]string{"--home", h.dir}, args...), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
-	return out.String()
+	r := testcli.Run(h.t, h.dir, args...)
+	return r.Stdout + r.Stderr
 }
 
 func fold(t *testing.T, h *home, id string) *session.State {

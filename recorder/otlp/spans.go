@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentctl/agentctl/buildinfo"
+	"github.com/agentctl/agentctl/runner/provider/endpoint"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -597,16 +598,9 @@ func serverOf(provider string, spec json.RawMessage) serverAddr {
 		} `json:"model"`
 	}
 	_ = json.Unmarshal(spec, &sp)
-	base := sp.Model.BaseURL
+	base := endpoint.Base(provider, sp.Model.BaseURL)
 	if base == "" {
-		switch provider {
-		case "openai":
-			base = "https://api.openai.com/v1"
-		case "anthropic":
-			base = "https://api.anthropic.com"
-		default:
-			return serverAddr{}
-		}
+		return serverAddr{}
 	}
 	u, err := url.Parse(base)
 	if err != nil || u.Hostname() == "" {

@@ -1,15 +1,14 @@
 package mcp_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/internal/testenv"
+	"github.com/agentctl/agentctl/internal/testenv/testcli"
 )
 
 // FilesystemEnv names the entry script of the reference filesystem server
@@ -23,9 +22,8 @@ const FilesystemEnv = "AGENTCTL_MCP_FILESYSTEM"
 // output.
 func agentctl(t *testing.T, home string, args ...string) (int, string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := cli.Main(context.Background(), append([]string{"--home", home}, args...), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
-	return code, out.String() + errOut.String()
+	r := testcli.Run(t, home, args...)
+	return r.Code, r.Stdout + r.Stderr
 }
 
 // results reads a session's tool results by call id: "status: text".
@@ -61,7 +59,7 @@ func TestFilesystemServer(t *testing.T) {
 	if script == "" {
 		t.Skipf("%s is not set (.ci/run installs the server from npm)", FilesystemEnv)
 	}
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	if _, err := os.Stat(script); err != nil {
 		t.Fatalf("%s=%s: %v", FilesystemEnv, script, err)
 	}

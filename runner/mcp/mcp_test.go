@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/runner/mcp"
 	"github.com/agentctl/agentctl/runner/mcp/mcptest"
@@ -40,13 +41,6 @@ func stdioServer(t *testing.T, name, mode string) mcp.Server {
 }
 
 func sandboxOK() error { return sandbox.Available() }
-
-func needSandbox(t *testing.T) {
-	t.Helper()
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("sandbox unavailable: %v", err)
-	}
-}
 
 // discover lists srv's tools in the default sandbox and returns them by
 // name; the set is closed when the test ends.
@@ -85,7 +79,7 @@ func workspace(t *testing.T) string {
 // side-effecting call carries the idempotency key in _meta, so a repeat
 // with the same key takes effect once.
 func TestStdioServer(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	set, byName := discover(t, mcp.Options{Servers: []mcp.Server{stdioServer(t, "notes", "")}})
 	if len(set.Servers) != 1 {
 		t.Fatalf("servers = %d, want 1", len(set.Servers))
@@ -156,7 +150,7 @@ func keys(m map[string]tools.Tool) []string {
 // sends garbage becomes a tool error that says so, within the tool
 // timeout, and is started afresh for the next call.
 func TestServerFailures(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	cases := []struct {
 		mode    string
 		timeout time.Duration
@@ -202,7 +196,7 @@ func TestServerFailures(t *testing.T) {
 // TestFloodIsCapped: a server that answers megabytes is cut to the call's
 // output cap like a built-in, and the whole answer kept as the artifact.
 func TestFloodIsCapped(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	_, byName := discover(t, mcp.Options{Servers: []mcp.Server{stdioServer(t, "srv", "flood")}})
 	ws := workspace(t)
 	cl := call(ws, `{"name":"x"}`, "")
@@ -229,7 +223,7 @@ func sizeOf(fi os.FileInfo) int64 {
 // the validator cannot check is refused with an error that says why, and
 // none of its tools is offered.
 func TestHostileToolLists(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	for _, c := range []struct{ mode, want string }{
 		{"many", "lists more than 512 tools"},
 		{"huge", "its description and schema take 120"},
@@ -251,7 +245,7 @@ func TestHostileToolLists(t *testing.T) {
 // user's credential folders) do not exist for it, and its environment is
 // scrubbed of agentctl's secrets.
 func TestServerConfined(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	outside := filepath.Join(t.TempDir(), "secret.txt")
 	if err := os.WriteFile(outside, []byte("outside-secret"), 0o600); err != nil {
 		t.Fatal(err)
@@ -284,7 +278,7 @@ func TestServerConfined(t *testing.T) {
 // TestStderrArtifactRedacted: the server's stderr goes to an artifact next
 // to the call's, redacted.
 func TestStderrArtifactRedacted(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	srv := stdioServer(t, "srv", "stderr")
 	srv.Env[mcptest.StderrSecretEnv] = "s3cr3t-value-for-the-test"
 	_, byName := discover(t, mcp.Options{Servers: []mcp.Server{srv}})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/runner/mcp/mcptest"
 )
 
@@ -46,7 +47,7 @@ func runDir(t *testing.T, mode, url, extra, turns string) (specPath, home string
 // tool_timeout: the call is a tool error, the model goes on, and the next
 // call finds the server started again.
 func TestRunToolTimeout(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	spec, home := runDir(t, "hang", "", "tool_timeout: 2s\n", `  - text: "Adding."
     tool_calls:
       - {name: notes__add_note, args: {name: n, text: x}}
@@ -78,7 +79,7 @@ func TestRunToolTimeout(t *testing.T) {
 // any call, and a secret the server prints (an agentctl variable passed
 // through sandbox.env) is redacted in the log and in the stderr artifact.
 func TestRunBudgetAndRedaction(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	t.Setenv("MCPTEST_API_TOKEN", "tok-redact-me-0123456789")
 	t.Setenv(mcptest.StderrSecretEnv, "tok-redact-me-0123456789")
 	spec, home := runDir(t, "stderr", "", "budget: {max_tool_calls: 1}\nsandbox: {env: [MCPTEST_API_TOKEN, "+mcptest.StderrSecretEnv+"]}\n", `  - text: "Env."
@@ -168,7 +169,7 @@ func TestRunHTTPServer(t *testing.T) {
 // the server (no orphan), records the call as cancelled and ends the run
 // as interrupted, at once, not at the tool timeout.
 func TestRunInterrupted(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	spec, home := runDir(t, "hang", "", "", `  - text: "Adding."
     tool_calls:
       - {name: notes__add_note, args: {name: n, text: x}}

@@ -13,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	"github.com/agentctl/agentctl/runner/provider/endpoint"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -29,8 +30,6 @@ type AnthropicConfig struct {
 	Timeout    time.Duration
 }
 
-const anthropicDefaultBaseURL = "https://api.anthropic.com"
-
 type anthropicProvider struct {
 	client     anthropic.Client
 	maxRetries int
@@ -41,10 +40,7 @@ var _ Provider = (*anthropicProvider)(nil)
 
 // NewAnthropic returns a provider for the Messages streaming API.
 func NewAnthropic(cfg AnthropicConfig) (Provider, error) {
-	base := cfg.BaseURL
-	if base == "" {
-		base = anthropicDefaultBaseURL
-	}
+	base := endpoint.Base("anthropic", cfg.BaseURL)
 	if u, err := url.Parse(base); err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("anthropic: base_url %q: want an absolute http(s) URL", cfg.BaseURL)
 	}

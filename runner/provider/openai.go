@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/agentctl/agentctl/runner/provider/endpoint"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -45,8 +46,6 @@ const DefaultMaxRetries = 2
 // OpenAI-compatible servers ignore the header but some reject a missing one.
 const placeholderAPIKey = "agentctl-no-key"
 
-const openAIDefaultBaseURL = "https://api.openai.com/v1"
-
 type openAIProvider struct {
 	client openai.Client
 	// official is true for api.openai.com, which wants
@@ -60,10 +59,7 @@ var _ Provider = (*openAIProvider)(nil)
 
 // NewOpenAI returns a provider for the Chat Completions streaming API.
 func NewOpenAI(cfg OpenAIConfig) (Provider, error) {
-	base := cfg.BaseURL
-	if base == "" {
-		base = openAIDefaultBaseURL
-	}
+	base := endpoint.Base("openai", cfg.BaseURL)
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("openai: base_url %q: want an absolute http(s) URL", cfg.BaseURL)

@@ -13,16 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/redact"
 	"github.com/agentctl/agentctl/runner/sandbox"
 )
-
-func needSandbox(t *testing.T) {
-	t.Helper()
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("sandbox unavailable here: %v", err)
-	}
-}
 
 // loopbackServer answers "pong" to every connection on 127.0.0.1.
 func loopbackServer(t *testing.T) int {
@@ -46,7 +40,7 @@ func loopbackServer(t *testing.T) int {
 }
 
 func TestSandboxNetwork(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	port := loopbackServer(t)
 	connect := fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && head -n1 <&3`, "%s", port)
 	tests := []struct {
@@ -77,7 +71,7 @@ func TestSandboxNetwork(t *testing.T) {
 // group (setsid) still dies with the call, because the PID namespace dies
 // with its init.
 func TestSandboxGrandchildCancelled(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	marker := fmt.Sprintf("%d.%d", os.Getpid(), time.Now().UnixNano()%100000)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(500 * time.Millisecond); cancel() }()
@@ -120,7 +114,7 @@ func processesWith(t *testing.T, s string) []int {
 }
 
 func TestSandboxLimits(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	t.Run("memory hog", func(t *testing.T) {
 		cfg := sandbox.Config{Memory: 64 << 20}
 		got, took := runBashCall(context.Background(), t, Call{Sandbox: &cfg, Timeout: 30 * time.Second},
@@ -142,7 +136,7 @@ func TestSandboxLimits(t *testing.T) {
 // tool, the agentctl home and credential folders are hidden, the
 // workspace and /tmp are writable.
 func TestSandboxFilesystem(t *testing.T) {
-	needSandbox(t)
+	testenv.NeedSandbox(t)
 	base, _ := filepath.EvalSymlinks(t.TempDir())
 	ws := filepath.Join(base, "ws")
 	home := filepath.Join(base, ".agentctl")

@@ -1,4 +1,4 @@
-package cli
+package agent
 
 import (
 	"context"
@@ -9,8 +9,29 @@ import (
 	"github.com/agentctl/agentctl/runner/mcp"
 	"github.com/agentctl/agentctl/runner/sandbox"
 	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
+
+// Tools is the spec's registry (runner.SpecTools) with the tools of its
+// MCP servers: listed live, in the sandbox (home, the agentctl home, is
+// hidden from them), or with offline set the MCP tools the session of
+// those events recorded, answering from the recording. Read-only mode
+// refuses the lot if any has side effects, whatever the spec came from (a
+// file, a session header on resume or fork).
+func Tools(sp *spec.Spec, home string, offline ...session.Event) (*tools.Registry, error) {
+	var set *mcp.Set
+	var err error
+	if len(offline) > 0 {
+		set, err = offlineMCPTools(sp, offline)
+	} else {
+		set, err = mcpTools(sp, home)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return runner.SpecTools(sp, set.Tools...)
+}
 
 // mcpOptions maps the spec's mcp_servers and mcp_tools to the mcp
 // package's options: HTTP headers read from the variables headers_env
