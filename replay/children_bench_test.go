@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
@@ -22,7 +23,7 @@ func BenchmarkSubagentReplay(b *testing.B) { benchSubagentReplay(b, true) }
 func BenchmarkSubagentRecord(b *testing.B) { benchSubagentReplay(b, false) }
 
 func benchSubagentReplay(b *testing.B, replay bool) {
-	sp := replaytest.LoadAgent(b, "delegate")
+	sp := testenv.LoadAgent(b, "delegate")
 	home := b.TempDir()
 	src := recorder.Store{Root: home}
 	newProv := func(sp *spec.Spec) (provider.Provider, error) { return replaytest.Scripted(b, sp), nil }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
@@ -19,7 +20,7 @@ import (
 // and its child's.
 func recordDelegate(t *testing.T, home string) (string, string) {
 	t.Helper()
-	sp := replaytest.LoadAgent(t, "delegate")
+	sp := testenv.LoadAgent(t, "delegate")
 	st := recorder.Store{Root: home}
 	const id = "de1e000000000001"
 	newProv := func(sp *spec.Spec) (provider.Provider, error) { return replaytest.Scripted(t, sp), nil }
@@ -130,7 +131,7 @@ func TestRunServesSubagentsFromTheirRecording(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sp := replaytest.LoadAgent(t, "delegate")
+			sp := testenv.LoadAgent(t, "delegate")
 			rep, err := Run(context.Background(), RunConfig{Store: recorder.Store{Root: t.TempDir()}, SessionID: id, Events: evs,
 				Spec: sp, Tools: replaytest.Tools(t, sp), Recordings: &src})
 			if err != nil {

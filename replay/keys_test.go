@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
@@ -25,7 +26,7 @@ type crashSignal struct{}
 // the replay's calls ran under keys derived from the replay's own session
 // id, so a real payment API would have charged the card again.
 func TestRunUsesRecordedKeys(t *testing.T) {
-	sp := replaytest.LoadAgent(t, "charge-order")
+	sp := testenv.LoadAgent(t, "charge-order")
 	home := t.TempDir()
 	st := recorder.Store{Root: home}
 	const id = "c4a1000000000028"

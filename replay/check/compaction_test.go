@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
@@ -25,7 +26,7 @@ import (
 // The summary message stays within its budget: the oldest parts are
 // dropped (before, a part per compaction stayed in force).
 func TestCompactionRequestsFitTheWindow(t *testing.T) {
-	sp := replaytest.LoadAgent(t, "long-refactor")
+	sp := testenv.LoadAgent(t, "long-refactor")
 	var turns []provider.ScriptTurn
 	for round := 1; round <= 4; round++ {
 		for f := 1; f <= 8; f++ {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/session"
@@ -72,7 +73,7 @@ func TestVerifierMatchesBatch(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(seed), 0))
 
 	logs := map[string][]session.Event{}
-	for _, home := range []string{fixtureHome, filepath.Join("..", "..", "fixtures", "home"), filepath.Join("..", "..", "fixtures", "diagnose", "home")} {
+	for _, home := range []string{fixtureHome, testenv.Fixture("home"), testenv.Fixture("diagnose", "home")} {
 		st := recorder.Store{Root: home}
 		ids, err := st.IDs()
 		if err != nil {
@@ -130,7 +131,7 @@ func TestVerifierMatchesBatch(t *testing.T) {
 func TestVerifyLog(t *testing.T) {
 	type log struct{ id, path string }
 	var logs []log
-	for _, home := range []string{fixtureHome, filepath.Join("..", "..", "fixtures", "home"), filepath.Join("..", "..", "fixtures", "diagnose", "home")} {
+	for _, home := range []string{fixtureHome, testenv.Fixture("home"), testenv.Fixture("diagnose", "home")} {
 		st := recorder.Store{Root: home}
 		ids, err := st.IDs()
 		if err != nil {

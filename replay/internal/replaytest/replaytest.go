@@ -1,6 +1,6 @@
 // Package replaytest holds the test helpers package replay's tests and
-// package replay/check's share: recording a fixture agent with today's
-// runner, the repository's fixture paths and real imported transcripts.
+// package replay/check's share beyond internal/testenv's: recording a
+// fixture agent with today's runner and importing a real transcript.
 // The checks never link the runner; their tests do, because the case that
 // matters most is a log today's runner just wrote.
 package replaytest
@@ -8,10 +8,10 @@ package replaytest
 import (
 	"context"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
@@ -21,23 +21,6 @@ import (
 	"github.com/agentctl/agentctl/transcript"
 )
 
-// root is the repository's root, found from this file's path, so the
-// helpers work from replay's tests and replay/check's alike.
-func root(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("replaytest: no caller information to find the repository root")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
-// repoPath joins elems to the repository's root.
-func repoPath(t testing.TB, elems ...string) string {
-	t.Helper()
-	return filepath.Join(append([]string{root(t)}, elems...)...)
-}
-
 // FixedClock ticks 1 ms per reading from a fixed instant, so recorded
 // sessions are the same on every run.
 func FixedClock() func() time.Time {
@@ -45,33 +28,14 @@ func FixedClock() func() time.Time {
 	return func() time.Time { t = t.Add(time.Millisecond); return t }
 }
 
-// Tools builds the spec's registry as cli.buildTools does.
+// Tools builds the spec's registry as a run does (runner.SpecTools).
 func Tools(t testing.TB, sp *spec.Spec) *tools.Registry {
 	t.Helper()
-	reg, err := tools.Builtins(sp.Mode, sp.Tools)
+	reg, err := runner.SpecTools(sp)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the tools of %s: %v", sp.Name, err)
 	}
-	var all []tools.Tool
-	for _, n := range reg.Names() {
-		tl, _ := reg.Get(n)
-		all = append(all, tl)
-	}
-	for _, c := range sp.CustomTools {
-		all = append(all, tools.NewCommand(tools.CommandDef{Name: c.Name, Description: c.Description, Parameters: c.Parameters,
-			Command: c.Command, SideEffects: c.SideEffects, Idempotent: c.Idempotent, Lookup: c.Lookup, Dir: sp.Dir}))
-	}
-	return tools.NewRegistry(all...)
-}
-
-// LoadAgent loads fixtures/agents/<name>.yaml.
-func LoadAgent(t testing.TB, name string) *spec.Spec {
-	t.Helper()
-	sp, err := spec.Load(repoPath(t, "fixtures", "agents", name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp
+	return reg
 }
 
 // Scripted builds the spec's scripted model.
@@ -88,7 +52,7 @@ func Scripted(t testing.TB, sp *spec.Spec) provider.Provider {
 // returns the session's events.
 func Record(t testing.TB, home, agent, id string) []session.Event {
 	t.Helper()
-	sp := LoadAgent(t, agent)
+	sp := testenv.LoadAgent(t, agent)
 	st := recorder.Store{Root: home}
 	res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Provider: Scripted(t, sp),
 		Tools: Tools(t, sp), Clock: FixedClock(), SessionID: id})
@@ -109,7 +73,7 @@ func Record(t testing.TB, home, agent, id string) []session.Event {
 // (testdata/corpus/transcripts, byte for byte).
 func ImportFile(t testing.TB, rel string) []session.Event {
 	t.Helper()
-	ss, err := transcript.Import(transcript.FormatAuto, repoPath(t, "testdata", "corpus", "transcripts", filepath.FromSlash(rel)))
+	ss, err := transcript.Import(transcript.FormatAuto, filepath.Join(testenv.Root(), "testdata", "corpus", "transcripts", filepath.FromSlash(rel)))
 	if err != nil {
 		t.Fatal(err)
 	}
