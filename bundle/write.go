@@ -64,8 +64,10 @@ type Tracer func(w io.Writer, sessionID string, evs []session.Event) error
 
 // Options tune Write. The zero value is usable.
 type Options struct {
-	// WithChildren also bundles the session's subagents (subagent_started)
-	// and the sessions forked from it, recursively, under children/<id>/.
+	// WithChildren also bundles the session's descendants (its subagents,
+	// forks and replays, recursively: recorder.Lineage's rule) under
+	// children/<id>/, in the order of show --tree. One the lineage leaves
+	// out (a forged header, a missing log) is a warning, not a failure.
 	WithChildren bool
 	// Trace writes trace.json; nil leaves it out.
 	Trace Tracer
@@ -134,35 +136,26 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 	}
 	b := &builder{a: a, st: st, opts: opts, tmp: tmp}
 	m := &Manifest{Format: Format, Version: Version, SessionID: id, Created: now.UTC()}
-	todo := []string{id}
-	seen := map[string]bool{id: true}
-	var forks map[string][]string
-	for len(todo) > 0 {
-		cur := todo[0]
-		todo = todo[1:]
-		prefix := ""
-		if cur != id {
-			prefix = "children/" + cur + "/"
-			m.Children = append(m.Children, cur)
-		}
-		evs, err := b.session(ctx, cur, prefix)
+	if _, err := b.session(ctx, id, ""); err != nil {
+		return nil, err
+	}
+	if opts.WithChildren {
+		lin, err := st.Lineage()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("bundle: children of %s: %w", id, err)
 		}
-		if !opts.WithChildren {
-			break
+		kids, skips := lin.Descendants(id)
+		// A child the lineage leaves out (a header its parent's log does
+		// not confirm, a subagent whose log is gone) is not a reason to
+		// refuse the bundle of the rest.
+		for _, sk := range skips {
+			fmt.Fprintf(opts.Warn, "agentctl: warning: not bundled: session %s\n", sk)
 		}
-		if forks == nil {
-			if forks, err = forkIndex(st); err != nil {
+		for _, k := range kids {
+			if _, err := b.session(ctx, k, "children/"+k+"/"); err != nil {
 				return nil, err
 			}
-		}
-		kids := append(slices.Clone(forks[cur]), session.Fold(evs).Children...)
-		for _, k := range kids {
-			if !seen[k] {
-				seen[k] = true
-				todo = append(todo, k)
-			}
+			m.Children = append(m.Children, k)
 		}
 	}
 	failpoint.Hit(FailpointEnv, FailMembersWritten)
@@ -178,23 +171,6 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 		return nil, err
 	}
 	return m, nil
-}
-
-// forkIndex maps each session id to the sessions whose header names it as
-// their parent.
-func forkIndex(st recorder.Store) (map[string][]string, error) {
-	ids, err := st.IDs()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]string{}
-	for _, id := range ids {
-		evs, _, _ := st.Load(id)
-		if len(evs) > 0 && evs[0].ParentSessionID != "" {
-			out[evs[0].ParentSessionID] = append(out[evs[0].ParentSessionID], id)
-		}
-	}
-	return out, nil
 }
 
 type builder struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/transcript"
 )
 
@@ -25,7 +26,9 @@ trajectory, Harbor's Agent Trajectory Interchange Format: user messages as
 user steps; each assistant message with its model call (metrics), tool calls
 and their results (the observation) as one agent step; compactions as system
 steps with context_management; every other event (approvals, evaluations,
-finishes, errors) as a system step that holds it. What ATIF has no field
+finishes, errors) as a system step that holds it; each sub-agent also as a
+subagent_trajectory_ref, its trajectory embedded (subagent_trajectories),
+so an import of the file brings the children too. What ATIF has no field
 for is kept under extra.agentctl, so 'agentctl import atif' of the file
 gives the same events back. Writes to stdout, or to -o FILE.`,
 		Example: "  agentctl export atif 3f2a -o trajectory.json",
@@ -47,7 +50,13 @@ func exportATIFRun(f *Factory, opts *exportATIFOptions) error {
 	if err != nil {
 		return fmt.Errorf("export atif %s: %w", opts.Session, err)
 	}
-	b, err := transcript.ExportATIF(id, evs)
+	// A sub-agent's trajectory goes in the file with its parent's, so an
+	// import of the one file gives the children back.
+	children := func(child string) ([]session.Event, error) {
+		cevs, _, err := f.Store().Load(child)
+		return cevs, err
+	}
+	b, err := transcript.ExportATIF(id, evs, children)
 	if err != nil {
 		return err
 	}

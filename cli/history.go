@@ -158,13 +158,22 @@ func historySealRun(f *Factory, opts *historySealOptions) error {
 	return nil
 }
 
-// sealSession seals session id after a run or resume ended. A failure is a
+// sealSession seals session id and its descendants (recorder.Lineage:
+// the subagents it started, and forks and replays of it) after a run or
+// resume ended. A failure is a
 // warning: the log is the source of truth and queries read unsealed logs.
 func sealSession(f *Factory, id string) {
 	if id == "" {
 		return
 	}
-	sealIDs(f, append([]string{id}, subagentsOf(f, id)...)...)
+	ids := []string{id}
+	if lin, err := f.Store().Lineage(); err == nil {
+		kids, _ := lin.Descendants(id)
+		ids = append(ids, kids...)
+	} else {
+		fmt.Fprintf(f.Err, "agentctl: warning: seal the sessions below %s: %v\n", id, err)
+	}
+	sealIDs(f, ids...)
 }
 
 // sealIDs seals exactly the sessions ids (all of whose logs are written),

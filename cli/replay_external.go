@@ -1,91 +1,35 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/agentctl/agentctl/proxy"
-	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/runner"
-	"github.com/agentctl/agentctl/runner/sandbox"
-	"github.com/agentctl/agentctl/runner/spec"
-	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/replay"
 )
 
-// externalReplay is the --json report of `replay run` on an external
-// agent's session. Its fields only grow.
-type externalReplay struct {
-	SessionID       string          `json:"session_id"`
-	ReplaySessionID string          `json:"replay_session_id"`
-	LogStatus       string          `json:"log_status"`
-	ReplayStatus    string          `json:"replay_status"`
-	ReplayReason    string          `json:"replay_reason,omitempty"`
-	RecordedTurns   int             `json:"recorded_turns"`
-	Turns           int             `json:"turns"`
-	Findings        []proxy.Finding `json:"findings"`
-	Diverged        bool            `json:"diverged"`
-	Kept            bool            `json:"kept"`
-}
-
-// replayExternal re-runs an external agent against its recording: the
-// program starts again in a fresh workspace, under the sandbox with the
-// network namespace empty (the spec's allowlist and network: allow are
-// dropped), and the proxy answers each model call with the recorded bytes
-// (proxy.Replay: matched by position, volatile parts reported, --strict
-// for any difference). A call that diverges gets a provider-shaped error
-// naming the turn, and the replay exits 6.
-func replayExternal(ctx context.Context, f *Factory, opts *replayRunOptions, id string, evs []session.Event, sp *spec.Spec) error {
-	src := f.Store()
-	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Strict: opts.Strict,
-		Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(src.SessionDir(id), rel) }})
-	if err != nil {
-		return fmt.Errorf("replay run %s: %w", id, err)
-	}
-	// Offline: nothing but the proxy is reachable from the agent.
-	sp.Sandbox.Network, sp.Sandbox.Allow = sandbox.NetworkDeny, nil
-	st := src
-	if !opts.Keep {
-		dir, err := os.MkdirTemp("", "agentctl-replay-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		st = recorder.Store{Root: dir}
-	}
-	cfg := runner.Config{Spec: sp, Store: st, Backend: rb, ReplayOf: id}
-	if !opts.Quiet && !opts.JSON {
-		cfg.Observer = newLiveView(f.Err)
-	}
-	res, err := runner.Start(ctx, cfg)
-	if err != nil && res.SessionID == "" {
-		return fmt.Errorf("replay run %s: %w", id, err)
-	}
-	rep := externalReplay{SessionID: id, ReplaySessionID: res.SessionID, LogStatus: string(session.Fold(evs).Status()),
-		ReplayStatus: string(res.Status), ReplayReason: res.Reason, RecordedTurns: rb.Turns(), Turns: res.Turns,
-		Findings: rb.Findings(), Diverged: rb.Diverged(), Kept: opts.Keep}
-	if rep.Findings == nil {
-		rep.Findings = []proxy.Finding{}
-	}
-	if opts.JSON {
+// writeExternalReplay prints the replay of an external agent's session
+// (replay.ReplayExternal) and gives its exit: 6 when the agent's calls
+// diverged or it ended otherwise than recorded.
+func writeExternalReplay(f *Factory, sr replay.SessionReport, err error, asJSON bool) error {
+	rep := sr.External
+	if asJSON {
 		if e := json.NewEncoder(f.Out).Encode(rep); e != nil {
 			return e
 		}
 	} else {
-		writeExternalReplay(f.Out, rep)
+		printExternalReplay(f.Out, rep)
 	}
 	if err != nil {
 		return err
 	}
-	if rep.Diverged || rep.ReplayStatus != rep.LogStatus {
+	if sr.Differs() {
 		return withCode(ExitChecksFailed, nil)
 	}
 	return nil
 }
 
-func writeExternalReplay(w io.Writer, r externalReplay) {
+func printExternalReplay(w io.Writer, r *replay.ExternalReport) {
 	fatal := 0
 	for _, f := range r.Findings {
 		if f.Fatal {

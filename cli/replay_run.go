@@ -11,10 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentctl/agentctl/agent"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
-	"github.com/agentctl/agentctl/runner/mcp"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -90,38 +88,10 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	if err != nil {
 		return err
 	}
+	wsFrom := ""
 	if opts.WorkspaceFrom != "" {
-		abs, err := filepath.Abs(opts.WorkspaceFrom)
-		if err != nil {
+		if wsFrom, err = filepath.Abs(opts.WorkspaceFrom); err != nil {
 			return err
-		}
-		sp.Workspace.From, sp.Workspace.Path = abs, ""
-	}
-	if sp.Workspace.From != "" {
-		if _, err := os.Stat(sp.Workspace.From); err != nil {
-			return fmt.Errorf("replay run %s: the initial workspace %s: %w (hint: --workspace-from DIR)", id, sp.Workspace.From, err)
-		}
-	}
-	if sp.External() {
-		return replayExternal(ctx, f, opts, id, evs, sp)
-	}
-	reg := replay.RecordedTools(evs)
-	var mcpChanges []replay.ToolDiff
-	if !imported {
-		var offline []session.Event
-		if opts.Offline {
-			offline = evs
-		}
-		if reg, err = agent.Tools(sp, f.Home, offline...); err != nil {
-			return fmt.Errorf("replay run %s: %w", id, err)
-		}
-		recorded, err := session.HeaderMCPServers(evs[0])
-		if err != nil {
-			return fmt.Errorf("replay run %s: %w", id, err)
-		}
-		for _, c := range mcp.Changes(recorded, mcp.ServersOf(reg)) {
-			mcpChanges = append(mcpChanges, replay.ToolDiff{Code: replay.CodeMCPToolsChanged, Tool: c.Server, Field: "tools_hash",
-				Log: c.Recorded, Replay: c.Current + " (" + c.Detail + ")"})
 		}
 	}
 	st := f.Store()
@@ -133,18 +103,22 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 		defer os.RemoveAll(dir)
 		st = recorder.Store{Root: dir}
 	}
-	// Subagents are served from their own recordings, in the home the
-	// session ran in.
-	src := f.Store()
-	cfg := replay.RunConfig{Store: st, SessionID: id, Events: evs, Spec: sp, Tools: reg, Strict: opts.Strict, Recordings: &src}
+	cfg := replay.SessionConfig{Store: st, Recordings: f.Store(), SessionID: id, Events: evs, Spec: sp, WorkspaceFrom: wsFrom,
+		Strict: opts.Strict, Offline: opts.Offline}
+	if imported {
+		cfg.Spec = nil // the session's own: its recorded results stand in for its tools
+	}
 	if !opts.Quiet && !opts.JSON {
 		cfg.Observer = newLiveView(f.Err)
 	}
-	rep, err := replay.Run(ctx, cfg)
-	if err != nil && rep.ReplaySessionID == "" {
+	sr, err := replay.Session(ctx, cfg)
+	if sr.External != nil {
+		return writeExternalReplay(f, sr, err, opts.JSON)
+	}
+	if sr.Own == nil {
 		return err
 	}
-	rep.Differences = append(append([]replay.ToolDiff{}, mcpChanges...), rep.Differences...) // [] in --json, never null
+	rep := *sr.Own
 	if opts.JSON {
 		if e := json.NewEncoder(f.Out).Encode(rep); e != nil {
 			return e
@@ -158,7 +132,7 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	if err != nil {
 		return err
 	}
-	if len(rep.Differences) > 0 {
+	if sr.Differs() {
 		return withCode(ExitChecksFailed, nil)
 	}
 	return nil

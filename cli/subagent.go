@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/agentctl/agentctl/recorder"
@@ -28,31 +27,6 @@ func (o observers) Child() runner.Observer {
 
 var _ runner.ChildObserver = observers(nil)
 
-// subagentsOf lists the subagents below session id, depth first, as the
-// subagent_started events of each log name them (each once).
-func subagentsOf(f *Factory, id string) []string {
-	st := f.Store()
-	seen := map[string]bool{id: true}
-	var out []string
-	var walk func(string, int)
-	walk = func(id string, depth int) {
-		if depth > 8 {
-			return
-		}
-		fold, _, _ := st.Fold(id)
-		for _, c := range fold.Children {
-			if seen[c] {
-				continue
-			}
-			seen[c] = true
-			out = append(out, c)
-			walk(c, depth+1)
-		}
-	}
-	walk(id, 0)
-	return out
-}
-
 // treeNode is one session of `show --tree`: its summary, how it hangs
 // off its parent, and its children and forks. Its JSON form is part of
 // the --json output and only grows.
@@ -68,63 +42,37 @@ type treeNode struct {
 	Children []*treeNode `json:"children,omitempty"`
 }
 
-// sessionTree builds the tree below id from every session's header: a
-// child is a session whose header names its parent (parent_session_id),
-// as a subagent (parent_seq) or a fork (forked_from). Children come in
-// the order of that seq, then id.
-func sessionTree(st recorder.Store, id string) (*treeNode, error) {
-	ids, err := st.IDs()
+// sessionTree builds the tree below id from recorder.Lineage: the
+// children its rule counts (subagents their parent's log confirms, forks,
+// replays), in its order, as bundle --with-children bundles them. What the
+// lineage left out is returned for a warning.
+func sessionTree(st recorder.Store, id string) (*treeNode, []recorder.Skip, error) {
+	lin, err := st.Lineage()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	kids := map[string][]*treeNode{}
-	var root *treeNode
-	for _, sid := range ids {
+	if _, ok := lin.Header(id); !ok {
+		return nil, nil, fmt.Errorf("session %s has no log", id)
+	}
+	node := func(sid string) *treeNode {
 		fold, tail, ferr := st.Fold(sid)
 		n := &treeNode{Summary: recorder.SummaryOf(sid, fold, tail, ferr)}
-		n.Summary.ParentSessionID = fold.ParentSessionID
-		switch {
-		case fold.ParentSeq > 0:
-			n.Relation, n.Seq = "subagent", fold.ParentSeq
-		case fold.ForkedFrom > 0:
-			n.Relation, n.Seq = "fork", fold.ForkedFrom
-		case fold.ReplayOf != "":
-			n.Relation = "replay" // a proxy replay, an external agent's replay run --keep
-		case fold.ParentSessionID != "":
-			n.Relation = "subagent" // an imported one: the source names no call
-		}
-		if sid == id {
-			root = n
-		}
-		if fold.ParentSessionID != "" && fold.ParentSessionID != sid {
-			kids[fold.ParentSessionID] = append(kids[fold.ParentSessionID], n)
-		}
+		ln := lin.LinkOf(sid)
+		n.Summary.ParentSessionID = ln.Parent
+		n.Relation, n.Seq = string(ln.Relation), ln.Seq()
+		return n
 	}
-	if root == nil {
-		return nil, fmt.Errorf("session %s has no log", id)
-	}
-	seen := map[string]bool{}
-	var attach func(n *treeNode)
-	attach = func(n *treeNode) {
-		seen[n.SessionID] = true
-		ks := kids[n.SessionID]
-		sort.SliceStable(ks, func(i, j int) bool {
-			if ks[i].Seq != ks[j].Seq {
-				return ks[i].Seq < ks[j].Seq
-			}
-			return ks[i].SessionID < ks[j].SessionID
-		})
-		for _, k := range ks {
-			if seen[k.SessionID] {
-				continue // a header naming its own descendant: shown once
-			}
-			n.Children = append(n.Children, k)
-			attach(k)
-		}
-	}
-	attach(root)
+	root := node(id)
 	root.Relation, root.Seq = "", 0
-	return root, nil
+	nodes := map[string]*treeNode{id: root}
+	kids, skips := lin.Descendants(id)
+	for _, k := range kids {
+		n := node(k)
+		nodes[k] = n
+		p := nodes[lin.LinkOf(k).Parent]
+		p.Children = append(p.Children, n)
+	}
+	return root, skips, nil
 }
 
 // writeTree prints the tree, one session a line:
@@ -199,9 +147,12 @@ func showTreeRun(f *Factory, opts *showOptions) error {
 	if err != nil {
 		return err
 	}
-	tree, err := sessionTree(st, id)
+	tree, skips, err := sessionTree(st, id)
 	if err != nil {
 		return err
+	}
+	for _, sk := range skips {
+		fmt.Fprintf(f.Err, "agentctl: warning: not shown: session %s\n", termsafe.String(sk.String()))
 	}
 	if opts.JSON {
 		return json.NewEncoder(f.Out).Encode(tree)

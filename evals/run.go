@@ -16,7 +16,6 @@ import (
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/replay"
 	"github.com/agentctl/agentctl/runner"
-	"github.com/agentctl/agentctl/runner/spec"
 )
 
 // Config is what running a suite needs. Each run's provider, tools and
@@ -197,13 +196,13 @@ func (e *engine) runOne(ctx context.Context, sc *Scenario, idx, r int) (rr RunRe
 	var (
 		id      string
 		err     error
-		replayR *replay.RunReport
+		replayR *replay.SessionReport
 	)
 	obs := e.observer()
 	if sc.Replay != nil {
-		var rep replay.RunReport
+		var rep replay.SessionReport
 		rep, err = e.replay(ctx, sc, obs)
-		id, replayR = rep.ReplaySessionID, &rep
+		id, replayR = rep.ReplaySessionID(), &rep
 	} else {
 		var res runner.Result
 		res, err = e.start(ctx, sc, obs)
@@ -289,9 +288,11 @@ func (e *engine) start(ctx context.Context, sc *Scenario, obs runner.Observer) (
 	return runner.Start(ctx, cfg)
 }
 
-// replay re-runs the scenario's recorded session offline; the replay is
-// recorded in the eval's home.
-func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) (replay.RunReport, error) {
+// replay re-runs the scenario's recorded session offline, as `agentctl
+// replay run` does (replay.Session: agentctl's loop, an external agent
+// behind the replaying proxy, or an import's recorded results); the
+// replay is recorded in the eval's home.
+func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) (replay.SessionReport, error) {
 	rp := sc.Replay
 	src := e.cfg.Store
 	if rp.Home != "" {
@@ -299,34 +300,21 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 	}
 	id, err := src.Resolve(rp.Session)
 	if err != nil {
-		return replay.RunReport{}, fmt.Errorf("replay %s: %w", rp.Session, err)
+		return replay.SessionReport{}, fmt.Errorf("replay %s: %w", rp.Session, err)
 	}
 	evs, _, err := src.Load(id)
 	if err != nil {
-		return replay.RunReport{}, fmt.Errorf("replay %s: %w", id, err)
+		return replay.SessionReport{}, fmt.Errorf("replay %s: %w", id, err)
 	}
-	if len(evs) == 0 {
-		return replay.RunReport{}, fmt.Errorf("replay %s: the log has no events", id)
-	}
-	// The tools that run come from the spec file the session ran from,
-	// never from the log's copy of it (see spec.ForSession).
-	sp, err := spec.ForSession(evs[0], "")
-	if err != nil {
-		return replay.RunReport{}, fmt.Errorf("replay %s: %w", id, err)
-	}
-	if rp.WorkspaceFrom != "" {
-		sp.Workspace.From, sp.Workspace.Path = rp.WorkspaceFrom, ""
-	}
-	reg, err := agent.Tools(sp, e.cfg.Store.Root)
-	if err != nil {
-		return replay.RunReport{}, fmt.Errorf("replay %s: %w", id, err)
-	}
-	// A subagent is served from its own recording, in the home the session
-	// ran in.
-	return replay.Run(ctx, replay.RunConfig{Store: e.cfg.Store, SessionID: id, Events: evs, Spec: sp, Tools: reg, Observer: obs, Recordings: &src})
+	return replay.Session(ctx, replay.SessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
+		WorkspaceFrom: rp.WorkspaceFrom, Observer: obs})
 }
 
-func replayMatches(rp *Replay, rep *replay.RunReport) Result {
+func replayMatches(rp *Replay, sr *replay.SessionReport) Result {
+	if x := sr.External; x != nil {
+		return externalMatches(rp, x)
+	}
+	rep := sr.Own
 	res := Result{Kind: KindReplayMatches, Assertion: "replay_matches: " + rep.SessionID, OK: true}
 	if len(rep.Differences) == 0 {
 		res.Message = fmt.Sprintf("%d tool results as recorded, status %s", rep.ToolResults, rep.ReplayStatus)
@@ -334,8 +322,12 @@ func replayMatches(rp *Replay, rep *replay.RunReport) Result {
 	}
 	var p []string
 	for _, d := range rep.Differences {
-		if d.Code == replay.CodeStatusDiffers {
+		switch d.Code {
+		case replay.CodeStatusDiffers:
 			p = append(p, fmt.Sprintf("[%s] log has %s, replay produced %s", d.Code, d.Log, d.Replay))
+			continue
+		case replay.CodeMCPToolsChanged:
+			p = append(p, fmt.Sprintf("[%s] mcp server %s: log has %s, the server now lists %s", d.Code, d.Tool, d.Log, d.Replay))
 			continue
 		}
 		field := ""
@@ -345,6 +337,29 @@ func replayMatches(rp *Replay, rep *replay.RunReport) Result {
 		p = append(p, fmt.Sprintf("[%s] call %s (%s)%s: log has %q, replay produced %q", d.Code, d.CallID, d.Tool, field, clip(d.Log, 60), clip(d.Replay, 60)))
 	}
 	res.Message = fmt.Sprintf("%d differences from the recording: %s", len(rep.Differences), strings.Join(p, "; "))
+	res.OK = rp.AllowDifferences
+	return res
+}
+
+// externalMatches judges the replay of an external agent's session: its
+// model calls matched the recording (volatile parts aside) and it ended
+// with the recorded status.
+func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
+	res := Result{Kind: KindReplayMatches, Assertion: "replay_matches: " + x.SessionID, OK: true}
+	var p []string
+	for _, f := range x.Findings {
+		if f.Fatal {
+			p = append(p, fmt.Sprintf("turn %d diverged: %s", f.Turn, f.What))
+		}
+	}
+	if x.ReplayStatus != x.LogStatus {
+		p = append(p, fmt.Sprintf("[%s] log has %s, replay produced %s", replay.CodeStatusDiffers, x.LogStatus, x.ReplayStatus))
+	}
+	if len(p) == 0 && !x.Diverged {
+		res.Message = fmt.Sprintf("%d of %d recorded model calls as recorded, status %s", x.Turns, x.RecordedTurns, x.ReplayStatus)
+		return res
+	}
+	res.Message = fmt.Sprintf("the external agent's replay differs from the recording: %s", strings.Join(p, "; "))
 	res.OK = rp.AllowDifferences
 	return res
 }

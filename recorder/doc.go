@@ -45,6 +45,36 @@
 // [Reader], which streams from any io.Reader; a test and the fuzz target
 // hold them to that.
 //
+// # Lineage
+//
+// Sessions form trees: a subagent hangs off the session whose task call
+// started it, a fork off the session it copied, a replay off the session
+// it replayed. [Store.Lineage] indexes them from the headers alone (the
+// first record of each log, [Store.Header]), and every walk of the tree
+// (the seal after a run, show --tree, bundle --with-children, replay fork,
+// a subagent's depth) uses it or [Store.Ancestors]. The rule of what is a
+// child of whom, decided by the child's header (parent_session_id) and
+// checked, for a subagent, against the parent's log:
+//
+//   - a header with forked_from > 0 is a fork of its parent, whatever else
+//     it says (a fork copies its parent's header, so a fork of a subagent
+//     still carries the subagent's parent_seq);
+//   - else a header whose attrs name replay_of is a replay of its parent;
+//   - else it is a subagent of its parent (parent_seq, the seq of the
+//     parent's task intent; 0 for an imported sub-agent, whose source names
+//     no call). A subagent counts only if the parent's log confirms it: a
+//     subagent_started naming the child and, when parent_seq > 0, a
+//     tool_intent at that seq of the same call. A header that claims a
+//     parent the parent does not confirm is left out with a [Skip] saying
+//     why, so a session cannot pull itself into another's bundle.
+//   - A header naming itself names no parent. A subagent_started naming a
+//     session with no log is reported as a Skip of its parent (outside the
+//     part a fork copied). Walks stop at [MaxLineageDepth] generations and
+//     at a session met twice (headers that loop).
+//
+// Forks and replays are believed from their headers: nothing in the
+// parent's log records them.
+//
 // # Format
 //
 // All integers are little-endian. A log starts with a 12-byte file header:

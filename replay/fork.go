@@ -336,15 +336,38 @@ func childPlan(parent string, c *session.Call, settled bool, reg *tools.Registry
 }
 
 // storeChildren reads a subagent's recording from st: the session whose
-// id derives from the task call's idempotency key (runner.SubagentID) and
-// whose header names the parent at the call's tool_intent seq (a log
-// handed over may hold another session under that id).
+// id derives from the task call's idempotency key (runner.SubagentID),
+// which the lineage confirms as the subagent of the parent's task call at
+// its tool_intent seq (a log handed over may hold another session under
+// that id, or one whose header claims a parent that never started it).
 func storeChildren(st recorder.Store) childRecording {
+	var lin *recorder.Lineage
 	return func(parent string, c *session.Call) (*session.State, string, error) {
 		if c.IdempotencyKey == "" {
 			return nil, "", fmt.Errorf("the task call has no idempotency key, so its subagent's recording cannot be found")
 		}
 		id := runner.SubagentID(c.IdempotencyKey)
+		if lin == nil {
+			l, err := st.Lineage()
+			if err != nil {
+				return nil, id, fmt.Errorf("its subagent's recording %s: %v", id, err)
+			}
+			lin = l
+		}
+		if _, ok := lin.Header(id); !ok {
+			_, err := st.Header(id)
+			return nil, id, fmt.Errorf("its subagent's recording %s, which holds what it did to the workspace: %v", id, err)
+		}
+		ln := lin.LinkOf(id)
+		if ln.Relation != recorder.RelSubagent || ln.Parent != parent || ln.ParentSeq != c.IntentSeq || !slices.Contains(lin.Subagents(parent), id) {
+			why := ""
+			for _, sk := range lin.Skips() {
+				if sk.ID == id {
+					why = ": " + sk.Reason
+				}
+			}
+			return nil, id, fmt.Errorf("the session %s names parent %q at seq %d (%s), not %s at seq %d: it is not this call's subagent%s", id, ln.Parent, ln.ParentSeq, orNone(ln.Relation), parent, c.IntentSeq, why)
+		}
 		evs, _, err := st.Load(id)
 		if len(evs) == 0 {
 			if err == nil {
@@ -352,15 +375,20 @@ func storeChildren(st recorder.Store) childRecording {
 			}
 			return nil, id, fmt.Errorf("its subagent's recording %s, which holds what it did to the workspace: %v", id, err)
 		}
-		if h := evs[0]; h.Kind != session.KindSessionStarted || h.ParentSessionID != parent || h.ParentSeq != c.IntentSeq {
-			return nil, id, fmt.Errorf("the session %s names parent %q at seq %d, not %s at seq %d: it is not this call's subagent", id, h.ParentSessionID, h.ParentSeq, parent, c.IntentSeq)
-		}
 		cs := session.Fold(evs)
 		if cs.ID == "" {
 			cs.ID = id
 		}
 		return cs, id, nil
 	}
+}
+
+// orNone names a relation, or its absence.
+func orNone(r recorder.Relation) string {
+	if r == "" {
+		return "no parent"
+	}
+	return string(r)
 }
 
 func unsettled(outcome string) string {

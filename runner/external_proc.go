@@ -157,26 +157,20 @@ func startAgent(cfg sandbox.Config, ws string, argv []string, envFor func(addr s
 		return nil, fmt.Errorf("start the agent: output file: %w", err)
 	}
 	p := &agentProc{launch: launch, out: out, tail: &tailBuffer{max: 4096}, done: make(chan struct{})}
-	cmd := exec.Command(launch.Path)
-	cmd.Args, cmd.Env, cmd.Dir, cmd.ExtraFiles = launch.Args, launch.Env, launch.Dir, launch.ExtraFiles
-	cmd.SysProcAttr = launch.SysProcAttr
+	cmd := launch.Command(context.Background())
 	w := red.Writer(io.MultiWriter(out, p.tail))
 	cmd.Stdout, cmd.Stderr = w, w
 	// Unconfined, a grandchild could hold the output pipe past the exit.
 	cmd.WaitDelay = agentGrace
 	// stdin stays closed (os/exec gives /dev/null): no agent waits on a TTY.
 	p.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	if err := launch.Start(cmd); err != nil {
 		launch.Close()
 		out.Close()
+		if cmd.ProcessState != nil { // started, but unrecorded and killed
+			return nil, fmt.Errorf("start the agent: %w", err)
+		}
 		return nil, fmt.Errorf("start the agent %s: %w", argv[0], err)
-	}
-	if err := launch.Started(cmd.Process.Pid); err != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		launch.Close()
-		out.Close()
-		return nil, fmt.Errorf("start the agent: %w", err)
 	}
 	go func() {
 		p.err = cmd.Wait()

@@ -268,40 +268,19 @@ func (r *run) childSpec(a taskArgs) (*spec.Spec, error) {
 }
 
 // lineage is how deep this session is among subagents (0 for one `run`
-// started) and the session at the top, read from the headers up the
-// chain of parents.
+// started, and for a fork, which starts a tree of its own) and the session
+// at the top, read from the headers up the chain of parents: a header a
+// step (recorder.Store.Ancestors), since it runs on every task call.
 func (r *run) lineage() (depth int, root string, err error) {
-	id := r.id
-	for range spec.MaxDepth + 2 {
-		hdr, err := header(r.cfg.Store, id)
-		if err != nil {
-			return 0, "", fmt.Errorf("read the header of %s to find the subagent depth: %w", id, err)
-		}
-		if hdr.ParentSeq == 0 || hdr.ParentSessionID == "" {
-			return depth, id, nil
-		}
-		depth++
-		id = hdr.ParentSessionID
+	links, err := r.cfg.Store.Ancestors(r.id, recorder.RelSubagent)
+	if err != nil {
+		return 0, "", fmt.Errorf("find the subagent depth: %w", err)
 	}
-	return depth, id, nil
-}
-
-// header reads the first event of session id's log.
-func header(st recorder.Store, id string) (session.Event, error) {
-	var hdr session.Event
-	found := false
-	_, _, err := st.Scan(id, func(e session.Event) {
-		if !found {
-			hdr, found = e, true
-		}
-	})
-	if !found {
-		if err == nil {
-			err = fmt.Errorf("the log is empty")
-		}
-		return hdr, err
+	root = r.id
+	if len(links) > 0 {
+		root = links[len(links)-1].Parent
 	}
-	return hdr, nil
+	return len(links), root, nil
 }
 
 // tokensSpent, costSpent and callsSpent are what the budget charges the

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -241,6 +243,13 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 		text := atifText(st.Message)
 		if ax != nil && ax.Event != nil {
 			add(*ax.Event)
+			if st.Observation != nil {
+				for _, r := range st.Observation.Results {
+					for _, sr := range r.SubagentRefs {
+						refs = append(refs, ref{sr, b.lastSeq()})
+					}
+				}
+			}
 			continue
 		}
 		switch st.Source {
@@ -366,6 +375,9 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 			for _, sr := range r.SubagentRefs {
 				refs = append(refs, ref{sr, b.lastSeq()})
 			}
+			if len(r.SubagentRefs) > 0 && r.SourceCallID == "" && atifText(r.Content) == "" {
+				continue // a result that only names sub-agents: no content to pair
+			}
 			rx := agentctlOf(r.Extra)
 			if ours && rx != nil && rx.Event != nil {
 				add(*rx.Event) // an unpaired result exported
@@ -453,6 +465,13 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 			continue
 		}
 		seen[child.ID()+"/linked"] = true
+		if ours {
+			// agentctl's export keeps the subagent_started and _finished
+			// events themselves; they name the exported child by the
+			// ref's session_id.
+			adopt(s, child, r.r.SessionID)
+			continue
+		}
 		out := ""
 		var x struct {
 			Summary string `json:"summary"`
@@ -541,7 +560,30 @@ func atifText(raw json.RawMessage) string {
 // as system steps with context_management, and every other event as a
 // system step that holds it under extra.agentctl.event. Fields ATIF has no
 // place for go under extra.agentctl, so Import gives the same events back.
-func ExportATIF(id string, evs []session.Event) ([]byte, error) {
+//
+// A sub-agent (subagent_started) is also a subagent_trajectory_ref on the
+// observation of the step before it, where Harbor puts its refs, so the
+// links survive in ATIF's own terms. children, when set, loads a child's
+// events: its trajectory is embedded (subagent_trajectories, named by
+// trajectory_id), so an import of the one file gives the children back;
+// without it, or for a child no longer there, the ref names the child's
+// session only.
+func ExportATIF(id string, evs []session.Event, children func(id string) ([]session.Event, error)) ([]byte, error) {
+	t, err := exportATIF(id, evs, children, map[string]bool{id: true})
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(t); err != nil {
+		return nil, fmt.Errorf("export atif %s: %w", id, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func exportATIF(id string, evs []session.Event, children func(id string) ([]session.Event, error), seen map[string]bool) (*atifTrajectory, error) {
 	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
 		return nil, fmt.Errorf("export atif %s: the log does not start with session_started", id)
 	}
@@ -577,6 +619,61 @@ func ExportATIF(id string, evs []session.Event) ([]byte, error) {
 	system := func(e session.Event, msg string) {
 		ex := agentctlExtra{Event: &e}
 		push(atifStep{Timestamp: ts(e), Source: "system", Message: jsonString(msg), Extra: withAgentctl(nil, ex)})
+	}
+	// anchor is the step the next sub-agent refs go on (the latest that
+	// stands for no sub-agent event); refsAt the result of a step that
+	// holds its refs, and refOf where each child's ref is.
+	anchor := -1
+	refsAt := map[int]int{}
+	type refPlace struct{ step, result, ref int }
+	refOf := map[string]refPlace{}
+	embeddedHere := map[string]bool{}
+	subagent := func(e session.Event) error {
+		j := anchor
+		if j < 0 {
+			j = len(t.Steps) - 1 // none before: the event's own step
+		}
+		st := &t.Steps[j]
+		if st.Observation == nil {
+			st.Observation = &atifObs{}
+		}
+		ri, ok := refsAt[j]
+		if !ok {
+			st.Observation.Results = append(st.Observation.Results, atifResult{})
+			ri = len(st.Observation.Results) - 1
+			refsAt[j] = ri
+		}
+		r := atifRef{SessionID: e.ChildSessionID}
+		switch {
+		case children == nil:
+		case embeddedHere[e.ChildSessionID]:
+			r.TrajectoryID = e.ChildSessionID // started again: the one embedded
+		case !seen[e.ChildSessionID]:
+			seen[e.ChildSessionID] = true
+			cevs, err := children(e.ChildSessionID)
+			if errors.Is(err, fs.ErrNotExist) {
+				break // a child no longer there: the ref names its session only
+			}
+			if err != nil {
+				return fmt.Errorf("export atif %s: sub-agent %s: %w", id, e.ChildSessionID, err)
+			}
+			ct, err := exportATIF(e.ChildSessionID, cevs, children, seen)
+			if err != nil {
+				return err
+			}
+			ct.TrajectoryID = e.ChildSessionID
+			raw, err := json.Marshal(ct)
+			if err != nil {
+				return fmt.Errorf("export atif %s: %w", e.ChildSessionID, err)
+			}
+			t.Subagents = append(t.Subagents, raw)
+			embeddedHere[e.ChildSessionID] = true
+			r.TrajectoryID = e.ChildSessionID
+		}
+		res := &st.Observation.Results[ri]
+		res.SubagentRefs = append(res.SubagentRefs, r)
+		refOf[e.ChildSessionID] = refPlace{j, ri, len(res.SubagentRefs) - 1}
+		return nil
 	}
 	for i := 1; i < len(evs); i++ {
 		e := evs[i]
@@ -663,21 +760,30 @@ func ExportATIF(id string, evs []session.Event) ([]byte, error) {
 			ce := e
 			extra := withAgentctl(marshalAttrs(map[string]any{"context_management": map[string]string{"type": "compaction", "boundary": "replace"}}), agentctlExtra{Event: &ce})
 			push(atifStep{Timestamp: ts(e), Source: "system", Message: jsonString(e.Summary), Extra: extra})
+		case session.KindSubagentStarted:
+			system(e, describe(e))
+			if e.ChildSessionID != "" {
+				if err := subagent(e); err != nil {
+					return nil, err
+				}
+			}
+			continue // the refs stay on the anchor
+		case session.KindSubagentFinished:
+			system(e, describe(e))
+			if p, ok := refOf[e.ChildSessionID]; ok && e.Output != "" {
+				r := &t.Steps[p.step].Observation.Results[p.result].SubagentRefs[p.ref]
+				r.Extra = marshalAttrs(map[string]any{"summary": e.Output})
+			}
+			continue
 		default:
 			system(e, describe(e))
 		}
+		anchor = len(t.Steps) - 1
 	}
 	_ = cur
 	fin.TotalSteps = len(t.Steps)
 	t.FinalMetrics = mustJSON(fin)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(t); err != nil {
-		return nil, fmt.Errorf("export atif %s: %w", id, err)
-	}
-	return buf.Bytes(), nil
+	return &t, nil
 }
 
 // unpairedResult reports whether e is an ATIF result that named no call,

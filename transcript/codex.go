@@ -40,6 +40,8 @@ type codexPayload struct {
 	CallID    string          `json:"call_id"`
 	Output    json.RawMessage `json:"output"`
 	Action    json.RawMessage `json:"action"`
+	// tool_search_output: the tools the search found (its output).
+	Tools json.RawMessage `json:"tools"`
 	// event_msg
 	Message json.RawMessage `json:"message"`
 	Reason  string          `json:"reason"`
@@ -202,7 +204,7 @@ func importCodex(path string) (*Session, error) {
 			case codexOutputs[p.Type]:
 				open(ts, n)
 				switch p.Type {
-				case "function_call", "custom_tool_call", "local_shell_call":
+				case "function_call", "custom_tool_call", "local_shell_call", "tool_search_call":
 					args := p.Arguments
 					if len(args) == 0 {
 						args = p.Input
@@ -216,7 +218,13 @@ func importCodex(path string) (*Session, error) {
 						b.note(n, CodeKeptInAttrs, "a %s with no call_id; its id is the line number", p.Type)
 					}
 					tc := session.ToolCall{ID: id, Name: p.Name, Args: argsObject(args)}
-					if tc.Name == "" {
+					switch {
+					case tc.Name != "":
+					case p.Type == "tool_search_call":
+						// Codex's search for deferred tools names no tool; its
+						// tool_search_output answers it by call_id.
+						tc.Name = "tool_search"
+					default:
 						tc.Name = p.Type
 					}
 					cur.calls = append(cur.calls, tc)
@@ -228,6 +236,9 @@ func importCodex(path string) (*Session, error) {
 			case codexResults[p.Type]:
 				flush()
 				out := codexOutput(p.Output)
+				if p.Type == "tool_search_output" && len(p.Output) == 0 {
+					out = string(p.Tools) // what the search found is its output
+				}
 				status, errText := session.ResultOK, ""
 				if m := exitCode.FindStringSubmatch(out); m != nil && m[1] != "0" {
 					status, errText = session.ResultError, "exit status "+m[1]

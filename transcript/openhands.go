@@ -154,12 +154,27 @@ func importOpenHands(path string) (*Session, error) {
 				args = e.Args
 			}
 			tc := session.ToolCall{ID: e.Meta.ToolCallID, Name: e.Meta.FunctionName, Args: argsObject(args)}
+			if e.Action == "finish" {
+				// The finish call is OpenHands's AgentFinishAction: the
+				// agent's end, which no tool runs and no observation
+				// answers. agentctl's agent ends by replying without a
+				// call, so that is what it becomes: its message is the
+				// response's (the session's final) text, and the call is
+				// kept verbatim in the message's attrs, not emitted. A call
+				// with no result would make every replay differ and count
+				// a tool call that never ran; a made-up result would put an
+				// observation the source lacks into an ATIF export.
+				finished = true
+				if cur.text == "" {
+					cur.text = ohFinishText(e)
+				}
+				cur.attrs["finish_call"] = tc
+				b.note(n, CodeKeptInAttrs, "finish call %s is the agent's end, which no tool answers: its message is the final text, the call is in the assistant message's attrs (finish_call)", tc.ID)
+				continue
+			}
 			cur.calls = append(cur.calls, tc)
 			pending = append(pending, tc)
 			callOf[e.ID] = tc.ID
-			if e.Action == "finish" {
-				finished = true
-			}
 		case e.Action == "message" && e.Source == "agent":
 			// A reply with no tool call: a response of its own.
 			flush()
@@ -229,6 +244,22 @@ func importOpenHands(path string) (*Session, error) {
 		b.attrs["source_status"] = "finish"
 	}
 	return b.finish(""), nil
+}
+
+// ohFinishText is the final text of a finish action whose response has
+// no content: its final_thought (newer OpenHands), thought, or message.
+func ohFinishText(e ohEvent) string {
+	var a struct {
+		FinalThought string `json:"final_thought"`
+		Thought      string `json:"thought"`
+	}
+	_ = json.Unmarshal(e.Args, &a)
+	for _, t := range []string{a.FinalThought, a.Thought, e.Message} {
+		if t != "" {
+			return t
+		}
+	}
+	return ""
 }
 
 // providerOf guesses nothing: it names the provider only from a model id

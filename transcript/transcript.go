@@ -431,6 +431,22 @@ func link(parent, child *Session, afterSeq int64, output string) {
 	parent.Children = append(parent.Children, child)
 }
 
+// adopt makes child a sub-agent of parent whose events already hold its
+// subagent_started and _finished (an agentctl export imported back): they
+// named the child, when exported, as exported; now they name the child as
+// imported.
+func adopt(parent, child *Session, exported string) {
+	child.Events[0].ParentSessionID = parent.ID()
+	child.Report.ParentSessionID = parent.ID()
+	for i := range parent.Events {
+		if e := &parent.Events[i]; exported != "" && e.ChildSessionID == exported {
+			e.ChildSessionID = child.ID()
+		}
+	}
+	parent.Report.Notes = append(parent.Report.Notes, Note{Code: CodeSubagent, Detail: fmt.Sprintf("%s imported as child session %s", child.Report.File, child.ID())})
+	parent.Children = append(parent.Children, child)
+}
+
 // All returns s and its descendants, parents first.
 func All(ss []*Session) []*Session {
 	var out []*Session

@@ -415,6 +415,21 @@ func derive(t *testing.T, rel, name string, edit func(lines []string) []string) 
 	return p
 }
 
+// importWritten writes b, a variant of a real file or an export, as name
+// in a temporary folder and imports it as format.
+func importWritten(t *testing.T, format, name string, b []byte) []*transcript.Session {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := transcript.Import(format, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
+}
+
 const fasthooks = "claude-code/oneryalcin__fasthooks/sample_main_transcript.jsonl"
 
 // TestMalformedVariants: variants derived from a real transcript give the
@@ -635,18 +650,11 @@ func TestATIFRoundTrip(t *testing.T) {
 	}
 	for _, s := range srcs {
 		t.Run(s.name, func(t *testing.T) {
-			b, err := transcript.ExportATIF("5e55000000000001", s.evs)
+			b, err := transcript.ExportATIF("5e55000000000001", s.evs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := filepath.Join(t.TempDir(), "trajectory.json")
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ss, err := transcript.Import(transcript.FormatAuto, p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ss := importWritten(t, transcript.FormatAuto, "trajectory.json", b)
 			got := ss[0].Events
 			if len(got) != len(s.evs) {
 				t.Fatalf("%d events back, %d exported", len(got), len(s.evs))
@@ -892,7 +900,7 @@ func TestATIFObservationsWithoutCallID(t *testing.T) {
 	if rep := replaycheck.Verify(s.ID(), s.Events, replaycheck.VerifyOptions{}); len(rep.Problems) > 0 {
 		t.Errorf("verify: %s", rep.Text())
 	}
-	out, err := transcript.ExportATIF(s.ID(), s.Events)
+	out, err := transcript.ExportATIF(s.ID(), s.Events, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -968,7 +976,7 @@ func TestATIFUnpairedResults(t *testing.T) {
 	if kept != 2 {
 		t.Errorf("%d of the 2 unpaired results kept", kept)
 	}
-	out, err := transcript.ExportATIF(s.ID(), s.Events)
+	out, err := transcript.ExportATIF(s.ID(), s.Events, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1151,14 +1159,7 @@ func TestSWEAgentHistoryOnly(t *testing.T) {
 				}
 			}
 			b, _ = json.Marshal(doc)
-			p := filepath.Join(t.TempDir(), "derived-history-only.traj")
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ss, err := transcript.Import(transcript.FormatSWEAgent, p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ss := importWritten(t, transcript.FormatSWEAgent, "derived-history-only.traj", b)
 			r := ss[0].Report
 			if r.Counts[string(session.KindAssistantMessage)] != responses || r.Counts[string(session.KindToolIntent)] != calls || r.Counts[string(session.KindToolResult)] != results {
 				t.Errorf("imported %d responses, %d calls, %d results; the history has %d, %d, %d", r.Counts[string(session.KindAssistantMessage)],
@@ -1210,14 +1211,7 @@ func TestInspectScorerCallsAndSourceCost(t *testing.T) {
 		in += scorer["output"].(map[string]any)["usage"].(map[string]any)["input_tokens"].(float64)
 		sample["events"] = append(evs, scorer)
 		b, _ = json.Marshal(doc)
-		p := filepath.Join(t.TempDir(), "browser-derived-scorer-call.json")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		ss, err := transcript.Import(transcript.FormatInspect, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ss := importWritten(t, transcript.FormatInspect, "browser-derived-scorer-call.json", b)
 		s := ss[0]
 		if got := s.Report.Counts[string(session.KindModelCall)]; got != models+1 {
 			t.Errorf("%d model_calls, the log has %d model events", got, models+1)
@@ -1279,14 +1273,7 @@ func TestInspectScorerCallsAndSourceCost(t *testing.T) {
 		if edited != 1 {
 			t.Fatalf("%d model events, this test was written for 1", edited)
 		}
-		p := filepath.Join(t.TempDir(), "log_read_sample-derived-total-cost.eval")
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		ss, err := transcript.Import(transcript.FormatInspect, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ss := importWritten(t, transcript.FormatInspect, "log_read_sample-derived-total-cost.eval", buf.Bytes())
 		if st := session.Fold(ss[0].Events); st.CostUSD != cost {
 			t.Errorf("cost %v, the log recorded %v", st.CostUSD, cost)
 		}

@@ -166,12 +166,10 @@
 //	l, err := sandbox.Config{Network: sandbox.NetworkDeny}.Prepare(ws, ws, []string{"bash", "-c", cmd}, env)
 //	if err != nil { ... } // ErrUnavailable: refuse, do not run unconfined
 //	defer l.Close()
-//	c := exec.Command(l.Path)
-//	c.Args, c.Env, c.Dir, c.SysProcAttr, c.ExtraFiles = l.Args, l.Env, l.Dir, l.SysProcAttr, l.ExtraFiles
-//	err = c.Start()
-//	if err == nil {
-//		err = l.Started(c.Process.Pid) // kill and fail the call if this fails
-//	}
+//	c := l.Command(ctx) // leads its own session and process group
+//	c.Stdout, c.Stderr = out, out
+//	if err := l.Start(c); err != nil { ... } // c.ProcessState set: started, unrecorded, killed
+//	err = c.Wait()
 //
 // # Concurrency
 //

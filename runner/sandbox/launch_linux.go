@@ -46,9 +46,9 @@ type limits struct {
 	CPU    int64 `json:"cpu"`
 }
 
-// Launch is a prepared sandboxed process: start Path with Args, Env, Dir,
-// SysProcAttr and ExtraFiles (through os/exec), then call Started with its
-// pid, and Close once the process has been waited for.
+// Launch is a prepared sandboxed process: build it with Command, start it
+// with Start (which calls Started), and Close it once the process has been
+// waited for. The fields are what Command puts in the exec.Cmd.
 type Launch struct {
 	Path        string
 	Args        []string

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"runtime"
@@ -33,27 +34,32 @@ func (l *Launch) Started(pid int) error { return nil }
 // Close does nothing outside Linux.
 func (l *Launch) Close() {}
 
-// Swept is a process of an earlier invocation that Sweep killed.
-type Swept struct {
-	PID       int
-	Program   string
-	Kind      string
-	Processes int
-}
+// callCgroup is the cgroup of one call, which only Linux has; a Record
+// elsewhere never names one.
+type callCgroup struct{}
 
 // Sweep has nothing to do outside Linux: nothing is recorded.
 func Sweep(dir string) ([]Swept, error) { return nil, nil }
 
-// Prepare refuses anything but Unconfined outside Linux.
+// Prepare refuses anything but Unconfined outside Linux, naming the way
+// out, since agentctl runs there but cannot confine a tool. The Launch
+// leads its own process group through Command, as on Linux.
 func (c Config) Prepare(workspace, dir string, argv, env []string) (*Launch, error) {
-	if !c.Unconfined {
-		return nil, ErrUnavailable
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("sandbox: empty command")
 	}
-	return &Launch{Path: argv[0], Args: argv, Env: env, Dir: dir, SysProcAttr: &syscall.SysProcAttr{}}, nil
+	if !c.Unconfined {
+		return nil, fmt.Errorf("%w; run tools unconfined with sandbox: {unconfined: true} in the spec or --unsandboxed", errNotLinux)
+	}
+	return &Launch{Path: argv[0], Args: argv, Env: env, Dir: dir}, nil
 }
 
+// errNotLinux is ErrUnavailable saying why: agentctl runs here, only its
+// confinement does not.
+var errNotLinux = fmt.Errorf("%w: confinement needs Linux namespaces and this is %s", ErrUnavailable, runtime.GOOS)
+
 // Available is ErrUnavailable outside Linux.
-func Available() error { return ErrUnavailable }
+func Available() error { return errNotLinux }
 
 // Report is what this machine enforces.
 type Report struct {

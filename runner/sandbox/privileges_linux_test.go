@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -51,9 +52,7 @@ echo end`
 			t.Fatal(err)
 		}
 		defer l.Close()
-		cmd := exec.Command(l.Path)
-		cmd.Args, cmd.Env, cmd.Dir, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Env, l.Dir, l.SysProcAttr, l.ExtraFiles
-		out, err := cmd.CombinedOutput()
+		out, err := l.Command(context.Background()).CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 127 || !strings.Contains(string(out), "no-such-program-agentctl") {
 			t.Errorf("unknown program: %v, %q; want exit 127 naming it", err, out)

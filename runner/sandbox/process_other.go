@@ -5,6 +5,8 @@ package sandbox
 import (
 	"fmt"
 	"io"
+	"os"
+	"syscall"
 )
 
 // Process is a long-lived sandboxed process; see the Unix documentation.
@@ -34,3 +36,9 @@ func (p *Process) Err() error { return nil }
 
 // Kill does nothing.
 func (p *Process) Kill() {}
+
+// ownSession keeps attr: without process groups there is nothing to lead.
+func ownSession(attr *syscall.SysProcAttr) *syscall.SysProcAttr { return attr }
+
+// killGroup kills p alone: there is no group to reach.
+func killGroup(p *os.Process) { _ = p.Kill() }

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -56,12 +57,7 @@ func (c Config) Start(workspace string, argv, env []string, stderr io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(l.Path)
-	cmd.Args, cmd.Env, cmd.Dir, cmd.ExtraFiles = l.Args, l.Env, l.Dir, l.ExtraFiles
-	cmd.SysProcAttr = l.SysProcAttr
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	}
+	cmd := l.Command(context.Background())
 	if stderr == nil {
 		stderr = io.Discard
 	}
@@ -82,24 +78,17 @@ func (c Config) Start(workspace string, argv, env []string, stderr io.Writer) (*
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
 	cmd.WaitDelay = time.Second // bounds the stderr copy after the group died
-	err = cmd.Start()
+	err = l.Start(cmd)
 	inR.Close()
 	outW.Close()
 	if err != nil {
 		inW.Close()
 		outR.Close()
 		l.Close()
+		if cmd.ProcessState != nil {
+			return nil, err // started, but could not be recorded: killed
+		}
 		return nil, fmt.Errorf("sandbox: start %s: %w", argv[0], err)
-	}
-	if err := l.Started(cmd.Process.Pid); err != nil {
-		// Unrecorded, a crash of the harness could leave it running unseen
-		// by resume: do not let it run.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		inW.Close()
-		outR.Close()
-		l.Close()
-		return nil, err
 	}
 	p := &Process{Stdin: inW, Stdout: outR, cmd: cmd, launch: l, done: make(chan struct{})}
 	go func() {
@@ -107,7 +96,7 @@ func (c Config) Start(workspace string, argv, env []string, stderr io.Writer) (*
 		// The leader is gone: nothing of its group may stay (with the
 		// sandbox the PID namespace is already dead; unconfined, a
 		// grandchild of the group would be left).
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd.Process)
 		l.Close()
 		p.err = err
 		close(p.done)
@@ -138,7 +127,7 @@ func (p *Process) Err() error {
 // pipes and waits until it has been reaped, at most a few seconds.
 func (p *Process) Kill() {
 	p.once.Do(func() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(p.cmd.Process)
 		_ = p.Stdin.Close()
 		_ = p.Stdout.Close()
 	})
@@ -147,3 +136,22 @@ func (p *Process) Kill() {
 	case <-time.After(5 * time.Second):
 	}
 }
+
+// ownSession returns attr, or a new one, with Setsid set: a new session
+// makes the child the leader of its own process group, which a kill of the
+// group reaches as a whole, and leaves it without a controlling terminal
+// (opening /dev/tty fails instead of prompting on the user's terminal, and
+// the terminal's Ctrl-C goes to the harness). Namespace and other fields of
+// attr are kept; Setpgid is dropped, since it would fail after setsid and
+// could only join another group.
+func ownSession(attr *syscall.SysProcAttr) *syscall.SysProcAttr {
+	a := syscall.SysProcAttr{}
+	if attr != nil {
+		a = *attr
+	}
+	a.Setsid, a.Setpgid, a.Pgid = true, false, 0
+	return &a
+}
+
+// killGroup sends SIGKILL to the process group p leads.
+func killGroup(p *os.Process) { _ = syscall.Kill(-p.Pid, syscall.SIGKILL) }

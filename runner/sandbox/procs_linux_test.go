@@ -13,44 +13,6 @@ import (
 	"time"
 )
 
-// envTestHarness switches the test binary into a stand-in for agentctl
-// run: it starts one confined (or unconfined) tool as the tools package
-// does, records it, and waits for a kill. The value is JSON testHarnessArgs.
-const envTestHarness = "AGENTCTL_SANDBOX_TEST_HARNESS"
-
-type testHarnessArgs struct {
-	Config Config `json:"config"`
-	WS     string `json:"ws"`
-	Script string `json:"script"`
-}
-
-func testHarness() int {
-	var a testHarnessArgs
-	if err := json.Unmarshal([]byte(os.Getenv(envTestHarness)), &a); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + a.WS, "TMPDIR=/tmp"}
-	l, err := a.Config.Prepare(a.WS, a.WS, []string{"bash", "-c", a.Script}, env)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	cmd := exec.Command(l.Path)
-	cmd.Args, cmd.Env, cmd.Dir, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Env, l.Dir, l.SysProcAttr, l.ExtraFiles
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := l.Started(cmd.Process.Pid); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	_ = cmd.Wait()
-	return 0
-}
-
 // waitFor polls cond every 10 ms until it holds or limit passes.
 func waitFor(limit time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(limit)

@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +19,39 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// envTestHarness switches the test binary into a stand-in for agentctl
+// run: it starts one confined (or unconfined) tool as the tools package
+// does, records it, and waits for a kill. The value is JSON testHarnessArgs.
+const envTestHarness = "AGENTCTL_SANDBOX_TEST_HARNESS"
+
+type testHarnessArgs struct {
+	Config Config `json:"config"`
+	WS     string `json:"ws"`
+	Script string `json:"script"`
+}
+
+func testHarness() int {
+	var a testHarnessArgs
+	if err := json.Unmarshal([]byte(os.Getenv(envTestHarness)), &a); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + a.WS, "TMPDIR=/tmp"}
+	l, err := a.Config.Prepare(a.WS, a.WS, []string{"bash", "-c", a.Script}, env)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cmd := l.Command(context.Background())
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := l.Start(cmd); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	_ = cmd.Wait()
+	return 0
+}
+
 // runIn runs a shell command confined by c in workspace ws and returns its
 // combined output and error.
 func runIn(t *testing.T, c Config, ws, script string, env ...string) (string, error) {
@@ -27,15 +62,11 @@ func runIn(t *testing.T, c Config, ws, script string, env ...string) (string, er
 		t.Fatalf("Prepare: %v", err)
 	}
 	defer l.Close()
-	cmd := exec.Command(l.Path)
-	cmd.Args, cmd.Env, cmd.Dir, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Env, l.Dir, l.SysProcAttr, l.ExtraFiles
+	cmd := l.Command(context.Background())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	if err := l.Start(cmd); err != nil {
 		t.Fatalf("start: %v", err)
-	}
-	if err := l.Started(cmd.Process.Pid); err != nil {
-		t.Fatal(err)
 	}
 	err = cmd.Wait()
 	return out.String(), err

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -28,13 +29,11 @@ func benchServe(b *testing.B, c Config, calls int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cmd := exec.Command(l.Path)
-		cmd.Args, cmd.Dir, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Dir, l.SysProcAttr, l.ExtraFiles
+		cmd := l.Command(context.Background())
 		cmd.Env = append(l.Env, "SERVE_ADDR="+l.ServeAddr)
-		if err := cmd.Start(); err != nil {
+		if err := l.Start(cmd); err != nil {
 			b.Fatal(err)
 		}
-		l.Started(cmd.Process.Pid)
 		ln, err := l.Listener(10 * time.Second)
 		if err != nil {
 			b.Fatal(err)

@@ -3,10 +3,10 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -64,15 +64,11 @@ func TestServeInsideNamespace(t *testing.T) {
 			}
 			defer l.Close()
 			_, port, _ := net.SplitHostPort(l.ServeAddr)
-			cmd := exec.Command(l.Path)
-			cmd.Args, cmd.Dir, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Dir, l.SysProcAttr, l.ExtraFiles
+			cmd := l.Command(context.Background())
 			cmd.Env = append(l.Env, "SERVE_PORT="+port)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Started(cmd.Process.Pid); err != nil {
+			if err := l.Start(cmd); err != nil {
 				t.Fatal(err)
 			}
 			ln, err := l.Listener(10 * time.Second)

@@ -121,15 +121,9 @@ func (p proc) run(ctx context.Context) procResult {
 		return res
 	}
 	defer launch.Close()
-	cmd := exec.CommandContext(runCtx, launch.Path)
-	cmd.Args, cmd.Env, cmd.Dir = launch.Args, launch.Env, launch.Dir
-	cmd.ExtraFiles = launch.ExtraFiles
+	cmd := launch.Command(runCtx)
 	if p.stdin != nil {
 		cmd.Stdin = bytes.NewReader(p.stdin)
-	}
-	setProcessGroup(cmd)
-	if launch.SysProcAttr != nil {
-		cmd.SysProcAttr = launch.SysProcAttr
 	}
 
 	// Everything read from the pipes is redacted first, then kept (head
@@ -196,10 +190,15 @@ func (p proc) run(ctx context.Context) procResult {
 	// and kills the leader if it somehow survived SIGKILL of its group.
 	cmd.WaitDelay = termGrace + pipeGrace
 
-	err = cmd.Start()
+	err = launch.Start(cmd)
 	outW.Close()
 	if errW != nil {
 		errW.Close()
+	}
+	if err != nil && cmd.ProcessState != nil {
+		// Started but unrecorded, and so killed: the harness failed.
+		res.err, res.harness = err, err
+		return res
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -208,15 +207,6 @@ func (p proc) run(ctx context.Context) procResult {
 			res.timedOut = true
 		}
 		res.err = fmt.Errorf("start %s: %w", p.argv[0], err)
-		return res
-	}
-
-	if err := launch.Started(cmd.Process.Pid); err != nil {
-		// Unrecorded, a crash of the harness could leave it running
-		// unseen by resume: do not let it run.
-		killGroup(cmd.Process)
-		_ = cmd.Wait()
-		res.err, res.harness = err, err
 		return res
 	}
 

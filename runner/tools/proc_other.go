@@ -2,16 +2,11 @@
 
 package tools
 
-import (
-	"os"
-	"os/exec"
-)
+import "os"
 
 // Without process groups only the direct child can be killed; agentctl
 // supports running tools on Linux (and other Unix systems) only, and this
 // file exists so the package still builds elsewhere.
-
-func setProcessGroup(cmd *exec.Cmd) {}
 
 func terminateGroup(p *os.Process) { _ = p.Kill() }
 
