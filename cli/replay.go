@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/replay"
+	replaycheck "github.com/agentctl/agentctl/replay/check"
 )
 
 func newReplayCmd(f *Factory) *cobra.Command {
@@ -108,9 +108,9 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 	var corrupt error
 	for _, r := range reps {
 		switch r.Status {
-		case replay.StatusDiverged, replay.StatusBroken:
+		case replaycheck.StatusDiverged, replaycheck.StatusBroken:
 			failed++
-		case replay.StatusError:
+		case replaycheck.StatusError:
 			unreadable++ // a corrupt or unreadable log is an error, not a failed check
 		}
 		if corrupt == nil && errors.Is(r.Err, recorder.ErrCorrupt) {
@@ -142,19 +142,19 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 	return nil
 }
 
-// verifyMany verifies sessions in parallel (replay.VerifyStore) and returns
+// verifyMany verifies sessions in parallel (replaycheck.VerifyStore) and returns
 // the reports in the order of ids.
 //
 // The fold allocates a copy of each turn's payload, which the GC reclaims
 // at once; while it runs, the GC may let the heap grow to five times what
 // is live (one or two logs in memory) instead of twice, which saves about
 // a third of the CPU time of verifying a long log (bench/replay).
-func verifyMany(st recorder.Store, ids []string) []replay.Report {
+func verifyMany(st recorder.Store, ids []string) []replaycheck.Report {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	return replay.VerifyStore(ids, st)
+	return replaycheck.VerifyStore(ids, st)
 }
 
-func writeVerify(w io.Writer, reps []replay.Report) {
+func writeVerify(w io.Writer, reps []replaycheck.Report) {
 	if len(reps) == 1 {
 		fmt.Fprint(w, reps[0].Text())
 		return
@@ -181,14 +181,14 @@ func writeVerify(w io.Writer, reps []replay.Report) {
 	}
 	tw.Flush()
 	var parts []string
-	for _, s := range []string{replay.StatusOK, replay.StatusStructureOnly, replay.StatusDiverged, replay.StatusBroken, replay.StatusError} {
+	for _, s := range []string{replaycheck.StatusOK, replaycheck.StatusStructureOnly, replaycheck.StatusDiverged, replaycheck.StatusBroken, replaycheck.StatusError} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
 	fmt.Fprintf(w, "%d sessions, %d events: %s\n", len(reps), events, strings.Join(parts, ", "))
 	for _, r := range reps {
-		if r.Status != replay.StatusOK && r.Status != replay.StatusStructureOnly {
+		if r.Status != replaycheck.StatusOK && r.Status != replaycheck.StatusStructureOnly {
 			fmt.Fprint(w, "\n"+r.Text())
 		}
 	}
@@ -235,7 +235,7 @@ func replayAnchorsRun(f *Factory, opts *replayAnchorsOptions) error {
 	if err != nil {
 		return err
 	}
-	rep := replay.Anchors(id, evs, opts.Needles)
+	rep := replaycheck.Anchors(id, evs, opts.Needles)
 	if opts.JSON {
 		if err := json.NewEncoder(f.Out).Encode(rep); err != nil {
 			return err
@@ -249,7 +249,7 @@ func replayAnchorsRun(f *Factory, opts *replayAnchorsOptions) error {
 	return nil
 }
 
-func writeAnchors(w io.Writer, rep replay.AnchorsReport) {
+func writeAnchors(w io.Writer, rep replaycheck.AnchorsReport) {
 	fmt.Fprintf(w, "session %s: %d compaction(s)\n", rep.SessionID, len(rep.Compactions))
 	for i, c := range rep.Compactions {
 		verdict := "ok"
@@ -310,7 +310,7 @@ func replayDiffRun(f *Factory, opts *replayDiffOptions) error {
 	if err != nil {
 		return err
 	}
-	rep := replay.Diff(aID, a, bID, b)
+	rep := replaycheck.Diff(aID, a, bID, b)
 	if opts.JSON {
 		if err := json.NewEncoder(f.Out).Encode(rep); err != nil {
 			return err
@@ -324,14 +324,14 @@ func replayDiffRun(f *Factory, opts *replayDiffOptions) error {
 	return nil
 }
 
-func writeDiff(w io.Writer, rep replay.DiffReport) {
+func writeDiff(w io.Writer, rep replaycheck.DiffReport) {
 	fmt.Fprintf(w, "A %s %s/%s %s: %d tool calls, %d tokens, $%.4f\n", rep.A.SessionID, rep.A.Provider, rep.A.Model, rep.A.Status,
 		rep.A.ToolCalls, rep.A.InputTokens+rep.A.OutputTokens, rep.A.CostUSD)
 	fmt.Fprintf(w, "B %s %s/%s %s: %d tool calls, %d tokens, $%.4f\n", rep.B.SessionID, rep.B.Provider, rep.B.Model, rep.B.Status,
 		rep.B.ToolCalls, rep.B.InputTokens+rep.B.OutputTokens, rep.B.CostUSD)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TURN\t\tA CALLS → RESULTS\tA TOKENS\tB CALLS → RESULTS\tB TOKENS\tDIFFERS")
-	side := func(t *replay.Turn) (string, string) {
+	side := func(t *replaycheck.Turn) (string, string) {
 		if t == nil {
 			return "(no turn)", "-"
 		}

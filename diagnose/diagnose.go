@@ -26,7 +26,7 @@
 //	pending       intents without a result; needs_human reconciliations
 //	approvals     approval requests and how long each waited
 //	compaction    compactions, and whether the goal survived them
-//	              (replay.Anchors: the first user message verbatim)
+//	              (replaycheck.Anchors: the first user message verbatim)
 //	slow_tools    the slowest tool calls
 //	exit          the exit path: each session_finished, or where the log
 //	              stops when it has none (a crash)
@@ -49,7 +49,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/query"
-	"github.com/agentctl/agentctl/replay"
+	replaycheck "github.com/agentctl/agentctl/replay/check"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -462,7 +462,7 @@ func (d *diag) compactions() error {
 	for _, r := range rows {
 		seqs = append(seqs, num(r[0]))
 	}
-	rep := replay.Anchors(d.id, d.evs, nil)
+	rep := replaycheck.Anchors(d.id, d.evs, nil)
 	text := fmt.Sprintf("%d %s (last through seq %d)", len(rows), plural(len(rows), "compaction", "compactions"), num(rows[len(rows)-1][1]))
 	if rep.OK {
 		text += "; the goal survived: the first user message is held verbatim after each, and every summary was made from original events."

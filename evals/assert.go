@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/replay"
+	replaycheck "github.com/agentctl/agentctl/replay/check"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -308,7 +308,7 @@ func check(ctx context.Context, a *Assertion, f *facts) Result {
 	case KindCommand:
 		return checkCommand(ctx, a, f.ws)
 	case KindAnchored:
-		rep := replay.Anchors(f.id, f.evs, a.Anchored.Needles)
+		rep := replaycheck.Anchors(f.id, f.evs, a.Anchored.Needles)
 		if len(rep.Compactions) < *a.Anchored.MinCompactions {
 			return fail(a, "the run compacted %d times, fewer than min_compactions %d: nothing shows the needles survive", len(rep.Compactions), *a.Anchored.MinCompactions)
 		}

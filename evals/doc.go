@@ -48,7 +48,7 @@
 // session (ScopeSQL); it passes when the first column of the first row is
 // true. crash_safe runs package crashtest over the agent spec once per eval
 // (not per repeat) and needs the agentctl binary (Config.Exe). anchored is
-// replay.Anchors with the needles, and needs min_compactions (default 1)
+// replaycheck.Anchors with the needles, and needs min_compactions (default 1)
 // compactions to have happened. reviewer is a session of its own: see
 // ReviewerSystem for the protocol. A replay scenario also checks
 // replay_matches: the replay's tool results and status equal the

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
@@ -21,13 +23,13 @@ func BenchmarkSubagentReplay(b *testing.B) { benchSubagentReplay(b, true) }
 func BenchmarkSubagentRecord(b *testing.B) { benchSubagentReplay(b, false) }
 
 func benchSubagentReplay(b *testing.B, replay bool) {
-	sp := loadAgent(b, "delegate")
+	sp := testenv.LoadAgent(b, "delegate")
 	home := b.TempDir()
 	src := recorder.Store{Root: home}
-	newProv := func(sp *spec.Spec) (provider.Provider, error) { return scripted(b, sp), nil }
+	newProv := func(sp *spec.Spec) (provider.Provider, error) { return replaytest.Scripted(b, sp), nil }
 	record := func(id string) {
-		res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: src, Provider: scripted(b, sp),
-			Tools: testTools(b, sp), SessionID: id, NewProvider: newProv})
+		res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: src, Provider: replaytest.Scripted(b, sp),
+			Tools: replaytest.Tools(b, sp), SessionID: id, NewProvider: newProv})
 		if err != nil || res.Status != session.StatusDone {
 			b.Fatalf("record: %v %s", err, res.Status)
 		}
@@ -45,7 +47,7 @@ func benchSubagentReplay(b *testing.B, replay bool) {
 			record(fmt.Sprintf("be0d%012x", i))
 			continue
 		}
-		rep, err := Run(context.Background(), RunConfig{Store: dst, SessionID: id, Events: evs, Spec: sp, Tools: testTools(b, sp), Recordings: &src})
+		rep, err := Run(context.Background(), RunConfig{Store: dst, SessionID: id, Events: evs, Spec: sp, Tools: replaytest.Tools(b, sp), Recordings: &src})
 		if err != nil || len(rep.Differences) != 0 || len(rep.Subagents) != 1 {
 			b.Fatalf("replay: %v %+v", err, rep.Differences)
 		}

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
@@ -18,12 +20,12 @@ import (
 // and its child's.
 func recordDelegate(t *testing.T, home string) (string, string) {
 	t.Helper()
-	sp := loadAgent(t, "delegate")
+	sp := testenv.LoadAgent(t, "delegate")
 	st := recorder.Store{Root: home}
 	const id = "de1e000000000001"
-	newProv := func(sp *spec.Spec) (provider.Provider, error) { return scripted(t, sp), nil }
-	res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Provider: scripted(t, sp),
-		Tools: testTools(t, sp), Clock: fixedClock(), SessionID: id, NewProvider: newProv})
+	newProv := func(sp *spec.Spec) (provider.Provider, error) { return replaytest.Scripted(t, sp), nil }
+	res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Provider: replaytest.Scripted(t, sp),
+		Tools: replaytest.Tools(t, sp), Clock: replaytest.FixedClock(), SessionID: id, NewProvider: newProv})
 	if err != nil || res.Err != nil || res.Status != session.StatusDone {
 		t.Fatalf("record delegate: %v %v %s", err, res.Err, res.Status)
 	}
@@ -129,9 +131,9 @@ func TestRunServesSubagentsFromTheirRecording(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sp := loadAgent(t, "delegate")
+			sp := testenv.LoadAgent(t, "delegate")
 			rep, err := Run(context.Background(), RunConfig{Store: recorder.Store{Root: t.TempDir()}, SessionID: id, Events: evs,
-				Spec: sp, Tools: testTools(t, sp), Recordings: &src})
+				Spec: sp, Tools: replaytest.Tools(t, sp), Recordings: &src})
 			if err != nil {
 				t.Fatal(err)
 			}

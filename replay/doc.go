@@ -1,37 +1,14 @@
-// Package replay treats recorded sessions as test cases: it re-projects
-// them with today's code, re-runs them offline, forks them against another
-// model, compares them, and checks that compaction kept what it must.
+// Package replay treats recorded sessions as test cases by re-executing
+// them: it re-runs them offline with today's tools and forks them against
+// another model.
 //
-// # Verify
+// The pure checks on a recorded log (Verify, Anchors, Diff and their
+// reports) are in package replay/check, which links none of the runner:
+// view, diagnose and `agentctl replay verify` use them without linking the
+// machinery this package re-executes sessions with. Run's and Fork's tests
+// verify the logs they write with it.
 //
-// Verify folds a log once with a session.Projector and, before each
-// model_call, hashes today's projection the way the runner did
-// (session.Digest over the messages and the header's tool list) and
-// compares it with the recorded request_digest. Messages are hashed once
-// each (session.Digester), so verify is linear in the log. The first divergence is
-// reported with a stable code and both sides; as the log keeps digests, not
-// payloads, the log's side is rebuilt by trying the earlier projection
-// rules in Rules, and when none reproduces the digest the messages new since
-// the last agreeing call are listed as suspects. Compaction calls are
-// recomputed with session.CompactionMessages over the originals (Anchors
-// checks what they read). Sessions imported from other tools have no
-// digests: their structure only is checked.
-//
-//	rep := replay.Verify(id, evs, replay.VerifyOptions{})
-//	if rep.Divergence != nil {
-//		fmt.Print(rep.Divergence.Text())
-//	}
-//
-// A Verifier is the same fold fed one event at a time; VerifyLog drives it
-// from recorder.ScanFile, so verifying from disk never holds the log's
-// events (optionally decoding on one goroutine and folding on another),
-// and VerifyLogs verifies many logs on all CPUs, as `agentctl replay
-// verify` does. A test holds the Verifier to the batch fold on every
-// fixture and damaged variants of them; the few logs it cannot fold in one
-// pass (seqs out of order, a compaction through a seq before an earlier
-// one's) are handed back and verified whole.
-//
-// # Run, Fork, Diff, Anchors
+// # Run, Fork
 //
 // Run re-executes a session with provider.Recorded standing in for the
 // model (no network, no key) and the tools re-run in a fresh copy of the
@@ -52,9 +29,7 @@
 // with runner.Resume. ForkExternal forks an external agent's session,
 // whose state is the program's: the agent runs again, the proxy replaying
 // its calls up to the seq (proxy.Replay with Until) and serving the rest
-// live. Diff compares two sessions turn by turn. Anchors
-// checks every compaction: the first user message verbatim and the needles
-// in the projection after it, and source_seqs naming original events only.
+// live.
 //
 // Subagents replay from their own recordings (children.go): Run serves
 // each task call's child with the recorded child's turns and compares its
@@ -70,5 +45,5 @@
 // they cannot run here).
 //
 // Nothing here is safe for concurrent use on the same value; distinct
-// sessions may be verified in parallel.
+// sessions may be replayed in parallel.
 package replay

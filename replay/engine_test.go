@@ -8,41 +8,12 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/recorder"
+	replaycheck "github.com/agentctl/agentctl/replay/check"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
-
-// TestAnchors checks the compaction fixtures: a summary that dropped the
-// goal stated once (in the second user message) and was made from the
-// previous summary fails; its twin passes; real runner compactions pass.
-func TestAnchors(t *testing.T) {
-	goal := "never drop the users table"
-	ok := Anchors(fxAnchorsOK, loadFixture(t, fxAnchorsOK), []string{goal})
-	if !ok.OK || len(ok.Compactions) != 2 {
-		t.Fatalf("anchors-ok = %+v, want 2 compactions, ok", ok)
-	}
-	bad := Anchors(fxDroppedGoal, loadFixture(t, fxDroppedGoal), []string{goal})
-	if bad.OK || len(bad.Compactions) != 2 || !bad.Compactions[0].OK {
-		t.Fatalf("dropped-goal = %+v, want the second compaction to fail", bad)
-	}
-	var codes []string
-	for _, f := range bad.Compactions[1].Findings {
-		codes = append(codes, f.Code)
-	}
-	if got, want := strings.Join(codes, ","), CodeNeedleLost+","+CodeSummaryOfSummary; got != want {
-		t.Errorf("findings = %s, want %s", got, want)
-	}
-	long := Anchors(fxCompacting, loadFixture(t, fxCompacting), []string{"never edit anything under vendor/"})
-	if !long.OK || len(long.Compactions) < 2 {
-		t.Fatalf("long-refactor = %+v, want ok over several compactions", long)
-	}
-	for _, c := range long.Compactions {
-		if c.Found["never edit anything under vendor/"] != "first user message" {
-			t.Errorf("compaction seq %d: constraint found in %q, want the pinned first user message", c.Seq, c.Found["never edit anything under vendor/"])
-		}
-	}
-}
 
 // TestRunOffline re-runs a recording with no provider built and no key:
 // the recorded turns stand in for the model. The tools run in a fresh
@@ -54,13 +25,13 @@ func TestRunOffline(t *testing.T) {
 	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1") // any network call would fail
 	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
 	home := t.TempDir()
-	evs := record(t, home, "fix-typo", "0000000000000c01")
+	evs := replaytest.Record(t, home, "fix-typo", "0000000000000c01")
 	sp, err := spec.FromHeader(evs[0].Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	scratch := recorder.Store{Root: t.TempDir()}
-	rep, err := Run(context.Background(), RunConfig{Store: scratch, SessionID: "0000000000000c01", Events: evs, Spec: sp, Tools: testTools(t, sp)})
+	rep, err := Run(context.Background(), RunConfig{Store: scratch, SessionID: "0000000000000c01", Events: evs, Spec: sp, Tools: replaytest.Tools(t, sp)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +42,7 @@ func TestRunOffline(t *testing.T) {
 	if replayed[0].Provider != "recorded" {
 		t.Errorf("replay header provider = %q, want recorded", replayed[0].Provider)
 	}
-	if v := Verify(rep.ReplaySessionID, replayed, VerifyOptions{}); v.Status != StatusOK {
+	if v := replaycheck.Verify(rep.ReplaySessionID, replayed, replaycheck.VerifyOptions{}); v.Status != replaycheck.StatusOK {
 		t.Errorf("the replay's own log does not verify: %s", v.Text())
 	}
 
@@ -82,14 +53,14 @@ func TestRunOffline(t *testing.T) {
 	}
 	sp2 := *sp
 	sp2.Workspace.From = changed
-	rep, err = Run(context.Background(), RunConfig{Store: scratch, SessionID: "0000000000000c01", Events: evs, Spec: &sp2, Tools: testTools(t, &sp2)})
+	rep, err = Run(context.Background(), RunConfig{Store: scratch, SessionID: "0000000000000c01", Events: evs, Spec: &sp2, Tools: replaytest.Tools(t, &sp2)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Differences) < 2 || rep.Differences[0].Code != CodeResultDiffers || rep.Differences[0].CallID != "call_1_0" {
 		t.Fatalf("Run on a changed workspace = %+v, want differences from call_1_0 on", rep)
 	}
-	rep, err = Run(context.Background(), RunConfig{Store: scratch, SessionID: "0000000000000c01", Events: evs, Spec: &sp2, Tools: testTools(t, &sp2), Strict: true})
+	rep, err = Run(context.Background(), RunConfig{Store: scratch, SessionID: "0000000000000c01", Events: evs, Spec: &sp2, Tools: replaytest.Tools(t, &sp2), Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,14 +74,14 @@ func TestRunOffline(t *testing.T) {
 func TestForkToScriptedModel(t *testing.T) {
 	home := t.TempDir()
 	st := recorder.Store{Root: home}
-	evs := record(t, home, "fix-typo", "0000000000000f01")
+	evs := replaytest.Record(t, home, "fix-typo", "0000000000000f01")
 	sp, _ := spec.FromHeader(evs[0].Spec)
 	fsp := *sp
 	fsp.Model = spec.Model{Provider: "scripted", ID: "scripted-2"}
 	script := provider.Script{Turns: []provider.ScriptTurn{{Text: "I would rather leave the typo alone."}}}
 	// Fork after the first tool result (seq 6): the edit never happens.
 	rep, err := Fork(context.Background(), ForkConfig{Store: st, SessionID: "0000000000000f01", Events: evs, From: 6,
-		Spec: &fsp, Provider: provider.NewScripted(script, "scripted-2"), Tools: testTools(t, &fsp), ForkID: "0000000000000f02"})
+		Spec: &fsp, Provider: provider.NewScripted(script, "scripted-2"), Tools: replaytest.Tools(t, &fsp), ForkID: "0000000000000f02"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +102,7 @@ func TestForkToScriptedModel(t *testing.T) {
 			t.Errorf("copied event %d = %+v, want %+v", i+1, b, a)
 		}
 	}
-	d := Diff("0000000000000f01", evs, "0000000000000f02", fevs)
+	d := replaycheck.Diff("0000000000000f01", evs, "0000000000000f02", fevs)
 	if d.FirstDiff != 2 || d.Same || d.B.Status != session.StatusFailed {
 		t.Fatalf("Diff = first %d same %v status %s, want turn 2 to differ", d.FirstDiff, d.Same, d.B.Status)
 	}
@@ -141,9 +112,9 @@ func TestForkToScriptedModel(t *testing.T) {
 
 	// A fork at the end of the edit, same model: the workspace is rebuilt
 	// with the edit re-applied, the pinned script goes on at turn 3.
-	sprov := scripted(t, sp)
+	sprov := replaytest.Scripted(t, sp)
 	rep, err = Fork(context.Background(), ForkConfig{Store: st, SessionID: "0000000000000f01", Events: evs, From: 10,
-		Spec: sp, Provider: sprov, Tools: testTools(t, sp), ForkID: "0000000000000f03"})
+		Spec: sp, Provider: sprov, Tools: replaytest.Tools(t, sp), ForkID: "0000000000000f03"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +122,7 @@ func TestForkToScriptedModel(t *testing.T) {
 		t.Fatalf("same-model Fork = %+v, want done with one edit re-applied", rep)
 	}
 	if _, err := Fork(context.Background(), ForkConfig{Store: st, SessionID: "0000000000000f01", Events: evs, From: 3, Spec: sp,
-		Provider: sprov, Tools: testTools(t, sp)}); err == nil || !strings.Contains(err.Error(), "use --from 4") {
+		Provider: sprov, Tools: replaytest.Tools(t, sp)}); err == nil || !strings.Contains(err.Error(), "use --from 4") {
 		t.Errorf("fork between an assistant message and its model_call: err = %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
@@ -73,7 +74,7 @@ func TestForkFromGitState(t *testing.T) {
 			sp := gitAgent(t, git)
 			home := t.TempDir()
 			st := recorder.Store{Root: home}
-			res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Provider: scripted(t, sp), Tools: testTools(t, sp), SessionID: "00000000000009a1"})
+			res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Provider: replaytest.Scripted(t, sp), Tools: replaytest.Tools(t, sp), SessionID: "00000000000009a1"})
 			if err != nil || res.Status != session.StatusDone {
 				t.Fatalf("run: %+v, %v", res, err)
 			}
@@ -92,7 +93,7 @@ func TestForkFromGitState(t *testing.T) {
 			fsp.Model = spec.Model{Provider: "scripted", ID: "scripted-2"}
 			stop := provider.Script{Turns: []provider.ScriptTurn{{Text: "Stopping here."}}}
 			rep, err := Fork(context.Background(), ForkConfig{Store: st, SessionID: res.SessionID, Events: evs, From: from,
-				Spec: &fsp, Provider: provider.NewScripted(stop, "scripted-2"), Tools: testTools(t, &fsp), ForkID: "00000000000009a2"})
+				Spec: &fsp, Provider: provider.NewScripted(stop, "scripted-2"), Tools: replaytest.Tools(t, &fsp), ForkID: "00000000000009a2"})
 			if git == "false" {
 				if err == nil || !strings.Contains(err.Error(), "bash") {
 					t.Fatalf("fork past bash without git state: %v, want the old refusal", err)

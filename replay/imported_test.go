@@ -2,25 +2,13 @@ package replay
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
-	"github.com/agentctl/agentctl/transcript"
 )
-
-// importFile imports a real transcript of the repository's corpus
-// (testdata/corpus/transcripts, byte for byte).
-func importFile(t *testing.T, rel string) []session.Event {
-	t.Helper()
-	ss, err := transcript.Import(transcript.FormatAuto, filepath.Join("..", "testdata", "corpus", "transcripts", filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss[0].Events
-}
 
 // TestRunImported replays imported sessions offline with no spec: the
 // recorded turns stand in for the model and the recorded results for the
@@ -43,7 +31,7 @@ func TestRunImported(t *testing.T) {
 		{"swe-agent/SWE-agent__SWE-agent/6e44b9__sweagenttestrepo-1c2844.traj", 5, 5, StatusEndOfRecording},
 	} {
 		t.Run(tt.rel, func(t *testing.T) {
-			evs := importFile(t, tt.rel)
+			evs := replaytest.ImportFile(t, tt.rel)
 			rep, err := Run(context.Background(), RunConfig{Store: recorder.Store{Root: t.TempDir()}, SessionID: evs[0].SessionID,
 				Events: evs, Spec: ImportedSpec(evs), Tools: RecordedTools(evs)})
 			if err != nil {
@@ -60,7 +48,7 @@ func TestRunImported(t *testing.T) {
 // TestUnavailableTools: a fork of an imported session offers the tools
 // its messages called, and each says it cannot run here.
 func TestUnavailableTools(t *testing.T) {
-	evs := importFile(t, "claude-code/oneryalcin__fasthooks/sample_main_transcript.jsonl")
+	evs := replaytest.ImportFile(t, "claude-code/oneryalcin__fasthooks/sample_main_transcript.jsonl")
 	reg := UnavailableTools(evs)
 	if got := reg.Names(); len(got) != 3 || got[0] != "Bash" || got[1] != "Read" || got[2] != "Write" {
 		t.Fatalf("tools = %v, want Bash, Read, Write", got)

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/session"
 )
@@ -24,11 +26,11 @@ type crashSignal struct{}
 // the replay's calls ran under keys derived from the replay's own session
 // id, so a real payment API would have charged the card again.
 func TestRunUsesRecordedKeys(t *testing.T) {
-	sp := loadAgent(t, "charge-order")
+	sp := testenv.LoadAgent(t, "charge-order")
 	home := t.TempDir()
 	st := recorder.Store{Root: home}
 	const id = "c4a1000000000028"
-	cfg := runner.Config{Spec: sp, Store: st, Provider: scripted(t, sp), Tools: testTools(t, sp), Clock: fixedClock(), SessionID: id}
+	cfg := runner.Config{Spec: sp, Store: st, Provider: replaytest.Scripted(t, sp), Tools: replaytest.Tools(t, sp), Clock: replaytest.FixedClock(), SessionID: id}
 	hits := 0
 	cfg.Failpoint = func(kind string, seq int64) {
 		if kind == "in-tool" {
@@ -49,7 +51,7 @@ func TestRunUsesRecordedKeys(t *testing.T) {
 		t.Fatalf("the run did not crash in the charge: %+v, %v", res, err)
 	}()
 	cfg.Failpoint = nil
-	cfg.Provider = scripted(t, sp)
+	cfg.Provider = replaytest.Scripted(t, sp)
 	res, err := runner.Resume(context.Background(), cfg, id)
 	if err != nil || res.Status != session.StatusDone {
 		t.Fatalf("resume: %+v, %v", res, err)
@@ -72,7 +74,7 @@ func TestRunUsesRecordedKeys(t *testing.T) {
 	}
 
 	scratch := recorder.Store{Root: t.TempDir()}
-	rep, err := Run(context.Background(), RunConfig{Store: scratch, SessionID: id, Events: evs, Spec: sp, Tools: testTools(t, sp)})
+	rep, err := Run(context.Background(), RunConfig{Store: scratch, SessionID: id, Events: evs, Spec: sp, Tools: replaytest.Tools(t, sp)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/agentctl/agentctl/query"
 	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/replay"
+	replaycheck "github.com/agentctl/agentctl/replay/check"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/transcript"
 	"github.com/agentctl/agentctl/transcript/transcripttest"
@@ -109,14 +109,14 @@ func TestEveryCorpusFileImports(t *testing.T) {
 						orphans++
 					}
 				}
-				rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{})
+				rep := replaycheck.Verify(s.ID(), s.Events, replaycheck.VerifyOptions{})
 				problems := 0
 				for _, p := range rep.Problems {
 					if p.Code != "orphan_tool_result" {
 						problems++
 					}
 				}
-				if (rep.Status != replay.StatusStructureOnly && orphans == 0) || problems > 0 || len(rep.Problems) != orphans {
+				if (rep.Status != replaycheck.StatusStructureOnly && orphans == 0) || problems > 0 || len(rep.Problems) != orphans {
 					t.Errorf("%s: %d orphan results reported; verify = %s", s.ID(), orphans, rep.Text())
 				}
 				// Every record of a real file is imported, or is not part of
@@ -483,8 +483,8 @@ func TestMalformedVariants(t *testing.T) {
 				t.Errorf("the orphan result is not kept as a call without its request: %+v", c)
 			}
 			// verify calls the structure broken, at that result.
-			rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{})
-			if rep.Status != replay.StatusBroken || len(rep.Problems) != 1 || rep.Problems[0].Code != "orphan_tool_result" {
+			rep := replaycheck.Verify(s.ID(), s.Events, replaycheck.VerifyOptions{})
+			if rep.Status != replaycheck.StatusBroken || len(rep.Problems) != 1 || rep.Problems[0].Code != "orphan_tool_result" {
 				t.Errorf("verify = %s", rep.Text())
 			}
 		}},
@@ -563,7 +563,7 @@ func TestMalformedVariants(t *testing.T) {
 					t.Errorf("no %s note at line %d in %+v", tt.code, tt.line, s.Report.Notes)
 				}
 			}
-			if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 && tt.code != transcript.CodeOrphanResult {
+			if rep := replaycheck.Verify(s.ID(), s.Events, replaycheck.VerifyOptions{}); len(rep.Problems) > 0 && tt.code != transcript.CodeOrphanResult {
 				t.Errorf("verify: %s", rep.Text())
 			}
 			if tt.check != nil {
@@ -807,7 +807,7 @@ func TestClaudeCodeParallelResults(t *testing.T) {
 					}
 				}
 			}
-			if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+			if rep := replaycheck.Verify(s.ID(), s.Events, replaycheck.VerifyOptions{}); len(rep.Problems) > 0 {
 				t.Errorf("verify: %s", rep.Text())
 			}
 		})
@@ -897,7 +897,7 @@ func TestATIFObservationsWithoutCallID(t *testing.T) {
 			t.Errorf("call %s has no result", id)
 		}
 	}
-	if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+	if rep := replaycheck.Verify(s.ID(), s.Events, replaycheck.VerifyOptions{}); len(rep.Problems) > 0 {
 		t.Errorf("verify: %s", rep.Text())
 	}
 	out, err := transcript.ExportATIF(s.ID(), s.Events, nil)
@@ -1168,7 +1168,7 @@ func TestSWEAgentHistoryOnly(t *testing.T) {
 			if responses == 0 || calls == 0 || results == 0 || transcript.Lost(r) != 0 {
 				t.Errorf("counts %d %d %d, lost %d", responses, calls, results, transcript.Lost(r))
 			}
-			if rep := replay.Verify(ss[0].ID(), ss[0].Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+			if rep := replaycheck.Verify(ss[0].ID(), ss[0].Events, replaycheck.VerifyOptions{}); len(rep.Problems) > 0 {
 				t.Errorf("verify: %s", rep.Text())
 			}
 		})
@@ -1224,7 +1224,7 @@ func TestInspectScorerCallsAndSourceCost(t *testing.T) {
 				t.Errorf("note %+v", n)
 			}
 		}
-		if rep := replay.Verify(s.ID(), s.Events, replay.VerifyOptions{}); len(rep.Problems) > 0 {
+		if rep := replaycheck.Verify(s.ID(), s.Events, replaycheck.VerifyOptions{}); len(rep.Problems) > 0 {
 			t.Errorf("verify: %s", rep.Text())
 		}
 	})

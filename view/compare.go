@@ -4,13 +4,13 @@ import (
 	"fmt"
 
 	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/replay"
+	replaycheck "github.com/agentctl/agentctl/replay/check"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/termsafe"
 )
 
 // Compare is the data of a page that shows two sessions side by side,
-// aligned by turn as `agentctl replay diff` aligns them (replay.Diff).
+// aligned by turn as `agentctl replay diff` aligns them (replaycheck.Diff).
 type Compare struct {
 	A Side `json:"a"`
 	B Side `json:"b"`
@@ -38,7 +38,7 @@ type TurnRow struct {
 	Differ []string `json:"differ"`
 }
 
-// Turn is replay.Turn with its strings made safe and small.
+// Turn is replaycheck.Turn with its strings made safe and small.
 type Turn struct {
 	Seq     int64    `json:"seq"`
 	Text    string   `json:"text,omitempty"`
@@ -49,7 +49,7 @@ type Turn struct {
 	Cost    float64  `json:"cost"`
 }
 
-// CompareSessions compares a and b turn by turn with replay.Diff. Only
+// CompareSessions compares a and b turn by turn with replaycheck.Diff. Only
 // the IDs, events, SessionHref and MaxText of the inputs are used.
 func CompareSessions(a, b Input) (*Compare, error) {
 	for _, in := range []Input{a, b} {
@@ -57,7 +57,7 @@ func CompareSessions(a, b Input) (*Compare, error) {
 			return nil, fmt.Errorf("view: compare: session %s has no events", in.ID)
 		}
 	}
-	rep := replay.Diff(a.ID, a.Events, b.ID, b.Events)
+	rep := replaycheck.Diff(a.ID, a.Events, b.ID, b.Events)
 	all := func(int) bool { return true }
 	c := &cleaner{max: min(textCap(a, all), textCap(b, all))}
 	out := &Compare{A: side(a, rep.A), B: side(b, rep.B), Rows: make([]TurnRow, 0, len(rep.Rows)), FirstDiff: rep.FirstDiff, Same: rep.Same}
@@ -93,7 +93,7 @@ func relation(a, b Input) string {
 	return ""
 }
 
-func (c *cleaner) turn(t *replay.Turn) *Turn {
+func (c *cleaner) turn(t *replaycheck.Turn) *Turn {
 	if t == nil {
 		return nil
 	}

@@ -23,7 +23,7 @@
 // highlighted (Event.Lvl). The fold is session.State's, added event by
 // event (Build), so every call is the one the fold attributes an event to;
 // the view computes no figure of its own. A comparison (CompareSessions)
-// is replay.Diff's turn alignment with the first difference marked.
+// is replaycheck.Diff's turn alignment with the first difference marked.
 //
 // # Safety
 //

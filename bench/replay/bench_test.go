@@ -9,13 +9,13 @@ import (
 
 	"github.com/agentctl/agentctl/bench/internal/benchgen"
 	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/replay"
+	replaycheck "github.com/agentctl/agentctl/replay/check"
 )
 
 // The rows of bench/run for replay verify from disk (issue 23's goal: at
 // least 1M events/s for one 100k-event session and for 1,000 x 100,
 // linear within 10% from 10k to 100k). Each verifies real logs exactly as
-// `agentctl replay verify` does (replay.VerifyLogs, GC at 400%), and
+// `agentctl replay verify` does (replaycheck.VerifyLogs, GC at 400%), and
 // reports events per second and ns per event. The logs are written once
 // per benchmark, before the timer.
 
@@ -53,8 +53,8 @@ func benchVerify(b *testing.B, sessions, events int) {
 	b.ResetTimer()
 	c0 := cpuTime()
 	for b.Loop() {
-		for _, rep := range replay.VerifyLogs(ids, st.LogPath) {
-			if rep.Status != replay.StatusOK {
+		for _, rep := range replaycheck.VerifyLogs(ids, st.LogPath) {
+			if rep.Status != replaycheck.StatusOK {
 				b.Fatal(rep.Text())
 			}
 			n += rep.Events

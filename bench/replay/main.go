@@ -1,7 +1,7 @@
 // Command replay measures `agentctl replay verify` throughput: one session
 // of 100,000 events and 1,000 sessions of 100 events, generated with real
 // request digests and written as real logs, then verified from disk (read
-// + fold + hash, replay.VerifyLog and replay.VerifyLogs as the CLI runs
+// + fold + hash, replaycheck.VerifyLog and replaycheck.VerifyLogs as the CLI runs
 // them) and in memory (fold + hash). Linear growth shows as the same
 // ns/event at 10,000 and 100,000 events. Each from-disk figure is the best
 // and median of -runs, in wall-clock and in process CPU time.
@@ -24,7 +24,7 @@ import (
 
 	"github.com/agentctl/agentctl/bench/internal/benchgen"
 	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/replay"
+	replaycheck "github.com/agentctl/agentctl/replay/check"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -138,7 +138,7 @@ func inMemory(label string, evs []session.Event) float64 {
 	best := time.Duration(1 << 62)
 	for range 3 {
 		t0 := time.Now()
-		must(replay.Verify("x", evs, replay.VerifyOptions{}))
+		must(replaycheck.Verify("x", evs, replaycheck.VerifyOptions{}))
 		best = min(best, time.Since(t0))
 	}
 	ns := float64(best.Nanoseconds()) / float64(len(evs))
@@ -150,7 +150,7 @@ func inMemory(label string, evs []session.Event) float64 {
 func verifyAll(st recorder.Store, ids []string) int64 {
 	var total int64
 	for _, id := range ids {
-		rep := replay.VerifyLog(id, st.LogPath(id), false)
+		rep := replaycheck.VerifyLog(id, st.LogPath(id), false)
 		must(rep)
 		total += rep.Events
 	}
@@ -160,15 +160,15 @@ func verifyAll(st recorder.Store, ids []string) int64 {
 // verifyCLI verifies the sessions as `agentctl replay verify` does.
 func verifyCLI(st recorder.Store, ids []string) int64 {
 	var total int64
-	for _, rep := range replay.VerifyLogs(ids, st.LogPath) {
+	for _, rep := range replaycheck.VerifyLogs(ids, st.LogPath) {
 		must(rep)
 		total += rep.Events
 	}
 	return total
 }
 
-func must(r replay.Report) {
-	if r.Status != replay.StatusOK {
+func must(r replaycheck.Report) {
+	if r.Status != replaycheck.StatusOK {
 		fmt.Fprint(os.Stderr, r.Text())
 		os.Exit(1)
 	}

@@ -1,22 +1,23 @@
-package replay
+package check
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/session"
 )
 
 // fixtureHome holds the recorded sessions replay is tested against (and
-// the README and script tests use). `go test ./replay -run TestFixtures
+// the README and script tests use). `go test ./replay/check -run TestFixtures
 // -update` records them again; fixtures/replay/README.md says how each is
 // made.
-var fixtureHome = filepath.Join("..", "fixtures", "replay", "home")
+var fixtureHome = testenv.Fixture("replay", "home")
 
 // Fixture session ids.
 const (
@@ -83,40 +84,16 @@ func writeLog(t testing.TB, home, id string, evs []session.Event) {
 	_ = os.Remove(filepath.Join(st.SessionDir(id), recorder.LeaseFile))
 }
 
-// readJSONL reads a hand-written log in `agentctl show --json` form.
-func readJSONL(t testing.TB, path string) []session.Event {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []session.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		e, err := session.Decode(sc.Bytes())
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
 // regenerate records the fixture sessions again (with -update).
 func regenerate(t *testing.T) {
 	tmp := t.TempDir()
-	clean := record(t, tmp, "fix-typo", fxClean)
+	clean := replaytest.Record(t, tmp, "fix-typo", fxClean)
 	writeLog(t, fixtureHome, fxClean, clean)
 	writeLog(t, fixtureHome, fxOldToolName, redigest(clean, ruleNamed(t, "tool_name")))
 	writeLog(t, fixtureHome, fxOutputCap, redigest(clean, capOutputs))
-	writeLog(t, fixtureHome, fxCompacting, record(t, tmp, "long-refactor", fxCompacting))
-	writeLog(t, fixtureHome, fxAnchorsOK, readJSONL(t, filepath.Join("..", "fixtures", "replay", "anchors-ok.jsonl")))
-	writeLog(t, fixtureHome, fxDroppedGoal, readJSONL(t, filepath.Join("..", "fixtures", "replay", "anchors-summary-dropped-goal.jsonl")))
+	writeLog(t, fixtureHome, fxCompacting, replaytest.Record(t, tmp, "long-refactor", fxCompacting))
+	writeLog(t, fixtureHome, fxAnchorsOK, testenv.ReadJSONL(t, testenv.Fixture("replay", "anchors-ok.jsonl")))
+	writeLog(t, fixtureHome, fxDroppedGoal, testenv.ReadJSONL(t, testenv.Fixture("replay", "anchors-summary-dropped-goal.jsonl")))
 }
 
 func loadFixture(t testing.TB, id string) []session.Event {
@@ -143,7 +120,7 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./replay -update to create it)", err)
+		t.Fatalf("%v (run go test ./replay/check -update to create it)", err)
 	}
 	if got != string(want) {
 		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)

@@ -1,8 +1,9 @@
-package replay
+package check
 
 import (
 	"testing"
 
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -13,7 +14,7 @@ func TestVerifyRecordedRuns(t *testing.T) {
 	for i, agent := range []string{"fix-typo", "long-refactor", "retry-eval", "review-readonly", "loop-forever"} {
 		t.Run(agent, func(t *testing.T) {
 			id := "00000000000000a" + string(rune('0'+i))
-			evs := record(t, home, agent, id)
+			evs := replaytest.Record(t, home, agent, id)
 			rep := Verify(id, evs, VerifyOptions{})
 			if rep.Status != StatusOK || rep.Checked == 0 {
 				t.Fatalf("Verify = %+v, want ok with calls checked", rep)
@@ -30,7 +31,7 @@ func TestVerifyRecordedRuns(t *testing.T) {
 func TestIncrementalDigestMatches(t *testing.T) {
 	home := t.TempDir()
 	for i, agent := range []string{"long-refactor", "fix-typo"} {
-		evs := record(t, home, agent, "00000000000000b"+string(rune('0'+i)))
+		evs := replaytest.Record(t, home, agent, "00000000000000b"+string(rune('0'+i)))
 		d := session.NewDigester()
 		p := session.NewProjector(evs[0].System)
 		tools := []string{"a", "b"}

@@ -1,4 +1,4 @@
-package replay
+package check
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/session"
@@ -24,7 +26,7 @@ import (
 // The summary message stays within its budget: the oldest parts are
 // dropped (before, a part per compaction stayed in force).
 func TestCompactionRequestsFitTheWindow(t *testing.T) {
-	sp := loadAgent(t, "long-refactor")
+	sp := testenv.LoadAgent(t, "long-refactor")
 	var turns []provider.ScriptTurn
 	for round := 1; round <= 4; round++ {
 		for f := 1; f <= 8; f++ {
@@ -44,7 +46,7 @@ func TestCompactionRequestsFitTheWindow(t *testing.T) {
 	st := recorder.Store{Root: home}
 	const id = "c0a1000000000065"
 	res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Provider: provider.NewScripted(provider.Script{Turns: turns}, sp.Model.ID),
-		Tools: testTools(t, sp), Clock: fixedClock(), SessionID: id})
+		Tools: replaytest.Tools(t, sp), Clock: replaytest.FixedClock(), SessionID: id})
 	if err != nil || res.Err != nil || res.Status != session.StatusDone {
 		t.Fatalf("run: %+v %v", res, err)
 	}

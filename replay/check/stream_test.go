@@ -1,4 +1,4 @@
-package replay
+package check
 
 import (
 	"bytes"
@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -71,7 +73,7 @@ func TestVerifierMatchesBatch(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(seed), 0))
 
 	logs := map[string][]session.Event{}
-	for _, home := range []string{fixtureHome, filepath.Join("..", "fixtures", "home"), filepath.Join("..", "fixtures", "diagnose", "home")} {
+	for _, home := range []string{fixtureHome, testenv.Fixture("home"), testenv.Fixture("diagnose", "home")} {
 		st := recorder.Store{Root: home}
 		ids, err := st.IDs()
 		if err != nil {
@@ -87,10 +89,10 @@ func TestVerifierMatchesBatch(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	for i, agent := range []string{"fix-typo", "long-refactor", "retry-eval", "loop-forever"} {
-		logs["recorded "+agent] = record(t, tmp, agent, fmt.Sprintf("00000000000000c%d", i))
+		logs["recorded "+agent] = replaytest.Record(t, tmp, agent, fmt.Sprintf("00000000000000c%d", i))
 	}
-	logs["imported codemie"] = importFile(t, "claude-code/codemie-ai__codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl")
-	logs["imported fasthooks"] = importFile(t, "claude-code/oneryalcin__fasthooks/sample_main_transcript.jsonl")
+	logs["imported codemie"] = replaytest.ImportFile(t, "claude-code/codemie-ai__codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl")
+	logs["imported fasthooks"] = replaytest.ImportFile(t, "claude-code/oneryalcin__fasthooks/sample_main_transcript.jsonl")
 	clean := loadFixture(t, fxClean)
 	logs["redigested tool_name"] = redigest(clean, ruleNamed(t, "tool_name"))
 	logs["redigested output cap"] = redigest(clean, capOutputs)
@@ -129,7 +131,7 @@ func TestVerifierMatchesBatch(t *testing.T) {
 func TestVerifyLog(t *testing.T) {
 	type log struct{ id, path string }
 	var logs []log
-	for _, home := range []string{fixtureHome, filepath.Join("..", "fixtures", "home"), filepath.Join("..", "fixtures", "diagnose", "home")} {
+	for _, home := range []string{fixtureHome, testenv.Fixture("home"), testenv.Fixture("diagnose", "home")} {
 		st := recorder.Store{Root: home}
 		ids, err := st.IDs()
 		if err != nil {

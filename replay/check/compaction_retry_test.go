@@ -1,15 +1,14 @@
-package replay
+package check
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/replay/internal/replaytest"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
-	"github.com/agentctl/agentctl/runner/spec"
-	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -29,21 +28,10 @@ func (f flakySummaries) Complete(ctx context.Context, req provider.Request, onTe
 // the log as model_calls (attempt 1, then the answer as attempt 2), like a
 // turn's, and the log still verifies.
 func TestCompactionRetriesRecorded(t *testing.T) {
-	sp, err := spec.Load(filepath.Join("..", "fixtures", "agents", "long-refactor.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script, err := spec.LoadScript(sp.Model.Script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.Builtins(sp.Mode, sp.Tools)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := testenv.LoadAgent(t, "long-refactor")
 	store := recorder.Store{Root: t.TempDir()}
 	res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: store,
-		Provider: flakySummaries{provider.NewScripted(script, sp.Model.ID)}, Tools: reg})
+		Provider: flakySummaries{replaytest.Scripted(t, sp)}, Tools: replaytest.Tools(t, sp)})
 	if err != nil {
 		t.Fatal(err)
 	}
