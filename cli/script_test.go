@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/internal/testenv/logcheck"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/mcp/mcptest"
 	"github.com/agentctl/agentctl/runner/sandbox"
@@ -55,7 +57,18 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("FIXTURES", fixtures)
 			env.Setenv("CORPUS", filepath.Join(fixtures, "..", "testdata", "corpus"))
-			env.Setenv("AGENTCTL_HOME", filepath.Join(env.WorkDir, ".agentctl"))
+			home := filepath.Join(env.WorkDir, ".agentctl")
+			env.Setenv("AGENTCTL_HOME", home)
+			// Every log a script leaves in its home must pass replay
+			// verify, unless the script damaged one on purpose.
+			env.Defer(func() {
+				if _, damaged := damagedHomes.Load(env.WorkDir); damaged {
+					return
+				}
+				if err := logcheck.Home((&cli.Factory{Home: home}).Store()); err != nil {
+					env.T().Fatal(err)
+				}
+			})
 			// The real external agents .ci/run installs from npm
 			// (external_*.txtar run them when it is set).
 			if npm := os.Getenv("AGENTCTL_NPM_AGENTS"); npm != "" {
@@ -65,21 +78,35 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile":    waitFile,
-			"flipbyte":    flipByte,
-			"cutlog":      cutLog,
+			"flipbyte":    damages(flipByte),
+			"cutlog":      damages(cutLog),
 			"termlease":   termLease,
-			"forgeheader": forgeHeader,
+			"forgeheader": damages(forgeHeader),
 			"cc21":        cc21,
 			"jsonset":     jsonSet,
-			"forgeevent":  forgeEvent,
+			"forgeevent":  damages(forgeEvent),
 			"procsgone":   procsGone,
 			"nogrow":      noGrow,
 			"leftover":    leftover,
+			"damaged":     damages(func(*testscript.TestScript, bool, []string) {}),
 			"serve":       serveReplies,
 			"s3server":    s3Server,
 			"s3":          s3Cmd,
 		},
 	})
+}
+
+// damagedHomes holds the work folders of scripts that damaged a log on
+// purpose (flipbyte, cutlog, forgeheader, forgeevent, nolog): their logs
+// are not held to replay verify at the end.
+var damagedHomes sync.Map
+
+// damages marks the script's logs as damaged on purpose, then runs cmd.
+func damages(cmd func(*testscript.TestScript, bool, []string)) func(*testscript.TestScript, bool, []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		damagedHomes.Store(ts.Getenv("WORK"), true)
+		cmd(ts, neg, args)
+	}
 }
 
 // waitfile PATH [SECONDS]: wait until PATH exists (default 20 s).

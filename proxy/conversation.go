@@ -361,8 +361,15 @@ func (rc *callRecord) fail(s *Server, status int, typ, msg string, body []byte) 
 	rc.nameArtifacts(false)
 	e.Attrs = marshal(rc.attrs)
 	rc.append(s, e)
-	// What the request added is recorded now; a retry of it must not
-	// record it again.
+	rc.keepInputs()
+}
+
+// keepInputs moves the history to the request's messages after a call
+// that got no answer: what the request added is recorded now, and a retry
+// of it, or the next request that extends it, must not record it again
+// (the log would hold the user's message twice, and replay verify would
+// project a request the agent never sent).
+func (rc *callRecord) keepInputs() {
 	if len(rc.inputs) > 0 {
 		h := append([]session.Message(nil), rc.call.Messages...)
 		rc.conv.hmu.Lock()
@@ -405,6 +412,7 @@ func (rc *callRecord) finish(s *Server, status int, header http.Header, resp pro
 		e.Text = resp.Text
 		e.Attrs = marshal(rc.attrs)
 		rc.append(s, e)
+		rc.keepInputs()
 		return
 	}
 	am := session.Event{Kind: session.KindAssistantMessage, Text: resp.Text, ToolCalls: resp.ToolCalls, Refusal: resp.Refusal,

@@ -649,6 +649,20 @@ func ReplayOf(header Event) string {
 	return a.ReplayOf
 }
 
+// FromRequest reports whether an assistant message was written by the
+// agent's client into a request (attrs from_request, as the proxy
+// records it), not returned by a model: no model_call answers it.
+func FromRequest(e Event) bool {
+	if e.Kind != KindAssistantMessage || len(e.Attrs) == 0 {
+		return false
+	}
+	var a struct {
+		FromRequest bool `json:"from_request"`
+	}
+	_ = json.Unmarshal(e.Attrs, &a)
+	return a.FromRequest
+}
+
 // ErrorTypeReplayDivergence is the error_type of a model_call a replay
 // answered with a divergence (the request differs from the recording),
 // and the reason a diverged replay ends failed with.

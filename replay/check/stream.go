@@ -227,7 +227,7 @@ func (v *Verifier) structure(i int64, e, next *session.Event) {
 		for _, c := range e.ToolCalls {
 			v.calls[c.ID] = false
 		}
-		if !v.imported && (next == nil || next.Kind != session.KindModelCall) {
+		if unpairedAssistant(*e, next, v.imported) {
 			v.problems = append(v.problems, Problem{Code: CodeUnpairedAssistant, Seq: e.Seq, Detail: "no model_call follows the assistant message"})
 		}
 	case session.KindToolResult:

@@ -297,6 +297,13 @@ func finish(rep Report) Report {
 // digests: a header first, dense seqs, tool results that answer a call made
 // earlier and only once, and (for agentctl's own logs) a model_call right
 // after each assistant message.
+// unpairedAssistant: an assistant message agentctl recorded from a model
+// is followed by that call's model_call; one an import or the agent's
+// client wrote (session.FromRequest) has none to be followed by.
+func unpairedAssistant(e session.Event, next *session.Event, imported bool) bool {
+	return !imported && !session.FromRequest(e) && (next == nil || next.Kind != session.KindModelCall)
+}
+
 func checkStructure(evs []session.Event, imported bool) []Problem {
 	var out []Problem
 	calls := map[string]bool{} // call id -> answered
@@ -310,7 +317,11 @@ func checkStructure(evs []session.Event, imported bool) []Problem {
 			for _, c := range e.ToolCalls {
 				calls[c.ID] = false
 			}
-			if !imported && (i+1 >= len(evs) || evs[i+1].Kind != session.KindModelCall) {
+			var next *session.Event
+			if i+1 < len(evs) {
+				next = &evs[i+1]
+			}
+			if unpairedAssistant(e, next, imported) {
 				out = append(out, Problem{Code: CodeUnpairedAssistant, Seq: e.Seq, Detail: "no model_call follows the assistant message"})
 			}
 		case session.KindToolResult:
