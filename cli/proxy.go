@@ -407,9 +407,7 @@ func proxyCommand(ctx context.Context, f *Factory, opts *proxyOptions, base stri
 	sbase := base + "/s/" + id
 	cmd := exec.CommandContext(ctx, opts.Command[0], opts.Command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = f.In, f.Out, f.Err
-	env := append(os.Environ(),
-		"OPENAI_BASE_URL="+sbase+"/v1", "OPENAI_API_BASE="+sbase+"/v1",
-		"ANTHROPIC_BASE_URL="+sbase, "AGENTCTL_PROXY_URL="+sbase, "AGENTCTL_SESSION_ID="+id)
+	env := append(os.Environ(), spec.AgentEnv{Base: sbase, SessionID: id}.Vars()...)
 	if opts.Upstream == "" {
 		// No provider is reached: the SDKs still want a key to start.
 		for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {

@@ -186,6 +186,12 @@ func (cv *conversation) inputs(c *Call) []session.Event {
 	} else {
 		if isPrefix(cv.history, c.Messages) {
 			from = len(cv.history)
+			// The messages the history has are the call's, as recorded:
+			// a client that sends a call's arguments back normalised
+			// (Claude Code adds Edit's "replace_all": false) sent no new
+			// history, and the request digest must be the one replay
+			// verify projects from the log, not of the client's copy.
+			copy(c.Messages[:from], cv.history)
 		} else {
 			// The Digester trusts a payload to extend the last one when
 			// its last hashed message looks the same; this one does not

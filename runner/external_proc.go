@@ -87,19 +87,7 @@ func agentEnv(sp *spec.Spec, ws, base, id, prompt, key string, unconfined bool) 
 	for _, k := range keys {
 		env = append(env, k+"="+sp.Agent.Env[k])
 	}
-	env = append(env,
-		"OPENAI_BASE_URL="+base+"/v1",
-		"OPENAI_API_BASE="+base+"/v1",
-		"OPENAI_API_KEY="+key,
-		// The OpenAI Agents SDK's default model; Claude Code's model.
-		"OPENAI_DEFAULT_MODEL="+sp.Model.ID,
-		"ANTHROPIC_BASE_URL="+base, // Anthropic's SDKs append /v1 themselves
-		"ANTHROPIC_API_KEY="+key,
-		"ANTHROPIC_MODEL="+sp.Model.ID,
-		"AGENTCTL_PROXY_URL="+base,
-		"AGENTCTL_SESSION_ID="+id,
-		"AGENTCTL_PROMPT="+prompt,
-	)
+	env = append(env, spec.AgentEnv{Base: base, SessionID: id, Key: key, Model: sp.Model.ID, Prompt: prompt}.Vars()...)
 	return dedupeEnv(env)
 }
 

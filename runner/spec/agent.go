@@ -40,13 +40,49 @@ const (
 )
 
 // ReservedEnv lists the variables agentctl sets in an external agent's
-// environment: the base URLs and keys the common SDKs read (OpenAI's and
-// Anthropic's official SDKs, the OpenAI Agents SDK, Claude Code), the
-// switches that keep them from sending traffic elsewhere, and the prompt.
+// environment (AgentEnv.Vars): the base URLs and keys the common SDKs
+// read (OpenAI's and Anthropic's official SDKs, the OpenAI Agents SDK,
+// Claude Code), the model, and the prompt. A spec's agent.env may not set
+// them.
 var ReservedEnv = []string{
 	"OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY",
 	"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL",
 	"AGENTCTL_PROMPT", "AGENTCTL_SESSION_ID", "AGENTCTL_PROXY_URL",
+}
+
+// AgentEnv is what points an agent program's SDKs at one session of the
+// proxy: the same variables for a spec's agent: (the runner) and for
+// `agentctl proxy -- COMMAND`, which had two different sets before.
+type AgentEnv struct {
+	// Base is the proxy's URL with the session's prefix
+	// (http://127.0.0.1:PORT/s/<id>); SessionID is that id.
+	Base, SessionID string
+	// Key, if set, is the API key the SDKs are given (they refuse to start
+	// without one even when the proxy needs none); Model, if set, is the
+	// model they default to; Prompt, if set, is the task.
+	Key, Model, Prompt string
+}
+
+// Vars are the variables, later ones of the same name winning.
+func (e AgentEnv) Vars() []string {
+	v := []string{
+		"OPENAI_BASE_URL=" + e.Base + "/v1",
+		"OPENAI_API_BASE=" + e.Base + "/v1",
+		"ANTHROPIC_BASE_URL=" + e.Base, // Anthropic's SDKs append /v1 themselves
+		"AGENTCTL_PROXY_URL=" + e.Base,
+		"AGENTCTL_SESSION_ID=" + e.SessionID,
+	}
+	if e.Key != "" {
+		v = append(v, "OPENAI_API_KEY="+e.Key, "ANTHROPIC_API_KEY="+e.Key)
+	}
+	if e.Model != "" {
+		// The OpenAI Agents SDK's default model; Claude Code's model.
+		v = append(v, "OPENAI_DEFAULT_MODEL="+e.Model, "ANTHROPIC_MODEL="+e.Model)
+	}
+	if e.Prompt != "" {
+		v = append(v, "AGENTCTL_PROMPT="+e.Prompt)
+	}
+	return v
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
