@@ -91,7 +91,7 @@ func Backend(sp *spec.Spec) (proxy.Backend, error) {
 // scripted serves the model's script, in process (a provider) or over the
 // wire (a backend).
 func scripted[T any](m spec.Model, serve func(provider.Script) T) (T, error) {
-	s, err := spec.LoadScript(m.Script)
+	s, err := provider.LoadScript(m.Script)
 	if err != nil {
 		var none T
 		return none, err

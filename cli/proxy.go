@@ -18,7 +18,7 @@ import (
 	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
-	"github.com/agentctl/agentctl/runner/spec"
+	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -175,7 +175,7 @@ func proxyBackend(f *Factory, opts *proxyOptions) (proxy.Backend, *proxy.Replay,
 	}
 	switch {
 	case opts.Script != "":
-		s, err := spec.LoadScript(opts.Script)
+		s, err := provider.LoadScript(opts.Script)
 		if err != nil {
 			return nil, nil, hdr, fmt.Errorf("--script %s: %w", opts.Script, err)
 		}

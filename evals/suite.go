@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -197,7 +198,7 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 				sp.Prompt = sc.Prompt
 			}
 			if sp.Model.Provider == "scripted" {
-				if _, err := spec.LoadScript(sp.Model.Script); err != nil {
+				if _, err := provider.LoadScript(sp.Model.Script); err != nil {
 					bad(fmt.Sprintf("model script: %v", err), at("model")...)
 				}
 			}
@@ -354,7 +355,7 @@ func (s *Suite) validateAssertion(sc *Scenario, a *Assertion, bad func(string, .
 		if msg := checkModel(&r.Model); msg != "" {
 			bad("reviewer.model: "+msg, KindReviewer, "model")
 		} else if r.Model.Provider == "scripted" {
-			if _, err := spec.LoadScript(r.Model.Script); err != nil {
+			if _, err := provider.LoadScript(r.Model.Script); err != nil {
 				bad(fmt.Sprintf("reviewer.model script: %v", err), KindReviewer, "model")
 			}
 		}

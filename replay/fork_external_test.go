@@ -15,6 +15,7 @@ import (
 	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
+	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -57,7 +58,7 @@ func forkSpec(t *testing.T, calls []string, turns, extra string) *spec.Spec {
 
 func scriptedBackend(t *testing.T, file, model string) proxy.Backend {
 	t.Helper()
-	s, err := spec.LoadScript(file)
+	s, err := provider.LoadScript(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -40,15 +41,15 @@ func (r *run) budget() session.Budget { return r.st.Budget }
 // price is what the runner reserves and bills a call of the model in
 // force at: the spec's model.price when the spec names that model, else
 // the provider package's table.
-func (r *run) price() (provider.Price, bool) {
+func (r *run) price() (pricing.Price, bool) {
 	return priceOf(r.cfg.Spec, r.st.Model)
 }
 
-func priceOf(sp *spec.Spec, model string) (provider.Price, bool) {
+func priceOf(sp *spec.Spec, model string) (pricing.Price, bool) {
 	if p := sp.Model.Price; p != nil && sp.Model.ID == model {
 		return p.Provider(), true
 	}
-	return provider.PriceOf(model)
+	return pricing.PriceOf(model)
 }
 
 // needPrice refuses a cost budget for a model with no price: no call could
@@ -67,7 +68,7 @@ func needPrice(sp *spec.Spec, b session.Budget, model string) error {
 // price when it names the model, else what the provider computed.
 func (r *run) billed(resp provider.Response, model string) float64 {
 	if p := r.cfg.Spec.Model.Price; p != nil && r.cfg.Spec.Model.ID == model {
-		return p.Provider().Cost(provider.Usage{Input: resp.InputTokens, CacheRead: resp.CacheReadTokens,
+		return p.Provider().Cost(pricing.Usage{Input: resp.InputTokens, CacheRead: resp.CacheReadTokens,
 			CacheCreation: resp.CacheCreationTokens, Output: resp.OutputTokens})
 	}
 	return resp.CostUSD
@@ -101,14 +102,14 @@ func (r *run) modelBudget(req provider.Request) (maxOut int64, over string) {
 		if !ok {
 			return 0, fmt.Sprintf("max_cost_usd %.4f: model %s has no price to reserve against", b.MaxCostUSD, r.st.Model)
 		}
-		left := b.MaxCostUSD - r.costSpent() - p.Cost(provider.Usage{Input: in})
+		left := b.MaxCostUSD - r.costSpent() - p.Cost(pricing.Usage{Input: in})
 		fits := int64(math.MaxInt64)
 		if p.Output > 0 {
 			fits = int64(math.Floor(left / p.Output * 1e6))
 		}
 		if left <= 0 || fits < 1 {
 			return 0, fmt.Sprintf("max_cost_usd %.4f: $%.4f spent and the next call's %d input tokens and 1 output token would cost about $%.4f",
-				b.MaxCostUSD, r.costSpent(), in, p.Cost(provider.Usage{Input: in, Output: 1}))
+				b.MaxCostUSD, r.costSpent(), in, p.Cost(pricing.Usage{Input: in, Output: 1}))
 		}
 		if maxOut <= 0 || fits < maxOut {
 			maxOut, r.capBy = fits, fmt.Sprintf("max_cost_usd %.4f", b.MaxCostUSD)

@@ -12,7 +12,6 @@ import (
 	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
-	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
@@ -22,7 +21,7 @@ import (
 func runFixture(t *testing.T, name string) (recorder.Store, string) {
 	t.Helper()
 	sp := testenv.LoadAgent(t, name)
-	script, err := spec.LoadScript(sp.Model.Script)
+	script, err := provider.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

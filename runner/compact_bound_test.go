@@ -133,7 +133,7 @@ func TestCompactionBoundedOver2000Turns(t *testing.T) {
 // with 974 tokens.
 func TestLongRefactorFitsItsWindow(t *testing.T) {
 	sp := testenv.LoadAgent(t, "long-refactor")
-	script, err := spec.LoadScript(sp.Model.Script)
+	script, err := provider.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

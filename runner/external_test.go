@@ -15,6 +15,7 @@ import (
 	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/proxy"
 	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/runner/provider"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
@@ -46,7 +47,7 @@ func runExternal(t *testing.T, sp *spec.Spec) (Result, []session.Event, string) 
 		t.Skip("no curl")
 	}
 	testenv.NeedSandbox(t)
-	script, err := spec.LoadScript(sp.Model.Script)
+	script, err := provider.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
@@ -220,7 +221,7 @@ func TestCacheTokensCounted(t *testing.T) {
 		t.Errorf("model_call usage = in %d (read %d, write %d) out %d, want 55377 (55096, 0) 91",
 			mc.InputTokens, mc.CacheReadInputTokens, mc.CacheCreationInputTokens, mc.OutputTokens)
 	}
-	want := provider.CostOf("claude-sonnet-4-6", provider.Usage{Input: 55377, CacheRead: 55096, Output: 91})
+	want := pricing.CostOf("claude-sonnet-4-6", pricing.Usage{Input: 55377, CacheRead: 55096, Output: 91})
 	if math.Abs(mc.CostUSD-want) > 1e-12 || f.res.InputTokens != 55377 || math.Abs(f.res.CostUSD-want) > 1e-12 {
 		t.Errorf("cost %v, result in %d cost %v; want %v and 55377", mc.CostUSD, f.res.InputTokens, f.res.CostUSD, want)
 	}

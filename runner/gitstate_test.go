@@ -55,7 +55,7 @@ func newGitRun(t *testing.T, files map[string]string, script, extra string) *git
 
 func (g *gitRun) config(fp func(string, int64)) Config {
 	g.t.Helper()
-	script, err := spec.LoadScript(g.sp.Model.Script)
+	script, err := provider.LoadScript(g.sp.Model.Script)
 	if err != nil {
 		g.t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestReadOnlyRefusesSideEffects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := spec.LoadScript(sp.Model.Script)
+	script, err := provider.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

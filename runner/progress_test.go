@@ -9,7 +9,6 @@ import (
 	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner/provider"
-	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
@@ -89,7 +88,7 @@ func TestProgressAfterCompaction(t *testing.T) {
 	sp.Progress = []string{"pkg/f1.go"}
 	f := false
 	sp.Workspace.Git = &f
-	script, err := spec.LoadScript(sp.Model.Script)
+	script, err := provider.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func subagentDir(t *testing.T, files map[string]string) string {
 // scriptedProvider builds a spec's scripted model, as cli's buildProvider
 // does (Config.NewProvider of the tests).
 func scriptedProvider(sp *spec.Spec) (provider.Provider, error) {
-	script, err := spec.LoadScript(sp.Model.Script)
+	script, err := provider.LoadScript(sp.Model.Script)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
@@ -320,7 +320,7 @@ func importATIF(data []byte, file, part string, seen map[string]bool) (*Session,
 					} `json:"cache_creation"`
 				}
 				_ = json.Unmarshal(m.Extra, &x)
-				u := provider.Usage{Input: deref(m.PromptTokens), CacheRead: deref(m.CachedTokens), CacheCreation: x.CacheCreation,
+				u := pricing.Usage{Input: deref(m.PromptTokens), CacheRead: deref(m.CachedTokens), CacheCreation: x.CacheCreation,
 					CacheCreation1h: x.CC.H1, Output: deref(m.CompletionTokens)}
 				tr.usage = &u
 				tr.sourceCost = m.CostUSD

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -57,11 +57,11 @@ type ccUsage struct {
 
 // bill is Anthropic usage as the live provider counts it: billed input
 // holds the cache reads and writes.
-func (u *ccUsage) bill() *provider.Usage {
+func (u *ccUsage) bill() *pricing.Usage {
 	if u == nil {
 		return nil
 	}
-	return &provider.Usage{Input: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
+	return &pricing.Usage{Input: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
 		CacheRead: u.CacheReadInputTokens, CacheCreation: u.CacheCreationInputTokens,
 		CacheCreation1h: u.CacheCreation.Ephemeral1h, Output: u.OutputTokens}
 }

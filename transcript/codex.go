@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -284,11 +284,11 @@ func importCodex(path string) (*Session, error) {
 				}
 				hasUsage = true
 				// OpenAI's input_tokens already holds the cached ones.
-				bill := provider.Usage{Input: u.InputTokens, CacheRead: u.CachedInput, CacheCreation: u.CacheWriteInput, Output: u.OutputTokens}
+				bill := pricing.Usage{Input: u.InputTokens, CacheRead: u.CachedInput, CacheCreation: u.CacheWriteInput, Output: u.OutputTokens}
 				c := &b.evs[lastTurnIdx]
 				c.InputTokens, c.OutputTokens = bill.Input, bill.Output
 				c.CacheReadInputTokens, c.CacheCreationInputTokens = bill.CacheRead, bill.CacheCreation
-				c.CostUSD = provider.CostOf(priceModel(c.Model), bill)
+				c.CostUSD = pricing.CostOf(priceModel(c.Model), bill)
 				if a := &b.evs[lastTurnIdx-1]; a.Kind == session.KindAssistantMessage {
 					a.InputTokens, a.OutputTokens = bill.Input, bill.Output
 				}

@@ -24,7 +24,7 @@
 // One API response of the source becomes one assistant_message and one
 // model_call (usage counted once; input_tokens holds every input token
 // billed, cache reads and writes included, with the two cache fields as
-// the breakdown, and cost_usd priced by provider.CostOf as a live run
+// the breakdown, and cost_usd priced by pricing.CostOf as a live run
 // would be, or, for a model the price table does not know, the cost the
 // source recorded). A model call the conversation shows no answer of (an
 // Inspect scorer's) is a model_call on its own. Each tool call becomes a tool_intent at the time the model

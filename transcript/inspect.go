@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -87,12 +87,12 @@ type inspectOutput struct {
 }
 
 // bill is the output's usage as the live provider counts it (nil: none).
-func (o *inspectOutput) bill(prov string) *provider.Usage {
+func (o *inspectOutput) bill(prov string) *pricing.Usage {
 	u := o.Usage
 	if u == nil {
 		return nil
 	}
-	bill := provider.Usage{Input: u.InputTokens, CacheRead: u.CacheRead, CacheCreation: u.CacheWrite, Output: u.OutputTokens}
+	bill := pricing.Usage{Input: u.InputTokens, CacheRead: u.CacheRead, CacheCreation: u.CacheWrite, Output: u.OutputTokens}
 	if prov == "anthropic" {
 		// Inspect keeps Anthropic's input_tokens (without the cache);
 		// billed input holds the cache too.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -139,7 +139,7 @@ func importOpenHands(path string) (*Session, error) {
 					if read == 0 && u.PromptDetails != nil {
 						read = u.PromptDetails.Cached
 					}
-					cur.usage = &provider.Usage{Input: u.PromptTokens, CacheRead: read, CacheCreation: u.CacheCreationTokens, Output: u.CompletionTokens}
+					cur.usage = &pricing.Usage{Input: u.PromptTokens, CacheRead: read, CacheCreation: u.CacheCreationTokens, Output: u.CompletionTokens}
 				}
 			}
 			args := json.RawMessage(nil)

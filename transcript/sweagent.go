@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -170,7 +170,7 @@ func importSWEAgent(path string) (*Session, error) {
 		if i == len(t.Trajectory)-1 {
 			ms := t.Info.ModelStats
 			if ms.TokensSent+ms.TokensReceived > 0 {
-				tr.usage = &provider.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
+				tr.usage = &pricing.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
 				tr.sourceCost = &ms.InstanceCost
 			}
 			tr.callAttrs = map[string]any{"usage": "run totals (info.model_stats); the trajectory records no per-call usage",
@@ -240,7 +240,7 @@ func sweHistory(b *builder, t *sweTraj, prov, model string) {
 			if i == last {
 				ms := t.Info.ModelStats
 				if ms.TokensSent+ms.TokensReceived > 0 {
-					tr.usage = &provider.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
+					tr.usage = &pricing.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
 					tr.sourceCost = &ms.InstanceCost
 				}
 				tr.callAttrs = map[string]any{"usage": "run totals (info.model_stats); the history records no per-call usage",

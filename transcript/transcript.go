@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/runner/tools"
 	"github.com/agentctl/agentctl/session"
 )
@@ -265,7 +265,7 @@ type turn struct {
 	model      string
 	responseID string
 	finish     string
-	usage      *provider.Usage
+	usage      *pricing.Usage
 	// attrs of the assistant_message (verbatim parts that map to no
 	// field) and of the model_call.
 	attrs     map[string]any
@@ -279,11 +279,11 @@ type turn struct {
 
 // costOf prices usage u of model from the table, or, for a model the table
 // does not know, takes the cost the source recorded (nil: none, 0).
-func costOf(model string, u provider.Usage, source *float64) float64 {
-	if _, ok := provider.PriceOf(priceModel(model)); !ok && source != nil {
+func costOf(model string, u pricing.Usage, source *float64) float64 {
+	if _, ok := pricing.PriceOf(priceModel(model)); !ok && source != nil {
 		return *source
 	}
-	return provider.CostOf(priceModel(model), u)
+	return pricing.CostOf(priceModel(model), u)
 }
 
 // addTurn writes the assistant_message and model_call of one response:

@@ -14,6 +14,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/agentctl/agentctl/runner/provider/endpoint"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -144,9 +145,9 @@ func iterationsOf(raw string) []anthropicIteration {
 // input_tokens excludes the cache reads and writes, which it reports
 // apart, so the billed input is their sum. When usage.iterations is there
 // (server-side compaction), the bill is the sum over the iterations.
-func anthropicUsage(u anthropic.Usage, iters []anthropicIteration) Usage {
+func anthropicUsage(u anthropic.Usage, iters []anthropicIteration) pricing.Usage {
 	if len(iters) > 0 {
-		var out Usage
+		var out pricing.Usage
 		for _, it := range iters {
 			out.Input += it.InputTokens + it.CacheReadInputTokens + it.CacheCreationInputTokens
 			out.CacheRead += it.CacheReadInputTokens
@@ -156,7 +157,7 @@ func anthropicUsage(u anthropic.Usage, iters []anthropicIteration) Usage {
 		}
 		return out
 	}
-	return Usage{
+	return pricing.Usage{
 		Input:           u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
 		CacheRead:       u.CacheReadInputTokens,
 		CacheCreation:   u.CacheCreationInputTokens,
@@ -201,7 +202,7 @@ func anthropicResponse(msg *anthropic.Message, iters []anthropicIteration, reqMo
 			r.Refusal = RefusedWithoutText
 		}
 	}
-	r.CostUSD = CostOf(r.Model, u)
+	r.CostUSD = pricing.CostOf(r.Model, u)
 	return r
 }
 

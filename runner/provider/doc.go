@@ -52,7 +52,7 @@
 //     (summed over usage.iterations when a server-side compaction sampled
 //     more than once). CacheReadTokens and CacheCreationTokens keep the
 //     breakdown.
-//   - CostUSD comes from a small price table (CostOf), each part at its
+//   - CostUSD comes from a small price table (pricing.CostOf), each part at its
 //     own rate: uncached input, cache reads, cache writes (five-minute and
 //     one-hour), output. Unknown models cost 0 rather than a guess.
 //   - A refusal is Refusal, not Text: OpenAI's delta.refusal, Anthropic's

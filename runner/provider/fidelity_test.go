@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 )
 
 var update = flag.Bool("update", false, "rewrite the derived streams in testdata/derived from their recipes")
@@ -149,33 +151,11 @@ func TestAnthropicCacheUsage(t *testing.T) {
 	if math.Abs(got.CostUSD-wantCost) > 1e-12 {
 		t.Errorf("CostUSD = %v, want %v", got.CostUSD, wantCost)
 	}
-	if naive := Cost("claude-sonnet-4-6", 181, 8); got.CostUSD < 10*naive {
+	if naive := pricing.Cost("claude-sonnet-4-6", 181, 8); got.CostUSD < 10*naive {
 		t.Errorf("CostUSD = %v is not far above the top-level-only %v", got.CostUSD, naive)
 	}
 	if got.Text != "Hello! 👋" || got.ResponseID != "msg_011CduoCRono7pFKoTWpPAia" {
 		t.Errorf("Text, ResponseID = %q, %q", got.Text, got.ResponseID)
-	}
-}
-
-func TestCostOfParts(t *testing.T) {
-	tests := []struct {
-		model string
-		u     Usage
-		want  float64
-	}{
-		{"claude-sonnet-4-5", Usage{Input: 1_000_000}, 3},
-		{"claude-sonnet-4-5", Usage{Input: 1_000_000, CacheRead: 1_000_000}, 0.30},
-		{"claude-sonnet-4-5", Usage{Input: 1_000_000, CacheCreation: 1_000_000}, 3.75},
-		{"claude-sonnet-4-5", Usage{Input: 1_000_000, CacheCreation: 1_000_000, CacheCreation1h: 1_000_000}, 6},
-		{"claude-sonnet-4-5", Usage{Input: 3_000_000, CacheRead: 1_000_000, CacheCreation: 1_000_000, Output: 1_000_000}, 3 + 0.30 + 3.75 + 15},
-		{"gpt-4o-2024-08-06", Usage{Input: 2_000_000, CacheRead: 1_000_000}, 2.50 + 1.25},
-		{"gpt-4.1-mini", Usage{Input: 1_000_000, CacheRead: 1_000_000}, 0.10},
-		{"llama3.1:8b", Usage{Input: 1_000_000, CacheRead: 1_000_000}, 0},
-	}
-	for _, tt := range tests {
-		if got := CostOf(tt.model, tt.u); math.Abs(got-tt.want) > 1e-9 {
-			t.Errorf("CostOf(%q, %+v) = %v, want %v", tt.model, tt.u, got, tt.want)
-		}
 	}
 }
 

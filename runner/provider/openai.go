@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentctl/agentctl/runner/provider/endpoint"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -174,7 +175,7 @@ func openAIResponse(acc *openai.ChatCompletionAccumulator, reqModel string) Resp
 			r.ToolCalls = append(r.ToolCalls, session.ToolCall{ID: tc.ID, Name: name, Args: normaliseArgs(args)})
 		}
 	}
-	r.CostUSD = CostOf(r.Model, Usage{Input: r.InputTokens, CacheRead: r.CacheReadTokens, Output: r.OutputTokens})
+	r.CostUSD = pricing.CostOf(r.Model, pricing.Usage{Input: r.InputTokens, CacheRead: r.CacheReadTokens, Output: r.OutputTokens})
 	return r
 }
 

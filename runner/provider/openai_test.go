@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -60,7 +61,7 @@ func checkResponse(t *testing.T, got Response, want wantResp) {
 	if got.Model != want.model {
 		t.Errorf("Model = %q, want %q", got.Model, want.model)
 	}
-	if wantCost := Cost(want.model, want.in, want.out); math.Abs(got.CostUSD-wantCost) > 1e-12 || (want.costPositive && got.CostUSD <= 0) {
+	if wantCost := pricing.Cost(want.model, want.in, want.out); math.Abs(got.CostUSD-wantCost) > 1e-12 || (want.costPositive && got.CostUSD <= 0) {
 		t.Errorf("CostUSD = %v, want %v (positive: %v)", got.CostUSD, wantCost, want.costPositive)
 	}
 }

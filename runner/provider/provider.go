@@ -121,8 +121,8 @@ type Response struct {
 	// ResponseID is the provider's id of the answer ("chatcmpl-…",
 	// "msg_…"), empty when it sent none.
 	ResponseID string
-	// CostUSD is CostOf(Model, the usage), each part at its own price: 0
-	// for models missing from the price table.
+	// CostUSD is pricing.CostOf(Model, the usage), each part at its own
+	// price: 0 for models missing from the price table.
 	CostUSD float64
 	// Attempts are the tries of this call that failed and were retried,
 	// in order; the Response itself is the last try. Empty when the first

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -288,7 +289,7 @@ func capOutput(r *Response, maxTokens int64) {
 	}
 	r.ToolCalls = nil
 	r.OutputTokens, r.FinishReason = maxTokens, FinishLength
-	r.CostUSD = Cost(r.Model, r.InputTokens, r.OutputTokens)
+	r.CostUSD = pricing.Cost(r.Model, r.InputTokens, r.OutputTokens)
 }
 
 func (s *Scripted) summarise(req Request, onText func(string)) Response {
@@ -309,7 +310,7 @@ func (s *Scripted) setUsage(r *Response, u *ScriptUsage, req Request, outChars i
 	} else {
 		r.InputTokens, r.OutputTokens = estimateTokens(requestChars(req)), estimateTokens(outChars)
 	}
-	r.CostUSD = Cost(s.model, r.InputTokens, r.OutputTokens)
+	r.CostUSD = pricing.Cost(s.model, r.InputTokens, r.OutputTokens)
 }
 
 // estimateTokens is the usual four characters per token, plus one so that

@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -160,7 +161,7 @@ func TestScriptedSummaryFromScript(t *testing.T) {
 		t.Errorf("summary = %q, %v", got.Text, err)
 	}
 	// A known model id is priced.
-	if got.CostUSD != Cost("gpt-4o", got.InputTokens, got.OutputTokens) || got.CostUSD <= 0 {
+	if got.CostUSD != pricing.Cost("gpt-4o", got.InputTokens, got.OutputTokens) || got.CostUSD <= 0 {
 		t.Errorf("CostUSD = %v", got.CostUSD)
 	}
 	// An empty script is exhausted at once, and says so in the singular-free form.
@@ -204,26 +205,6 @@ func TestScriptedDelayCompletes(t *testing.T) {
 	// No usage given: output (11 runes)/4+1 = 3, input 0/4+1 = 1.
 	if got.InputTokens != 1 || got.OutputTokens != 3 {
 		t.Errorf("usage = %d/%d, want 1/3", got.InputTokens, got.OutputTokens)
-	}
-}
-
-func TestCost(t *testing.T) {
-	tests := []struct {
-		model   string
-		in, out int64
-		want    float64
-	}{
-		{"gpt-4o-2024-08-06", 1_000_000, 1_000_000, 12.50},
-		{"gpt-4o-mini-2024-07-18", 1_000_000, 0, 0.15},
-		{"claude-3-7-sonnet-20250219", 1_000_000, 1_000_000, 18},
-		{"claude-opus-4-5-20251101", 1_000_000, 0, 5},
-		{"claude-opus-4-1-20250805", 1_000_000, 0, 15},
-		{"llama3.1:8b", 1_000_000, 1_000_000, 0},
-	}
-	for _, tt := range tests {
-		if got := Cost(tt.model, tt.in, tt.out); got < tt.want-1e-9 || got > tt.want+1e-9 {
-			t.Errorf("Cost(%q, %d, %d) = %v, want %v", tt.model, tt.in, tt.out, got, tt.want)
-		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -164,7 +165,7 @@ func (o *responsesObject) response(reqModel string) Response {
 	default:
 		r.FinishReason = o.Status
 	}
-	r.CostUSD = CostOf(r.Model, Usage{Input: r.InputTokens, CacheRead: r.CacheReadTokens, Output: r.OutputTokens})
+	r.CostUSD = pricing.CostOf(r.Model, pricing.Usage{Input: r.InputTokens, CacheRead: r.CacheReadTokens, Output: r.OutputTokens})
 	return r
 }
 

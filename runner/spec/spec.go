@@ -22,7 +22,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"gopkg.in/yaml.v3"
 
-	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/provider/pricing"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -96,8 +96,8 @@ type Price struct {
 }
 
 // Provider is p as the provider package prices calls.
-func (p Price) Provider() provider.Price {
-	out := provider.Price{Input: p.Input, Output: p.Output, CacheRead: p.Input, CacheWrite: p.Input, CacheWrite1h: p.Input}
+func (p Price) Provider() pricing.Price {
+	out := pricing.Price{Input: p.Input, Output: p.Output, CacheRead: p.Input, CacheWrite: p.Input, CacheWrite1h: p.Input}
 	if p.CacheRead != nil {
 		out.CacheRead = *p.CacheRead
 	}

@@ -41,7 +41,7 @@ func Tools(t testing.TB, sp *spec.Spec) *tools.Registry {
 // Scripted builds the spec's scripted model.
 func Scripted(t testing.TB, sp *spec.Spec) provider.Provider {
 	t.Helper()
-	s, err := spec.LoadScript(sp.Model.Script)
+	s, err := provider.LoadScript(sp.Model.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package provider
+// Package pricing is the price table behind every cost agentctl reports:
+// a live call's, a budget's reservation, an imported transcript's. It is a
+// leaf apart from the provider clients so that what only prices tokens (the
+// spec, the transcript importers) does not link the vendor SDKs.
+package pricing
 
 import "strings"
 
