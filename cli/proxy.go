@@ -19,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/recorder"
 	"github.com/agentctl/agentctl/runner"
 	"github.com/agentctl/agentctl/runner/provider"
+	"github.com/agentctl/agentctl/runner/spec"
 	"github.com/agentctl/agentctl/session"
 )
 
