@@ -63,12 +63,7 @@ func mcpOptions(sp *spec.Spec, home string) (mcp.Options, error) {
 	if sp.Sandbox.Unconfined && sandbox.Available() != nil {
 		cfg.Unconfined = true
 	}
-	opts.Env = mcp.Env{Sandbox: cfg}
-	for _, n := range sp.Sandbox.Env {
-		if v, ok := os.LookupEnv(n); ok {
-			opts.Env.Extra = append(opts.Env.Extra, n+"="+v)
-		}
-	}
+	opts.Env = mcp.Env{Sandbox: cfg, Extra: runner.PassEnv(sp.Sandbox.Env)}
 	return opts, nil
 }
 

@@ -463,7 +463,7 @@ func rebuildWorkspace(ctx context.Context, sp *spec.Spec, reg *tools.Registry, p
 	for _, c := range plan.steps {
 		t, _ := reg.Get(c.Tool)
 		res := t.Run(ctx, tools.Call{Args: c.Args, Workspace: ws, Sandbox: sb,
-			Timeout: time.Duration(sp.ToolTimeout), Env: passEnv(sp.Sandbox.Env)})
+			Timeout: time.Duration(sp.ToolTimeout), Env: runner.PassEnv(sp.Sandbox.Env)})
 		if res.Status != session.ResultOK && c.Outcome() == session.ResultOK {
 			return edits, bash, fmt.Errorf("re-run %s (call %s, seq %d): %s", c.Tool, c.ID, c.FirstSeq(), res.Error)
 		}
@@ -474,16 +474,4 @@ func rebuildWorkspace(ctx context.Context, sp *spec.Spec, reg *tools.Registry, p
 		}
 	}
 	return edits, bash, nil
-}
-
-// passEnv copies the named variables of agentctl's environment, as a run
-// passes them to its tools.
-func passEnv(names []string) []string {
-	var out []string
-	for _, n := range names {
-		if v, ok := os.LookupEnv(n); ok {
-			out = append(out, n+"="+v)
-		}
-	}
-	return out
 }

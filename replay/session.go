@@ -89,7 +89,7 @@ func (r SessionReport) Differs() bool {
 // Session replays a recorded session, choosing how from the session
 // itself, so `agentctl replay run` and an eval's replay: scenario do the
 // same: an external agent's program runs again behind a proxy that
-// answers from the recording, offline (ReplayExternal); agentctl's own
+// answers from the recording, offline (replayExternal); agentctl's own
 // loop re-runs its tools against the recorded model (Run), with the MCP
 // servers' tool sets compared with the recorded ones first; an import
 // answers from its recorded results. The error is set with a report when
@@ -119,7 +119,7 @@ func Session(ctx context.Context, cfg SessionConfig) (SessionReport, error) {
 		}
 	}
 	if sp.External() {
-		rep, err := ReplayExternal(ctx, cfg, sp)
+		rep, err := replayExternal(ctx, cfg, sp)
 		return SessionReport{External: rep}, err
 	}
 	reg := RecordedTools(evs)
@@ -133,7 +133,7 @@ func Session(ctx context.Context, cfg SessionConfig) (SessionReport, error) {
 		if reg, err = agent.Tools(sp, cfg.Recordings.Root, offline...); err != nil {
 			return SessionReport{}, fmt.Errorf("replay %s: %w", id, err)
 		}
-		if mcpChanges, err = MCPChanges(evs[0], mcp.ServersOf(reg)); err != nil {
+		if mcpChanges, err = toolSetChanges(evs[0], mcp.ServersOf(reg)); err != nil {
 			return SessionReport{}, fmt.Errorf("replay %s: %w", id, err)
 		}
 	}
@@ -147,11 +147,11 @@ func Session(ctx context.Context, cfg SessionConfig) (SessionReport, error) {
 	return SessionReport{Own: &rep, Imported: imported}, err
 }
 
-// MCPChanges compares the MCP servers a session's header recorded with
+// toolSetChanges compares the MCP servers a session's header recorded with
 // those listed now (mcp.ServersOf a registry), as differences of code
 // CodeMCPToolsChanged: a server whose tools changed makes a replay's
 // results incomparable before a call runs.
-func MCPChanges(hdr session.Event, now []session.MCPServer) ([]ToolDiff, error) {
+func toolSetChanges(hdr session.Event, now []session.MCPServer) ([]ToolDiff, error) {
 	recorded, err := session.HeaderMCPServers(hdr)
 	if err != nil {
 		return nil, err
@@ -164,14 +164,14 @@ func MCPChanges(hdr session.Event, now []session.MCPServer) ([]ToolDiff, error) 
 	return out, nil
 }
 
-// ReplayExternal re-runs an external agent against its recording: the
+// replayExternal re-runs an external agent against its recording: the
 // program starts again in a fresh workspace, under the sandbox with the
 // network namespace empty (the spec's allowlist and network: allow are
 // dropped), and the proxy answers each model call with the recorded bytes
 // (proxy.Replay: matched by position, volatile parts reported, Strict for
 // any difference). A call that diverges gets a provider-shaped error
 // naming the turn.
-func ReplayExternal(ctx context.Context, cfg SessionConfig, sp *spec.Spec) (*ExternalReport, error) {
+func replayExternal(ctx context.Context, cfg SessionConfig, sp *spec.Spec) (*ExternalReport, error) {
 	id, evs, src := cfg.SessionID, cfg.Events, cfg.Recordings
 	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Strict: cfg.Strict,
 		Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(src.SessionDir(id), rel) }})

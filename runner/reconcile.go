@@ -75,7 +75,7 @@ func (r *run) settle(ctx context.Context, cs *callState) (outcome, output, why s
 		// Bounded by tool_timeout like the call it repeats (a hung MCP
 		// server must not hold the resume longer than the call could).
 		res := t.Run(ctx, tools.Call{Args: cs.Call.Args, Workspace: r.ws, IdempotencyKey: cs.IntentKey,
-			Env: passEnv(r.cfg.Spec.Sandbox.Env), Sandbox: r.sandbox, MaxOutput: r.outputCap(),
+			Env: PassEnv(r.cfg.Spec.Sandbox.Env), Sandbox: r.sandbox, MaxOutput: r.outputCap(),
 			Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Redactor: r.redactor()})
 		out := res.Output
 		if res.Status != session.ResultOK && res.Error != "" {
@@ -88,7 +88,7 @@ func (r *run) settle(ctx context.Context, cs *callState) (outcome, output, why s
 	}
 	if l, ok := t.(Lookuper); ok && l.HasLookup() {
 		out, found, err := l.LookupResult(ctx, tools.Call{Workspace: r.ws, IdempotencyKey: cs.IntentKey, Sandbox: r.sandbox,
-			Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env)})
+			Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: PassEnv(r.cfg.Spec.Sandbox.Env)})
 		switch {
 		case err != nil:
 			return session.ReconciledNeedsHuman, "", "lookup failed: " + err.Error()

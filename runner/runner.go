@@ -879,7 +879,7 @@ func (r *run) execute(ctx context.Context, t tools.Tool, cs *callState, args jso
 	callCtx, cancel := r.callContext(ctx)
 	maxOut := r.outputCap()
 	res = t.Run(callCtx, tools.Call{Args: args, Workspace: r.ws, IdempotencyKey: key,
-		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: passEnv(r.cfg.Spec.Sandbox.Env), MaxOutput: maxOut,
+		Timeout: time.Duration(r.cfg.Spec.ToolTimeout), Env: PassEnv(r.cfg.Spec.Sandbox.Env), MaxOutput: maxOut,
 		Sandbox: r.sandbox, Redactor: r.redactor(), ArtifactPath: r.artifactPath(cs.Call.ID), Gate: gate})
 	cancel()
 	if res.Harness != nil {
@@ -915,9 +915,10 @@ func (r *run) toolError(cs *callState, msg string) error {
 		Status: session.ResultError, Error: msg})
 }
 
-// passEnv copies the named variables of agentctl's own environment into a
-// tool's otherwise scrubbed environment.
-func passEnv(names []string) []string {
+// PassEnv copies the named variables of agentctl's own environment (a
+// spec's sandbox.env) into a tool's otherwise scrubbed environment: what
+// a run, a fork's rebuild and an MCP server's start all pass.
+func PassEnv(names []string) []string {
 	var out []string
 	for _, n := range names {
 		if v, ok := os.LookupEnv(n); ok {
