@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bt="${1:-2s}"
 out=$(mktemp)
-go test -run '^$' -bench 'Append|BareFsync' -benchtime "$bt" ./recorder/ | tee -a "$out"
-go test -run '^$' -bench 'BenchmarkProject' -benchtime 5x ./session/ | tee -a "$out"
-go test -run '^$' -bench 'Run1000Turns' -benchtime 1x ./runner/ | tee -a "$out"
+go test -run '^$' -bench 'Append|BareFsync' -benchtime "$bt" ./internal/recorder/ | tee -a "$out"
+go test -run '^$' -bench 'BenchmarkProject' -benchtime 5x ./internal/session/ | tee -a "$out"
+go test -run '^$' -bench 'Run1000Turns' -benchtime 1x ./internal/runner/ | tee -a "$out"
 echo
 awk '
 /BenchmarkAppendSingle/     { for (i=1;i<=NF;i++) if ($(i+1)=="events/s") single=$i }

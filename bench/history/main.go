@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/bench/internal/benchgen"
-	"github.com/agentctl/agentctl/history"
+	"github.com/agentctl/agentctl/internal/history"
 )
 
 const sqlQ = `SELECT model, count(*) AS calls, sum(input_tokens + output_tokens) AS tokens, sum(cost_usd) AS cost FROM events WHERE kind = 'model_call' GROUP BY model ORDER BY model`

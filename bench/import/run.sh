@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 bt="${1:-3s}"
 file=testdata/corpus/transcripts/codex/codemie-ai__codemie-code/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl
 bytes=$(wc -c < "$file")
-out=$(go test -run '^$' -bench BenchmarkImportLargest -benchtime "$bt" ./transcript/)
+out=$(go test -run '^$' -bench BenchmarkImportLargest -benchtime "$bt" ./internal/transcript/)
 echo "$out" | grep Benchmark
 ns=$(echo "$out" | awk '/BenchmarkImportLargest/ { for (i=1;i<=NF;i++) if ($(i+1)=="ns/op") print $i }')
 n=50

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctl/agentctl/cli"
-	"github.com/agentctl/agentctl/recorder/otlp"
-	"github.com/agentctl/agentctl/recorder/otlp/jaegertest"
+	"github.com/agentctl/agentctl/internal/cli"
+	"github.com/agentctl/agentctl/internal/recorder/otlp"
+	"github.com/agentctl/agentctl/internal/recorder/otlp/jaegertest"
 )
 
 const turns = 1000

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/bench/internal/benchgen"
-	"github.com/agentctl/agentctl/recorder"
-	replaycheck "github.com/agentctl/agentctl/replay/check"
+	"github.com/agentctl/agentctl/internal/recorder"
+	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 )
 
 // The rows of bench/run for replay verify from disk (issue 23's goal: at

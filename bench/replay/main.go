@@ -23,9 +23,9 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/bench/internal/benchgen"
-	"github.com/agentctl/agentctl/recorder"
-	replaycheck "github.com/agentctl/agentctl/replay/check"
-	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/internal/recorder"
+	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
+	"github.com/agentctl/agentctl/internal/session"
 )
 
 func main() {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/bench/internal/benchgen"
-	"github.com/agentctl/agentctl/history"
-	"github.com/agentctl/agentctl/recorder"
+	"github.com/agentctl/agentctl/internal/history"
+	"github.com/agentctl/agentctl/internal/recorder"
 )
 
 // env holds what the rows share: the binaries built once, the test

@@ -41,7 +41,7 @@ func diffAtMost(x float64, text string) *goal {
 	return &goal{diff: true, max: true, limit: x, text: text}
 }
 
-// gb is a Go benchmark in one of pkgs ("./proxy"); bt is its -benchtime
+// gb is a Go benchmark in one of pkgs ("./internal/proxy"); bt is its -benchtime
 // in --quick and full runs.
 func gb(pkgs, name, quickBT, fullBT string) *gobench {
 	return &gobench{pkgs: strings.Split(pkgs, "|"), name: name, benchtime: quickBT, full: fullBT}
@@ -154,32 +154,32 @@ func rows() []row {
 		return []string{"jq", "-c", ".", filepath.Join(e.root, importFile)}, nil
 	}}
 
-	viewOpen := gb("./view", "BenchmarkView10k/open", "3x", "5x") // skips without chromium
+	viewOpen := gb("./internal/view", "BenchmarkView10k/open", "3x", "5x") // skips without chromium
 	otlp := gb("./bench/otlp", "BenchmarkRun1000TurnsOTLP", "1x", "1x")
 	otlp.needEnv = "AGENTCTL_JAEGER_BIN"
 
 	verifyLongBench := gb("./bench/replay", "BenchmarkVerifyLong", "3x", "10x")
-	proxyAdded := gb("./proxy", "BenchmarkProxyAdded", "200x", "1000x")
-	proxyDirect := gb("./proxy", "BenchmarkProxyDirect", "200x", "1000x")
+	proxyAdded := gb("./internal/proxy", "BenchmarkProxyAdded", "200x", "1000x")
+	proxyDirect := gb("./internal/proxy", "BenchmarkProxyDirect", "200x", "1000x")
 	weed := func(name string) *gobench {
-		g := gb("./remote", name, "1x", "3x")
+		g := gb("./internal/remote", name, "1x", "3x")
 		g.needEnv = "AGENTCTL_WEED_BIN"
 		return g
 	}
 	remotePush, remotePushSync := weed("BenchmarkRemotePush"), weed("BenchmarkRemotePushSync")
 	remoteQuery, remoteQuerySync := weed("BenchmarkRemoteQueryCold"), weed("BenchmarkRemoteQuerySync")
-	appendBare := gb("./recorder", "BenchmarkBareFsyncWrite", "200x", "1000x")
+	appendBare := gb("./internal/recorder", "BenchmarkBareFsyncWrite", "200x", "1000x")
 
 	return []row{
 		{name: "start-up: agentctl version, static vs dynamic (ms)", a: startStatic, b: startDynamic, metric: "s", quick: true, runs: [2]int{9, 21}, warm: true,
 			goal: ratioAtMost(0.9, "static <= 0.9x dynamic")},
 		{name: "start-up: agentctl version, static vs dynamic (CPU ms)", a: startStatic, b: startDynamic, metric: "cpu", quick: true,
 			goal: ratioAtMost(0.9, "static <= 0.9x dynamic")},
-		{name: "durable append, 1 writer (events/s)", a: gb("./recorder", "BenchmarkAppendSingle", "200x", "1000x"), b: appendBare, metric: "events/s", quick: true,
+		{name: "durable append, 1 writer (events/s)", a: gb("./internal/recorder", "BenchmarkAppendSingle", "200x", "1000x"), b: appendBare, metric: "events/s", quick: true,
 			goal: ratioAtLeast(0.8, ">= 0.8x bare write+fsync")},
-		{name: "durable append, 64 writers (events/s)", a: gb("./recorder", "BenchmarkAppendConcurrent", "2000x", "20000x"), b: appendBare, metric: "events/s", quick: true,
+		{name: "durable append, 64 writers (events/s)", a: gb("./internal/recorder", "BenchmarkAppendConcurrent", "2000x", "20000x"), b: appendBare, metric: "events/s", quick: true,
 			goal: ratioAtLeast(10, ">= 10x bare write+fsync")},
-		{name: "projection 100k vs 10k events (ns/event)", a: gb("./session", "BenchmarkProject/events=100000", "3x", "10x"), b: gb("./session", "BenchmarkProject/events=10000", "30x", "100x"), metric: "ns/event", quick: true,
+		{name: "projection 100k vs 10k events (ns/event)", a: gb("./internal/session", "BenchmarkProject/events=100000", "3x", "10x"), b: gb("./internal/session", "BenchmarkProject/events=10000", "30x", "100x"), metric: "ns/event", quick: true,
 			goal: ratioAtMost(1.1, "linear within 10%")},
 		{name: "replay verify from disk, 1 x 100k (M events/s)", a: verifyLongBench, metric: "Mevents/s", quick: true,
 			goal: valueAtLeast(1, ">= 1 M events/s")},
@@ -211,10 +211,10 @@ func rows() []row {
 		{name: "OTLP export on / off, 1,000-turn run (wall ratio)", a: otlp, metric: "wall-on/off", runs: [2]int{1, 1},
 			goal: valueAtMost(1.1, "< 1.10")},
 		{name: "eval suite --parallel 2 vs bare agentctl runs (s)", a: evalSuite, b: bareRuns, metric: "s", quick: true, runs: [2]int{1, 3}},
-		{name: "import of a 515 KB Codex rollout vs jq -c . (ms)", a: gb("./transcript", "BenchmarkImportLargest", "20x", "100x"), b: jqImport, metric: "s", quick: true, warm: true},
+		{name: "import of a 515 KB Codex rollout vs jq -c . (ms)", a: gb("./internal/transcript", "BenchmarkImportLargest", "20x", "100x"), b: jqImport, metric: "s", quick: true, warm: true},
 		{name: "view: 10,000-event page opened in chromium (ms, wall)", a: viewOpen, metric: "ms-wall", runs: [2]int{1, 3},
 			goal: valueAtMost(2000, "< 2000 ms")},
-		{name: "view: agentctl view writing that page (ms)", a: gb("./view", "BenchmarkView10k/write", "3x", "5x"), metric: "s", runs: [2]int{1, 3}},
+		{name: "view: agentctl view writing that page (ms)", a: gb("./internal/view", "BenchmarkView10k/write", "3x", "5x"), metric: "s", runs: [2]int{1, 3}},
 		{name: "view: a generated 10,002-event session, whole process (ms)", a: view10k, metric: "s", warm: true},
 
 		// The benchmarks of the proxy, git state, subagents, MCP and the
@@ -223,13 +223,13 @@ func rows() []row {
 			goal: diffAtMost(2, "<= 2 ms added")},
 		{name: "proxy time to first byte, median (ms)", a: proxyAdded, b: proxyDirect, metric: "ttfb-ms", quick: true,
 			goal: diffAtMost(1, "<= 1 ms later")},
-		{name: "proxy offline replay of a 1,000-call session (calls/s)", a: gb("./proxy", "BenchmarkProxyReplay", "1000x", "3000x"), metric: "calls/s", quick: true,
+		{name: "proxy offline replay of a 1,000-call session (calls/s)", a: gb("./internal/proxy", "BenchmarkProxyReplay", "1000x", "3000x"), metric: "calls/s", quick: true,
 			goal: valueAtLeast(500, ">= 500 calls/s")},
-		{name: "turn with git commit vs without, 10,000 files (ms)", a: gb("./runner", "BenchmarkTurnCommit", "10x", "40x"), b: gb("./runner", "BenchmarkTurnNoGit", "10x", "40x"), metric: "s", quick: true},
-		{name: "subagent read vs the same read in the session (ms)", a: gb("./runner", "BenchmarkSubagentAdded", "20x", "60x"), b: gb("./runner", "BenchmarkSubagentDirect", "20x", "60x"), metric: "s"},
-		{name: "MCP tool call vs the go-sdk client alone (ms)", a: gb("./runner/mcp", "BenchmarkMCPCallAdded", "100x", "1000x"), b: gb("./runner/mcp", "BenchmarkMCPCallDirect", "100x", "1000x"), metric: "s", quick: true},
-		{name: "MCP server start and tool list vs the go-sdk client alone (ms)", a: gb("./runner/mcp", "BenchmarkMCPStartAdded", "5x", "20x"), b: gb("./runner/mcp", "BenchmarkMCPStartDirect", "5x", "20x"), metric: "s"},
-		{name: "external agent start + call, sandboxed vs unconfined (ms)", a: gb("./runner/sandbox", "BenchmarkServeSandboxed/calls=1", "5x", "20x"), b: gb("./runner/sandbox", "BenchmarkServeUnconfined/calls=1", "5x", "20x"), metric: "s"},
+		{name: "turn with git commit vs without, 10,000 files (ms)", a: gb("./internal/runner", "BenchmarkTurnCommit", "10x", "40x"), b: gb("./internal/runner", "BenchmarkTurnNoGit", "10x", "40x"), metric: "s", quick: true},
+		{name: "subagent read vs the same read in the session (ms)", a: gb("./internal/runner", "BenchmarkSubagentAdded", "20x", "60x"), b: gb("./internal/runner", "BenchmarkSubagentDirect", "20x", "60x"), metric: "s"},
+		{name: "MCP tool call vs the go-sdk client alone (ms)", a: gb("./internal/mcp", "BenchmarkMCPCallAdded", "100x", "1000x"), b: gb("./internal/mcp", "BenchmarkMCPCallDirect", "100x", "1000x"), metric: "s", quick: true},
+		{name: "MCP server start and tool list vs the go-sdk client alone (ms)", a: gb("./internal/mcp", "BenchmarkMCPStartAdded", "5x", "20x"), b: gb("./internal/mcp", "BenchmarkMCPStartDirect", "5x", "20x"), metric: "s"},
+		{name: "external agent start + call, sandboxed vs unconfined (ms)", a: gb("./internal/sandbox", "BenchmarkServeSandboxed/calls=1", "5x", "20x"), b: gb("./internal/sandbox", "BenchmarkServeUnconfined/calls=1", "5x", "20x"), metric: "s"},
 		{name: "remote push of 1,000 sessions vs bulk upload (s)", a: remotePush, b: remotePushSync, metric: "s"},
 		{name: "cold query --remote of 1,000 sessions vs bulk download (ms)", a: remoteQuery, b: remoteQuerySync, metric: "s"},
 	}

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-5}"
 out=$(mktemp)
-go test -run '^$' -bench 'BenchmarkView10k' -benchtime "${runs}x" ./view/ | tee "$out"
+go test -run '^$' -bench 'BenchmarkView10k' -benchtime "${runs}x" ./internal/view/ | tee "$out"
 echo
 awk '
 /BenchmarkView10k\/write/ { for (i=1;i<=NF;i++) { if ($(i+1)=="ns/op") w=$i/1e6; if ($(i+1)=="MiB") mib=$i } }

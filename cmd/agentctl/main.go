@@ -8,9 +8,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/internal/cli"
+	"github.com/agentctl/agentctl/internal/sandbox"
 	_ "github.com/agentctl/agentctl/internal/staticlink" // static with -tags netgo,osusergo
-	"github.com/agentctl/agentctl/runner/sandbox"
 )
 
 func main() {

@@ -4,8 +4,8 @@
 // failure), a fixture agent is loaded by name wherever the test lives,
 // and a hand-written log is read by the recorder's own decoder.
 //
-// It imports only leaf packages (session, recorder, runner/spec,
-// runner/sandbox), so the internal tests of the runner and of replay can
+// It imports only leaf packages (session, recorder, internal/spec,
+// internal/sandbox), so the internal tests of the runner and of replay can
 // use it; the in-process command line, which links everything, is in
 // testcli.
 package testenv
@@ -18,9 +18,9 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/agentctl/agentctl/runner/sandbox"
-	"github.com/agentctl/agentctl/runner/spec"
-	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/internal/sandbox"
+	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/spec"
 )
 
 // RequireSandboxEnv, set to anything, makes NeedSandbox fail instead of

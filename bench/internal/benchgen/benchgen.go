@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentctl/agentctl/recorder"
-	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/session"
 )
 
 // Epoch is the first timestamp of every generated session.

@@ -4,7 +4,7 @@
 // no longer matches, a result with no call, a seq gap) fails here, at the
 // test that wrote it, not in a user's `replay verify` months later.
 //
-// It is apart from testenv because replay/check's own tests use testenv.
+// It is apart from testenv because internal/replay/check's own tests use testenv.
 package logcheck
 
 import (
@@ -12,8 +12,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentctl/agentctl/recorder"
-	replaycheck "github.com/agentctl/agentctl/replay/check"
+	"github.com/agentctl/agentctl/internal/recorder"
+	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 )
 
 // Home verifies every session log under the home root (as `agentctl

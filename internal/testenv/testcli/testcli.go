@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentctl/agentctl/cli"
+	"github.com/agentctl/agentctl/internal/cli"
 )
 
 // Result is one command's exit status and output.

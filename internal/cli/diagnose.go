@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/internal/bundle"
+	"github.com/agentctl/agentctl/internal/diagnose"
+	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/termsafe"
+)
+
+type diagnoseOptions struct {
+	Session string
+	Bundle  string
+	JSON    bool
+}
+
+func newDiagnoseCmd(f *Factory, runF func(context.Context, *diagnoseOptions) error) *cobra.Command {
+	opts := &diagnoseOptions{}
+	cmd := &cobra.Command{
+		Use:   "diagnose SESSION | --bundle FILE",
+		Short: "Explain a run in plain words: loops, tokens after the first error, budget, waits, exit",
+		Long: `Write the postmortem of one session from canned SQL queries over the same
+views as 'agentctl query' (so it reads a home or a debug bundle alike):
+
+  loop         repeated tool calls and the tokens of the turns that asked for
+               them, from the first failure that was then repeated
+  after_error  the share of tokens spent after the first error
+  budget       burn rate, the spec's limits, any budget stop
+  pending      intents without a result, needs_human reconciliations
+  approvals    approval requests and how long each waited
+  compaction   compactions, and whether the goal survived them
+  slow_tools   the slowest tool calls
+  exit         the exit path, or where the log stops (a crash)
+
+Each finding cites the seqs it rests on ('agentctl show SESSION' lists them).
+--json prints {"session_id", "name", "status", "events", "tokens",
+"cost_usd", "tool_calls", "findings": [{"kind", "text", "seqs"}]}.`,
+		Example: `  agentctl diagnose 3f2a
+  agentctl diagnose --bundle 3f2a.tar.zst --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Session = args[0]
+			}
+			if (opts.Session == "") == (opts.Bundle == "") {
+				return usageError{fmt.Errorf("diagnose: give a SESSION or --bundle FILE, not both")}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return diagnoseRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Bundle, "bundle", "", "diagnose the session of a debug bundle")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
+	var id string
+	var evs []session.Event
+	if opts.Bundle == "" {
+		var err error
+		if id, evs, err = loadSession(f, opts.Session); err != nil {
+			return err
+		}
+	}
+	db, closeDB, err := openQueryDB(ctx, f, opts.Bundle)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if opts.Bundle != "" {
+		m, bevs, err := bundle.ReadEvents(ctx, opts.Bundle)
+		if err != nil {
+			return fmt.Errorf("diagnose: %w", err)
+		}
+		id, evs = m.SessionID, bevs
+	}
+	rep, err := diagnose.Run(ctx, db, id, evs)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(f.Out, string(b))
+		return err
+	}
+	return rep.WriteText(termsafe.Writer(f.Out))
+}

@@ -1,0 +1,405 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentctl/agentctl/internal/evals"
+	"github.com/agentctl/agentctl/internal/runner"
+	"github.com/agentctl/agentctl/internal/vfs"
+)
+
+type evalOptions struct {
+	Suite    string
+	JUnit    string
+	JSON     bool
+	JSONOut  string
+	Parallel int
+	Shard    string
+	Filter   string
+	Quiet    bool
+}
+
+const evalExitHelp = `Exit status: 0 every scenario met its threshold, 6 some did not, 1 an
+error (the suite does not load, a report cannot be written), 130
+interrupted.`
+
+func newEvalCmd(f *Factory, runF func(context.Context, *evalOptions) error) *cobra.Command {
+	opts := &evalOptions{}
+	cmd := &cobra.Command{
+		Use:   "eval SUITE.yaml",
+		Short: "Run an eval suite: scenarios, repeats, assertions; JUnit and JSON for CI",
+		Long: `Run the scenarios of an eval suite (agent specs, or recorded sessions
+replayed offline), each 'repeat' times, and check their assertions: status,
+tools called / not called / at most N times, loops, duplicate side effects,
+budget, files and commands in the final workspace, SQL over the run's
+events, crash safety, anchoring across compactions, and a reviewer model.
+The suite format is in the package doc of evals (go doc ./internal/evals) and the
+README; fixtures/suites/ has examples.
+
+Every run is recorded in the home like any 'agentctl run', so show, query,
+replay and bundle work on it. The summary goes to stdout; progress goes to
+stderr (a bar on a terminal, one line per run otherwise). --junit writes
+JUnit XML (one testcase per scenario x repeat), --json-out the report that
+'agentctl eval merge' joins (--json prints it on stdout instead). --shard I/N runs scenarios i with i mod N =
+I-1, so N CI jobs split the suite.
+
+` + evalExitHelp,
+		Example: `  agentctl eval fixtures/suites/smoke.yaml
+  agentctl eval suite.yaml --junit report.xml --json-out report.json --parallel 4
+  agentctl eval suite.yaml --shard 2/3 --json-out shard-2.json
+  agentctl eval suite.yaml --json | jq .ok
+  agentctl eval suite.yaml --filter '^fix-'
+  agentctl eval validate suite.yaml
+  agentctl eval merge shard-*.json --junit report.xml`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 && opts.JSON {
+				return oldJSONSpelling(args[1])
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Suite = args[0]
+			if opts.Parallel < 1 {
+				return usageError{fmt.Errorf("eval: --parallel must be at least 1")}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return evalRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "write JUnit XML to `FILE` (- for stdout)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the JSON report on stdout (instead of the summary)")
+	cmd.Flags().StringVar(&opts.JSONOut, "json-out", "", "write the JSON report to `FILE`, for 'agentctl eval merge'")
+	cmd.Flags().IntVar(&opts.Parallel, "parallel", 1, "run `N` scenario runs at once")
+	cmd.Flags().StringVar(&opts.Shard, "shard", "", "run only shard `I/N` of the suite")
+	cmd.Flags().StringVar(&opts.Filter, "filter", "", "run only scenarios whose name matches `RE`")
+	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress on stderr")
+	cmd.AddCommand(newEvalValidateCmd(f, nil), newEvalMergeCmd(f, nil))
+	return cmd
+}
+
+func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
+	jsonPath, err := jsonTarget(opts.JSON, opts.JSONOut)
+	if err != nil {
+		return err
+	}
+	cfg := evals.Config{Store: f.Store(), Parallel: opts.Parallel, Warn: f.Err}
+	if opts.Shard != "" {
+		sh, err := evals.ParseShard(opts.Shard)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg.Shard = sh
+	}
+	if opts.Filter != "" {
+		re, err := regexp.Compile(opts.Filter)
+		if err != nil {
+			return usageError{fmt.Errorf("--filter %q: %w", opts.Filter, err)}
+		}
+		cfg.Filter = re
+	}
+	s, err := evals.Load(opts.Suite)
+	if err != nil {
+		return err
+	}
+	cfg.Observer = func() runner.Observer { return withTelemetry(f, nil) }
+	cfg.AfterRun = func(id string, obs runner.Observer) {
+		flushTelemetry(f, obs)
+		sealSession(f, id)
+	}
+	if exe, err := selfExe(); err == nil {
+		cfg.Exe = exe
+	}
+	sel := evals.Select(s, cfg.Shard, cfg.Filter)
+	total := 0
+	for _, i := range sel {
+		total += s.Scenarios[i].Repeat
+	}
+	if len(sel) == 0 {
+		fmt.Fprintf(f.Err, "eval: no scenario of %s is in shard %s matching --filter %q\n", s.Name, cfg.Shard, opts.Filter)
+	}
+	done := evalProgress(f, opts, total, &cfg)
+	rep, err := evals.Run(ctx, s, cfg)
+	done()
+	if err != nil {
+		return err
+	}
+	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
+		return err
+	}
+	if jsonPath != "-" && opts.JUnit != "-" {
+		writeEvalSummary(f.Out, rep)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return withCode(ExitInterrupted, fmt.Errorf("eval interrupted; the runs that stopped are resumable"))
+	case !rep.OK:
+		return withCode(ExitChecksFailed, nil)
+	}
+	return nil
+}
+
+// evalProgress sets cfg.Progress: a bar on a terminal, one line per run in
+// CI logs, nothing with --quiet. It returns a function that ends the bar.
+func evalProgress(f *Factory, opts *evalOptions, total int, cfg *evals.Config) func() {
+	if opts.Quiet || total == 0 {
+		return func() {}
+	}
+	if file, ok := f.Err.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
+		bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(f.Err), progressbar.OptionSetDescription("eval"),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
+		cfg.Progress = func(p evals.Progress) {
+			bar.Describe(fmt.Sprintf("eval %s", clip(p.Scenario, 30)))
+			_ = bar.Set(p.Done)
+		}
+		return func() { _ = bar.Finish() }
+	}
+	cfg.Progress = func(p evals.Progress) {
+		r := p.Run
+		line := fmt.Sprintf("eval: [%d/%d] %s #%d %s", p.Done, p.Total, p.Scenario, r.Repeat, evalWord(r.OK))
+		if r.SessionID != "" {
+			line += fmt.Sprintf(" (session %s, %s, %.1fs)", r.SessionID, r.Status, float64(r.Millis)/1000)
+		}
+		if !r.OK {
+			if fs := r.Failures(); len(fs) > 0 {
+				line += ": " + fs[0].Assertion
+			}
+		}
+		fmt.Fprintln(f.Err, line)
+	}
+	return func() {}
+}
+
+func evalWord(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "FAILED"
+}
+
+func writeEvalOutputs(f *Factory, rep *evals.Report, junit, jsonPath string) error {
+	write := func(path string, fn func(io.Writer) error) error {
+		if path == "" {
+			return nil
+		}
+		if path == "-" {
+			return fn(f.Out)
+		}
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+		out, err := vfs.CreateAtomic(vfs.OS, path, 0o666, false)
+		if err != nil {
+			return err
+		}
+		defer out.Abort()
+		if err := fn(out); err != nil {
+			return err
+		}
+		return out.Commit()
+	}
+	if err := write(junit, func(w io.Writer) error { return evals.WriteJUnit(w, rep) }); err != nil {
+		return fmt.Errorf("write --junit %s: %w", junit, err)
+	}
+	err := write(jsonPath, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	})
+	if err != nil {
+		return fmt.Errorf("write --json %s: %w", jsonPath, err)
+	}
+	return nil
+}
+
+// writeEvalSummary prints one line per scenario and, for each failed run
+// of a failed scenario, the failed assertions and how to replay it.
+func writeEvalSummary(w io.Writer, rep *evals.Report) {
+	shard := ""
+	if len(rep.Shards) > 0 {
+		var p []string
+		for _, s := range rep.Shards {
+			p = append(p, s.String())
+		}
+		shard = " shard " + strings.Join(p, ",")
+	}
+	fmt.Fprintf(w, "eval %s%s: %d scenarios, %d runs\n", rep.Suite, shard, len(rep.Scenarios), rep.Runs)
+	width := 0
+	for _, sc := range rep.Scenarios {
+		width = max(width, len(sc.Name))
+	}
+	for _, sc := range rep.Scenarios {
+		fmt.Fprintf(w, "%-6s %-*s %d/%d runs passed (need %d)\n", evalWord(sc.OK), width, sc.Name, sc.Passed, sc.Repeat, sc.Need)
+		for _, r := range sc.Runs {
+			if r.OK {
+				continue
+			}
+			tol := ""
+			if sc.OK {
+				tol = " (tolerated by the threshold)"
+			}
+			fmt.Fprintf(w, "  #%d session %s, status %s%s\n", r.Repeat, orDash(r.SessionID), orDash(r.Status), tol)
+			for _, x := range r.Failures() {
+				fmt.Fprintf(w, "    FAILED %s: %s\n", x.Assertion, x.Message)
+			}
+			if r.SessionID != "" && !sc.OK {
+				for _, h := range strings.Split(evals.Hints(rep.Home, r.SessionID), "\n") {
+					fmt.Fprintf(w, "    %s\n", h)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(w, "eval %s: %d passed, %d failed (%d of %d runs ok) in %.1fs\n", rep.Suite, rep.Passed, rep.Failed, rep.RunsOK, rep.Runs,
+		float64(rep.Millis)/1000)
+}
+
+type evalValidateOptions struct {
+	Suites []string
+}
+
+func newEvalValidateCmd(f *Factory, runF func(context.Context, *evalValidateOptions) error) *cobra.Command {
+	opts := &evalValidateOptions{}
+	return &cobra.Command{
+		Use:   "validate SUITE.yaml...",
+		Short: "Parse suites and report every problem; run nothing",
+		Long: `Load each suite the way 'agentctl eval' does (strict YAML, every
+assertion checked, every agent spec and scripted model loaded) and report
+every problem with file:line. Nothing runs and nothing is recorded.
+
+Exit status: 0 every suite is valid, 1 otherwise.`,
+		Example: "  agentctl eval validate fixtures/suites/*.yaml",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Suites = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return evalValidateRun(f, opts)
+		},
+	}
+}
+
+func evalValidateRun(f *Factory, opts *evalValidateOptions) error {
+	bad := 0
+	for _, p := range opts.Suites {
+		s, err := evals.Load(p)
+		if err != nil {
+			bad++
+			fmt.Fprintf(f.Err, "%v\n", err)
+			continue
+		}
+		runs, asserts := 0, 0
+		for _, sc := range s.Scenarios {
+			runs += sc.Repeat
+			asserts += len(sc.Assert)
+		}
+		fmt.Fprintf(f.Out, "%s: ok: suite %s, %d scenarios, %d runs, %d assertions\n", p, s.Name, len(s.Scenarios), runs, asserts)
+	}
+	if bad > 0 {
+		return withCode(ExitError, fmt.Errorf("eval validate: %d of %d suites have problems", bad, len(opts.Suites)))
+	}
+	return nil
+}
+
+type evalMergeOptions struct {
+	Reports []string
+	JUnit   string
+	JSON    bool
+	JSONOut string
+	Partial bool
+}
+
+// oldJSONSpelling is the error for `--json FILE`, which used to name the
+// report file: --json now means what it means everywhere (the report on
+// stdout), and the file is --json-out.
+func oldJSONSpelling(file string) error {
+	return usageError{fmt.Errorf("--json no longer takes a file: it prints the report on stdout; write it to %s with --json-out %s", file, file)}
+}
+
+// jsonTarget is where the JSON report goes: "-" for --json, the file of
+// --json-out, or "" for none.
+func jsonTarget(asJSON bool, out string) (string, error) {
+	if asJSON && out != "" {
+		return "", usageError{fmt.Errorf("--json prints the report on stdout and --json-out writes it to a file; give one")}
+	}
+	if asJSON {
+		return "-", nil
+	}
+	return out, nil
+}
+
+func newEvalMergeCmd(f *Factory, runF func(context.Context, *evalMergeOptions) error) *cobra.Command {
+	opts := &evalMergeOptions{}
+	cmd := &cobra.Command{
+		Use:   "merge REPORT.json...",
+		Short: "Join the --json reports of a suite's shards into one",
+		Long: `Join the --json reports that 'agentctl eval --shard I/N' wrote in
+separate CI jobs. The reports must come from the same suite file (same
+sha256), the same N and the same --filter, and be disjoint; every shard
+must be there unless --partial. Prints the summary; --junit and
+--json-out write the joined report (--json prints it on stdout).
+
+` + evalExitHelp,
+		Example: "  agentctl eval merge shard-1.json shard-2.json shard-3.json --junit report.xml --json-out report.json",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Reports = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return evalMergeRun(f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "write JUnit XML to `FILE` (- for stdout)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the joined JSON report on stdout (instead of the summary)")
+	cmd.Flags().StringVar(&opts.JSONOut, "json-out", "", "write the joined JSON report to `FILE`")
+	cmd.Flags().BoolVar(&opts.Partial, "partial", false, "merge even if some shards are missing")
+	return cmd
+}
+
+func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
+	jsonPath, err := jsonTarget(opts.JSON, opts.JSONOut)
+	if err != nil {
+		return err
+	}
+	var reps []*evals.Report
+	for i, p := range opts.Reports {
+		r, err := evals.ReadReport(p)
+		if err != nil {
+			if _, serr := os.Stat(p); opts.JSON && i == len(opts.Reports)-1 && errors.Is(serr, os.ErrNotExist) {
+				return oldJSONSpelling(p) // `--json report.json` as it used to be written
+			}
+			return err
+		}
+		reps = append(reps, r)
+	}
+	rep, err := evals.Merge(reps, opts.Partial)
+	if err != nil {
+		return fmt.Errorf("eval merge: %w", err)
+	}
+	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
+		return err
+	}
+	if jsonPath != "-" && opts.JUnit != "-" {
+		writeEvalSummary(f.Out, rep)
+	}
+	if !rep.OK {
+		return withCode(ExitChecksFailed, nil)
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/termsafe"
+)
+
+type showOptions struct {
+	Session string
+	JSON    bool
+	Tree    bool
+}
+
+func newShowCmd(f *Factory, runF func(context.Context, *showOptions) error) *cobra.Command {
+	opts := &showOptions{}
+	cmd := &cobra.Command{
+		Use:   "show SESSION",
+		Short: "Show a session's events as a timeline",
+		Long: `Show every event of a session as a readable timeline, or with --json one
+event per line exactly as recorded (the same snake_case fields as the log
+and Parquet). SESSION is an id or an unambiguous prefix of one.
+
+A log whose tail was torn by a crash is shown up to the last whole event,
+with a warning; a log corrupted before its tail is shown up to the damage
+and the command fails naming the offset.
+
+With --tree, show the session with its subagents (sessions its task calls
+started), forks and replays (proxy --replay, replay run --keep of an
+external agent's session), and theirs, one line each: id, how it hangs off
+its parent, name, status and totals; --json prints the tree as one object.`,
+		Example: "  agentctl show 3f2a\n  agentctl show 3f2a --json | jq -c 'select(.kind==\"tool_result\")'\n  agentctl show 3f2a --tree",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Session = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return showRun(f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON event per line")
+	cmd.Flags().BoolVar(&opts.Tree, "tree", false, "show the session with its subagents and forks instead of its events")
+	return cmd
+}
+
+// loadSession resolves ref and reads its log. A torn tail is a warning on
+// stderr; mid-log corruption returns the events before it and the error.
+func loadSession(f *Factory, ref string) (string, []session.Event, error) {
+	st := f.Store()
+	id, err := st.Resolve(ref)
+	if err != nil {
+		return "", nil, err
+	}
+	evs, tail, err := st.Load(id)
+	if tail.Torn {
+		fmt.Fprintf(f.Err, "warning: session %s: log has a torn tail (%d bytes after the last whole event, from a crash mid-write); 'agentctl resume' cuts it\n",
+			id, tail.FileSize-tail.GoodSize)
+	}
+	return id, evs, err
+}
+
+func showRun(f *Factory, opts *showOptions) error {
+	if opts.Tree {
+		return showTreeRun(f, opts)
+	}
+	_, evs, loadErr := loadSession(f, opts.Session)
+	if loadErr != nil && !errors.Is(loadErr, recorder.ErrCorrupt) {
+		return loadErr
+	}
+	w := bufio.NewWriter(f.Out)
+	for _, e := range evs {
+		if opts.JSON {
+			b, err := session.Encode(e)
+			if err != nil {
+				return err
+			}
+			w.Write(b)
+			w.WriteByte('\n')
+			continue
+		}
+		writeTimelineLine(w, e)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return loadErr
+}
+
+// writeTimelineLine prints one event as "seq  time  kind  details".
+func writeTimelineLine(w io.Writer, e session.Event) {
+	fmt.Fprintf(w, "%5d  %s  %-17s %s\n", e.Seq, e.TS.Local().Format("15:04:05.000"), termsafe.String(string(e.Kind)), termsafe.String(describe(e)))
+}
+
+// describe is the human summary of one event: what a reader needs to follow
+// the run without the raw fields.
+func describe(e session.Event) string {
+	switch e.Kind {
+	case session.KindSessionStarted:
+		s := fmt.Sprintf("%s on %s/%s", orDash(e.Name), e.Provider, e.Model)
+		switch {
+		case e.ParentSessionID != "" && e.ForkedFrom > 0:
+			s += fmt.Sprintf(" (forked from %s at seq %d)", e.ParentSessionID, e.ForkedFrom)
+		case e.ParentSessionID != "" && e.ParentSeq > 0:
+			s += fmt.Sprintf(" (a subagent of %s, task call at seq %d)", e.ParentSessionID, e.ParentSeq)
+		case e.ParentSessionID != "" && session.ReplayOf(e) != "":
+			s += fmt.Sprintf(" (a replay of %s)", session.ReplayOf(e))
+		case e.ParentSessionID != "":
+			s += fmt.Sprintf(" (a sub-agent of %s)", e.ParentSessionID)
+		}
+		if from := session.ImportedFrom(e); from != "" {
+			s += " (imported from " + from
+			if st := session.Fold([]session.Event{e}).SourceStatus; st != "" {
+				s += ", source end state " + st
+			}
+			s += ")"
+		}
+		return s
+	case session.KindUserMessage:
+		return quote(e.Text, 100)
+	case session.KindAssistantMessage, session.KindInterrupted:
+		parts := []string{}
+		if e.Refusal != "" {
+			parts = append(parts, "refused: "+quote(e.Refusal, 80))
+		}
+		if e.Text != "" {
+			parts = append(parts, quote(e.Text, 80))
+		}
+		if e.FinishReason == "length" {
+			parts = append(parts, "(cut at the output cap: finish_reason length)")
+		} else if e.FinishReason != "" {
+			parts = append(parts, "(finish_reason "+e.FinishReason+")")
+		}
+		for _, c := range e.ToolCalls {
+			parts = append(parts, fmt.Sprintf("→ %s(%s) [%s]", c.Name, clip(string(c.Args), 60), c.ID))
+		}
+		if e.Kind == session.KindInterrupted && e.Reason != "" {
+			parts = append(parts, "("+e.Reason+")")
+		}
+		return strings.Join(parts, " ")
+	case session.KindModelCall:
+		s := fmt.Sprintf("%s/%s in=%d out=%d", e.Provider, e.Model, e.InputTokens, e.OutputTokens)
+		if e.CacheReadInputTokens+e.CacheCreationInputTokens > 0 {
+			s += fmt.Sprintf(" (cache read %d, write %d)", e.CacheReadInputTokens, e.CacheCreationInputTokens)
+		}
+		if e.Attempt > 0 {
+			s += fmt.Sprintf(" attempt %d", e.Attempt)
+		}
+		if e.CostUSD > 0 {
+			s += fmt.Sprintf(" $%.4f", e.CostUSD)
+		}
+		if e.LatencyMS > 0 {
+			s += fmt.Sprintf(" %dms", e.LatencyMS)
+		}
+		if e.FinishReason != "" {
+			s += " " + e.FinishReason
+		}
+		if e.ErrorType != "" {
+			s += " " + e.ErrorType
+		}
+		if e.Error != "" {
+			s += " error: " + e.Error
+		}
+		if e.Text != "" {
+			s += " after streaming " + quote(e.Text, 60)
+		}
+		return s
+	case session.KindToolIntent:
+		s := fmt.Sprintf("%s(%s) [%s]", e.Tool, clip(string(e.Args), 60), e.CallID)
+		if e.IdempotencyKey != "" {
+			s += " key=" + e.IdempotencyKey
+		}
+		return s
+	case session.KindToolResult:
+		s := fmt.Sprintf("%s [%s] %s", e.Tool, e.CallID, e.Status)
+		if e.LatencyMS > 0 {
+			s += fmt.Sprintf(" %dms", e.LatencyMS)
+		}
+		if e.Error != "" {
+			s += ": " + clip(e.Error, 80)
+		} else if e.Output != "" {
+			s += ": " + quote(e.Output, 80)
+		}
+		if e.Artifact != "" {
+			s += " (full output: " + e.Artifact + ")"
+		}
+		return s
+	case session.KindApprovalRequest:
+		return fmt.Sprintf("%s(%s) [%s] waits for approval", e.Tool, clip(string(e.Args), 60), e.CallID)
+	case session.KindApprovalGranted:
+		return fmt.Sprintf("[%s] granted, scope %s", e.CallID, orDash(e.Scope))
+	case session.KindApprovalDenied:
+		return fmt.Sprintf("[%s] denied %s", e.CallID, e.Reason)
+	case session.KindCompaction:
+		if from := session.SummaryFrom(e); from > 0 {
+			return fmt.Sprintf("seqs %d..%d: %s", from, e.Through, quote(e.Summary, 80))
+		}
+		return fmt.Sprintf("through seq %d: %s", e.Through, quote(e.Summary, 80))
+	case session.KindReconciled:
+		return fmt.Sprintf("%s [%s] key=%s → %s %s", e.Tool, e.CallID, e.IdempotencyKey, e.Outcome, e.Reason)
+	case session.KindBudgetExceeded, session.KindError:
+		return strings.TrimSpace(e.Reason + " " + e.Error)
+	case session.KindEvaluation:
+		return fmt.Sprintf("%s %s", e.Outcome, clip(e.Evidence, 80))
+	case session.KindSubagentStarted, session.KindSubagentFinished:
+		if e.CallID != "" { // started by agentctl's task tool
+			return subagentLine(e)
+		}
+		return fmt.Sprintf("child %s %s", e.ChildSessionID, clip(e.Output, 60))
+	case session.KindModelChanged:
+		return fmt.Sprintf("now %s/%s %s", e.Provider, e.Model, e.Reason)
+	case session.KindSpecChanged:
+		return fmt.Sprintf("now %s (%s) %s", e.SpecPath, e.SpecHash, e.Reason)
+	case session.KindBudgetChanged:
+		return fmt.Sprintf("now %s: %s", orDash(string(e.Attrs)), e.Reason)
+	case session.KindSessionFinished:
+		return strings.TrimSpace(e.Status + " " + e.Reason)
+	}
+	return fmt.Sprintf("(unknown kind, recorded by a newer agentctl) %s", clip(string(e.Raw), 100))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func quote(s string, n int) string { return fmt.Sprintf("%q", clip(s, n)) }
+
+// clip shortens s to n runes with an ellipsis, on one line.
+func clip(s string, n int) string {
+	s = termsafe.String(strings.Join(strings.Fields(s), " "))
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -1,0 +1,245 @@
+package history
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/agentctl/agentctl/internal/vfs"
+)
+
+// RowGroupRows is the most rows one row group of a file holds. DuckDB reads
+// row groups in parallel, so a large segment is split into several.
+const RowGroupRows = 128 * 1024
+
+// codec is shared by every writer so that its pool of zstd encoders (each
+// costly to build) is reused across files.
+var codec = &zstd.Codec{Level: zstd.SpeedDefault}
+
+// WriteRows writes rows to a new Parquet file at path, atomically: a temp
+// file in the same directory is written, closed (which writes the footer),
+// fsync'd and renamed over path, then the directory is fsync'd. Columns are
+// zstd-compressed. An empty rows writes a valid file with no rows.
+func WriteRows(path string, rows []Row, noSync bool) (size int64, err error) {
+	return WriteRowsFS(vfs.OS, path, rows, noSync)
+}
+
+// WriteRowsFS is WriteRows on fsys. On failure the temp file is removed
+// (as far as fsys lets it be) and path is untouched.
+func WriteRowsFS(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64, err error) {
+	size, _, err = writeRows(fsys, path, rows, noSync)
+	return size, err
+}
+
+// writeRows is WriteRowsFS that also returns the file's checksum (see
+// FileSum), taken from the bytes as they are written.
+func writeRows(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64, sum string, err error) {
+	dir := filepath.Dir(path)
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
+	}
+	f, err := vfs.CreateAtomic(fsys, path, 0o600, noSync)
+	if err != nil {
+		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
+	}
+	defer f.Abort()
+	sum32 := crc32.New(castagnoli) // parquet-go writes the file front to back
+	w := parquet.NewGenericWriter[Row](io.MultiWriter(f, sum32),
+		parquet.Compression(codec),
+		parquet.MaxRowsPerRowGroup(RowGroupRows),
+		parquet.CreatedBy("agentctl", "", ""),
+	)
+	if _, err := w.Write(rows); err != nil {
+		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
+		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
+	}
+	if err := f.Commit(); err != nil {
+		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
+	}
+	return st.Size(), sumString(sum32.Sum32()), nil
+}
+
+// RowWriter writes rows to a Parquet file a batch at a time, so that a
+// caller converting a long log holds a batch, not every row. The file is
+// written in place (no temp file, no fsync): it is for files of the
+// caller's own, such as package query's rows of the unsealed logs.
+type RowWriter struct {
+	f    *os.File
+	w    *parquet.GenericWriter[Row]
+	rows int64
+}
+
+// CreateRows creates (or truncates) the file at path for a RowWriter.
+func CreateRows(path string) (*RowWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: write %s: %w", path, err)
+	}
+	w := parquet.NewGenericWriter[Row](f,
+		parquet.Compression(codec),
+		parquet.MaxRowsPerRowGroup(RowGroupRows),
+		parquet.CreatedBy("agentctl", "", ""),
+	)
+	return &RowWriter{f: f, w: w}, nil
+}
+
+// Write adds rows; it keeps none of their strings. Not safe for
+// concurrent use.
+func (w *RowWriter) Write(rows []Row) error {
+	if _, err := w.w.Write(rows); err != nil {
+		return fmt.Errorf("history: write %s: %w", w.f.Name(), err)
+	}
+	w.rows += int64(len(rows))
+	return nil
+}
+
+// Rows returns how many rows were written.
+func (w *RowWriter) Rows() int64 { return w.rows }
+
+// Close writes the footer and closes the file.
+func (w *RowWriter) Close() error {
+	err := w.w.Close()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("history: write %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+// ReadRows reads every row of a Parquet file written by WriteRows. A
+// damaged file fails with an error matching ErrCorruptFile that names it.
+func ReadRows(path string) ([]Row, error) {
+	return readRowsSum(path, FileEntry{})
+}
+
+// readRowsSum is ReadRows of a live file, checked against what the
+// manifest recorded of it (FileEntry.Verify) before it is parsed.
+func readRowsSum(path string, f FileEntry) ([]Row, error) {
+	// One read of the whole file: parquet-go would otherwise issue a read
+	// per page and column, and history files are small or read whole.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: read %s: %w", path, err)
+	}
+	if err := f.check(path, int64(len(b)), func() (string, error) { return sumString(crc32.Checksum(b, castagnoli)), nil }); err != nil {
+		return nil, err
+	}
+	rows, err := readRows(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, &CorruptFileError{Path: path, Err: err}
+	}
+	return rows, nil
+}
+
+func readRows(r io.ReaderAt, size int64) (rows []Row, err error) {
+	defer func() {
+		// parquet-go may panic on some malformed input; a damaged file
+		// must be an error, never a crash.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed parquet: %v", p)
+		}
+	}()
+	pf, err := parquet.OpenFile(r, size)
+	if err != nil {
+		return nil, err
+	}
+	rd := parquet.NewGenericReader[Row](pf)
+	defer rd.Close()
+	rows = make([]Row, pf.NumRows())
+	n, err := rd.Read(rows)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if int64(n) != pf.NumRows() {
+		return nil, fmt.Errorf("read %d of %d rows", n, pf.NumRows())
+	}
+	return rows, nil
+}
+
+// castagnoli is the CRC-32C table: the checksum of the log's frames too,
+// and one that amd64 and arm64 compute in hardware (several GB/s).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// FileSum returns the checksum the manifest records of a history file
+// (FileEntry.CRC32C): CRC-32C of its bytes, as 8 hex digits, read in one
+// streaming pass.
+func FileSum(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("history: checksum %s: %w", path, err)
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("history: checksum %s: %w", path, err)
+	}
+	return sumString(h.Sum32()), nil
+}
+
+func sumString(crc uint32) string { return fmt.Sprintf("%08x", crc) }
+
+// Verify reports whether the live file f, under the history folder dir,
+// has the size and checksum the manifest recorded: a *CorruptFileError
+// naming it if not. A file the manifest records no checksum of (written
+// by an agentctl before version 3 of the manifest) is not checked.
+func (f FileEntry) Verify(dir string) error {
+	if f.CRC32C == "" {
+		return nil
+	}
+	p := filepath.Join(dir, filepath.FromSlash(f.Path))
+	st, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("history: verify %s: %w", p, err)
+	}
+	return f.check(p, st.Size(), func() (string, error) { return FileSum(p) })
+}
+
+// check compares a file's size, then its checksum (sum, computed only if
+// the size matches), with f's.
+func (f FileEntry) check(path string, size int64, sum func() (string, error)) error {
+	if f.CRC32C == "" {
+		return nil
+	}
+	if size != f.Bytes {
+		return &CorruptFileError{Path: path, Err: fmt.Errorf("%d bytes, the manifest recorded %d", size, f.Bytes)}
+	}
+	got, err := sum()
+	if err != nil {
+		return err
+	}
+	if got != f.CRC32C {
+		return &CorruptFileError{Path: path, Err: fmt.Errorf("checksum mismatch: crc32c %s, the manifest recorded %s", got, f.CRC32C)}
+	}
+	return nil
+}
+
+// Check reads the whole file at path and reports whether it is intact.
+func Check(path string) error {
+	_, err := ReadRows(path)
+	return err
+}
+
+func syncDir(fsys vfs.FS, dir string, noSync bool) error {
+	if noSync {
+		return nil
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("history: sync dir %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,27 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/agentctl/agentctl/internal/spec"
+)
+
+// LoadScript reads a scripted model's YAML (turns, summary) strictly, with
+// the spec loader's checks (unknown keys, alias budget). It lives here, not
+// in spec, so that spec need not import provider and, through it, the
+// vendor SDKs.
+func LoadScript(path string) (Script, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Script{}, fmt.Errorf("read model script: %w", err)
+	}
+	var s Script
+	if _, err := spec.DecodeStrict(path, data, &s); err != nil {
+		return Script{}, err
+	}
+	if len(s.Turns) == 0 {
+		return Script{}, &spec.Error{File: path, Msg: "the script has no turns (add a turns: list)"}
+	}
+	return s, nil
+}

@@ -1,0 +1,472 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/agentctl/agentctl/internal/provider"
+	"github.com/agentctl/agentctl/internal/redact"
+	"github.com/agentctl/agentctl/internal/session"
+)
+
+// ReplayConfig configures a Replay backend.
+type ReplayConfig struct {
+	// Events is the recorded session's log; Artifacts reads the files
+	// its events name (ReadArtifact over the session folder).
+	Events    []session.Event
+	Artifacts func(rel string) ([]byte, error)
+	// Strict makes any difference a divergence, volatile parts (system
+	// text, metadata) included.
+	Strict bool
+	// OnMiss, when set, serves a conversation from its first divergence
+	// on (a fork: --on-miss upstream) instead of failing the call.
+	OnMiss Backend
+	// Until, when > 0, replays turns 1..Until and serves the rest with
+	// Live (--until N).
+	Until int
+	Live  Backend
+	// Redactor is the one the recording was made with (nil: this
+	// process's environment and the token formats, as the proxy's
+	// default): the recorded requests are redacted, so a live message is
+	// compared as it would have been recorded.
+	Redactor *redact.Redactor
+}
+
+// recordedTurn is one model call of the recording.
+type recordedTurn struct {
+	seq    int64
+	model  string
+	api    API
+	call   *Call  // the recorded request, parsed (nil when no artifact)
+	status int    // HTTP status served
+	stream bool   // the body is SSE
+	body   []byte // the exact bytes served, nil when no artifact
+	answer *provider.Response
+}
+
+// Replay serves a recorded session's answers, matching each call to the
+// recorded turn at the same position of its conversation. Safe for
+// concurrent use.
+type Replay struct {
+	cfg    ReplayConfig
+	turns  []recordedTurn
+	models []string
+
+	// known maps the sha256 of each recorded request body (its API
+	// first) to its parsed call: a replay mostly sees the same bytes
+	// again, and a body seen before need not be parsed again.
+	known map[[32]byte]*Call
+
+	mu       sync.Mutex
+	live     map[string]bool // conversations that went live (fork)
+	findings []Finding
+}
+
+var _ Backend = (*Replay)(nil)
+
+// Finding is a difference a replay saw between a call and its recorded
+// turn. Fatal ones were answered with a Divergence (or forked); the others
+// are volatile parts the default match reports and tolerates.
+type Finding struct {
+	SessionID string `json:"session_id"`
+	Turn      int    `json:"turn"`
+	Seq       int64  `json:"seq,omitempty"`
+	What      string `json:"what"`
+	Fatal     bool   `json:"fatal"`
+	Forked    bool   `json:"forked,omitempty"`
+}
+
+// NewReplay reads the recorded turns of a session: every model_call, with
+// the exact bytes of its response_artifact when the proxy recorded it,
+// else (a session `agentctl run` recorded) the assistant_message before it
+// rendered in the caller's wire format.
+func NewReplay(cfg ReplayConfig) (*Replay, error) {
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.New(redact.FromEnv(environ())...)
+	}
+	r := &Replay{cfg: cfg, live: map[string]bool{}, known: map[[32]byte]*Call{}}
+	seen := map[string]bool{}
+	var lastAnswer *provider.Response
+	for _, e := range cfg.Events {
+		switch e.Kind {
+		case session.KindAssistantMessage:
+			if isFromRequest(e.Attrs) {
+				continue
+			}
+			a := provider.Response{Text: e.Text, Refusal: e.Refusal, ToolCalls: e.ToolCalls, InputTokens: e.InputTokens, OutputTokens: e.OutputTokens}
+			lastAnswer = &a
+		case session.KindModelCall:
+			if !isTurn(e) {
+				lastAnswer = nil
+				continue
+			}
+			var attrs struct {
+				API              API    `json:"api"`
+				Status           int    `json:"status"`
+				Stream           bool   `json:"stream"`
+				RequestArtifact  string `json:"request_artifact"`
+				ResponseArtifact string `json:"response_artifact"`
+				ResponseSSE      *bool  `json:"response_sse"`
+			}
+			_ = json.Unmarshal(e.Attrs, &attrs)
+			t := recordedTurn{seq: e.Seq, model: e.Model, api: attrs.API, status: attrs.Status, stream: attrs.Stream}
+			if t.status == 0 {
+				t.status = http.StatusOK
+			}
+			if attrs.ResponseArtifact != "" && cfg.Artifacts != nil {
+				// A torn artifact (a crash between its sync and the log's)
+				// leaves the answer to be rendered from the events.
+				if b, err := cfg.Artifacts(attrs.ResponseArtifact); err == nil {
+					t.body = b
+				}
+				if attrs.ResponseSSE != nil {
+					t.stream = *attrs.ResponseSSE
+				}
+			}
+			if attrs.RequestArtifact != "" && cfg.Artifacts != nil {
+				b, err := cfg.Artifacts(attrs.RequestArtifact)
+				c := &Call{API: attrs.API, Body: b}
+				if err == nil && parseCall(c) == nil {
+					t.call = c
+					r.known[bodyKey(c.API, b)] = c
+					t.model = c.Model
+				}
+			}
+			if t.body == nil {
+				if e.Error != "" {
+					t.status = http.StatusInternalServerError
+					if attrs.Status != 0 && attrs.Status != http.StatusOK {
+						t.status = attrs.Status
+					}
+					typ := e.ErrorType
+					if typ == "" {
+						typ = "api_error"
+					}
+					t.body = errorBody(attrs.API, typ, e.Error)
+				} else {
+					t.answer = lastAnswer
+					if t.answer != nil {
+						t.answer.Model, t.answer.FinishReason, t.answer.ResponseID = e.Model, e.FinishReason, e.ResponseID
+						t.answer.CacheReadTokens, t.answer.CacheCreationTokens = e.CacheReadInputTokens, e.CacheCreationInputTokens
+						if t.answer.FinishReason == "" {
+							t.answer.FinishReason = provider.FinishStop
+							if len(t.answer.ToolCalls) > 0 {
+								t.answer.FinishReason = provider.FinishToolCalls
+							}
+						}
+					}
+				}
+			}
+			lastAnswer = nil
+			r.turns = append(r.turns, t)
+			if t.model != "" && !seen[t.model] {
+				seen[t.model] = true
+				r.models = append(r.models, t.model)
+			}
+		}
+	}
+	return r, nil
+}
+
+func isFromRequest(attrs json.RawMessage) bool {
+	var a struct {
+		FromRequest bool `json:"from_request"`
+	}
+	return len(attrs) > 0 && json.Unmarshal(attrs, &a) == nil && a.FromRequest
+}
+
+// Turns reports how many model calls the recording holds.
+func (r *Replay) Turns() int { return len(r.turns) }
+
+// TurnSeq is the seq of the recorded model_call of turn n (1-based; past
+// the last turn, the last's): the forked_from of a fork that replays n
+// turns, as replay fork --from names it.
+func (r *Replay) TurnSeq(n int) int64 {
+	if n > len(r.turns) {
+		n = len(r.turns)
+	}
+	if n < 1 {
+		return 0
+	}
+	return r.turns[n-1].seq
+}
+
+// Findings returns what the replay has seen so far, in order.
+func (r *Replay) Findings() []Finding {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Finding(nil), r.findings...)
+}
+
+// Diverged reports whether any call diverged (fatally).
+func (r *Replay) Diverged() bool {
+	for _, f := range r.Findings() {
+		if f.Fatal {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Replay) note(f Finding) {
+	r.mu.Lock()
+	r.findings = append(r.findings, f)
+	r.mu.Unlock()
+}
+
+// Serve answers c with its recorded turn, or reports how it diverges.
+func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
+	switch c.API {
+	case APIModels:
+		if r.cfg.Live != nil && r.cfg.Until == 0 {
+			return r.cfg.Live.Serve(ctx, c, w)
+		}
+		return serveModels(w, c, r.models)
+	case APICountTokens:
+		return serveCount(w, c)
+	}
+	r.mu.Lock()
+	live := r.live[c.SessionID]
+	r.mu.Unlock()
+	if live {
+		return r.forward(ctx, c, w)
+	}
+	if r.cfg.Until > 0 && c.Turn > r.cfg.Until {
+		if r.cfg.Live == nil {
+			return &Divergence{Turn: c.Turn, What: fmt.Sprintf("--until %d and no upstream to go on with", r.cfg.Until)}
+		}
+		r.mu.Lock()
+		r.live[c.SessionID] = true
+		r.mu.Unlock()
+		return r.forward(ctx, c, w)
+	}
+	var rec *recordedTurn
+	if c.Turn <= len(r.turns) {
+		rec = &r.turns[c.Turn-1]
+	}
+	fatal, volatile := r.compare(c, rec)
+	for _, v := range volatile {
+		r.note(Finding{SessionID: c.SessionID, Turn: c.Turn, Seq: seqOf(rec), What: v, Fatal: r.cfg.Strict})
+	}
+	if fatal == "" && r.cfg.Strict && len(volatile) > 0 {
+		fatal = volatile[0] + " (--strict)"
+	}
+	if fatal != "" {
+		if r.cfg.OnMiss != nil {
+			r.note(Finding{SessionID: c.SessionID, Turn: c.Turn, Seq: seqOf(rec), What: fatal, Forked: true})
+			r.mu.Lock()
+			r.live[c.SessionID] = true
+			r.mu.Unlock()
+			return r.forward(ctx, c, w)
+		}
+		if len(volatile) == 0 || !r.cfg.Strict {
+			r.note(Finding{SessionID: c.SessionID, Turn: c.Turn, Seq: seqOf(rec), What: fatal, Fatal: true})
+		}
+		return &Divergence{Turn: c.Turn, Seq: seqOf(rec), What: fatal}
+	}
+	if rec.body != nil {
+		ct := "application/json"
+		if rec.stream {
+			ct = "text/event-stream; charset=utf-8"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(rec.status)
+		w.Write(rec.body)
+		return nil
+	}
+	enc := newEncoder(c.API, c.Stream, responseID(c), rec.answer.Model, w)
+	enc.text(rec.answer.Text)
+	enc.finish(*rec.answer)
+	return nil
+}
+
+func (r *Replay) forward(ctx context.Context, c *Call, w http.ResponseWriter) error {
+	b := r.cfg.Live
+	if b == nil {
+		b = r.cfg.OnMiss
+	}
+	return b.Serve(ctx, c, w)
+}
+
+func seqOf(t *recordedTurn) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.seq
+}
+
+// compare matches a call against its recorded turn: the fatal difference
+// (another API or model, a message that differs, a missing or extra
+// message, a turn the recording does not have), and the volatile ones
+// (system text, metadata).
+func (r *Replay) compare(c *Call, rec *recordedTurn) (fatal string, volatile []string) {
+	if rec == nil {
+		return fmt.Sprintf("the recording has %d model calls and this is call %d", len(r.turns), c.Turn), nil
+	}
+	if rec.body == nil && rec.answer == nil {
+		return fmt.Sprintf("recorded model_call seq %d has no answer to serve", rec.seq), nil
+	}
+	if rec.api != "" && rec.api != c.API {
+		return fmt.Sprintf("log has a %s call, request is %s", rec.api, c.API), nil
+	}
+	if rec.body != nil && rec.stream != c.Stream {
+		return fmt.Sprintf("log has stream=%t, request has stream=%t", rec.stream, c.Stream), nil
+	}
+	// The requested model is known only from a recorded request (a
+	// model_call's model is the one that answered, date suffix and all).
+	if rec.call != nil && c.Model != rec.model {
+		return fmt.Sprintf("log has model %q, request has model %q", rec.model, c.Model), nil
+	}
+	rc := rec.call
+	if rc == nil {
+		return "", nil
+	}
+	for i := 0; i < max(len(rc.Messages), len(c.Messages)); i++ {
+		if i >= len(rc.Messages) {
+			return fmt.Sprintf("message %d: log has %d messages, request has an extra %s", i+1, len(rc.Messages), describe(c.Messages[i])), nil
+		}
+		if i >= len(c.Messages) {
+			return fmt.Sprintf("message %d: log has %s, request has %d messages", i+1, describe(rc.Messages[i]), len(c.Messages)), nil
+		}
+		if !sameMessage(rc.Messages[i], c.Messages[i]) && !sameMessage(rc.Messages[i], r.redacted(c.Messages[i])) {
+			if sameMessage(withoutReminders(rc.Messages[i]), withoutReminders(r.redacted(c.Messages[i]))) {
+				volatile = append(volatile, fmt.Sprintf("message %d: the harness context in its <system-reminder> blocks differs (%s)", i+1, firstDiff(rc.Messages[i].Content, c.Messages[i].Content)))
+				continue
+			}
+			return fmt.Sprintf("message %d: log has %s, request has %s", i+1, describe(rc.Messages[i]), describe(c.Messages[i])), nil
+		}
+	}
+	if strings.Join(rc.Tools, ",") != strings.Join(c.Tools, ",") {
+		return fmt.Sprintf("log offers tools [%s], request offers [%s]", strings.Join(rc.Tools, ", "), strings.Join(c.Tools, ", ")), nil
+	}
+	if rc.System != c.System {
+		volatile = append(volatile, fmt.Sprintf("system text differs (log %d chars, request %d chars; %s)", len(rc.System), len(c.System), firstDiff(rc.System, c.System)))
+	}
+	if !sameJSON(orNull(rc.Metadata), orNull(c.Metadata)) {
+		volatile = append(volatile, fmt.Sprintf("metadata differs: log has %s, request has %s", orNull(rc.Metadata), orNull(c.Metadata)))
+	}
+	return "", volatile
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return fmt.Sprintf("first difference at byte %d", i)
+}
+
+// describe names a message briefly for a divergence report.
+func describe(m session.Message) string {
+	var b strings.Builder
+	b.WriteString(m.Role)
+	if m.ToolCallID != "" {
+		fmt.Fprintf(&b, " result of %s", m.ToolCallID)
+	}
+	if len(m.ToolCalls) > 0 {
+		var calls []string
+		for _, tc := range m.ToolCalls {
+			calls = append(calls, fmt.Sprintf("%s(%s)", tc.Name, clip(string(tc.Args), 60)))
+		}
+		fmt.Fprintf(&b, " calling %s", strings.Join(calls, ", "))
+	}
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		fmt.Fprintf(&b, " %q", clip(m.Content, 80))
+	}
+	return b.String()
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// WithModel wraps a backend so that every model call it serves asks for
+// model instead of the client's (--model on a fork): the request body's
+// "model" is replaced, nothing else.
+func WithModel(b Backend, model string) Backend {
+	return modelBackend{b, model}
+}
+
+type modelBackend struct {
+	Backend
+	model string
+}
+
+func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
+	if c.API == APIModels || c.API == APICountTokens || m.model == "" {
+		return m.Backend.Serve(ctx, c, w)
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(c.Body, &body); err != nil {
+		return err
+	}
+	// The proxy records the change in a session it opened (model_changed).
+	c.liveModel = m.model
+	body["model"] = marshal(m.model)
+	cc := *c
+	cc.Body, cc.Model = marshal(body), m.model
+	return m.Backend.Serve(ctx, &cc, w)
+}
+
+func bodyKey(api API, body []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(api))
+	h.Write([]byte{0})
+	h.Write(body)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// knownCall returns the parsed form of a body the recording holds byte for
+// byte, nil for any other.
+func (r *Replay) knownCall(api API, body []byte) *Call {
+	return r.known[bodyKey(api, body)]
+}
+
+// redacted is m as the recording would hold it.
+func (r *Replay) redacted(m session.Message) session.Message {
+	m.Content = r.cfg.Redactor.String(m.Content)
+	if len(m.ToolCalls) > 0 {
+		tcs := make([]session.ToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			tc.Args = json.RawMessage(r.cfg.Redactor.String(string(tc.Args)))
+			tcs[i] = tc
+		}
+		m.ToolCalls = tcs
+	}
+	return m
+}
+
+// reminderRE matches the <system-reminder> blocks Claude Code (and the
+// Claude Agent SDK) put into user messages and tool results: the working
+// directory, today's date, the tokens left, the tool list. They are the
+// harness's volatile context, like system text, not the conversation.
+var reminderRE = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+
+// withoutReminders is m with its <system-reminder> blocks cut out, for the
+// default (not --strict) match of a replay.
+func withoutReminders(m session.Message) session.Message {
+	if strings.Contains(m.Content, "<system-reminder>") {
+		m.Content = strings.TrimSpace(reminderRE.ReplaceAllString(m.Content, ""))
+	}
+	return m
+}

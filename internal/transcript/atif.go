@@ -1,0 +1,818 @@
+package transcript
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/pricing"
+	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/tools"
+)
+
+// ATIF (Harbor's Agent Trajectory Interchange Format, RFC 0001 v1.7;
+// corpus FORMATS.md section 2.6).
+
+// ATIFVersion is the schema_version ExportATIF writes.
+const ATIFVersion = "ATIF-v1.7"
+
+type atifTrajectory struct {
+	SchemaVersion string          `json:"schema_version"`
+	SessionID     string          `json:"session_id,omitempty"`
+	TrajectoryID  string          `json:"trajectory_id,omitempty"`
+	Agent         atifAgent       `json:"agent"`
+	Steps         []atifStep      `json:"steps"`
+	Notes         string          `json:"notes,omitempty"`
+	FinalMetrics  json.RawMessage `json:"final_metrics,omitempty"`
+	Continued     string          `json:"continued_trajectory_ref,omitempty"`
+	Subagents     []atifRawTraj   `json:"subagent_trajectories,omitempty"`
+	Extra         json.RawMessage `json:"extra,omitempty"`
+}
+
+// atifRawTraj is an embedded sub-agent trajectory, kept as bytes until it
+// is imported on its own.
+type atifRawTraj = json.RawMessage
+
+type atifAgent struct {
+	Name      string          `json:"name"`
+	Version   string          `json:"version"`
+	ModelName string          `json:"model_name,omitempty"`
+	Extra     json.RawMessage `json:"extra,omitempty"`
+}
+
+type atifStep struct {
+	StepID           int             `json:"step_id"`
+	Timestamp        string          `json:"timestamp,omitempty"`
+	Source           string          `json:"source"`
+	ModelName        string          `json:"model_name,omitempty"`
+	ReasoningEffort  json.RawMessage `json:"reasoning_effort,omitempty"`
+	Message          json.RawMessage `json:"message"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []atifToolCall  `json:"tool_calls,omitempty"`
+	Observation      *atifObs        `json:"observation,omitempty"`
+	Metrics          *atifMetrics    `json:"metrics,omitempty"`
+	LLMCallCount     *int            `json:"llm_call_count,omitempty"`
+	IsCopiedContext  bool            `json:"is_copied_context,omitempty"`
+	Extra            json.RawMessage `json:"extra,omitempty"`
+}
+
+type atifToolCall struct {
+	ToolCallID   string          `json:"tool_call_id"`
+	FunctionName string          `json:"function_name"`
+	Arguments    json.RawMessage `json:"arguments"`
+	Extra        json.RawMessage `json:"extra,omitempty"`
+}
+
+type atifObs struct {
+	Results []atifResult `json:"results"`
+}
+
+type atifResult struct {
+	SourceCallID string          `json:"source_call_id,omitempty"`
+	Content      json.RawMessage `json:"content,omitempty"`
+	SubagentRefs []atifRef       `json:"subagent_trajectory_ref,omitempty"`
+	Extra        json.RawMessage `json:"extra,omitempty"`
+}
+
+type atifRef struct {
+	TrajectoryID   string          `json:"trajectory_id,omitempty"`
+	TrajectoryPath string          `json:"trajectory_path,omitempty"`
+	SessionID      string          `json:"session_id,omitempty"`
+	Extra          json.RawMessage `json:"extra,omitempty"`
+}
+
+type atifMetrics struct {
+	PromptTokens     *int64          `json:"prompt_tokens,omitempty"`
+	CompletionTokens *int64          `json:"completion_tokens,omitempty"`
+	CachedTokens     *int64          `json:"cached_tokens,omitempty"`
+	CostUSD          *float64        `json:"cost_usd,omitempty"`
+	Extra            json.RawMessage `json:"extra,omitempty"`
+}
+
+type atifFinal struct {
+	TotalPromptTokens     int64           `json:"total_prompt_tokens"`
+	TotalCompletionTokens int64           `json:"total_completion_tokens"`
+	TotalCachedTokens     int64           `json:"total_cached_tokens"`
+	TotalCostUSD          float64         `json:"total_cost_usd"`
+	TotalSteps            int             `json:"total_steps"`
+	Extra                 json.RawMessage `json:"extra,omitempty"`
+}
+
+// agentctlExtra is what an export keeps under extra.agentctl: the fields
+// ATIF has no place for, so that an import gives the events back.
+type agentctlExtra struct {
+	Seq   int64           `json:"seq,omitempty"`
+	TS    string          `json:"ts,omitempty"`
+	Attrs json.RawMessage `json:"attrs,omitempty"`
+	// Step extras.
+	Refusal      string `json:"refusal,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	// The assistant message's own usage (metrics are the model_call's).
+	InputTokens  int64          `json:"input_tokens,omitempty"`
+	OutputTokens int64          `json:"output_tokens,omitempty"`
+	ModelCall    *session.Event `json:"model_call,omitempty"`
+	// A system step that stands for an event ATIF has no step for.
+	Event *session.Event `json:"event,omitempty"`
+	// Tool call extras: its intent; result extras: the fields beside its
+	// content.
+	Intent    *session.Event `json:"intent,omitempty"`
+	Status    string         `json:"status,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	LatencyMS int64          `json:"latency_ms,omitempty"`
+	Artifact  string         `json:"artifact,omitempty"`
+	Tool      string         `json:"tool,omitempty"`
+	// The root: the header exported.
+	Header *session.Event `json:"header,omitempty"`
+}
+
+func agentctlOf(extra json.RawMessage) *agentctlExtra {
+	if len(extra) == 0 {
+		return nil
+	}
+	var x struct {
+		A *agentctlExtra `json:"agentctl"`
+	}
+	if json.Unmarshal(extra, &x) != nil {
+		return nil
+	}
+	return x.A
+}
+
+func withAgentctl(extra json.RawMessage, a agentctlExtra) json.RawMessage {
+	m := map[string]any{}
+	if len(extra) > 0 {
+		_ = json.Unmarshal(extra, &m)
+	}
+	m["agentctl"] = a
+	return marshalAttrs(m)
+}
+
+func importATIFFile(path string, seen map[string]bool) (*Session, error) {
+	data, file, err := readSource(path)
+	if err != nil {
+		return nil, err
+	}
+	return importATIF(data, file, "", seen)
+}
+
+// importATIF imports one trajectory (part names an embedded one), then
+// the sub-agent trajectories its results refer to, as children.
+func importATIF(data []byte, file, part string, seen map[string]bool) (*Session, error) {
+	var t atifTrajectory
+	content := data
+	if part != "" {
+		// An embedded trajectory: its bytes are the part; the file's hash
+		// still names the source.
+		content = nil
+	}
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, fmt.Errorf("import atif %s: %w", file, err)
+	}
+	if !strings.HasPrefix(t.SchemaVersion, "ATIF-") {
+		return nil, fmt.Errorf("import atif %s: schema_version %q is not ATIF's; is this a trajectory.json?", file, t.SchemaVersion)
+	}
+	if content == nil {
+		content, _ = os.ReadFile(file)
+	}
+	b := newBuilder(FormatATIF, file, content)
+	b.records = len(t.Steps)
+	b.attrs["source_session_id"] = t.SessionID
+	b.attrs["source_version"] = t.SchemaVersion
+	b.attrs["agent"] = t.Agent.Name + " " + t.Agent.Version
+	if t.TrajectoryID != "" {
+		b.attrs["trajectory_id"] = t.TrajectoryID
+	}
+	if len(t.FinalMetrics) > 0 {
+		b.attrs["final_metrics"] = t.FinalMetrics
+	}
+	if t.Continued != "" {
+		b.attrs["continued_trajectory_ref"] = t.Continued
+		b.note(0, CodeSkipped, "the trajectory continues in %s (continued_trajectory_ref); import that file too", t.Continued)
+	}
+	prov, model := splitModel(t.Agent.ModelName, "")
+	if prov == "" {
+		prov = providerOf(model)
+	}
+	b.hdr.Provider, b.hdr.Model = prov, model
+	b.hdr.Name = "atif " + t.Agent.Name + " " + t.SessionID
+	root := agentctlOf(t.Extra)
+	ours := root != nil && root.Header != nil
+	if ours {
+		h := root.Header
+		b.hdr.Provider, b.hdr.Model, b.hdr.System, b.hdr.Workspace = h.Provider, h.Model, h.System, h.Workspace
+		b.hdr.Name, b.hdr.TS = h.Name, h.TS
+		b.attrs["source_session_id"] = h.SessionID
+	} else {
+		b.notRecorded("tool error flags", "end state")
+	}
+	type ref struct {
+		r     atifRef
+		after int64
+	}
+	var refs []ref
+	var evs []session.Event // with the export's seqs when ours
+	add := func(e session.Event) {
+		if !ours {
+			b.add(e)
+			return
+		}
+		evs = append(evs, e)
+	}
+	for i, st := range t.Steps {
+		n := i + 1
+		ts, _ := parseTime(st.Timestamp)
+		ax := agentctlOf(st.Extra)
+		at := func(x *agentctlExtra, e *session.Event) {
+			if x != nil {
+				e.Seq = x.Seq
+				if t, ok := parseTime(x.TS); ok {
+					e.TS = t
+				}
+				e.Attrs = x.Attrs
+			}
+		}
+		text := atifText(st.Message)
+		if ax != nil && ax.Event != nil {
+			add(*ax.Event)
+			if st.Observation != nil {
+				for _, r := range st.Observation.Results {
+					for _, sr := range r.SubagentRefs {
+						refs = append(refs, ref{sr, b.lastSeq()})
+					}
+				}
+			}
+			continue
+		}
+		switch st.Source {
+		case "user":
+			e := session.Event{Kind: session.KindUserMessage, TS: ts, Text: text}
+			if st.IsCopiedContext {
+				e.Attrs = marshalAttrs(map[string]any{"copied_context": true})
+			}
+			at(ax, &e)
+			add(e)
+		case "system":
+			var x struct {
+				CM *struct {
+					Type string `json:"type"`
+				} `json:"context_management"`
+			}
+			_ = json.Unmarshal(st.Extra, &x)
+			summary := text
+			if st.Observation != nil {
+				for _, r := range st.Observation.Results {
+					if c := atifText(r.Content); c != "" {
+						summary += "\n" + c
+					}
+				}
+			}
+			switch {
+			case x.CM != nil:
+				e := session.Event{Kind: session.KindCompaction, TS: ts, Through: b.lastSeq(), Summary: summary,
+					Attrs: marshalAttrs(map[string]any{"context_management": json.RawMessage(mustJSON(x.CM))})}
+				add(e)
+			case b.hdr.System == "" && len(b.evs) == 0 && len(evs) == 0:
+				b.hdr.System = text
+			default:
+				add(session.Event{Kind: session.KindUserMessage, TS: ts, Text: text, Attrs: marshalAttrs(map[string]any{"source": "system"})})
+				b.note(n, CodeKeptInAttrs, "a system step after the start, imported as a user message with attrs {\"source\":\"system\"}")
+			}
+		case "agent":
+			tr := turn{ts: ts, text: text, provider: prov, model: model, attrs: map[string]any{}}
+			if st.ModelName != "" {
+				_, tr.model = splitModel(st.ModelName, "")
+			}
+			if st.ReasoningContent != "" {
+				tr.attrs["reasoning_content"] = st.ReasoningContent
+			}
+			if len(st.ReasoningEffort) > 0 {
+				tr.attrs["reasoning_effort"] = st.ReasoningEffort
+			}
+			if len(st.Extra) > 0 && ax == nil {
+				tr.attrs["extra"] = st.Extra
+			}
+			if st.IsCopiedContext {
+				tr.attrs["copied_context"] = true
+				tr.noCall = true
+			}
+			if st.LLMCallCount != nil {
+				switch c := *st.LLMCallCount; {
+				case c == 0:
+					tr.noCall = true
+				case c > 1:
+					tr.callAttrs = map[string]any{"llm_call_count": c}
+				}
+			}
+			if m := st.Metrics; m != nil {
+				var x struct {
+					CacheCreation int64 `json:"cache_creation_input_tokens"`
+					CC            struct {
+						H1 int64 `json:"ephemeral_1h_input_tokens"`
+					} `json:"cache_creation"`
+				}
+				_ = json.Unmarshal(m.Extra, &x)
+				u := pricing.Usage{Input: deref(m.PromptTokens), CacheRead: deref(m.CachedTokens), CacheCreation: x.CacheCreation,
+					CacheCreation1h: x.CC.H1, Output: deref(m.CompletionTokens)}
+				tr.usage = &u
+				tr.sourceCost = m.CostUSD
+			}
+			for _, tc := range st.ToolCalls {
+				tr.calls = append(tr.calls, session.ToolCall{ID: tc.ToolCallID, Name: tc.FunctionName, Args: argsObject(tc.Arguments)})
+			}
+			if len(tr.attrs) == 0 {
+				tr.attrs = nil
+			}
+			if ours {
+				a := session.Event{Kind: session.KindAssistantMessage, TS: ts, Text: text, ToolCalls: tr.calls}
+				at(ax, &a)
+				if ax != nil {
+					a.Refusal, a.FinishReason = ax.Refusal, ax.FinishReason
+					a.InputTokens, a.OutputTokens = ax.InputTokens, ax.OutputTokens
+				}
+				add(a)
+				if ax != nil && ax.ModelCall != nil {
+					c := *ax.ModelCall
+					if tr.usage != nil {
+						c.InputTokens, c.OutputTokens = tr.usage.Input, tr.usage.Output
+						c.CacheReadInputTokens, c.CacheCreationInputTokens = tr.usage.CacheRead, tr.usage.CacheCreation
+					}
+					if st.Metrics != nil && st.Metrics.CostUSD != nil {
+						c.CostUSD = *st.Metrics.CostUSD
+					}
+					c.Model = tr.model
+					add(c)
+				}
+			} else {
+				b.addTurn(tr, n)
+			}
+			for _, tc := range st.ToolCalls {
+				tx := agentctlOf(tc.Extra)
+				switch {
+				case tx != nil && tx.Intent != nil:
+					add(*tx.Intent)
+				case !ours:
+					b.intent(session.ToolCall{ID: tc.ToolCallID, Name: tc.FunctionName, Args: argsObject(tc.Arguments)}, ts)
+				}
+			}
+		default:
+			b.note(n, CodeUnknownRecord, "step source %q is not one ATIF defines; skipped", st.Source)
+			continue
+		}
+		if st.Observation == nil {
+			continue
+		}
+		pairs := pairByPosition(st)
+		for ri, r := range st.Observation.Results {
+			for _, sr := range r.SubagentRefs {
+				refs = append(refs, ref{sr, b.lastSeq()})
+			}
+			if len(r.SubagentRefs) > 0 && r.SourceCallID == "" && atifText(r.Content) == "" {
+				continue // a result that only names sub-agents: no content to pair
+			}
+			rx := agentctlOf(r.Extra)
+			if ours && rx != nil && rx.Event != nil {
+				add(*rx.Event) // an unpaired result exported
+				continue
+			}
+			byPosition := false
+			if r.SourceCallID == "" {
+				if st.Source == "system" {
+					continue // in the system step's summary
+				}
+				if pairs[ri] == "" {
+					// No call to pair it with: kept, as what the environment
+					// told the agent, and exported back as an unpaired result.
+					attrs := map[string]any{"atif_observation": true}
+					if len(r.Extra) > 0 {
+						attrs["extra"] = r.Extra
+					}
+					add(session.Event{Kind: session.KindUserMessage, TS: ts, Text: atifText(r.Content), Attrs: marshalAttrs(attrs)})
+					b.note(n, CodeKeptInAttrs, "a result with no source_call_id that no call of the step pairs with by position; kept as a user message with attrs {\"atif_observation\":true}")
+					continue
+				}
+				r.SourceCallID, byPosition = pairs[ri], true
+			}
+			if ours && rx != nil {
+				e := session.Event{Kind: session.KindToolResult, CallID: r.SourceCallID, Tool: rx.Tool, Output: atifText(r.Content),
+					Status: rx.Status, Error: rx.Error, LatencyMS: rx.LatencyMS, Artifact: rx.Artifact}
+				at(rx, &e)
+				add(e)
+				continue
+			}
+			attrs := map[string]any{}
+			if len(r.Extra) > 0 {
+				attrs["extra"] = r.Extra
+			}
+			if byPosition {
+				attrs["paired_by"] = "position"
+			}
+			if ci := b.calls[r.SourceCallID]; ci == nil {
+				// The validator wants results paired within their step.
+				b.note(n, CodeOrphanResult, "result for %s, which this step did not call", r.SourceCallID)
+			}
+			b.result(n, r.SourceCallID, atifText(r.Content), session.ResultOK, "", ts, 0, attrs)
+		}
+	}
+	if ours {
+		sort.SliceStable(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })
+		for _, e := range evs {
+			b.add(e)
+		}
+	}
+	s := b.finish(part)
+	// Sub-agents: files beside this one, or embedded trajectories; the
+	// last first, so the earlier insertion points keep their seqs.
+	seen[s.ID()] = true
+	for i := len(refs) - 1; i >= 0; i-- {
+		r := refs[i]
+		var child *Session
+		var err error
+		switch {
+		case r.r.TrajectoryID != "" && embedded(t.Subagents, r.r.TrajectoryID) != nil:
+			child, err = importATIF(embedded(t.Subagents, r.r.TrajectoryID), file, "subagent "+r.r.TrajectoryID, seen)
+		case r.r.TrajectoryPath != "":
+			// The path is the file's word, not the user's: only a regular
+			// file in the trajectory's folder is read, as read_file would.
+			dir := filepath.Dir(file)
+			data, rerr := tools.ReadFileIn(dir, r.r.TrajectoryPath)
+			if rerr != nil {
+				s.Report.Notes = append(s.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent trajectory %q (trajectory_path) not imported: only a regular file of at most %d MiB in the trajectory's folder %s is read: %v", r.r.TrajectoryPath, tools.MaxFileSize>>20, dir, rerr)})
+				continue
+			}
+			p := r.r.TrajectoryPath
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			child, err = importATIF(data, p, "", seen)
+		default:
+			s.Report.Notes = append(s.Report.Notes, Note{Code: CodeSkipped, Detail: fmt.Sprintf("a sub-agent ref with neither trajectory_id nor trajectory_path (session %s)", r.r.SessionID)})
+			continue
+		}
+		if err != nil {
+			s.Report.Notes = append(s.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent trajectory %s not imported: %v", cmp.Or(r.r.TrajectoryPath, r.r.TrajectoryID), err)})
+			continue
+		}
+		if child == nil || seen[child.ID()+"/linked"] {
+			continue
+		}
+		seen[child.ID()+"/linked"] = true
+		if ours {
+			// agentctl's export keeps the subagent_started and _finished
+			// events themselves; they name the exported child by the
+			// ref's session_id.
+			adopt(s, child, r.r.SessionID)
+			continue
+		}
+		out := ""
+		var x struct {
+			Summary string `json:"summary"`
+		}
+		if json.Unmarshal(r.r.Extra, &x) == nil {
+			out = x.Summary
+		}
+		link(s, child, r.after, out)
+	}
+	return s, nil
+}
+
+// pairByPosition pairs the results of step st that name no call
+// (source_call_id is optional in ATIF; Harbor's terminus-2 omits it) with
+// the step's calls that no result names, by position, when that is
+// unambiguous: as many such results as such calls. It returns the call id
+// for each result index it pairs.
+func pairByPosition(st atifStep) map[int]string {
+	if st.Observation == nil || len(st.ToolCalls) == 0 {
+		return nil
+	}
+	named := map[string]bool{}
+	var free []int
+	for i, r := range st.Observation.Results {
+		if r.SourceCallID == "" {
+			free = append(free, i)
+		} else {
+			named[r.SourceCallID] = true
+		}
+	}
+	var calls []string
+	for _, tc := range st.ToolCalls {
+		if !named[tc.ToolCallID] {
+			calls = append(calls, tc.ToolCallID)
+		}
+	}
+	if len(free) == 0 || len(free) != len(calls) {
+		return nil
+	}
+	out := map[int]string{}
+	for k, i := range free {
+		out[i] = calls[k]
+	}
+	return out
+}
+
+func embedded(subs []atifRawTraj, id string) json.RawMessage {
+	for _, raw := range subs {
+		var t struct {
+			ID string `json:"trajectory_id"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.ID == id {
+			return raw
+		}
+	}
+	return nil
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// atifText reads a message or result content: a string, or content parts
+// whose text parts are joined (images stay out: a part list with an
+// image is kept whole in the event's attrs by the caller).
+func atifText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	return textOf(raw)
+}
+
+// ExportATIF writes the events of session id (its header first) as an
+// ATIF-v1.7 trajectory: user messages as user steps, each assistant
+// message with its model_call (metrics), its calls and their results
+// (observation, paired by source_call_id) as one agent step, compactions
+// as system steps with context_management, and every other event as a
+// system step that holds it under extra.agentctl.event. Fields ATIF has no
+// place for go under extra.agentctl, so Import gives the same events back.
+//
+// A sub-agent (subagent_started) is also a subagent_trajectory_ref on the
+// observation of the step before it, where Harbor puts its refs, so the
+// links survive in ATIF's own terms. children, when set, loads a child's
+// events: its trajectory is embedded (subagent_trajectories, named by
+// trajectory_id), so an import of the one file gives the children back;
+// without it, or for a child no longer there, the ref names the child's
+// session only.
+func ExportATIF(id string, evs []session.Event, children func(id string) ([]session.Event, error)) ([]byte, error) {
+	t, err := exportATIF(id, evs, children, map[string]bool{id: true})
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(t); err != nil {
+		return nil, fmt.Errorf("export atif %s: %w", id, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func exportATIF(id string, evs []session.Event, children func(id string) ([]session.Event, error), seen map[string]bool) (*atifTrajectory, error) {
+	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
+		return nil, fmt.Errorf("export atif %s: the log does not start with session_started", id)
+	}
+	hdr := evs[0]
+	t := atifTrajectory{SchemaVersion: ATIFVersion, SessionID: id,
+		Agent: atifAgent{Name: "agentctl", Version: hdr.AgentctlVersion, ModelName: hdr.Model}}
+	if t.Agent.Version == "" {
+		t.Agent.Version = "unknown"
+	}
+	if hdr.Provider != "" && hdr.Model != "" {
+		t.Agent.ModelName = hdr.Provider + "/" + hdr.Model
+	}
+	h := hdr
+	t.Extra = withAgentctl(nil, agentctlExtra{Header: &h})
+	ts := func(e session.Event) string {
+		if e.TS.IsZero() {
+			return ""
+		}
+		return e.TS.UTC().Format(time.RFC3339Nano)
+	}
+	x := func(e session.Event) agentctlExtra {
+		return agentctlExtra{Seq: e.Seq, TS: ts(e), Attrs: e.Attrs}
+	}
+	var cur *atifStep
+	callStep := map[string]int{} // call id -> index in t.Steps of the step that asked
+	var fin atifFinal
+	push := func(s atifStep) int {
+		s.StepID = len(t.Steps) + 1
+		t.Steps = append(t.Steps, s)
+		cur = nil
+		return len(t.Steps) - 1
+	}
+	system := func(e session.Event, msg string) {
+		ex := agentctlExtra{Event: &e}
+		push(atifStep{Timestamp: ts(e), Source: "system", Message: jsonString(msg), Extra: withAgentctl(nil, ex)})
+	}
+	// anchor is the step the next sub-agent refs go on (the latest that
+	// stands for no sub-agent event); refsAt the result of a step that
+	// holds its refs, and refOf where each child's ref is.
+	anchor := -1
+	refsAt := map[int]int{}
+	type refPlace struct{ step, result, ref int }
+	refOf := map[string]refPlace{}
+	embeddedHere := map[string]bool{}
+	subagent := func(e session.Event) error {
+		j := anchor
+		if j < 0 {
+			j = len(t.Steps) - 1 // none before: the event's own step
+		}
+		st := &t.Steps[j]
+		if st.Observation == nil {
+			st.Observation = &atifObs{}
+		}
+		ri, ok := refsAt[j]
+		if !ok {
+			st.Observation.Results = append(st.Observation.Results, atifResult{})
+			ri = len(st.Observation.Results) - 1
+			refsAt[j] = ri
+		}
+		r := atifRef{SessionID: e.ChildSessionID}
+		switch {
+		case children == nil:
+		case embeddedHere[e.ChildSessionID]:
+			r.TrajectoryID = e.ChildSessionID // started again: the one embedded
+		case !seen[e.ChildSessionID]:
+			seen[e.ChildSessionID] = true
+			cevs, err := children(e.ChildSessionID)
+			if errors.Is(err, fs.ErrNotExist) {
+				break // a child no longer there: the ref names its session only
+			}
+			if err != nil {
+				return fmt.Errorf("export atif %s: sub-agent %s: %w", id, e.ChildSessionID, err)
+			}
+			ct, err := exportATIF(e.ChildSessionID, cevs, children, seen)
+			if err != nil {
+				return err
+			}
+			ct.TrajectoryID = e.ChildSessionID
+			raw, err := json.Marshal(ct)
+			if err != nil {
+				return fmt.Errorf("export atif %s: %w", e.ChildSessionID, err)
+			}
+			t.Subagents = append(t.Subagents, raw)
+			embeddedHere[e.ChildSessionID] = true
+			r.TrajectoryID = e.ChildSessionID
+		}
+		res := &st.Observation.Results[ri]
+		res.SubagentRefs = append(res.SubagentRefs, r)
+		refOf[e.ChildSessionID] = refPlace{j, ri, len(res.SubagentRefs) - 1}
+		return nil
+	}
+	for i := 1; i < len(evs); i++ {
+		e := evs[i]
+		switch e.Kind {
+		case session.KindUserMessage:
+			if unpairedResult(e) && cur != nil {
+				if cur.Observation == nil {
+					cur.Observation = &atifObs{}
+				}
+				ue := e
+				cur.Observation.Results = append(cur.Observation.Results, atifResult{Content: jsonString(e.Text), Extra: withAgentctl(nil, agentctlExtra{Event: &ue})})
+				continue
+			}
+			push(atifStep{Timestamp: ts(e), Source: "user", Message: jsonString(e.Text), Extra: withAgentctl(nil, x(e))})
+		case session.KindAssistantMessage:
+			st := atifStep{Timestamp: ts(e), Source: "agent", Message: jsonString(e.Text)}
+			ax := x(e)
+			ax.Refusal, ax.FinishReason = e.Refusal, e.FinishReason
+			ax.InputTokens, ax.OutputTokens = e.InputTokens, e.OutputTokens
+			for _, c := range e.ToolCalls {
+				args := c.Args
+				if len(args) == 0 {
+					args = json.RawMessage(`{}`)
+				}
+				st.ToolCalls = append(st.ToolCalls, atifToolCall{ToolCallID: c.ID, FunctionName: c.Name, Arguments: args})
+			}
+			one := 1
+			st.LLMCallCount = &one
+			if i+1 < len(evs) && evs[i+1].Kind == session.KindModelCall {
+				c := evs[i+1]
+				i++
+				mc := c
+				mc.InputTokens, mc.OutputTokens, mc.CacheReadInputTokens, mc.CacheCreationInputTokens, mc.CostUSD = 0, 0, 0, 0, 0
+				ax.ModelCall = &mc
+				st.ModelName = c.Model
+				in, out, cached, cost := c.InputTokens, c.OutputTokens, c.CacheReadInputTokens, c.CostUSD
+				st.Metrics = &atifMetrics{PromptTokens: &in, CompletionTokens: &out, CachedTokens: &cached, CostUSD: &cost}
+				if c.CacheCreationInputTokens > 0 {
+					st.Metrics.Extra = marshalAttrs(map[string]any{"cache_creation_input_tokens": c.CacheCreationInputTokens})
+				}
+				fin.TotalPromptTokens += in
+				fin.TotalCompletionTokens += out
+				fin.TotalCachedTokens += cached
+				fin.TotalCostUSD += cost
+			} else {
+				zero := 0
+				st.LLMCallCount = &zero
+			}
+			st.Extra = withAgentctl(nil, ax)
+			idx := push(st)
+			cur = &t.Steps[idx]
+			for _, c := range e.ToolCalls {
+				callStep[c.ID] = idx
+			}
+		case session.KindToolIntent:
+			if j, ok := callStep[e.CallID]; ok && t.Steps[j].Source == "agent" {
+				for k := range t.Steps[j].ToolCalls {
+					tc := &t.Steps[j].ToolCalls[k]
+					if tc.ToolCallID == e.CallID && agentctlOf(tc.Extra) == nil {
+						ie := e
+						tc.Extra = withAgentctl(nil, agentctlExtra{Intent: &ie})
+						break
+					}
+				}
+				continue
+			}
+			system(e, "tool_intent "+e.Tool)
+		case session.KindToolResult:
+			j, ok := callStep[e.CallID]
+			if !ok {
+				system(e, "tool_result "+e.Tool)
+				continue
+			}
+			st := &t.Steps[j]
+			if st.Observation == nil {
+				st.Observation = &atifObs{}
+			}
+			rx := x(e)
+			rx.Status, rx.Error, rx.LatencyMS, rx.Artifact, rx.Tool = e.Status, e.Error, e.LatencyMS, e.Artifact, e.Tool
+			st.Observation.Results = append(st.Observation.Results, atifResult{SourceCallID: e.CallID, Content: jsonString(e.Output), Extra: withAgentctl(nil, rx)})
+			// A later request with the same id is a new call.
+			delete(callStep, e.CallID)
+		case session.KindCompaction:
+			ce := e
+			extra := withAgentctl(marshalAttrs(map[string]any{"context_management": map[string]string{"type": "compaction", "boundary": "replace"}}), agentctlExtra{Event: &ce})
+			push(atifStep{Timestamp: ts(e), Source: "system", Message: jsonString(e.Summary), Extra: extra})
+		case session.KindSubagentStarted:
+			system(e, describe(e))
+			if e.ChildSessionID != "" {
+				if err := subagent(e); err != nil {
+					return nil, err
+				}
+			}
+			continue // the refs stay on the anchor
+		case session.KindSubagentFinished:
+			system(e, describe(e))
+			if p, ok := refOf[e.ChildSessionID]; ok && e.Output != "" {
+				r := &t.Steps[p.step].Observation.Results[p.result].SubagentRefs[p.ref]
+				r.Extra = marshalAttrs(map[string]any{"summary": e.Output})
+			}
+			continue
+		default:
+			system(e, describe(e))
+		}
+		anchor = len(t.Steps) - 1
+	}
+	_ = cur
+	fin.TotalSteps = len(t.Steps)
+	t.FinalMetrics = mustJSON(fin)
+	return &t, nil
+}
+
+// unpairedResult reports whether e is an ATIF result that named no call,
+// as the import keeps it.
+func unpairedResult(e session.Event) bool {
+	if e.Kind != session.KindUserMessage || len(e.Attrs) == 0 {
+		return false
+	}
+	var a struct {
+		Obs bool `json:"atif_observation"`
+	}
+	return json.Unmarshal(e.Attrs, &a) == nil && a.Obs
+}
+
+func jsonString(s string) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// describe is the message of a system step that stands for an event.
+func describe(e session.Event) string {
+	parts := []string{string(e.Kind)}
+	for _, s := range []string{e.Status, e.Outcome, e.Tool, e.Reason, e.Error} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return clip(strings.Join(slices.Compact(parts), " "), 200)
+}
