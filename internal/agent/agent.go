@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentctl/agentctl/internal/agenthost"
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/provider/endpoint"
 	"github.com/agentctl/agentctl/internal/proxy"
@@ -22,7 +23,7 @@ func Config(sp *spec.Spec, home string) (runner.Config, error) {
 		if err != nil {
 			return runner.Config{}, err
 		}
-		return runner.Config{Spec: sp, Backend: b}, nil
+		return runner.Config{Spec: sp, Agent: &agenthost.Agent{Backend: b}}, nil
 	}
 	prov, err := Provider(sp)
 	if err != nil {

@@ -21,8 +21,8 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Provider == nil || cfg.NewProvider == nil || cfg.Backend != nil {
-		t.Fatalf("own loop: provider %v, subagent factory set %v, backend %v", cfg.Provider, cfg.NewProvider != nil, cfg.Backend)
+	if cfg.Provider == nil || cfg.NewProvider == nil || cfg.Agent != nil {
+		t.Fatalf("own loop: provider %v, subagent factory set %v, agent host %v", cfg.Provider, cfg.NewProvider != nil, cfg.Agent)
 	}
 	send, ok := cfg.Tools.Get("send_email")
 	if !ok {

@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/internal/agenthost"
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
-	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 )
@@ -391,9 +391,9 @@ func finishProxy(srv *proxy.Server, opts *proxyOptions, interrupted bool, code i
 	case interrupted:
 		return srv.Finish(session.StatusInterrupted, "signal: the agent was interrupted")
 	case cmdErr != nil:
-		return srv.Finish(session.StatusFailed, runner.ReasonAgentFailed+": "+cmdErr.Error())
+		return srv.Finish(session.StatusFailed, agenthost.ReasonAgentFailed+": "+cmdErr.Error())
 	case code != ExitOK:
-		return srv.Finish(session.StatusFailed, fmt.Sprintf("%s: the agent %s exited with status %d", runner.ReasonAgentFailed, opts.Command[0], code))
+		return srv.Finish(session.StatusFailed, fmt.Sprintf("%s: the agent %s exited with status %d", agenthost.ReasonAgentFailed, opts.Command[0], code))
 	}
 	return srv.Finish(session.StatusDone, fmt.Sprintf("the agent %s exited with status 0", opts.Command[0]))
 }

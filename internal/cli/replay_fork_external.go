@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentctl/agentctl/internal/agent"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/session"
@@ -42,10 +43,14 @@ func replayForkExternal(ctx context.Context, f *Factory, opts *replayForkOptions
 	if err != nil {
 		return fmt.Errorf("replay fork %s: %w", id, err)
 	}
+	backend, err := agent.Backend(&live)
+	if err != nil {
+		return fmt.Errorf("replay fork %s: %w", id, err)
+	}
 	src := f.Store()
 	rep, err := replay.ForkExternal(ctx, replay.ExternalForkConfig{Store: cfg.Store, SessionID: id, Events: evs, From: opts.From,
 		Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(src.SessionDir(id), rel) },
-		Spec:      sp, Live: cfg.Backend, Provider: live.Model.Provider, Model: live.Model.ID,
+		Spec:      sp, Live: backend, Provider: live.Model.Provider, Model: live.Model.ID,
 		ForkID: opts.ForkID, Observer: cfg.Observer})
 	flushTelemetry(f, cfg.Observer)
 	if rep.SessionID == "" {

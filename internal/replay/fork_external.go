@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/agentctl/agentctl/internal/agenthost"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/runner"
@@ -87,7 +88,7 @@ func ForkExternal(ctx context.Context, cfg ExternalForkConfig) (ExternalForkRepo
 	until := proxy.TurnsThrough(evs, cfg.From)
 	rep.Replayed = until
 	kept := session.Fold(evs[:cfg.From])
-	fork := &runner.ExternalFork{From: cfg.From, Until: until}
+	fork := &agenthost.Fork{From: cfg.From, Until: until}
 	live := cfg.Live
 	changes := false
 	if p, m := cfg.Provider, cfg.Model; m != "" && (m != kept.Model || (p != "" && p != kept.Provider)) {
@@ -106,8 +107,8 @@ func ForkExternal(ctx context.Context, cfg ExternalForkConfig) (ExternalForkRepo
 		// Nothing to replay (Until 0 would mean every turn).
 		backend = counted
 	}
-	res, err := runner.Start(ctx, runner.Config{Spec: cfg.Spec, Store: cfg.Store, Backend: backend, ReplayOf: cfg.SessionID,
-		Fork: fork, SessionID: cfg.ForkID, Observer: cfg.Observer})
+	res, err := runner.Start(ctx, runner.Config{Spec: cfg.Spec, Store: cfg.Store,
+		Agent: &agenthost.Agent{Backend: backend, ReplayOf: cfg.SessionID, Fork: fork}, SessionID: cfg.ForkID, Observer: cfg.Observer})
 	rep.SessionID, rep.Result = res.SessionID, res
 	rep.Live = int(counted.n.Load())
 	rep.ModelChanged = changes && rep.Live > 0

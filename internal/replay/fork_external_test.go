@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/agenthost"
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
@@ -104,7 +105,7 @@ func TestForkExternal(t *testing.T) {
 	sp := forkSpec(t, []string{"one", "two", "three"},
 		"  - text: A1\n    usage: {input_tokens: 40, output_tokens: 20}\n  - text: A2\n    usage: {input_tokens: 40, output_tokens: 20}\n  - text: A3\n", "")
 	st := recorder.Store{Root: t.TempDir()}
-	parent, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Backend: scriptedBackend(t, sp.Model.Script, "m1")})
+	parent, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Agent: &agenthost.Agent{Backend: scriptedBackend(t, sp.Model.Script, "m1")}})
 	if err != nil || parent.Status != session.StatusDone {
 		t.Fatalf("parent run: %+v, %v", parent, err)
 	}
@@ -160,7 +161,7 @@ func TestForkExternal(t *testing.T) {
 	if changed < 0 || fevs[changed].Model != "m2" || fevs[changed].Seq < fcalls[1].Seq || fevs[changed].Seq > fcalls[2].Seq {
 		t.Errorf("model_changed at index %d, want one to m2 between the replayed and the live call", changed)
 	}
-	out, _ := os.ReadFile(filepath.Join(st.SessionDir(rep.SessionID), recorder.ArtifactsDir, runner.AgentOutput))
+	out, _ := os.ReadFile(filepath.Join(st.SessionDir(rep.SessionID), recorder.ArtifactsDir, agenthost.AgentOutput))
 	if got := string(out); !strings.Contains(got, "answer: A2") || !strings.Contains(got, "answer: ALT-FIRST") {
 		t.Errorf("agent output %q", got)
 	}
@@ -172,7 +173,7 @@ func TestForkExternal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Backend: rb, ReplayOf: rep.SessionID})
+	again, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Agent: &agenthost.Agent{Backend: rb, ReplayOf: rep.SessionID}})
 	if err != nil || again.Status != session.StatusDone || rb.Diverged() {
 		t.Errorf("replay of the fork: %+v, %v, findings %v", again, err, rb.Findings())
 	}
@@ -192,7 +193,7 @@ func TestForkExternalPolicy(t *testing.T) {
 	turns := "  - text: A1\n    usage: {input_tokens: 40, output_tokens: 20}\n  - text: A2\n    usage: {input_tokens: 40, output_tokens: 20}\n  - text: A3\n"
 	sp := forkSpec(t, []string{"one", "two", "three"}, turns, "")
 	st := recorder.Store{Root: t.TempDir()}
-	parent, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Backend: scriptedBackend(t, sp.Model.Script, "m1")})
+	parent, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Agent: &agenthost.Agent{Backend: scriptedBackend(t, sp.Model.Script, "m1")}})
 	if err != nil || parent.Status != session.StatusDone {
 		t.Fatalf("parent run: %+v, %v", parent, err)
 	}
@@ -208,7 +209,7 @@ func TestForkExternalPolicy(t *testing.T) {
 		find   string
 	}{
 		{"budget", forkSpec(t, []string{"one", "two", "three"}, turns, "budget: {max_tokens: 125}\n"), session.StatusBudgetExceeded, "max_tokens 125: 120 spent", ""},
-		{"pinned", forkSpec(t, []string{"one", "two", "three m-other"}, turns, ""), session.StatusFailed, runner.ReasonAgentFailed, ""},
+		{"pinned", forkSpec(t, []string{"one", "two", "three m-other"}, turns, ""), session.StatusFailed, agenthost.ReasonAgentFailed, ""},
 		// The divergence is why the fork failed, not the agent's dying of it.
 		{"diverges", forkSpec(t, []string{"one", "TWO-CHANGED", "three"}, turns, ""), session.StatusFailed, session.ErrorTypeReplayDivergence, `message 3: log has user "two", request has user "TWO-CHANGED"`},
 	} {
@@ -221,7 +222,7 @@ func TestForkExternalPolicy(t *testing.T) {
 			if rep.Result.Status != tc.status || !strings.HasPrefix(rep.Result.Reason, tc.reason) {
 				t.Errorf("fork = %s %q, want %s %q…", rep.Result.Status, rep.Result.Reason, tc.status, tc.reason)
 			}
-			out, _ := os.ReadFile(filepath.Join(st.SessionDir(rep.SessionID), recorder.ArtifactsDir, runner.AgentOutput))
+			out, _ := os.ReadFile(filepath.Join(st.SessionDir(rep.SessionID), recorder.ArtifactsDir, agenthost.AgentOutput))
 			if tc.name == "pinned" && !strings.Contains(string(out), `pinned to model "m1"; the request asked for "m-other"`) {
 				t.Errorf("the live call for another model was not refused by the pin: %s", out)
 			}
@@ -265,7 +266,7 @@ func TestForkExternalUpstream(t *testing.T) {
 	defer up.Close()
 	sp := forkSpec(t, []string{"one", "two"}, "  - text: A1\n  - text: A2\n", "")
 	st := recorder.Store{Root: t.TempDir()}
-	parent, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Backend: scriptedBackend(t, sp.Model.Script, "m1")})
+	parent, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Agent: &agenthost.Agent{Backend: scriptedBackend(t, sp.Model.Script, "m1")}})
 	if err != nil || parent.Status != session.StatusDone {
 		t.Fatalf("parent run: %+v, %v", parent, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/agentctl/agentctl/internal/agent"
+	"github.com/agentctl/agentctl/internal/agenthost"
 	"github.com/agentctl/agentctl/internal/mcp"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
@@ -180,7 +181,7 @@ func replayExternal(ctx context.Context, cfg SessionConfig, sp *spec.Spec) (*Ext
 	}
 	// Offline: nothing but the proxy is reachable from the agent.
 	sp.Sandbox.Network, sp.Sandbox.Allow = sandbox.NetworkDeny, nil
-	res, err := runner.Start(ctx, runner.Config{Spec: sp, Store: cfg.Store, Backend: rb, ReplayOf: id, Observer: cfg.Observer})
+	res, err := runner.Start(ctx, runner.Config{Spec: sp, Store: cfg.Store, Agent: &agenthost.Agent{Backend: rb, ReplayOf: id}, Observer: cfg.Observer})
 	if err != nil && res.SessionID == "" {
 		return nil, fmt.Errorf("replay %s: %w", id, err)
 	}

@@ -30,18 +30,12 @@
 //
 // # External agents
 //
-// A spec with agent: (spec.Agent) runs a program instead of the loop above
-// (external.go): the session and workspace are set up as for a run, then
-// the program starts under the sandbox with Config.Backend served to it by
-// a proxy.Server on a listener the sandbox makes inside the program's
-// network namespace (sandbox.Config.Serve), so the proxy is all it can
-// reach. The proxy records the program's model calls through a Sink that
-// appends via the run (one fold for everything, serialised: calls arrive
-// on the proxy's goroutines), and its Policy enforces the pinned model
-// (agent.model_change), the budget at dispatch and, with a deadline on the
-// program, max_wall. SIGINT reaches the program's process group and its
-// namespace; agentGrace later it is killed. Its exit status decides the
-// end: done checks after exit 0, failed (agent_failed) otherwise. Such a
-// session is not resumed; replay run re-runs the program against
-// proxy.Replay.
+// A spec with agent: (spec.Agent) runs a program instead of the loop
+// above. The runner does not know programs or proxies: Config.Agent (a
+// Hosted, built by agenthost) does. The runner creates the session and
+// hands it over as a Host (host.go): appends through the one fold, the
+// workspace and sandbox set-up, the cancel file, the budget and the wall
+// deadline, and the endings (failed, over budget, interrupted, the done
+// checks) recorded exactly as for its own loop. Such a session is not
+// resumed; replay run re-runs the program against its recording.
 package runner

@@ -45,7 +45,7 @@ func (r *run) evaluate(ctx context.Context) (Result, bool, error) {
 			failed = append(failed, c.Command)
 			line += " (" + res.Error + ")"
 			if o := strings.TrimSpace(res.Output); o != "" {
-				line += "\n" + clipTail(o, 2000)
+				line += "\n" + ClipTail(o, 2000)
 			}
 		}
 		evidence = append(evidence, line)
@@ -83,7 +83,9 @@ func (r *run) decide(outcome, evidence string, failed []string) (Result, bool, e
 	return r.result(), false, nil
 }
 
-func clipTail(s string, n int) string {
+// ClipTail keeps the last n bytes of a program's output for a message,
+// marked as cut: the end of an output is where it says what went wrong.
+func ClipTail(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/agentctl/agentctl/internal/buildinfo"
 	"github.com/agentctl/agentctl/internal/gitsafe"
 	"github.com/agentctl/agentctl/internal/provider"
-	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/sandbox"
 	"github.com/agentctl/agentctl/internal/session"
@@ -66,19 +65,12 @@ type Config struct {
 	// NoSync skips fsync on appends. Only for crash tests that kill
 	// processes (the page cache survives SIGKILL); never for real runs.
 	NoSync bool
-	// Backend answers the model calls of an external agent (spec agent:)
-	// in the proxy the run serves it: proxy.NewScripted, proxy.NewUpstream
-	// or a recorded session's replay. The caller builds it from the spec,
-	// as it builds Provider for agentctl's own loop.
-	Backend proxy.Backend
-	// ReplayOf, for an external agent's run, names the recorded session
-	// whose answers Backend replays (replay run); the header records it
-	// as the parent session.
-	ReplayOf string
-	// Fork, with ReplayOf, makes an external agent's run a fork of that
-	// session: forked_from in the header, and a live part after Fork.Until
-	// calls on the model it names (see ExternalFork).
-	Fork *ExternalFork
+	// Agent runs an external agent's session (spec agent:): the program
+	// and the proxy its model calls go through, built by agenthost. The
+	// runner keeps what every session has (the log and its fold, the
+	// budget, the sandbox, the done checks) and hands it to Agent as a
+	// Host; the fields below that drive agentctl's own loop are unused.
+	Agent Hosted
 	// Failpoint, when set, is called after each event is durable ("after",
 	// seq) and inside each tool call after its effect ("in-tool", intent
 	// seq). In-process crash injection panics from it; see crashtest.
@@ -195,7 +187,7 @@ func newSession(cfg Config) (prompt, id, ws string, err error) {
 // Start creates a new session from cfg.Spec and runs it until it stops.
 func Start(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Spec.External() {
-		return startExternal(ctx, cfg)
+		return startHosted(ctx, cfg)
 	}
 	defer stopServers(cfg.Tools)
 	fp, err := loadFailpoint(cfg.Failpoint, subID(cfg))

@@ -16,11 +16,11 @@ import (
 )
 
 // fixtureRecords returns every record of the logs (events.log, framed as
-// the recorder writes them) and JSON-lines files under ../fixtures and
+// the recorder writes them) and JSON-lines files under ../../fixtures and
 // testdata, named by file and index.
 func fixtureRecords(t testing.TB) (names []string, recs [][]byte) {
 	t.Helper()
-	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join("..", ".."), func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package runner
+package agenthost
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/redact"
+	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/sandbox"
 	"github.com/agentctl/agentctl/internal/spec"
 )
@@ -78,7 +79,7 @@ func agentEnv(sp *spec.Spec, ws, base, id, prompt, key string, unconfined bool) 
 		"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
 		"DO_NOT_TRACK=1", "NO_UPDATE_NOTIFIER=1",
 	)
-	env = append(env, PassEnv(sp.Sandbox.Env)...)
+	env = append(env, runner.PassEnv(sp.Sandbox.Env)...)
 	keys := make([]string, 0, len(sp.Agent.Env))
 	for k := range sp.Agent.Env {
 		keys = append(keys, k)

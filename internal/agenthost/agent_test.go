@@ -1,4 +1,4 @@
-package runner
+package agenthost
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 	"github.com/agentctl/agentctl/internal/testenv"
@@ -41,7 +42,7 @@ func externalSpec(t *testing.T, script, turns, extra string) *spec.Spec {
 
 // runExternal runs sp with its scripted model served by the proxy and
 // returns the result, the recorded events and the agent's output.
-func runExternal(t *testing.T, sp *spec.Spec) (Result, []session.Event, string) {
+func runExternal(t *testing.T, sp *spec.Spec) (runner.Result, []session.Event, string) {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/curl"); err != nil {
 		t.Skip("no curl")
@@ -52,7 +53,7 @@ func runExternal(t *testing.T, sp *spec.Spec) (Result, []session.Event, string) 
 		t.Fatal(err)
 	}
 	st := recorder.Store{Root: t.TempDir()}
-	res, err := Start(context.Background(), Config{Spec: sp, Store: st, Backend: proxy.NewScripted(script, sp.Model.ID)})
+	res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Agent: &Agent{Backend: proxy.NewScripted(script, sp.Model.ID)}})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -179,7 +180,7 @@ func TestExternalAgentEnds(t *testing.T) {
 	}{
 		{"max_wall", "sleep 30", "budget: {max_wall: 1s}\n", session.StatusBudgetExceeded, "max_wall 1s", 15 * time.Second},
 		{"exit status", "echo boom >&2; exit 3", "", session.StatusFailed, "agent_failed: the agent sh exited with status 3; its output ends: boom", 15 * time.Second},
-		{"done check fails", "echo hi > out.txt", "done: [{command: \"grep -q bye out.txt\"}]\n", session.StatusFailed, ReasonEvaluationFailed, 15 * time.Second},
+		{"done check fails", "echo hi > out.txt", "done: [{command: \"grep -q bye out.txt\"}]\n", session.StatusFailed, runner.ReasonEvaluationFailed, 15 * time.Second},
 		{"done check passes", "echo bye > out.txt", "done: [{command: \"grep -q bye out.txt\"}]\n", session.StatusDone, "", 15 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,7 +255,7 @@ func TestExternalAgentUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := recorder.Store{Root: t.TempDir()}
-	res, err := Start(context.Background(), Config{Spec: sp, Store: st, Backend: b})
+	res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Agent: &Agent{Backend: b}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func TestExternalAgentGetsNoKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := recorder.Store{Root: t.TempDir()}
-	res, err := Start(context.Background(), Config{Spec: sp, Store: st, Backend: b})
+	res, err := runner.Start(context.Background(), runner.Config{Spec: sp, Store: st, Agent: &Agent{Backend: b}})
 	if err != nil {
 		t.Fatal(err)
 	}

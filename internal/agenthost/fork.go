@@ -1,4 +1,4 @@
-package runner
+package agenthost
 
 import (
 	"github.com/agentctl/agentctl/internal/proxy"
@@ -6,12 +6,12 @@ import (
 	"github.com/agentctl/agentctl/internal/spec"
 )
 
-// ExternalFork makes an external agent's run a fork of the session
-// Config.ReplayOf names (replay fork on an external agent's session): the
+// Fork makes an external agent's run a fork of the session
+// Agent.ReplayOf names (replay fork on an external agent's session): the
 // agent runs again from its start, its first Until model calls are served
 // from the recording (the Backend is a proxy.Replay with Until), and the
 // rest are live.
-type ExternalFork struct {
+type Fork struct {
 	// From is the parent's seq the fork was asked at: the header's
 	// forked_from.
 	From int64
@@ -26,7 +26,7 @@ type ExternalFork struct {
 }
 
 // changes reports whether the fork goes live on another model than st's.
-func (f *ExternalFork) changes(st *session.State) bool {
+func (f *Fork) changes(st *session.State) bool {
 	return f != nil && f.Model != "" && (f.Model != st.Model || (f.Provider != "" && f.Provider != st.Provider))
 }
 
@@ -36,18 +36,18 @@ func (f *ExternalFork) changes(st *session.State) bool {
 // live call of a fork onto another model, the change is recorded
 // (model_changed: a model change is never silent). Called with x.mu held.
 func (x *externalRun) forkModel(c *proxy.Call) (string, error) {
-	f := x.cfg.Fork
+	f := x.a.Fork
 	if f == nil || c.Turn <= f.Until || f.Model == "" {
 		return c.Model, nil
 	}
 	if !x.forkLive {
 		x.forkLive = true
-		if prev := &x.st.State; f.changes(prev) {
+		if prev := x.h.State(); f.changes(prev) {
 			prov := f.Provider
 			if prov == "" {
 				prov = prev.Provider
 			}
-			if err := x.append(session.ForkModelChanged(prov, f.Model, prev.Provider, prev.Model, c.Turn)); err != nil {
+			if _, err := x.h.Append(session.ForkModelChanged(prov, f.Model, prev.Provider, prev.Model, c.Turn)); err != nil {
 				return "", err
 			}
 		}
@@ -57,7 +57,7 @@ func (x *externalRun) forkModel(c *proxy.Call) (string, error) {
 
 // keySpec is the spec whose provider decides the key the proxy adds
 // upstream (upstreamKey): the fork's live provider when it names one.
-func keySpec(sp *spec.Spec, f *ExternalFork) *spec.Spec {
+func keySpec(sp *spec.Spec, f *Fork) *spec.Spec {
 	if f == nil || f.Provider == "" || f.Provider == sp.Model.Provider {
 		return sp
 	}
