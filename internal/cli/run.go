@@ -331,17 +331,17 @@ func resumeRun(ctx context.Context, f *Factory, opts *resumeOptions) error {
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", id, err)
 	}
-	cfg.AllowModelChange, cfg.SpecChanges = opts.AllowModelChange, changes
+	cfg.Resume.AllowModelChange, cfg.Resume.SpecChanges = opts.AllowModelChange, changes
 	var check session.Budget
 	for _, b := range opts.Budget {
 		if err := check.Set(b); err != nil {
 			return usageError{fmt.Errorf("resume %s: --budget: %w", id, err)}
 		}
 	}
-	cfg.Budget = opts.Budget
+	cfg.Resume.Budget = opts.Budget
 	switch opts.OnMismatch {
 	case "", runner.WorkspaceAccept, runner.WorkspaceReset:
-		cfg.WorkspaceChoice = opts.OnMismatch
+		cfg.Resume.WorkspaceChoice = opts.OnMismatch
 	default:
 		return usageError{fmt.Errorf("resume %s: --on-mismatch %q: use reset or accept", id, opts.OnMismatch)}
 	}

@@ -189,17 +189,17 @@ func (r *run) overBudget(why string) (Result, error) {
 func resumeBudget(cfg Config, inForce session.Budget) (session.Budget, session.Event, bool, error) {
 	nb := inForce
 	var why []string
-	if slices.Contains(cfg.SpecChanges, "budget") {
+	if slices.Contains(cfg.Resume.SpecChanges, "budget") {
 		nb = cfg.Spec.Budget.Session()
 		why = append(why, "resume --allow-spec-change: the spec file's budget")
 	}
-	for _, s := range cfg.Budget {
+	for _, s := range cfg.Resume.Budget {
 		if err := nb.Set(s); err != nil {
 			return inForce, session.Event{}, false, err
 		}
 	}
-	if len(cfg.Budget) > 0 {
-		why = append(why, "resume --budget "+strings.Join(cfg.Budget, " --budget "))
+	if len(cfg.Resume.Budget) > 0 {
+		why = append(why, "resume --budget "+strings.Join(cfg.Resume.Budget, " --budget "))
 	}
 	attrs, keys := session.BudgetChange(inForce, nb)
 	if len(keys) == 0 {

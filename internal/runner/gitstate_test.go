@@ -371,7 +371,7 @@ func TestGitResumeMismatch(t *testing.T) {
 			os.WriteFile(filepath.Join(ws, "extra.txt"), []byte("x\n"), 0o644)
 			before := len(g.events(id))
 			cfg = g.config(nil)
-			cfg.Budget = []string{"max_tool_calls=20"}
+			cfg.Resume.Budget = []string{"max_tool_calls=20"}
 			_, err = Resume(context.Background(), cfg, id)
 			var wm *WorkspaceMismatchError
 			if !errors.As(err, &wm) || len(wm.Paths) != 2 || wm.Paths[0].Path != "a.txt" || wm.Paths[1].Path != "extra.txt" {
@@ -388,8 +388,8 @@ func TestGitResumeMismatch(t *testing.T) {
 				}
 			}
 			cfg = g.config(nil)
-			cfg.Budget = []string{"max_tool_calls=20"}
-			cfg.WorkspaceChoice = choice
+			cfg.Resume.Budget = []string{"max_tool_calls=20"}
+			cfg.Resume.WorkspaceChoice = choice
 			res, err = Resume(context.Background(), cfg, id)
 			if err != nil || res.Status != session.StatusDone {
 				t.Fatalf("resume --on-mismatch=%s: %+v, %v", choice, res, err)
@@ -482,17 +482,17 @@ func TestGitFolderLost(t *testing.T) {
 	}
 	os.RemoveAll(filepath.Join(g.store.SessionDir(res.SessionID), recorder.GitDir))
 	cfg := g.config(nil)
-	cfg.Budget = []string{"max_tool_calls=20"}
+	cfg.Resume.Budget = []string{"max_tool_calls=20"}
 	_, err = Resume(context.Background(), cfg, res.SessionID)
 	var wm *WorkspaceMismatchError
 	if !errors.As(err, &wm) || !strings.Contains(err.Error(), "does not hold it") {
 		t.Fatalf("resume without the git folder: %v, want a mismatch", err)
 	}
-	cfg.WorkspaceChoice = WorkspaceReset
+	cfg.Resume.WorkspaceChoice = WorkspaceReset
 	if _, err := Resume(context.Background(), cfg, res.SessionID); !errors.As(err, &wm) {
 		t.Errorf("reset without the commit to reset to: %v, want the mismatch", err)
 	}
-	cfg.WorkspaceChoice = WorkspaceAccept
+	cfg.Resume.WorkspaceChoice = WorkspaceAccept
 	if res, err = Resume(context.Background(), cfg, res.SessionID); err != nil || res.Status != session.StatusDone {
 		t.Fatalf("resume --on-mismatch=accept: %+v, %v", res, err)
 	}

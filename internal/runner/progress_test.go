@@ -47,7 +47,7 @@ func TestProgressOnResume(t *testing.T) {
 	}
 	n := len(g.events(res.SessionID))
 	cfg := g.config(nil)
-	cfg.Budget = []string{"max_tool_calls=10"}
+	cfg.Resume.Budget = []string{"max_tool_calls=10"}
 	if res, err = Resume(context.Background(), cfg, res.SessionID); err != nil || res.Status != session.StatusDone {
 		t.Fatalf("resume: %+v, %v", res, err)
 	}

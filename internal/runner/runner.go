@@ -36,49 +36,31 @@ type Observer interface {
 	Text(delta string)
 }
 
-// Config is what one run needs. The caller builds the provider and the tool
+// Config is what one run needs, by mode: what every session has, what
+// agentctl's own loop runs, the host of an external agent, and what only
+// a resume reads. The caller builds the provider and the tool
 // registry from the spec (cmd maps config to implementations).
 type Config struct {
-	Spec     *spec.Spec
-	Store    recorder.Store
-	Provider provider.Provider
-	Tools    *tools.Registry
+	Spec  *spec.Spec
+	Store recorder.Store
 	// Prompt overrides Spec.Prompt for a new session.
 	Prompt   string
 	Observer Observer
 	Clock    func() time.Time
 	// SessionID, if set, is used for a new session instead of a random id.
 	SessionID string
-	// SpecChanges, on Resume, lists the top-level keys in which Spec differs
-	// from the spec the session recorded (spec.Changes). The caller has
-	// checked that the change is wanted; Resume records it as a
-	// spec_changed event before anything runs.
-	SpecChanges []string
-	// AllowModelChange lets Resume continue with a provider or model other
-	// than the one the session pinned; the change is recorded as a
-	// model_changed event. Without it such a resume is refused.
-	AllowModelChange bool
-	// Budget, on Resume, holds KEY=VALUE settings (resume --budget
-	// max_wall=10m) laid over the budget in force; the change is recorded
-	// as a budget_changed event before anything runs.
-	Budget []string
 	// NoSync skips fsync on appends. Only for crash tests that kill
 	// processes (the page cache survives SIGKILL); never for real runs.
 	NoSync bool
-	// Agent runs an external agent's session (spec agent:): the program
-	// and the proxy its model calls go through, built by agenthost. The
-	// runner keeps what every session has (the log and its fold, the
-	// budget, the sandbox, the done checks) and hands it to Agent as a
-	// Host; the fields below that drive agentctl's own loop are unused.
-	Agent Hosted
+
+	// What agentctl's own loop runs: the model, the tools, and what
+	// subagents, replays and crash tests lay over them.
+	Provider provider.Provider
+	Tools    *tools.Registry
 	// Failpoint, when set, is called after each event is durable ("after",
 	// seq) and inside each tool call after its effect ("in-tool", intent
 	// seq). In-process crash injection panics from it; see crashtest.
 	Failpoint func(kind string, seq int64)
-	// WorkspaceChoice, on Resume, says what to do when the workspace
-	// differs from the recorded git state: WorkspaceAccept or
-	// WorkspaceReset; "" refuses (a *WorkspaceMismatchError).
-	WorkspaceChoice string
 	// NewProvider builds the provider of a subagent's spec (the task
 	// tool); without it task calls fail with an error result.
 	NewProvider func(*spec.Spec) (provider.Provider, error)
@@ -96,6 +78,38 @@ type Config struct {
 	// that first requested it, never from an attempt (a replay is one), so
 	// a tool that deduplicates by key sees the operation it already did.
 	Keys func(turn int, callID, tool string) string
+
+	// Agent runs an external agent's session (spec agent:): the program
+	// and the proxy its model calls go through, built by agenthost. The
+	// runner keeps what every session has (the log and its fold, the
+	// budget, the sandbox, the done checks) and hands it to Agent as a
+	// Host; the own loop's fields above are unused.
+	Agent Hosted
+
+	// Resume is what only Resume reads: the changes the user allowed.
+	Resume ResumeOptions
+}
+
+// ResumeOptions are the changes a resume was allowed to make to the
+// session it continues; each is recorded before anything runs.
+type ResumeOptions struct {
+	// SpecChanges lists the top-level keys in which Spec differs
+	// from the spec the session recorded (spec.Changes). The caller has
+	// checked that the change is wanted; Resume records it as a
+	// spec_changed event before anything runs.
+	SpecChanges []string
+	// AllowModelChange lets Resume continue with a provider or model other
+	// than the one the session pinned; the change is recorded as a
+	// model_changed event. Without it such a resume is refused.
+	AllowModelChange bool
+	// Budget holds KEY=VALUE settings (resume --budget
+	// max_wall=10m) laid over the budget in force; the change is recorded
+	// as a budget_changed event before anything runs.
+	Budget []string
+	// WorkspaceChoice says what to do when the workspace
+	// differs from the recorded git state: WorkspaceAccept or
+	// WorkspaceReset; "" refuses (a *WorkspaceMismatchError).
+	WorkspaceChoice string
 }
 
 // Result is the outcome of Start or Resume. Err is set when the run ended
@@ -391,9 +405,9 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 			return res, nil
 		}
 	}
-	if len(cfg.SpecChanges) > 0 {
+	if len(cfg.Resume.SpecChanges) > 0 {
 		if err := r.append(session.Event{Kind: session.KindSpecChanged, SpecPath: cfg.Spec.Path, SpecHash: specHash(cfg.Spec),
-			Reason: "resume --allow-spec-change; changed: " + strings.Join(cfg.SpecChanges, ", ")}); err != nil {
+			Reason: "resume --allow-spec-change; changed: " + strings.Join(cfg.Resume.SpecChanges, ", ")}); err != nil {
 			return r.result(), err
 		}
 	}
@@ -423,7 +437,7 @@ func Resume(ctx context.Context, cfg Config, id string) (Result, error) {
 		if err := r.setupSandbox(); err != nil {
 			return r.fail(ReasonSetupError, err)
 		}
-		if err := r.verifyWorkspace(ctx, cfg.WorkspaceChoice); err != nil {
+		if err := r.verifyWorkspace(ctx, cfg.Resume.WorkspaceChoice); err != nil {
 			return r.result(), err
 		}
 		r.progressDue = true
@@ -442,7 +456,7 @@ func (r *run) pinModel() error {
 	if prov == r.st.Provider && model == r.st.Model {
 		return nil
 	}
-	if !r.cfg.AllowModelChange {
+	if !r.cfg.Resume.AllowModelChange {
 		return fmt.Errorf("the session is pinned to %s/%s, not %s/%s; pass --allow-model-change to switch (the change is recorded)",
 			r.st.Provider, r.st.Model, prov, model)
 	}
