@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -45,6 +46,9 @@ type Report struct {
 	RunsOK    int              `json:"runs_ok"`
 	// OK is true when every scenario met its threshold.
 	OK bool `json:"ok"`
+	// Comparison is the gate's outcome when the run had a baseline
+	// (--baseline); a later comparison reads only the scenarios.
+	Comparison *Comparison `json:"comparison,omitempty"`
 }
 
 // ScenarioResult is one scenario's repeats and whether enough passed.
@@ -119,11 +123,24 @@ func (rep *Report) tally() {
 	rep.OK = rep.Failed == 0
 }
 
+// MaxReportBytes bounds a report file ReadReport reads: reports come
+// from CI artifacts and buckets, and a suite of a thousand scenarios run
+// ten times is a few MiB.
+const MaxReportBytes = 256 << 20
+
 // ReadReport reads a --json report file.
 func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxReportBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read report %s: %w", path, err)
+	}
+	if len(b) > MaxReportBytes {
+		return nil, fmt.Errorf("read report %s: larger than %d MiB, which no report of agentctl is; is it a report?", path, MaxReportBytes>>20)
 	}
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
