@@ -240,7 +240,8 @@ type Stats struct {
 	PassRate float64 `json:"pass_rate"`
 	// OK: the scenario met its threshold on this side.
 	OK bool `json:"ok"`
-	// Means over the runs that recorded a session.
+	// Recorded runs made a session; the means are over them.
+	Recorded  int     `json:"recorded"`
 	CostUSD   float64 `json:"cost_usd"`
 	Tokens    float64 `json:"tokens"`
 	Turns     float64 `json:"turns"`
@@ -311,6 +312,7 @@ func StatsOf(sc ScenarioResult) *Stats {
 	if st.Runs > 0 {
 		st.PassRate = float64(st.Passed) / float64(st.Runs)
 	}
+	st.Recorded = made
 	if made > 0 {
 		n := float64(made)
 		st.CostUSD, st.Tokens, st.Turns, st.Millis, st.ToolCalls = st.CostUSD/n, st.Tokens/n, st.Turns/n, st.Millis/n, st.ToolCalls/n
@@ -469,7 +471,9 @@ func judge(name string, base, cur *Stats, opts CompareOptions) ScenarioDiff {
 			d.Reasons = append(d.Reasons, fmt.Sprintf("%s: within noise, Fisher p = %.3g > alpha %g", rates, min(pw, pb), opts.Alpha))
 		}
 	}
-	if base.Runs > 0 && cur.Runs > 0 {
+	if base.Recorded == 0 || cur.Recorded == 0 {
+		d.Reasons = append(d.Reasons, "no means to compare: a side recorded no session")
+	} else {
 		for _, m := range Metrics {
 			mc := change(m, base.mean(m), cur.mean(m), opts.Tolerance)
 			if mc.Regressed {
