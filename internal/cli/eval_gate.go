@@ -152,7 +152,7 @@ func writeComparison(w io.Writer, c *evals.Comparison) {
 		width = max(width, len(d.Name))
 	}
 	for _, d := range c.Scenarios {
-		fmt.Fprintf(w, "%-9s %-*s %-13s %s\n", strings.ToUpper(string(d.Verdict)), width, d.Name, passRates(d), means(d))
+		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("%-9s %-*s %-13s %s", strings.ToUpper(string(d.Verdict)), width, d.Name, passRates(d), means(d)), " "))
 		if d.Verdict == evals.Unchanged {
 			continue
 		}

@@ -3,6 +3,7 @@ package evals
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -164,7 +165,7 @@ func replayBlock(b *strings.Builder, home string, ids []string, indent string) {
 			fmt.Fprintf(b, "%s# ... and %d more runs\n", indent, len(ids)-i)
 			break
 		}
-		fmt.Fprintf(b, "%sagentctl%s replay run %s\n", indent, mdLine(HomeFlag(home)), mdLine(id))
+		fmt.Fprintf(b, "%sagentctl%s replay run %s\n", indent, HomeFlag(mdLine(home)), mdLine(id))
 	}
 	fmt.Fprintf(b, "%s```\n\n", indent)
 }
@@ -219,7 +220,8 @@ func metricCell(m Metric, d ScenarioDiff) string {
 			continue
 		}
 		s := FormatMetric(m, mc.Baseline) + " → " + FormatMetric(m, mc.Current)
-		if mc.Change != nil && mc.Delta != 0 {
+		noise := m == MetricWall && math.Abs(mc.Delta) < float64(MinWallDelta.Milliseconds())
+		if mc.Change != nil && mc.Delta != 0 && !noise {
 			s += fmt.Sprintf(" (%+.0f%%)", *mc.Change*100)
 		}
 		if mc.Regressed {
