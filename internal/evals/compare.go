@@ -19,8 +19,8 @@ import (
 // regressed, improved or unchanged; one only the current report has is
 // new; one only the baseline has is missing when the current report was
 // meant to run it (its shard holds the scenario's index and its --filter
-// matches the name), and is left out otherwise, so one shard's report is
-// gated on that shard's part of the baseline. A missing scenario fails the
+// matches the name; see expectedBy), and is left out otherwise, so one
+// shard's report is gated on that shard's part of the baseline. A missing scenario fails the
 // gate unless AllowMissing: a harness that silently drops scenarios must
 // not pass for comparing only what is left.
 //
@@ -401,13 +401,22 @@ func byName(r *Report) (map[string]ScenarioResult, error) {
 }
 
 // expectedBy says whether the current report was meant to run a baseline
-// scenario: its shards hold the scenario's index (in the baseline's suite
-// file) and its filter matches the name. A filter that does not compile
-// expects everything, so nothing is excused by it.
+// scenario: its shards hold the scenario's index and its filter matches
+// the name. The index is the scenario's place in the current suite file
+// (Report.SuiteNames) when it is still there, so a scenario that moved
+// to another shard is that shard's; else its place in the baseline's, so
+// a scenario deleted from the suite is missing in one shard. A filter
+// that does not compile expects everything, so nothing is excused by it.
 func expectedBy(cur *Report) func(ScenarioResult) bool {
 	var re *regexp.Regexp
 	if cur.Filter != "" {
 		re, _ = regexp.Compile(cur.Filter)
+	}
+	at := map[string]int{}
+	for i, n := range cur.SuiteNames {
+		if _, dup := at[n]; !dup {
+			at[n] = i
+		}
 	}
 	return func(sc ScenarioResult) bool {
 		if re != nil && !re.MatchString(sc.Name) {
@@ -416,8 +425,12 @@ func expectedBy(cur *Report) func(ScenarioResult) bool {
 		if len(cur.Shards) == 0 {
 			return true
 		}
+		idx, ok := at[sc.Name]
+		if !ok {
+			idx = sc.Index
+		}
 		for _, sh := range cur.Shards {
-			if sh.Has(sc.Index) {
+			if sh.Has(idx) {
 				return true
 			}
 		}

@@ -143,6 +143,10 @@ func TestCompareMissingAndNew(t *testing.T) {
 			evals.CompareOptions{}, []string{"c"}, nil, false, 1},
 		{"shard 2/2 holds index 1", withShards(mkReport(mkScenario(scOpt{name: "b", index: 1, runs: 1, passed: 1})), evals.Shard{Index: 2, Count: 2}),
 			evals.CompareOptions{}, nil, nil, true, 1},
+		{"a scenario that moved to another shard is that shard's", withNames(withShards(mkReport(mkScenario(scOpt{name: "b", runs: 1, passed: 1})), evals.Shard{Index: 1, Count: 2}), "b", "a", "c"),
+			evals.CompareOptions{}, []string{"c"}, nil, false, 1},
+		{"one deleted from the suite is missing in its old shard", withNames(withShards(mkReport(mkScenario(scOpt{name: "a", runs: 1, passed: 1})), evals.Shard{Index: 1, Count: 2}), "a", "b"),
+			evals.CompareOptions{}, []string{"c"}, nil, false, 1},
 		{"filter excuses what it does not match", withFilter(mkReport(mkScenario(scOpt{name: "a", runs: 1, passed: 1})), "^(a|c)$"),
 			evals.CompareOptions{}, []string{"c"}, nil, false, 1},
 		{"a filter that does not compile excuses nothing", withFilter(mkReport(mkScenario(scOpt{name: "a", runs: 1, passed: 1})), "("),
@@ -173,6 +177,7 @@ func TestCompareMissingAndNew(t *testing.T) {
 }
 
 func withShards(r *evals.Report, sh ...evals.Shard) *evals.Report { r.Shards = sh; return r }
+func withNames(r *evals.Report, names ...string) *evals.Report    { r.SuiteNames = names; return r }
 func withFilter(r *evals.Report, f string) *evals.Report          { r.Filter = f; return r }
 
 func TestCompareRefuses(t *testing.T) {

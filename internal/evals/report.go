@@ -24,6 +24,10 @@ type Report struct {
 	SuiteSHA256 string `json:"suite_sha256"`
 	// SuiteScenarios is the number of scenarios in the whole suite file.
 	SuiteScenarios int `json:"suite_scenarios"`
+	// SuiteNames are the names of all the suite file's scenarios, in
+	// file order, whichever ran: a comparison tells a scenario another
+	// shard or the filter left out from one that did not run.
+	SuiteNames []string `json:"suite_names,omitempty"`
 	// Shards lists the shards the report covers (empty: the whole suite).
 	Shards []Shard `json:"shards,omitempty"`
 	Filter string  `json:"filter,omitempty"`
@@ -172,7 +176,7 @@ func Merge(reports []*Report, partial bool) (*Report, error) {
 	}
 	first := reports[0]
 	out := &Report{Version: ReportVersion, Suite: first.Suite, SuitePath: first.SuitePath, SuiteSHA256: first.SuiteSHA256,
-		SuiteScenarios: first.SuiteScenarios, Filter: first.Filter, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
+		SuiteScenarios: first.SuiteScenarios, SuiteNames: first.SuiteNames, Filter: first.Filter, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
 	count := 0
 	seenShard := map[int]bool{}
 	seen := map[int]bool{}
