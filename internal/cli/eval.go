@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/evals"
 	"github.com/agentctl/agentctl/internal/runner"
+	"github.com/agentctl/agentctl/internal/termsafe"
 	"github.com/agentctl/agentctl/internal/vfs"
 )
 
@@ -197,7 +198,7 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	if jsonPath != "-" && opts.JUnit != "-" && opts.Gate.Summary != "-" {
 		writeEvalSummary(f.Out, rep)
 		if rep.Comparison != nil {
-			writeComparison(f.Out, rep.Comparison)
+			writeComparison(termsafe.Writer(f.Out), rep.Comparison) // the baseline may come from anywhere
 		}
 	}
 	if ctx.Err() != nil {

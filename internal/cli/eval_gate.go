@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/internal/evals"
+	"github.com/agentctl/agentctl/internal/termsafe"
 	"github.com/agentctl/agentctl/internal/vfs"
 )
 
@@ -266,8 +267,11 @@ func evalCompareRun(ctx context.Context, f *Factory, opts *evalCompareOptions) e
 		return err
 	}
 	if jsonPath != "-" && opts.JUnit != "-" && opts.Gate.Summary != "-" {
-		fmt.Fprintf(f.Out, "eval compare %s: %d scenarios, %d runs (%d passed, %d failed)", cur.Suite, len(cur.Scenarios), cur.Runs, cur.Passed, cur.Failed)
-		writeComparison(f.Out, cmp)
+		// The reports may come from anywhere (a CI artifact): their text
+		// reaches the terminal without its escapes.
+		out := termsafe.Writer(f.Out)
+		fmt.Fprintf(out, "eval compare %s: %d scenarios, %d runs (%d passed, %d failed)", cur.Suite, len(cur.Scenarios), cur.Runs, cur.Passed, cur.Failed)
+		writeComparison(out, cmp)
 	}
 	return gateExit(cur, cmp)
 }

@@ -12,6 +12,6 @@ import (
 // The eval history rows it reads are not in this build yet; this is the
 // one place that answers until they are.
 func baselineFromHistory(_ context.Context, _ *Factory, branch string) (*evals.Report, error) {
-	return nil, usageError{fmt.Errorf("--baseline history:%s: eval results in the history are not available yet in this agentctl; "+
-		"give the report file of the run to compare with (--baseline REPORT.json, what 'agentctl eval --json-out' wrote)", branch)}
+	return nil, fmt.Errorf("--baseline history:%s: eval results in the history are not available yet in this agentctl; "+
+		"give the report file of the run to compare with (--baseline REPORT.json, what 'agentctl eval --json-out' wrote)", branch)
 }
