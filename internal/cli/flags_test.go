@@ -110,7 +110,7 @@ func TestFlagParsing(t *testing.T) {
 }
 
 // TestSummaryDefault: with no --summary, GitHub Actions' step summary is
-// appended to; --summary wins, and --summary ” writes none.
+// appended to; --summary wins, and an empty --summary writes none.
 func TestSummaryDefault(t *testing.T) {
 	env := func(k string) string {
 		if k == githubSummaryEnv {
