@@ -34,9 +34,9 @@ func addGateFlags(cmd *cobra.Command, g *gateOptions) {
 	fl := cmd.Flags()
 	fl.Float64Var(&g.Alpha, "alpha", evals.DefaultAlpha, "significance level of the Fisher test that judges repeated scenarios")
 	fl.StringVar(&g.Tolerance, "tolerance", evals.DefaultTolerance().String(),
-		"how far a mean may rise before it is a regression: `METRIC=N%,...` (cost, tokens, turns, wall, tool_calls; METRIC=off)")
+		"how far each mean may rise before it regresses: a comma-separated `LIST` of METRIC=N% or METRIC=off (cost, tokens, turns, wall, tool_calls)")
 	fl.BoolVar(&g.AllowMissing, "allow-missing", false, "a scenario of the baseline that did not run is listed, and does not fail the gate")
-	fl.StringVar(&g.Summary, "summary", "", "write the Markdown summary to `FILE` (- for stdout; default $GITHUB_STEP_SUMMARY, appended, when set; '' for none)")
+	fl.StringVar(&g.Summary, "summary", "", "write the Markdown summary to `FILE` (- for stdout; default: appended to $GITHUB_STEP_SUMMARY when set; an empty FILE for none)")
 }
 
 // resolveSummary applies the default: with no --summary, GitHub Actions'
