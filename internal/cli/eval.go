@@ -131,6 +131,9 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.Gate.stdoutOnce(jsonPath, opts.JUnit); err != nil {
+		return err
+	}
 	cfg := evals.Config{Store: f.Store(), Parallel: opts.Parallel, Warn: f.Err, Repeat: opts.Repeat}
 	copts, err := opts.Gate.compareOptions()
 	if err != nil {

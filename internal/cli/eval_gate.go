@@ -50,6 +50,14 @@ func (g *gateOptions) resolveSummary(cmd *cobra.Command, getenv func(string) str
 	}
 }
 
+// stdoutOnce refuses two documents on stdout.
+func (g *gateOptions) stdoutOnce(jsonPath, junit string) error {
+	if g.Summary == "-" && (jsonPath == "-" || junit == "-") {
+		return usageError{fmt.Errorf("--summary - and --json (or --junit -) would both write stdout; send one to a file")}
+	}
+	return nil
+}
+
 func (g *gateOptions) compareOptions() (evals.CompareOptions, error) {
 	if !(g.Alpha > 0 && g.Alpha < 1) {
 		return evals.CompareOptions{}, usageError{fmt.Errorf("--alpha %g: give a significance level between 0 and 1 (e.g. 0.05)", g.Alpha)}
@@ -242,6 +250,9 @@ JUnit with the verdicts, --summary the Markdown summary.
 func evalCompareRun(ctx context.Context, f *Factory, opts *evalCompareOptions) error {
 	jsonPath, err := jsonTarget(opts.JSON, opts.JSONOut)
 	if err != nil {
+		return err
+	}
+	if err := opts.Gate.stdoutOnce(jsonPath, opts.JUnit); err != nil {
 		return err
 	}
 	copts, err := opts.Gate.compareOptions()
