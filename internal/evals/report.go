@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -23,9 +24,21 @@ type Report struct {
 	SuiteSHA256 string `json:"suite_sha256"`
 	// SuiteScenarios is the number of scenarios in the whole suite file.
 	SuiteScenarios int `json:"suite_scenarios"`
+	// SuiteNames are the names of all the suite file's scenarios, in
+	// file order, whichever ran: a comparison tells a scenario another
+	// shard or the filter left out from one that did not run.
+	SuiteNames []string `json:"suite_names,omitempty"`
 	// Shards lists the shards the report covers (empty: the whole suite).
-	Shards  []Shard   `json:"shards,omitempty"`
-	Filter  string    `json:"filter,omitempty"`
+	Shards []Shard `json:"shards,omitempty"`
+	Filter string  `json:"filter,omitempty"`
+	// Repeat is the --repeat that overrode every scenario's repeat (0:
+	// the suite's own).
+	Repeat int `json:"repeat,omitempty"`
+	// Branch and Commit say what the suite ran against (CI's variables,
+	// git, or flags), so a later run can take this report as its baseline
+	// by branch; empty when unknown.
+	Branch  string    `json:"branch,omitempty"`
+	Commit  string    `json:"commit,omitempty"`
 	Home    string    `json:"home"`
 	Started time.Time `json:"started"`
 	Millis  int64     `json:"ms"`
@@ -37,6 +50,9 @@ type Report struct {
 	RunsOK    int              `json:"runs_ok"`
 	// OK is true when every scenario met its threshold.
 	OK bool `json:"ok"`
+	// Comparison is the gate's outcome when the run had a baseline
+	// (--baseline); a later comparison reads only the scenarios.
+	Comparison *Comparison `json:"comparison,omitempty"`
 }
 
 // ScenarioResult is one scenario's repeats and whether enough passed.
@@ -52,16 +68,21 @@ type ScenarioResult struct {
 	Passed    int         `json:"passed"`
 	OK        bool        `json:"ok"`
 	Runs      []RunResult `json:"runs"`
+	// Trials are pass@k and pass^k for k = 1..runs, for a scenario of two
+	// or more runs (see Trials); derived from Runs.
+	Trials []Trial `json:"trials,omitempty"`
 }
 
 // RunResult is one repeat of a scenario: its session and its checks.
 type RunResult struct {
-	Repeat    int     `json:"repeat"`
-	SessionID string  `json:"session_id,omitempty"`
-	Status    string  `json:"status,omitempty"`
-	Reason    string  `json:"reason,omitempty"`
-	Error     string  `json:"error,omitempty"`
-	Tokens    int64   `json:"tokens"`
+	Repeat    int    `json:"repeat"`
+	SessionID string `json:"session_id,omitempty"`
+	Status    string `json:"status,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Tokens    int64  `json:"tokens"`
+	// Turns are the session's assistant turns (session.State.Turns).
+	Turns     int     `json:"turns"`
 	ToolCalls int64   `json:"tool_calls"`
 	CostUSD   float64 `json:"cost_usd"`
 	Millis    int64   `json:"ms"`
@@ -96,6 +117,7 @@ func (rep *Report) tally() {
 			}
 		}
 		sc.OK = sc.Passed >= sc.Need
+		sc.Trials = Trials(len(sc.Runs), sc.Passed)
 		if sc.OK {
 			rep.Passed++
 		} else {
@@ -105,11 +127,24 @@ func (rep *Report) tally() {
 	rep.OK = rep.Failed == 0
 }
 
+// MaxReportBytes bounds a report file ReadReport reads: reports come
+// from CI artifacts and buckets, and a suite of a thousand scenarios run
+// ten times is a few MiB.
+const MaxReportBytes = 256 << 20
+
 // ReadReport reads a --json report file.
 func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxReportBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read report %s: %w", path, err)
+	}
+	if len(b) > MaxReportBytes {
+		return nil, fmt.Errorf("read report %s: larger than %d MiB, which no report of agentctl is; is it a report?", path, MaxReportBytes>>20)
 	}
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -141,7 +176,7 @@ func Merge(reports []*Report, partial bool) (*Report, error) {
 	}
 	first := reports[0]
 	out := &Report{Version: ReportVersion, Suite: first.Suite, SuitePath: first.SuitePath, SuiteSHA256: first.SuiteSHA256,
-		SuiteScenarios: first.SuiteScenarios, Filter: first.Filter, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
+		SuiteScenarios: first.SuiteScenarios, SuiteNames: first.SuiteNames, Filter: first.Filter, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
 	count := 0
 	seenShard := map[int]bool{}
 	seen := map[int]bool{}
