@@ -126,3 +126,13 @@ func (b *builder) endState(status string) {
 		b.notRecorded("end state")
 	}
 }
+
+// fnCall is a tool call as OpenAI's chat API (and LiteLLM after it)
+// writes it.
+type fnCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
