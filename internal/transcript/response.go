@@ -128,8 +128,9 @@ func (b *builder) endState(status string) {
 }
 
 // fnCall is a tool call as OpenAI's chat API (and LiteLLM after it)
-// writes it.
-type fnCall struct {
+// writes it. It is an alias of the unnamed struct, so a decode error
+// names the type as before it was shared (a report's detail).
+type fnCall = struct {
 	ID       string `json:"id"`
 	Function struct {
 		Name      string          `json:"name"`
