@@ -673,203 +673,299 @@ func exportATIF(id string, evs []session.Event, children func(id string) ([]sess
 	if len(evs) == 0 || evs[0].Kind != session.KindSessionStarted {
 		return nil, fmt.Errorf("export atif %s: the log does not start with session_started", id)
 	}
-	hdr := evs[0]
-	t := atifTrajectory{SchemaVersion: ATIFVersion, SessionID: id,
-		Agent: atifAgent{Name: "agentctl", Version: hdr.AgentctlVersion, ModelName: hdr.Model}}
-	if t.Agent.Version == "" {
-		t.Agent.Version = "unknown"
-	}
-	if hdr.Provider != "" && hdr.Model != "" {
-		t.Agent.ModelName = hdr.Provider + "/" + hdr.Model
-	}
-	h := hdr
-	t.Extra = withAgentctl(nil, agentctlExtra{Header: &h})
-	ts := func(e session.Event) string {
-		if e.TS.IsZero() {
-			return ""
-		}
-		return e.TS.UTC().Format(time.RFC3339Nano)
-	}
-	x := func(e session.Event) agentctlExtra {
-		return agentctlExtra{Seq: e.Seq, TS: ts(e), Attrs: e.Attrs}
-	}
-	var cur *atifStep
-	callStep := map[string]int{} // call id -> index in t.Steps of the step that asked
-	var fin atifFinal
-	push := func(s atifStep) int {
-		s.StepID = len(t.Steps) + 1
-		t.Steps = append(t.Steps, s)
-		cur = nil
-		return len(t.Steps) - 1
-	}
-	system := func(e session.Event, msg string) {
-		ex := agentctlExtra{Event: &e}
-		push(atifStep{Timestamp: ts(e), Source: "system", Message: jsonString(msg), Extra: withAgentctl(nil, ex)})
-	}
-	// anchor is the step the next sub-agent refs go on (the latest that
-	// stands for no sub-agent event); refsAt the result of a step that
-	// holds its refs, and refOf where each child's ref is.
-	anchor := -1
-	refsAt := map[int]int{}
-	type refPlace struct{ step, result, ref int }
-	refOf := map[string]refPlace{}
-	embeddedHere := map[string]bool{}
-	subagent := func(e session.Event) error {
-		j := anchor
-		if j < 0 {
-			j = len(t.Steps) - 1 // none before: the event's own step
-		}
-		st := &t.Steps[j]
-		if st.Observation == nil {
-			st.Observation = &atifObs{}
-		}
-		ri, ok := refsAt[j]
-		if !ok {
-			st.Observation.Results = append(st.Observation.Results, atifResult{})
-			ri = len(st.Observation.Results) - 1
-			refsAt[j] = ri
-		}
-		r := atifRef{SessionID: e.ChildSessionID}
-		switch {
-		case children == nil:
-		case embeddedHere[e.ChildSessionID]:
-			r.TrajectoryID = e.ChildSessionID // started again: the one embedded
-		case !seen[e.ChildSessionID]:
-			seen[e.ChildSessionID] = true
-			cevs, err := children(e.ChildSessionID)
-			if errors.Is(err, fs.ErrNotExist) {
-				break // a child no longer there: the ref names its session only
-			}
-			if err != nil {
-				return fmt.Errorf("export atif %s: sub-agent %s: %w", id, e.ChildSessionID, err)
-			}
-			ct, err := exportATIF(e.ChildSessionID, cevs, children, seen)
-			if err != nil {
-				return err
-			}
-			ct.TrajectoryID = e.ChildSessionID
-			raw, err := json.Marshal(ct)
-			if err != nil {
-				return fmt.Errorf("export atif %s: %w", e.ChildSessionID, err)
-			}
-			t.Subagents = append(t.Subagents, raw)
-			embeddedHere[e.ChildSessionID] = true
-			r.TrajectoryID = e.ChildSessionID
-		}
-		res := &st.Observation.Results[ri]
-		res.SubagentRefs = append(res.SubagentRefs, r)
-		refOf[e.ChildSessionID] = refPlace{j, ri, len(res.SubagentRefs) - 1}
-		return nil
-	}
+	x := newATIFExporter(id, evs[0], children, seen)
 	for i := 1; i < len(evs); i++ {
 		e := evs[i]
+		anchor := true
+		var err error
 		switch e.Kind {
 		case session.KindUserMessage:
-			if unpairedResult(e) && cur != nil {
-				if cur.Observation == nil {
-					cur.Observation = &atifObs{}
-				}
-				ue := e
-				cur.Observation.Results = append(cur.Observation.Results, atifResult{Content: jsonString(e.Text), Extra: withAgentctl(nil, agentctlExtra{Event: &ue})})
-				continue
-			}
-			push(atifStep{Timestamp: ts(e), Source: "user", Message: jsonString(e.Text), Extra: withAgentctl(nil, x(e))})
+			anchor = x.user(e)
 		case session.KindAssistantMessage:
-			st := atifStep{Timestamp: ts(e), Source: "agent", Message: jsonString(e.Text)}
-			ax := x(e)
-			ax.Refusal, ax.FinishReason = e.Refusal, e.FinishReason
-			ax.InputTokens, ax.OutputTokens = e.InputTokens, e.OutputTokens
-			for _, c := range e.ToolCalls {
-				args := c.Args
-				if len(args) == 0 {
-					args = json.RawMessage(`{}`)
-				}
-				st.ToolCalls = append(st.ToolCalls, atifToolCall{ToolCallID: c.ID, FunctionName: c.Name, Arguments: args})
-			}
-			one := 1
-			st.LLMCallCount = &one
-			if i+1 < len(evs) && evs[i+1].Kind == session.KindModelCall {
-				c := evs[i+1]
-				i++
-				mc := c
-				mc.InputTokens, mc.OutputTokens, mc.CacheReadInputTokens, mc.CacheCreationInputTokens, mc.CostUSD = 0, 0, 0, 0, 0
-				ax.ModelCall = &mc
-				st.ModelName = c.Model
-				in, out, cached, cost := c.InputTokens, c.OutputTokens, c.CacheReadInputTokens, c.CostUSD
-				st.Metrics = &atifMetrics{PromptTokens: &in, CompletionTokens: &out, CachedTokens: &cached, CostUSD: &cost}
-				if c.CacheCreationInputTokens > 0 {
-					st.Metrics.Extra = marshalAttrs(map[string]any{"cache_creation_input_tokens": c.CacheCreationInputTokens})
-				}
-				fin.TotalPromptTokens += in
-				fin.TotalCompletionTokens += out
-				fin.TotalCachedTokens += cached
-				fin.TotalCostUSD += cost
-			} else {
-				zero := 0
-				st.LLMCallCount = &zero
-			}
-			st.Extra = withAgentctl(nil, ax)
-			idx := push(st)
-			cur = &t.Steps[idx]
-			for _, c := range e.ToolCalls {
-				callStep[c.ID] = idx
-			}
+			i = x.assistant(evs, i)
 		case session.KindToolIntent:
-			if j, ok := callStep[e.CallID]; ok && t.Steps[j].Source == "agent" {
-				for k := range t.Steps[j].ToolCalls {
-					tc := &t.Steps[j].ToolCalls[k]
-					if tc.ToolCallID == e.CallID && agentctlOf(tc.Extra) == nil {
-						ie := e
-						tc.Extra = withAgentctl(nil, agentctlExtra{Intent: &ie})
-						break
-					}
-				}
-				continue
-			}
-			system(e, "tool_intent "+e.Tool)
+			anchor = x.intent(e)
 		case session.KindToolResult:
-			j, ok := callStep[e.CallID]
-			if !ok {
-				system(e, "tool_result "+e.Tool)
-				continue
-			}
-			st := &t.Steps[j]
-			if st.Observation == nil {
-				st.Observation = &atifObs{}
-			}
-			rx := x(e)
-			rx.Status, rx.Error, rx.LatencyMS, rx.Artifact, rx.Tool = e.Status, e.Error, e.LatencyMS, e.Artifact, e.Tool
-			st.Observation.Results = append(st.Observation.Results, atifResult{SourceCallID: e.CallID, Content: jsonString(e.Output), Extra: withAgentctl(nil, rx)})
-			// A later request with the same id is a new call.
-			delete(callStep, e.CallID)
+			anchor = x.result(e)
 		case session.KindCompaction:
 			ce := e
 			extra := withAgentctl(marshalAttrs(map[string]any{"context_management": map[string]string{"type": "compaction", "boundary": "replace"}}), agentctlExtra{Event: &ce})
-			push(atifStep{Timestamp: ts(e), Source: "system", Message: jsonString(e.Summary), Extra: extra})
+			x.push(atifStep{Timestamp: atifTS(e), Source: "system", Message: jsonString(e.Summary), Extra: extra})
 		case session.KindSubagentStarted:
-			system(e, describe(e))
-			if e.ChildSessionID != "" {
-				if err := subagent(e); err != nil {
-					return nil, err
-				}
-			}
-			continue // the refs stay on the anchor
+			anchor, err = false, x.subagentStarted(e) // the refs stay on the anchor
 		case session.KindSubagentFinished:
-			system(e, describe(e))
-			if p, ok := refOf[e.ChildSessionID]; ok && e.Output != "" {
-				r := &t.Steps[p.step].Observation.Results[p.result].SubagentRefs[p.ref]
-				r.Extra = marshalAttrs(map[string]any{"summary": e.Output})
-			}
-			continue
+			anchor = false
+			x.subagentFinished(e)
 		default:
-			system(e, describe(e))
+			x.system(e, describe(e))
 		}
-		anchor = len(t.Steps) - 1
+		if err != nil {
+			return nil, err
+		}
+		if anchor {
+			x.anchor = len(x.t.Steps) - 1
+		}
 	}
-	_ = cur
-	fin.TotalSteps = len(t.Steps)
-	t.FinalMetrics = mustJSON(fin)
-	return &t, nil
+	x.fin.TotalSteps = len(x.t.Steps)
+	x.t.FinalMetrics = mustJSON(x.fin)
+	return &x.t, nil
+}
+
+// atifExporter is one session being written as a trajectory.
+type atifExporter struct {
+	id       string
+	children func(id string) ([]session.Event, error)
+	seen     map[string]bool
+	t        atifTrajectory
+	// cur is the agent step the latest assistant message made, until
+	// another step is pushed.
+	cur *atifStep
+	// callStep gives, by call id, the index in t.Steps of the step that
+	// asked.
+	callStep map[string]int
+	fin      atifFinal
+	// anchor is the step the next sub-agent refs go on (the latest that
+	// stands for no sub-agent event); refsAt the result of a step that
+	// holds its refs, and refOf where each child's ref is.
+	anchor       int
+	refsAt       map[int]int
+	refOf        map[string]atifRefPlace
+	embeddedHere map[string]bool
+}
+
+type atifRefPlace struct{ step, result, ref int }
+
+// newATIFExporter starts the trajectory of session id with its header.
+func newATIFExporter(id string, hdr session.Event, children func(id string) ([]session.Event, error), seen map[string]bool) *atifExporter {
+	x := &atifExporter{id: id, children: children, seen: seen, callStep: map[string]int{}, anchor: -1,
+		refsAt: map[int]int{}, refOf: map[string]atifRefPlace{}, embeddedHere: map[string]bool{}}
+	x.t = atifTrajectory{SchemaVersion: ATIFVersion, SessionID: id,
+		Agent: atifAgent{Name: "agentctl", Version: hdr.AgentctlVersion, ModelName: hdr.Model}}
+	if x.t.Agent.Version == "" {
+		x.t.Agent.Version = "unknown"
+	}
+	if hdr.Provider != "" && hdr.Model != "" {
+		x.t.Agent.ModelName = hdr.Provider + "/" + hdr.Model
+	}
+	h := hdr
+	x.t.Extra = withAgentctl(nil, agentctlExtra{Header: &h})
+	return x
+}
+
+// atifTS is e's time as ATIF writes it ("" when unknown).
+func atifTS(e session.Event) string {
+	if e.TS.IsZero() {
+		return ""
+	}
+	return e.TS.UTC().Format(time.RFC3339Nano)
+}
+
+// extraOf is what every exported event keeps under extra.agentctl.
+func extraOf(e session.Event) agentctlExtra {
+	return agentctlExtra{Seq: e.Seq, TS: atifTS(e), Attrs: e.Attrs}
+}
+
+// push appends step s and returns its index.
+func (x *atifExporter) push(s atifStep) int {
+	s.StepID = len(x.t.Steps) + 1
+	x.t.Steps = append(x.t.Steps, s)
+	x.cur = nil
+	return len(x.t.Steps) - 1
+}
+
+// system writes e as a system step that holds it whole.
+func (x *atifExporter) system(e session.Event, msg string) {
+	ex := agentctlExtra{Event: &e}
+	x.push(atifStep{Timestamp: atifTS(e), Source: "system", Message: jsonString(msg), Extra: withAgentctl(nil, ex)})
+}
+
+// user writes a user message as a user step, or an unpaired result the
+// import kept as one back on the agent step before it (then it is no
+// anchor).
+func (x *atifExporter) user(e session.Event) bool {
+	if unpairedResult(e) && x.cur != nil {
+		if x.cur.Observation == nil {
+			x.cur.Observation = &atifObs{}
+		}
+		ue := e
+		x.cur.Observation.Results = append(x.cur.Observation.Results, atifResult{Content: jsonString(e.Text), Extra: withAgentctl(nil, agentctlExtra{Event: &ue})})
+		return false
+	}
+	x.push(atifStep{Timestamp: atifTS(e), Source: "user", Message: jsonString(e.Text), Extra: withAgentctl(nil, extraOf(e))})
+	return true
+}
+
+// assistant writes evs[i], an assistant message, and the model_call after
+// it, if any, as one agent step; it returns the index of the last event
+// it took.
+func (x *atifExporter) assistant(evs []session.Event, i int) int {
+	e := evs[i]
+	st := atifStep{Timestamp: atifTS(e), Source: "agent", Message: jsonString(e.Text)}
+	ax := extraOf(e)
+	ax.Refusal, ax.FinishReason = e.Refusal, e.FinishReason
+	ax.InputTokens, ax.OutputTokens = e.InputTokens, e.OutputTokens
+	for _, c := range e.ToolCalls {
+		args := c.Args
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		st.ToolCalls = append(st.ToolCalls, atifToolCall{ToolCallID: c.ID, FunctionName: c.Name, Arguments: args})
+	}
+	one := 1
+	st.LLMCallCount = &one
+	if i+1 < len(evs) && evs[i+1].Kind == session.KindModelCall {
+		i++
+		x.metrics(&st, &ax, evs[i])
+	} else {
+		zero := 0
+		st.LLMCallCount = &zero
+	}
+	st.Extra = withAgentctl(nil, ax)
+	idx := x.push(st)
+	x.cur = &x.t.Steps[idx]
+	for _, c := range e.ToolCalls {
+		x.callStep[c.ID] = idx
+	}
+	return i
+}
+
+// metrics puts model_call c's usage on step st (and the run's totals),
+// the rest of c in its extra.
+func (x *atifExporter) metrics(st *atifStep, ax *agentctlExtra, c session.Event) {
+	mc := c
+	mc.InputTokens, mc.OutputTokens, mc.CacheReadInputTokens, mc.CacheCreationInputTokens, mc.CostUSD = 0, 0, 0, 0, 0
+	ax.ModelCall = &mc
+	st.ModelName = c.Model
+	in, out, cached, cost := c.InputTokens, c.OutputTokens, c.CacheReadInputTokens, c.CostUSD
+	st.Metrics = &atifMetrics{PromptTokens: &in, CompletionTokens: &out, CachedTokens: &cached, CostUSD: &cost}
+	if c.CacheCreationInputTokens > 0 {
+		st.Metrics.Extra = marshalAttrs(map[string]any{"cache_creation_input_tokens": c.CacheCreationInputTokens})
+	}
+	x.fin.TotalPromptTokens += in
+	x.fin.TotalCompletionTokens += out
+	x.fin.TotalCachedTokens += cached
+	x.fin.TotalCostUSD += cost
+}
+
+// intent keeps a tool_intent on its call in the step that asked (then it
+// is no anchor), or writes it as a system step.
+func (x *atifExporter) intent(e session.Event) bool {
+	if j, ok := x.callStep[e.CallID]; ok && x.t.Steps[j].Source == "agent" {
+		for k := range x.t.Steps[j].ToolCalls {
+			tc := &x.t.Steps[j].ToolCalls[k]
+			if tc.ToolCallID == e.CallID && agentctlOf(tc.Extra) == nil {
+				ie := e
+				tc.Extra = withAgentctl(nil, agentctlExtra{Intent: &ie})
+				break
+			}
+		}
+		return false
+	}
+	x.system(e, "tool_intent "+e.Tool)
+	return true
+}
+
+// result writes a tool_result on the observation of the step that asked
+// for the call, or, for a call no step asked for, as a system step (no
+// anchor then).
+func (x *atifExporter) result(e session.Event) bool {
+	j, ok := x.callStep[e.CallID]
+	if !ok {
+		x.system(e, "tool_result "+e.Tool)
+		return false
+	}
+	st := &x.t.Steps[j]
+	if st.Observation == nil {
+		st.Observation = &atifObs{}
+	}
+	rx := extraOf(e)
+	rx.Status, rx.Error, rx.LatencyMS, rx.Artifact, rx.Tool = e.Status, e.Error, e.LatencyMS, e.Artifact, e.Tool
+	st.Observation.Results = append(st.Observation.Results, atifResult{SourceCallID: e.CallID, Content: jsonString(e.Output), Extra: withAgentctl(nil, rx)})
+	// A later request with the same id is a new call.
+	delete(x.callStep, e.CallID)
+	return true
+}
+
+// subagentStarted writes the event as a system step and the child's ref
+// on the anchor.
+func (x *atifExporter) subagentStarted(e session.Event) error {
+	x.system(e, describe(e))
+	if e.ChildSessionID == "" {
+		return nil
+	}
+	return x.subagent(e)
+}
+
+// subagentFinished writes the event as a system step, and the child's
+// output as its ref's summary.
+func (x *atifExporter) subagentFinished(e session.Event) {
+	x.system(e, describe(e))
+	if p, ok := x.refOf[e.ChildSessionID]; ok && e.Output != "" {
+		r := &x.t.Steps[p.step].Observation.Results[p.result].SubagentRefs[p.ref]
+		r.Extra = marshalAttrs(map[string]any{"summary": e.Output})
+	}
+}
+
+// subagent puts the ref of e's child on the anchor step's result for
+// refs, embedding the child's trajectory the first time it is met.
+func (x *atifExporter) subagent(e session.Event) error {
+	j := x.anchor
+	if j < 0 {
+		j = len(x.t.Steps) - 1 // none before: the event's own step
+	}
+	st := &x.t.Steps[j]
+	if st.Observation == nil {
+		st.Observation = &atifObs{}
+	}
+	ri, ok := x.refsAt[j]
+	if !ok {
+		st.Observation.Results = append(st.Observation.Results, atifResult{})
+		ri = len(st.Observation.Results) - 1
+		x.refsAt[j] = ri
+	}
+	r := atifRef{SessionID: e.ChildSessionID}
+	switch {
+	case x.children == nil:
+	case x.embeddedHere[e.ChildSessionID]:
+		r.TrajectoryID = e.ChildSessionID // started again: the one embedded
+	case !x.seen[e.ChildSessionID]:
+		embedded, err := x.embed(e.ChildSessionID)
+		if err != nil {
+			return err
+		}
+		if embedded {
+			r.TrajectoryID = e.ChildSessionID
+		}
+	}
+	res := &st.Observation.Results[ri]
+	res.SubagentRefs = append(res.SubagentRefs, r)
+	x.refOf[e.ChildSessionID] = atifRefPlace{j, ri, len(res.SubagentRefs) - 1}
+	return nil
+}
+
+// embed exports child and embeds its trajectory (false: the child is no
+// longer there, and its ref names its session only).
+func (x *atifExporter) embed(child string) (bool, error) {
+	x.seen[child] = true
+	cevs, err := x.children(child)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("export atif %s: sub-agent %s: %w", x.id, child, err)
+	}
+	ct, err := exportATIF(child, cevs, x.children, x.seen)
+	if err != nil {
+		return false, err
+	}
+	ct.TrajectoryID = child
+	raw, err := json.Marshal(ct)
+	if err != nil {
+		return false, fmt.Errorf("export atif %s: %w", child, err)
+	}
+	x.t.Subagents = append(x.t.Subagents, raw)
+	x.embeddedHere[child] = true
+	return true, nil
 }
 
 // unpairedResult reports whether e is an ATIF result that named no call,
