@@ -440,7 +440,7 @@ func (x *inspectImport) tool(mi int) {
 		_ = json.Unmarshal(m.Error, &e)
 		status, errText = session.ResultError, strings.TrimSpace(e.Type+": "+e.Message)
 	}
-	var ts = b.evs[len(b.evs)-1].TS
+	ts := b.lastTS()
 	var lat int64
 	if ti, ok := x.toolByID[m.ToolCallID]; ok {
 		start, _ := parseTime(x.s.Events[ti].Timestamp)
@@ -488,7 +488,7 @@ func (x *inspectImport) scores() {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var last = b.evs[len(b.evs)-1].TS
+	last := b.lastTS()
 	for _, k := range names {
 		var sc struct {
 			Value       json.RawMessage `json:"value"`

@@ -244,6 +244,14 @@ func (b *builder) add(e session.Event) int64 {
 	return e.Seq
 }
 
+// lastTS is the time of the latest event (the header's, when none).
+func (b *builder) lastTS() time.Time {
+	if len(b.evs) == 0 {
+		return b.hdr.TS
+	}
+	return b.evs[len(b.evs)-1].TS
+}
+
 // lastSeq is the seq of the latest event (1, the header, when none).
 func (b *builder) lastSeq() int64 { return int64(len(b.evs) + 1) }
 
