@@ -306,14 +306,7 @@ func (c *codexImport) result(p codexPayload, n int, ts time.Time) {
 	if m := exitCode.FindStringSubmatch(out); m != nil && m[1] != "0" {
 		status, errText = session.ResultError, "exit status "+m[1]
 	}
-	var lat int64
-	for i := len(c.b.evs) - 1; i >= 0; i-- {
-		if e := c.b.evs[i]; e.Kind == session.KindToolIntent && e.CallID == p.CallID {
-			lat = ts.Sub(e.TS).Milliseconds()
-			break
-		}
-	}
-	c.b.result(n, p.CallID, out, status, errText, ts, lat, nil)
+	c.b.result(n, p.CallID, out, status, errText, ts, c.b.latency(p.CallID, ts), nil)
 }
 
 // eventMsg imports an event: a prompt, usage, the end state, an error;
