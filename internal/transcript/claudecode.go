@@ -200,42 +200,70 @@ func importClaudeCode(path string) (*Session, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	b := newBuilder(FormatClaudeCode, file, data)
-	b.hdr.Provider = "anthropic"
-	b.notRecorded("system prompt", "tool definitions")
-	var recs []ccRec
-	readLines(data, b, func(n int, raw []byte) error {
+	c := &ccImport{b: newBuilder(FormatClaudeCode, file, data)}
+	c.b.hdr.Provider = "anthropic"
+	c.b.notRecorded("system prompt", "tool definitions")
+	c.decode(data)
+	c.chain()
+	for i := range c.recs {
+		c.line(i)
+	}
+	c.flushBranch()
+	c.resp.flush(c.b)
+	return c.finish(path)
+}
+
+// ccImport is one Claude Code file being imported: its lines, the chain of
+// them that is the conversation, and the response being gathered.
+type ccImport struct {
+	b       *builder
+	recs    []ccRec
+	onChain map[int]bool
+	// sidechain: every user and assistant line is a sub-agent's.
+	sidechain bool
+	// branch holds the lines of a left branch met since the last line on
+	// the chain, noted as one fork.
+	branch                  []int
+	resp                    response
+	srcID, agentID, version string
+	lastUser                int64 // seq of the latest user_message
+}
+
+// decode reads the lines.
+func (c *ccImport) decode(data []byte) {
+	readLines(data, c.b, func(n int, raw []byte) error {
 		var l ccLine
 		if err := json.Unmarshal(raw, &l); err != nil {
 			return err
 		}
-		recs = append(recs, ccRec{n, l})
+		c.recs = append(c.recs, ccRec{n, l})
 		return nil
 	})
+}
 
-	// The conversation is the chain of parentUuid links that leads to the
-	// last message; lines off it are a branch the user rewound from.
+// chain finds the conversation: the chain of parentUuid links that leads
+// to the last message, with the results that answer its calls from beside
+// it; lines off it are a branch the user rewound from.
+func (c *ccImport) chain() {
 	byUUID := map[string]int{}
 	leaf := -1
-	sidechain := len(recs) > 0
-	for i, r := range recs {
+	c.sidechain = len(c.recs) > 0
+	for i, r := range c.recs {
 		if r.l.UUID != "" {
 			byUUID[r.l.UUID] = i
 		}
 		if r.l.UUID != "" && (r.l.Type == "user" || r.l.Type == "assistant") {
 			leaf = i
-			sidechain = sidechain && r.l.IsSidechain
+			c.sidechain = c.sidechain && r.l.IsSidechain
 		}
 	}
-	onChain := map[int]bool{}
-	for i := leaf; i >= 0 && !onChain[i]; {
-		onChain[i] = true
-		l := recs[i].l
-		next := ""
+	c.onChain = map[int]bool{}
+	for i := leaf; i >= 0 && !c.onChain[i]; {
+		c.onChain[i] = true
+		l := c.recs[i].l
+		next := l.LogicalParentUUID
 		if l.ParentUUID != nil {
 			next = *l.ParentUUID
-		} else {
-			next = l.LogicalParentUUID
 		}
 		j, ok := byUUID[next]
 		if !ok {
@@ -243,254 +271,251 @@ func importClaudeCode(path string) (*Session, string, error) {
 		}
 		i = j
 	}
-	resultsOfChain(recs, onChain)
-	var branch []int
-	flushBranch := func() {
-		if len(branch) > 0 {
-			lines := make([]string, len(branch))
-			for i, n := range branch {
-				lines[i] = fmt.Sprint(n)
-			}
-			b.note(branch[0], CodeFork, "lines %s are a branch the conversation left (a rewind: their parentUuid chain does not lead to the last message); not imported", strings.Join(lines, ", "))
-			branch = nil
-		}
-	}
+	resultsOfChain(c.recs, c.onChain)
+}
 
-	var srcID, agentID, version, lastStop string
-	// The response being gathered (one message.id), and the intents and
-	// results seen since it began, in file order.
-	var cur *turn
-	curID, curLine := "", 0
-	type op struct {
-		intent *session.ToolCall
-		ts     time.Time
-		line   int
-		res    *ccBlock
-		attrs  map[string]any
+// flushBranch notes the branch lines gathered so far as one fork.
+func (c *ccImport) flushBranch() {
+	if len(c.branch) == 0 {
+		return
 	}
-	var ops []op
-	var lastUser int64 // seq of the latest user_message
-	flush := func() {
-		if cur != nil {
-			lastStop = cur.finish
-			b.addTurn(*cur, curLine)
-			cur, curID = nil, ""
-		}
-		for _, o := range ops {
-			if o.intent != nil {
-				b.intent(*o.intent, o.ts)
-				continue
-			}
-			status := session.ResultOK
-			if o.res.IsError != nil && *o.res.IsError {
-				status = session.ResultError
-			}
-			var lat int64
-			for i := len(b.evs) - 1; i >= 0; i-- {
-				if e := b.evs[i]; e.Kind == session.KindToolIntent && e.CallID == o.res.ToolUseID {
-					if !e.TS.IsZero() && !o.ts.IsZero() {
-						lat = o.ts.Sub(e.TS).Milliseconds()
-					}
-					break
-				}
-			}
-			b.result(o.line, o.res.ToolUseID, resultContent(o.res.Content), status, "", o.ts, lat, o.attrs)
-		}
-		ops = nil
+	lines := make([]string, len(c.branch))
+	for i, n := range c.branch {
+		lines[i] = fmt.Sprint(n)
 	}
-	for i, r := range recs {
-		l, n := r.l, r.n
-		ts, _ := parseTime(l.Timestamp)
-		if l.UUID != "" && (l.Type == "user" || l.Type == "assistant") && !onChain[i] {
-			branch = append(branch, n)
-			continue
+	c.b.note(c.branch[0], CodeFork, "lines %s are a branch the conversation left (a rewind: their parentUuid chain does not lead to the last message); not imported", strings.Join(lines, ", "))
+	c.branch = nil
+}
+
+// line imports line i of the file.
+func (c *ccImport) line(i int) {
+	l, n := c.recs[i].l, c.recs[i].n
+	ts, _ := parseTime(l.Timestamp)
+	if l.UUID != "" && (l.Type == "user" || l.Type == "assistant") && !c.onChain[i] {
+		c.branch = append(c.branch, n)
+		return
+	}
+	c.flushBranch()
+	c.source(l)
+	switch l.Type {
+	case "assistant":
+		c.assistant(l, n, ts)
+	case "user":
+		c.user(l, n, ts)
+	case "attachment":
+		c.resp.flush(c.b)
+		c.attachment(l, n)
+	default:
+		c.skip(l, n)
+	}
+}
+
+// source takes the header's facts from the first line that has them.
+func (c *ccImport) source(l ccLine) {
+	if c.srcID == "" && l.SessionID != "" {
+		c.srcID, c.version = l.SessionID, l.Version
+		if l.Cwd != "" {
+			c.b.attrs["source_cwd"] = l.Cwd
 		}
-		flushBranch()
-		if srcID == "" && l.SessionID != "" {
-			srcID, version = l.SessionID, l.Version
-			if l.Cwd != "" {
-				b.attrs["source_cwd"] = l.Cwd
+		if l.GitBranch != "" {
+			c.b.attrs["git_branch"] = l.GitBranch
+		}
+	}
+	if c.agentID == "" && l.AgentID != "" && l.IsSidechain {
+		c.agentID = l.AgentID
+	}
+}
+
+// assistant adds an assistant line to its response (one message.id, as
+// many lines as it has blocks when streamed).
+func (c *ccImport) assistant(l ccLine, n int, ts time.Time) {
+	m := l.Message
+	if m == nil {
+		c.b.note(n, CodeBadLine, "an assistant line without a message; skipped")
+		return
+	}
+	if c.b.hdr.Model == "" {
+		c.b.hdr.Model = m.Model
+	}
+	if !c.resp.same(m.ID) {
+		t := turn{ts: ts, provider: "anthropic", model: m.Model, responseID: m.ID, attrs: map[string]any{}}
+		if l.RequestID != "" {
+			t.callAttrs = map[string]any{"request_id": l.RequestID}
+		}
+		c.resp.start(c.b, t, m.ID, n)
+	}
+	cur := c.resp.turn
+	// Each line of a streamed response repeats its usage as far as it
+	// got: the last line holds the final counts.
+	if m.Usage != nil {
+		cur.usage = m.Usage.bill()
+	}
+	if m.StopReason != "" {
+		cur.finish = m.StopReason
+	}
+	for _, x := range rawBlocks(m.Content) {
+		var bl ccBlock
+		_ = json.Unmarshal(x, &bl)
+		switch bl.Type {
+		case "text":
+			cur.appendText(bl.Text)
+		case "tool_use", "server_tool_use":
+			tc := session.ToolCall{ID: bl.ID, Name: bl.Name, Args: argsObject(bl.Input)}
+			cur.calls = append(cur.calls, tc)
+			c.resp.intent(tc, ts, n)
+		default: // thinking, redacted_thinking, images…: verbatim
+			keepVerbatim(cur.attrs, bl.Type, x)
+		}
+	}
+}
+
+// user imports a user line: the results of the open response's calls
+// (2.1.x streams each call's result before the next call's line), or a
+// prompt, a meta line or a compaction summary.
+func (c *ccImport) user(l ccLine, n int, ts time.Time) {
+	m := l.Message
+	if m == nil {
+		c.b.note(n, CodeBadLine, "a user line without a message; skipped")
+		return
+	}
+	var blocks []ccBlock
+	text := ""
+	if len(m.Content) > 0 && m.Content[0] == '"' {
+		_ = json.Unmarshal(m.Content, &text)
+	} else {
+		_ = json.Unmarshal(m.Content, &blocks)
+	}
+	onlyResults := text == "" && len(blocks) > 0
+	for _, bl := range blocks {
+		onlyResults = onlyResults && bl.Type == "tool_result"
+	}
+	if onlyResults {
+		c.results(l, blocks, n, ts)
+		return
+	}
+	c.resp.flush(c.b)
+	switch {
+	case l.IsMeta:
+		c.b.note(n, CodeSkipped, "meta user line (%s); not part of the conversation", clip(text+blockText(blocks), 60))
+	case l.IsCompactSummary:
+		c.b.add(session.Event{Kind: session.KindCompaction, TS: ts, Through: c.b.lastSeq(), Summary: text + blockText(blocks)})
+	default:
+		c.prompt(m.Content, text, n, ts)
+	}
+}
+
+// results queues the tool results of a line behind the open response,
+// with the sub-agent its toolUseResult names and the non-text blocks of
+// each.
+func (c *ccImport) results(l ccLine, blocks []ccBlock, n int, ts time.Time) {
+	for _, bl := range blocks {
+		attrs := map[string]any{}
+		var tur struct {
+			AgentID string `json:"agentId"`
+			Status  string `json:"status"`
+		}
+		if len(l.ToolUseResult) > 0 && json.Unmarshal(l.ToolUseResult, &tur) == nil && tur.AgentID != "" {
+			attrs["agent_id"] = tur.AgentID
+		}
+		for _, x := range rawBlocks(bl.Content) {
+			var t struct {
+				Type string `json:"type"`
 			}
-			if l.GitBranch != "" {
-				b.attrs["git_branch"] = l.GitBranch
+			if json.Unmarshal(x, &t) == nil && t.Type != "text" {
+				keepVerbatim(attrs, t.Type, x)
 			}
 		}
-		if agentID == "" && l.AgentID != "" && l.IsSidechain {
-			agentID = l.AgentID
-		}
-		switch l.Type {
-		case "assistant":
-			m := l.Message
-			if m == nil {
-				b.note(n, CodeBadLine, "an assistant line without a message; skipped")
-				continue
-			}
-			if b.hdr.Model == "" {
-				b.hdr.Model = m.Model
-			}
-			if cur == nil || m.ID != curID || m.ID == "" {
-				flush()
-				cur = &turn{ts: ts, provider: "anthropic", model: m.Model, responseID: m.ID, attrs: map[string]any{}}
-				if l.RequestID != "" {
-					cur.callAttrs = map[string]any{"request_id": l.RequestID}
-				}
-				curID, curLine = m.ID, n
-			}
-			// Each line of a streamed response repeats its usage as far as
-			// it got: the last line holds the final counts.
-			if m.Usage != nil {
-				cur.usage = m.Usage.bill()
-			}
-			if m.StopReason != "" {
-				cur.finish = m.StopReason
-			}
-			for _, x := range rawBlocks(m.Content) {
-				var bl ccBlock
-				_ = json.Unmarshal(x, &bl)
-				switch bl.Type {
-				case "text":
-					if cur.text != "" {
-						cur.text += "\n"
-					}
-					cur.text += bl.Text
-				case "tool_use", "server_tool_use":
-					tc := session.ToolCall{ID: bl.ID, Name: bl.Name, Args: argsObject(bl.Input)}
-					cur.calls = append(cur.calls, tc)
-					ops = append(ops, op{intent: &tc, ts: ts, line: n})
-				default: // thinking, redacted_thinking, images…: verbatim
-					list, _ := cur.attrs[bl.Type].([]json.RawMessage)
-					cur.attrs[bl.Type] = append(list, x)
-				}
-			}
-		case "user":
-			m := l.Message
-			if m == nil {
-				b.note(n, CodeBadLine, "a user line without a message; skipped")
-				continue
-			}
-			var blocks []ccBlock
-			text := ""
-			if len(m.Content) > 0 && m.Content[0] == '"' {
-				_ = json.Unmarshal(m.Content, &text)
-			} else {
-				_ = json.Unmarshal(m.Content, &blocks)
-			}
-			// Results of the open response's calls belong to it (2.1.x
-			// streams each call's result before the next call's line).
-			onlyResults := text == "" && len(blocks) > 0
-			for _, bl := range blocks {
-				onlyResults = onlyResults && bl.Type == "tool_result"
-			}
-			if onlyResults {
-				for j := range blocks {
-					bl := blocks[j]
-					attrs := map[string]any{}
-					var tur struct {
-						AgentID string `json:"agentId"`
-						Status  string `json:"status"`
-					}
-					if len(l.ToolUseResult) > 0 && json.Unmarshal(l.ToolUseResult, &tur) == nil && tur.AgentID != "" {
-						attrs["agent_id"] = tur.AgentID
-					}
-					for _, x := range rawBlocks(bl.Content) {
-						var t struct {
-							Type string `json:"type"`
-						}
-						if json.Unmarshal(x, &t) == nil && t.Type != "text" {
-							list, _ := attrs[t.Type].([]json.RawMessage)
-							attrs[t.Type] = append(list, x)
-						}
-					}
-					ops = append(ops, op{res: &bl, ts: ts, line: n, attrs: attrs})
-				}
-				continue
-			}
-			flush()
-			if l.IsMeta {
-				b.note(n, CodeSkipped, "meta user line (%s); not part of the conversation", clip(text+blockText(blocks), 60))
-				continue
-			}
-			if l.IsCompactSummary {
-				b.add(session.Event{Kind: session.KindCompaction, TS: ts, Through: b.lastSeq(), Summary: text + blockText(blocks)})
-				continue
-			}
-			var parts []string
-			attrs := map[string]any{}
-			if text != "" {
-				parts = append(parts, text)
-			}
-			for _, x := range rawBlocks(m.Content) {
-				var bl ccBlock
-				_ = json.Unmarshal(x, &bl)
-				switch bl.Type {
-				case "text":
-					parts = append(parts, bl.Text)
-				case "tool_result":
-					// A result mixed with a prompt (rare): a result still.
-					b.result(n, bl.ToolUseID, resultContent(bl.Content), okOrError(bl.IsError), "", ts, 0, nil)
-				default:
-					list, _ := attrs[bl.Type].([]json.RawMessage)
-					attrs[bl.Type] = append(list, x)
-				}
-			}
-			if len(parts) > 0 || len(attrs) > 0 {
-				lastUser = b.add(session.Event{Kind: session.KindUserMessage, TS: ts, Text: strings.Join(parts, "\n"), Attrs: marshalAttrs(attrs)})
-			}
-		case "attachment":
-			flush()
-			if lastUser > 0 {
-				e := &b.evs[lastUser-2]
-				attrs := map[string]any{}
-				_ = json.Unmarshal(e.Attrs, &attrs)
-				list, _ := attrs["attachments"].([]any)
-				attrs["attachments"] = append(list, l.Attachment)
-				e.Attrs = marshalAttrs(attrs)
-				b.note(n, CodeKeptInAttrs, "attachment (%s) kept in the attrs of the user message at seq %d", attachmentType(l.Attachment), lastUser)
-			} else {
-				b.note(n, CodeSkipped, "attachment (%s) before any user message", attachmentType(l.Attachment))
-			}
-		case "system":
-			switch l.Subtype {
-			case "compact_boundary":
-				b.note(n, CodeSkipped, "compact boundary; the compaction is the summary line that follows")
-			default:
-				b.note(n, CodeSkipped, "system line (%s); not part of the conversation", l.Subtype)
-			}
-		case "queue-operation":
-			var c string
-			_ = json.Unmarshal(l.Content, &c)
-			if c != "" {
-				b.note(n, CodeSkipped, "queued prompt (%s) %q; the user line that delivers it, if any, is imported", l.Operation, clip(c, 60))
-			} else {
-				b.note(n, CodeSkipped, "queue operation %s", l.Operation)
-			}
-		case "summary", "file-history-snapshot", "last-prompt", "custom-title", "progress":
-			b.note(n, CodeSkipped, "%s line; not part of the conversation", l.Type)
+		c.resp.result(n, bl.ToolUseID, resultContent(bl.Content), okOrError(bl.IsError), ts, attrs)
+	}
+}
+
+// prompt adds a user message: its text, its other blocks verbatim, and
+// any result mixed in (rare) as a result still.
+func (c *ccImport) prompt(content json.RawMessage, text string, n int, ts time.Time) {
+	var parts []string
+	attrs := map[string]any{}
+	if text != "" {
+		parts = append(parts, text)
+	}
+	for _, x := range rawBlocks(content) {
+		var bl ccBlock
+		_ = json.Unmarshal(x, &bl)
+		switch bl.Type {
+		case "text":
+			parts = append(parts, bl.Text)
+		case "tool_result":
+			c.b.result(n, bl.ToolUseID, resultContent(bl.Content), okOrError(bl.IsError), "", ts, 0, nil)
 		default:
-			b.note(n, CodeUnknownRecord, "line type %q is not one this importer knows; skipped", l.Type)
+			keepVerbatim(attrs, bl.Type, x)
 		}
 	}
-	flushBranch()
-	flush()
-	if srcID == "" && len(b.evs) == 0 {
+	if len(parts) > 0 || len(attrs) > 0 {
+		c.lastUser = c.b.add(session.Event{Kind: session.KindUserMessage, TS: ts, Text: strings.Join(parts, "\n"), Attrs: marshalAttrs(attrs)})
+	}
+}
+
+// attachment keeps an attachment line in the attrs of the user message
+// before it.
+func (c *ccImport) attachment(l ccLine, n int) {
+	if c.lastUser == 0 {
+		c.b.note(n, CodeSkipped, "attachment (%s) before any user message", attachmentType(l.Attachment))
+		return
+	}
+	e := &c.b.evs[c.lastUser-2]
+	attrs := map[string]any{}
+	_ = json.Unmarshal(e.Attrs, &attrs)
+	list, _ := attrs["attachments"].([]any)
+	attrs["attachments"] = append(list, l.Attachment)
+	e.Attrs = marshalAttrs(attrs)
+	c.b.note(n, CodeKeptInAttrs, "attachment (%s) kept in the attrs of the user message at seq %d", attachmentType(l.Attachment), c.lastUser)
+}
+
+// skip notes a line that is not part of the conversation.
+func (c *ccImport) skip(l ccLine, n int) {
+	switch l.Type {
+	case "system":
+		if l.Subtype == "compact_boundary" {
+			c.b.note(n, CodeSkipped, "compact boundary; the compaction is the summary line that follows")
+		} else {
+			c.b.note(n, CodeSkipped, "system line (%s); not part of the conversation", l.Subtype)
+		}
+	case "queue-operation":
+		var q string
+		_ = json.Unmarshal(l.Content, &q)
+		if q != "" {
+			c.b.note(n, CodeSkipped, "queued prompt (%s) %q; the user line that delivers it, if any, is imported", l.Operation, clip(q, 60))
+		} else {
+			c.b.note(n, CodeSkipped, "queue operation %s", l.Operation)
+		}
+	case "summary", "file-history-snapshot", "last-prompt", "custom-title", "progress":
+		c.b.note(n, CodeSkipped, "%s line; not part of the conversation", l.Type)
+	default:
+		c.b.note(n, CodeUnknownRecord, "line type %q is not one this importer knows; skipped", l.Type)
+	}
+}
+
+// finish completes the header: the source's id and version, the last
+// response's stop reason as its end state, the sub-agent it is.
+func (c *ccImport) finish(path string) (*Session, string, error) {
+	b := c.b
+	if c.srcID == "" && len(b.evs) == 0 {
 		return nil, "", fmt.Errorf("import claude-code %s: no user or assistant lines; is this a Claude Code session transcript?", path)
 	}
-	b.hdr.Name = "claude-code " + srcID
-	b.attrs["source_session_id"] = srcID
-	if version != "" {
-		b.attrs["source_version"] = version
+	b.hdr.Name = "claude-code " + c.srcID
+	b.attrs["source_session_id"] = c.srcID
+	if c.version != "" {
+		b.attrs["source_version"] = c.version
 	}
-	if lastStop != "" {
-		b.attrs["source_status"] = lastStop // the last response's stop reason
-	} else {
-		b.notRecorded("end state")
+	lastStop := ""
+	if b.lastCall >= 0 {
+		lastStop = b.evs[b.lastCall].FinishReason
 	}
-	if sidechain && agentID != "" {
-		b.attrs["agent_id"] = agentID
-		b.hdr.Name = "claude-code " + srcID + " agent " + agentID
+	b.endState(lastStop)
+	if c.sidechain && c.agentID != "" {
+		b.attrs["agent_id"] = c.agentID
+		b.hdr.Name = "claude-code " + c.srcID + " agent " + c.agentID
 	}
-	s := b.finish("")
-	return s, srcID, nil
+	return b.finish(""), c.srcID, nil
 }
 
 // ccRec is one line of a Claude Code transcript: its number and record.
@@ -515,24 +540,32 @@ func resultsOfChain(recs []ccRec, onChain map[int]bool) {
 			byUUID[r.l.UUID] = i
 		}
 	}
-	called, answered := map[string]bool{}, map[string]bool{}
-	results := func(l ccLine) ([]string, bool) {
-		if l.Type != "user" || l.Message == nil {
-			return nil, false
+	called, answered := callsOfChain(recs, onChain)
+	for i, r := range recs {
+		if onChain[i] || r.l.UUID == "" || r.l.ParentUUID == nil {
+			continue
 		}
-		var blocks []ccBlock
-		if json.Unmarshal(l.Message.Content, &blocks) != nil || len(blocks) == 0 {
-			return nil, false
+		if p, ok := byUUID[*r.l.ParentUUID]; !ok || !onChain[p] {
+			continue
 		}
-		ids := make([]string, 0, len(blocks))
-		for _, bl := range blocks {
-			if bl.Type != "tool_result" || bl.ToolUseID == "" {
-				return nil, false
-			}
-			ids = append(ids, bl.ToolUseID)
+		ids, ok := ccResultIDs(r.l)
+		for _, id := range ids {
+			ok = ok && called[id] && !answered[id]
 		}
-		return ids, true
+		if !ok {
+			continue
+		}
+		onChain[i] = true
+		for _, id := range ids {
+			answered[id] = true
+		}
 	}
+}
+
+// callsOfChain gives the calls the chain's lines make, and those its
+// lines answer.
+func callsOfChain(recs []ccRec, onChain map[int]bool) (called, answered map[string]bool) {
+	called, answered = map[string]bool{}, map[string]bool{}
 	for i, r := range recs {
 		if !onChain[i] {
 			continue
@@ -545,31 +578,33 @@ func resultsOfChain(recs []ccRec, onChain map[int]bool) {
 				}
 			}
 		}
-		if ids, ok := results(r.l); ok {
+		if ids, ok := ccResultIDs(r.l); ok {
 			for _, id := range ids {
 				answered[id] = true
 			}
 		}
 	}
-	for i, r := range recs {
-		if onChain[i] || r.l.UUID == "" || r.l.ParentUUID == nil {
-			continue
-		}
-		if p, ok := byUUID[*r.l.ParentUUID]; !ok || !onChain[p] {
-			continue
-		}
-		ids, ok := results(r.l)
-		for _, id := range ids {
-			ok = ok && called[id] && !answered[id]
-		}
-		if !ok {
-			continue
-		}
-		onChain[i] = true
-		for _, id := range ids {
-			answered[id] = true
-		}
+	return called, answered
+}
+
+// ccResultIDs gives the calls a user line answers, when it holds only
+// tool results (ok false otherwise).
+func ccResultIDs(l ccLine) ([]string, bool) {
+	if l.Type != "user" || l.Message == nil {
+		return nil, false
 	}
+	var blocks []ccBlock
+	if json.Unmarshal(l.Message.Content, &blocks) != nil || len(blocks) == 0 {
+		return nil, false
+	}
+	ids := make([]string, 0, len(blocks))
+	for _, bl := range blocks {
+		if bl.Type != "tool_result" || bl.ToolUseID == "" {
+			return nil, false
+		}
+		ids = append(ids, bl.ToolUseID)
+	}
+	return ids, true
 }
 
 func okOrError(isErr *bool) string {

@@ -76,6 +76,15 @@
 // `replay verify` checks their structure only, and `replay run` and
 // `replay fork` work from a minimal spec (see package replay and the CLI).
 //
+// # Inside
+//
+// Each importer is a value with a method per phase: decode the records,
+// find the conversation (Claude Code's parentUuid chain), map each record
+// by kind, pair calls with results, finish the header. What the formats
+// share is written once: the builder (seqs, notes, the header, the
+// report), the open response with the intents and results queued behind
+// it, and the latency of a result from its intent (response.go).
+//
 // # Export
 //
 // ExportATIF writes any session as an ATIF-v1.7 trajectory. Fields ATIF has

@@ -290,3 +290,54 @@ func TestATIFSubagentRefsRoundTrip(t *testing.T) {
 		t.Errorf("the parent has %d events back, %d exported", len(q.Events), len(p.Events))
 	}
 }
+
+// TestCodexLatencyWithoutCallTime: a rollout whose lines up to its first
+// call output carry no time (derived from a real one: their timestamps
+// emptied) gives that output a latency of 0, as every importer does for a
+// call of unknown time, not the span from the zero time.
+func TestCodexLatencyWithoutCallTime(t *testing.T) {
+	const rel = "codex/jazzyalex__agent-sessions/small.jsonl"
+	cut := 0
+	p := derive(t, rel, "small-derived-no-times-before-output.jsonl", func(lines []string) []string {
+		for i, l := range lines {
+			var x struct {
+				Payload struct {
+					Type string `json:"type"`
+				} `json:"payload"`
+			}
+			_ = json.Unmarshal([]byte(l), &x)
+			if strings.HasSuffix(x.Payload.Type, "_output") {
+				cut = i
+				break
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatal(err)
+			}
+			m["timestamp"] = json.RawMessage(`""`)
+			b, _ := json.Marshal(m)
+			lines[i] = string(b)
+		}
+		return lines
+	})
+	if cut == 0 {
+		t.Fatal("the rollout has no call output; this test was written for one with calls")
+	}
+	ss, err := transcript.Import(transcript.FormatCodex, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := 0
+	for _, e := range ss[0].Events {
+		if e.Kind != session.KindToolResult {
+			continue
+		}
+		results++
+		if e.LatencyMS > 24*3600*1000 {
+			t.Errorf("result of %s: latency %d ms", e.CallID, e.LatencyMS)
+		}
+	}
+	if results == 0 {
+		t.Fatal("no tool_result imported")
+	}
+}

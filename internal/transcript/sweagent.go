@@ -27,13 +27,7 @@ type sweTraj struct {
 		IsDemo      bool            `json:"is_demo"`
 		Action      string          `json:"action"`
 		ToolCallIDs []string        `json:"tool_call_ids"`
-		ToolCalls   []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
+		ToolCalls   []fnCall        `json:"tool_calls"`
 	} `json:"history"`
 	Info struct {
 		ExitStatus string `json:"exit_status"`
@@ -64,16 +58,50 @@ func importSWEAgent(path string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	var t sweTraj
-	if err := json.Unmarshal(data, &t); err != nil {
+	x := &sweImport{}
+	if err := json.Unmarshal(data, &x.t); err != nil {
 		return nil, fmt.Errorf("import swe-agent %s: %w", path, err)
 	}
-	if len(t.Trajectory) == 0 && len(t.History) == 0 {
+	if len(x.t.Trajectory) == 0 && len(x.t.History) == 0 {
 		return nil, fmt.Errorf("import swe-agent %s: no trajectory or history; is this a SWE-agent .traj?", path)
 	}
-	b := newBuilder(FormatSWEAgent, file, data)
-	b.records = len(t.Trajectory) + len(t.History)
-	b.notRecorded("timestamps", "per-call usage (the run's totals are on the last model_call)", "tool error flags")
+	x.b = newBuilder(FormatSWEAgent, file, data)
+	x.b.records = len(x.t.Trajectory) + len(x.t.History)
+	x.b.notRecorded("timestamps", "per-call usage (the run's totals are on the last model_call)", "tool error flags")
+	x.header(file)
+	x.prompt()
+	if len(x.t.Trajectory) == 0 {
+		x.history()
+		return x.b.finish(""), nil
+	}
+	for i := range x.t.Trajectory {
+		x.step(i)
+	}
+	return x.b.finish(""), nil
+}
+
+// sweImport is one SWE-agent trajectory being imported.
+type sweImport struct {
+	b           *builder
+	t           sweTraj
+	prov, model string
+	// calls are the history's function calls, one a response (a zero
+	// call for a response without one), for the trajectory's steps.
+	calls []sweCall
+	// pending are the calls of the history's last response with no
+	// result yet.
+	pending []string
+}
+
+type sweCall struct {
+	id, name string
+	args     json.RawMessage
+}
+
+// header names the model (replay_config, itself JSON in a string in
+// newer files), the end state, the submission and the version.
+func (x *sweImport) header(file string) {
+	b, t := x.b, &x.t
 	var rc struct {
 		Agent struct {
 			Model struct {
@@ -87,13 +115,12 @@ func importSWEAgent(path string) (*Session, error) {
 		cfg = json.RawMessage(s)
 	}
 	_ = json.Unmarshal(cfg, &rc)
-	model := rc.Agent.Model.Name
-	prov, model := splitModel(model, "openai")
-	if model == "" {
+	x.prov, x.model = splitModel(rc.Agent.Model.Name, "openai")
+	if x.model == "" {
 		b.notRecorded("model")
-		prov = ""
+		x.prov = ""
 	}
-	b.hdr.Provider, b.hdr.Model = prov, model
+	b.hdr.Provider, b.hdr.Model = x.prov, x.model
 	b.hdr.Name = "swe-agent " + strings.TrimSuffix(baseName(file), ".traj")
 	if t.Info.ExitStatus != "" {
 		b.attrs["source_status"] = t.Info.ExitStatus
@@ -110,14 +137,14 @@ func importSWEAgent(path string) (*Session, error) {
 	if len(t.Attempts) > 0 {
 		b.note(0, CodeNotImported, "the RetryAgent's other attempts are not imported; the chosen attempt (the top-level trajectory) is")
 	}
-	// The system prompt and the task, from the history.
-	type call struct {
-		id, name string
-		args     json.RawMessage
-	}
-	var calls []call
+}
+
+// prompt takes the system prompt and the task from the history, and the
+// function calls of its responses.
+func (x *sweImport) prompt() {
+	b := x.b
 	prompted := false
-	for i, h := range t.History {
+	for i, h := range x.t.History {
 		switch {
 		case h.Role == "system" && b.hdr.System == "":
 			b.hdr.System = textOf(h.Content)
@@ -128,63 +155,74 @@ func importSWEAgent(path string) (*Session, error) {
 			prompted = true
 		case h.Role == "assistant":
 			for _, tc := range h.ToolCalls {
-				calls = append(calls, call{tc.ID, tc.Function.Name, tc.Function.Arguments})
+				x.calls = append(x.calls, sweCall{tc.ID, tc.Function.Name, tc.Function.Arguments})
 			}
 			if len(h.ToolCalls) == 0 {
-				calls = append(calls, call{})
+				x.calls = append(x.calls, sweCall{})
 			}
 		}
 	}
 	if !prompted {
 		b.notRecorded("the task prompt")
 	}
-	if len(t.Trajectory) == 0 {
-		sweHistory(b, &t, prov, model)
-		return b.finish(""), nil
+}
+
+// step imports trajectory step i: a response whose call is the history's
+// function call, or the step's action as a shell command, and the
+// observation as its result.
+func (x *sweImport) step(i int) {
+	st, n := &x.t.Trajectory[i], i+1
+	c := sweCall{}
+	if i < len(x.calls) {
+		c = x.calls[i]
 	}
-	for i, st := range t.Trajectory {
-		n := i + 1
-		c := call{}
-		if i < len(calls) {
-			c = calls[i]
-		}
-		tc := session.ToolCall{ID: c.id, Name: c.name, Args: argsObject(c.args)}
-		if tc.ID == "" {
-			tc.ID = fmt.Sprintf("step-%d", n)
-		}
-		if tc.Name == "" {
-			cmd, _ := json.Marshal(strings.TrimRight(st.Action, "\n"))
-			tc.Name, tc.Args = "bash", json.RawMessage(`{"command":`+string(cmd)+`}`)
-		}
-		text := st.Thought
-		if text == "" {
-			text = st.Response
-		}
-		tr := turn{text: text, calls: []session.ToolCall{tc}, provider: prov, model: model, attrs: map[string]any{}}
-		if st.Response != "" && st.Response != st.Thought {
-			tr.attrs["response"] = st.Response
-		}
-		if len(st.State) > 0 && string(st.State) != "null" {
-			tr.attrs["state"] = st.State
-		}
-		if i == len(t.Trajectory)-1 {
-			ms := t.Info.ModelStats
-			if ms.TokensSent+ms.TokensReceived > 0 {
-				tr.usage = &pricing.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
-				tr.sourceCost = &ms.InstanceCost
-			}
-			tr.callAttrs = map[string]any{"usage": "run totals (info.model_stats); the trajectory records no per-call usage",
-				"api_calls": ms.APICalls, "source_cost_usd": ms.InstanceCost}
-		}
-		b.addTurn(tr, n)
-		b.intent(tc, b.evs[len(b.evs)-1].TS)
-		var lat int64
-		if st.ExecutionTime != nil {
-			lat = int64(*st.ExecutionTime * 1000)
-		}
-		b.result(n, tc.ID, st.Observation, session.ResultOK, "", b.evs[len(b.evs)-1].TS, lat, nil)
+	tc := session.ToolCall{ID: c.id, Name: c.name, Args: argsObject(c.args)}
+	if tc.ID == "" {
+		tc.ID = fmt.Sprintf("step-%d", n)
 	}
-	return b.finish(""), nil
+	if tc.Name == "" {
+		tc.Name, tc.Args = "bash", bashArgs(st.Action)
+	}
+	text := st.Thought
+	if text == "" {
+		text = st.Response
+	}
+	tr := turn{text: text, calls: []session.ToolCall{tc}, provider: x.prov, model: x.model, attrs: map[string]any{}}
+	if st.Response != "" && st.Response != st.Thought {
+		tr.attrs["response"] = st.Response
+	}
+	if len(st.State) > 0 && string(st.State) != "null" {
+		tr.attrs["state"] = st.State
+	}
+	if i == len(x.t.Trajectory)-1 {
+		x.runTotals(&tr, "trajectory")
+	}
+	x.b.addTurn(tr, n)
+	x.b.intent(tc, x.b.evs[len(x.b.evs)-1].TS)
+	var lat int64
+	if st.ExecutionTime != nil {
+		lat = int64(*st.ExecutionTime * 1000)
+	}
+	x.b.result(n, tc.ID, st.Observation, session.ResultOK, "", x.b.evs[len(x.b.evs)-1].TS, lat, nil)
+}
+
+// bashArgs are the arguments of an action run as a shell command.
+func bashArgs(action string) json.RawMessage {
+	cmd, _ := json.Marshal(strings.TrimRight(action, "\n"))
+	return json.RawMessage(`{"command":` + string(cmd) + `}`)
+}
+
+// runTotals puts the run's usage totals (info.model_stats) on the last
+// response, said so in its attrs: what (the trajectory, the history)
+// records no per-call usage.
+func (x *sweImport) runTotals(tr *turn, what string) {
+	ms := x.t.Info.ModelStats
+	if ms.TokensSent+ms.TokensReceived > 0 {
+		tr.usage = &pricing.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
+		tr.sourceCost = &ms.InstanceCost
+	}
+	tr.callAttrs = map[string]any{"usage": "run totals (info.model_stats); the " + what + " records no per-call usage",
+		"api_calls": ms.APICalls, "source_cost_usd": ms.InstanceCost}
 }
 
 func baseName(p string) string {
@@ -194,24 +232,24 @@ func baseName(p string) string {
 	return p
 }
 
-// sweHistory imports a .traj that holds only the history (the chat as sent
+// history imports a .traj that holds only the history (the chat as sent
 // to the model, no trajectory steps): each assistant message one response,
 // its function calls (1.x) or its action (an older history's shell
 // command) its calls, and each tool message, or with no function calls the
 // user message after an action, their results. Run totals of usage go on
 // the last model_call, as for a trajectory.
-func sweHistory(b *builder, t *sweTraj, prov, model string) {
+func (x *sweImport) history() {
+	b := x.b
 	b.attrs["imported_from_history"] = true
 	b.notRecorded("execution times")
 	prompted := false
-	var pending []string // calls of the last response with no result yet
 	last := -1
-	for i, h := range t.History {
+	for i, h := range x.t.History {
 		if h.Role == "assistant" {
 			last = i
 		}
 	}
-	for i, h := range t.History {
+	for i, h := range x.t.History {
 		n := i + 1
 		switch {
 		case h.Role == "system":
@@ -219,54 +257,61 @@ func sweHistory(b *builder, t *sweTraj, prov, model string) {
 				b.add(session.Event{Kind: session.KindUserMessage, Text: textOf(h.Content), Attrs: marshalAttrs(map[string]any{"role": "system"})})
 			}
 		case h.Role == "user" && h.IsDemo:
-			// Noted with the prompt above.
+			// Noted with the prompt.
 		case h.Role == "user" && !prompted:
-			prompted = true // the task, added above
-		case h.Role == "user" && len(pending) == 1 && strings.HasPrefix(pending[0], "step-"):
+			prompted = true // the task, added by prompt
+		case h.Role == "user" && len(x.pending) == 1 && strings.HasPrefix(x.pending[0], "step-"):
 			// An older history: the observation of the action before it.
-			b.result(n, pending[0], textOf(h.Content), session.ResultOK, "", time.Time{}, 0, nil)
-			pending = nil
+			b.result(n, x.pending[0], textOf(h.Content), session.ResultOK, "", time.Time{}, 0, nil)
+			x.pending = nil
 		case h.Role == "user":
 			b.add(session.Event{Kind: session.KindUserMessage, Text: textOf(h.Content)})
 		case h.Role == "assistant":
-			tr := turn{text: textOf(h.Content), provider: prov, model: model}
-			for _, tc := range h.ToolCalls {
-				tr.calls = append(tr.calls, session.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: argsObject(tc.Function.Arguments)})
-			}
-			if len(tr.calls) == 0 && strings.TrimSpace(h.Action) != "" {
-				cmd, _ := json.Marshal(strings.TrimRight(h.Action, "\n"))
-				tr.calls = []session.ToolCall{{ID: fmt.Sprintf("step-%d", n), Name: "bash", Args: json.RawMessage(`{"command":` + string(cmd) + `}`)}}
-			}
-			if i == last {
-				ms := t.Info.ModelStats
-				if ms.TokensSent+ms.TokensReceived > 0 {
-					tr.usage = &pricing.Usage{Input: ms.TokensSent, Output: ms.TokensReceived}
-					tr.sourceCost = &ms.InstanceCost
-				}
-				tr.callAttrs = map[string]any{"usage": "run totals (info.model_stats); the history records no per-call usage",
-					"api_calls": ms.APICalls, "source_cost_usd": ms.InstanceCost}
-			}
-			b.addTurn(tr, n)
-			pending = nil
-			for _, tc := range tr.calls {
-				b.intent(tc, time.Time{})
-				pending = append(pending, tc.ID)
-			}
+			x.historyResponse(i, i == last)
 		case h.Role == "tool":
-			ids := h.ToolCallIDs
-			if len(ids) == 0 && len(pending) == 1 {
-				ids = pending
-			}
-			if len(ids) == 0 {
-				b.note(n, CodeNotImported, "a tool message that names no call, after a response with %d calls; not imported", len(pending))
-				continue
-			}
-			for _, id := range ids {
-				b.result(n, id, textOf(h.Content), session.ResultOK, "", time.Time{}, 0, nil)
-				pending = slices.DeleteFunc(pending, func(p string) bool { return p == id })
-			}
+			x.historyResults(i)
 		default:
 			b.note(n, CodeUnknownRecord, "history role %q; skipped", h.Role)
 		}
+	}
+}
+
+// historyResponse imports history message i, an assistant's, as a
+// response (the last one with the run's totals) and its calls' intents.
+func (x *sweImport) historyResponse(i int, last bool) {
+	h, n := &x.t.History[i], i+1
+	tr := turn{text: textOf(h.Content), provider: x.prov, model: x.model}
+	for _, tc := range h.ToolCalls {
+		tr.calls = append(tr.calls, session.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: argsObject(tc.Function.Arguments)})
+	}
+	if len(tr.calls) == 0 && strings.TrimSpace(h.Action) != "" {
+		tr.calls = []session.ToolCall{{ID: fmt.Sprintf("step-%d", n), Name: "bash", Args: bashArgs(h.Action)}}
+	}
+	if last {
+		x.runTotals(&tr, "history")
+	}
+	x.b.addTurn(tr, n)
+	x.pending = nil
+	for _, tc := range tr.calls {
+		x.b.intent(tc, time.Time{})
+		x.pending = append(x.pending, tc.ID)
+	}
+}
+
+// historyResults imports history message i, a tool's, as the results of
+// the calls it names (or of the one call waiting).
+func (x *sweImport) historyResults(i int) {
+	h, n := &x.t.History[i], i+1
+	ids := h.ToolCallIDs
+	if len(ids) == 0 && len(x.pending) == 1 {
+		ids = x.pending
+	}
+	if len(ids) == 0 {
+		x.b.note(n, CodeNotImported, "a tool message that names no call, after a response with %d calls; not imported", len(x.pending))
+		return
+	}
+	for _, id := range ids {
+		x.b.result(n, id, textOf(h.Content), session.ResultOK, "", time.Time{}, 0, nil)
+		x.pending = slices.DeleteFunc(x.pending, func(p string) bool { return p == id })
 	}
 }

@@ -213,6 +213,9 @@ type builder struct {
 	calls    map[string]*callInfo
 	callList []string
 	records  int
+	// lastCall is the index in evs of the latest model_call addTurn
+	// wrote (-1: none yet).
+	lastCall int
 }
 
 type callInfo struct {
@@ -223,7 +226,7 @@ type callInfo struct {
 
 func newBuilder(format, file string, content []byte) *builder {
 	sum := sha256.Sum256(content)
-	b := &builder{format: format, calls: map[string]*callInfo{}}
+	b := &builder{format: format, calls: map[string]*callInfo{}, lastCall: -1}
 	b.hdr = session.Event{Kind: session.KindSessionStarted}
 	b.attrs = map[string]any{"imported_from": format, "source_file": file, "source_sha256": hex.EncodeToString(sum[:])}
 	return b
@@ -239,6 +242,14 @@ func (b *builder) add(e session.Event) int64 {
 	e.Seq = int64(len(b.evs) + 2)
 	b.evs = append(b.evs, e)
 	return e.Seq
+}
+
+// lastTS is the time of the latest event (the header's, when none).
+func (b *builder) lastTS() time.Time {
+	if len(b.evs) == 0 {
+		return b.hdr.TS
+	}
+	return b.evs[len(b.evs)-1].TS
 }
 
 // lastSeq is the seq of the latest event (1, the header, when none).
@@ -296,14 +307,14 @@ func (b *builder) addTurn(t turn, line int) {
 		a.FinishReason = "length"
 	}
 	if u := t.usage; u != nil {
-		c.InputTokens, c.OutputTokens = u.Input, u.Output
-		c.CacheReadInputTokens, c.CacheCreationInputTokens = u.CacheRead, u.CacheCreation
+		setUsage(&c, *u)
 		c.CostUSD = costOf(t.model, *u, t.sourceCost)
 		a.InputTokens, a.OutputTokens = u.Input, u.Output
 	}
 	b.add(a)
 	if !t.noCall {
 		b.add(c)
+		b.lastCall = len(b.evs) - 1
 	}
 	for _, tc := range t.calls {
 		if _, ok := b.calls[tc.ID]; !ok {

@@ -1280,6 +1280,64 @@ func TestInspectScorerCallsAndSourceCost(t *testing.T) {
 	})
 }
 
+// TestInspectSampleWithoutEventsBefore: a sample whose tool message or
+// scores come before any event of the conversation (derived from a real
+// log: its messages cut down, its events dropped) imports, timed by the
+// header, instead of reading the event before the first (it panicked).
+func TestInspectSampleWithoutEventsBefore(t *testing.T) {
+	b, err := os.ReadFile(tr("inspect-ai/UKGovernmentBEIS__inspect_ai/2025-05-12T20-27-36-04-00_browser.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		keep func(role string) bool
+		// want: the events the sample gives (its scores, and an orphan
+		// result per tool message).
+		wantResults, wantOrphans int
+	}{
+		{"only-scores", func(string) bool { return false }, 0, 0},
+		{"tool-first", func(role string) bool { return role == "tool" }, 4, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var doc map[string]any
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			sample := doc["samples"].([]any)[0].(map[string]any)
+			var msgs []any
+			for _, m := range sample["messages"].([]any) {
+				if tt.keep(m.(map[string]any)["role"].(string)) {
+					msgs = append(msgs, m)
+				}
+			}
+			sample["messages"], sample["events"] = msgs, []any{}
+			if len(sample["scores"].(map[string]any)) == 0 {
+				t.Fatal("the sample has no scores; this test was written for a scored one")
+			}
+			doc["samples"] = []any{sample}
+			out, _ := json.Marshal(doc)
+			ss := importWritten(t, transcript.FormatInspect, "browser-derived-"+tt.name+".json", out)
+			s := ss[0]
+			if got := s.Report.Counts[string(session.KindToolResult)]; got != tt.wantResults {
+				t.Errorf("%d tool_results, want %d", got, tt.wantResults)
+			}
+			orphans := 0
+			for _, n := range s.Report.Notes {
+				if n.Code == transcript.CodeOrphanResult {
+					orphans++
+				}
+			}
+			if orphans != tt.wantOrphans {
+				t.Errorf("%d orphan results noted, want %d: %+v", orphans, tt.wantOrphans, s.Report.Notes)
+			}
+			if got, want := s.Report.Counts[string(session.KindEvaluation)], len(sample["scores"].(map[string]any)); got != want {
+				t.Errorf("%d evaluations, the sample has %d scores", got, want)
+			}
+		})
+	}
+}
+
 // TestImportRefusesFIFO: a named pipe given to import (or met in a folder)
 // is refused at once, not read until a writer comes.
 func TestImportRefusesFIFO(t *testing.T) {
