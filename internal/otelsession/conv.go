@@ -175,7 +175,7 @@ func read(sp *span, logs []*logRec) call {
 	} else if f := a.str("ai.response.finishReason", "llm.response.finish_reason"); f != "" {
 		c.finish = f
 	}
-	c.agentName = a.str("gen_ai.agent.name")
+	c.agentName = a.str("gen_ai.agent.name", "ai.telemetry.functionId")
 
 	switch c.op {
 	case opChat:
@@ -195,6 +195,19 @@ func read(sp *span, logs []*logRec) call {
 		if len(c.tools) == 0 {
 			c.tools = toolNames(a)
 		}
+		if c.respID == "" && c.convention == convOpenInference {
+			// OpenInference keeps the provider's response as output.value.
+			var out struct {
+				ID    string `json:"id"`
+				Model string `json:"model"`
+			}
+			if json.Unmarshal([]byte(a.str("output.value")), &out) == nil {
+				c.respID = out.ID
+				if out.Model != "" {
+					c.respModel = out.Model
+				}
+			}
+		}
 	case opTool:
 		c.toolName = a.str("gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name")
 		c.toolCallID = a.str("gen_ai.tool.call.id", "tool_call.id", "tool.call_id", "ai.toolCall.id")
@@ -212,8 +225,24 @@ func read(sp *span, logs []*logRec) call {
 				c.toolResult, c.hasResult = a.str("output.value"), true
 			}
 		}
+		c.toolResult = unquote(c.toolResult)
 	}
 	return c
+}
+
+// unquote reads a tool result that an SDK wrote JSON-encoded a second
+// time (the Vercel AI SDK's ai.toolCall.result and gen_ai.tool.call.result
+// of a tool that returned a string: "\"{\\\"order_id\\\"…\""): the string
+// the tool returned, as the next request carries it.
+func unquote(s string) string {
+	if len(s) < 2 || s[0] != '"' {
+		return s
+	}
+	var out string
+	if json.Unmarshal([]byte(s), &out) == nil {
+		return out
+	}
+	return s
 }
 
 // jsonArgs keeps tool arguments as the JSON object they are; a value

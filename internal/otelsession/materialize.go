@@ -78,6 +78,27 @@ func (s *sess) callFor(id, name string) (string, string) {
 	return "", name
 }
 
+// answered reports whether the call a tool span answers already has its
+// result (the next call's input gave it, the tool span sorting after
+// that call): by id, or, for a span without one, when every call of
+// that tool has one.
+func (s *sess) answered(id, name string) bool {
+	if id != "" {
+		return s.results[id]
+	}
+	found := false
+	for _, c := range s.calls {
+		if name != "" && c.Name != name {
+			continue
+		}
+		found = true
+		if !s.results[c.ID] {
+			return false
+		}
+	}
+	return found
+}
+
 // sessionID derives a session's id from what groups it, so the same
 // telemetry imported twice, or collected again after a restart, lands in
 // the same session.
@@ -143,6 +164,12 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 		case opChat:
 			evs = append(evs, s.chat(m.sp, m.c)...)
 		case opTool:
+			if s.answered(m.c.toolCallID, m.c.toolName) {
+				// The next call's input gave this result already (the
+				// tool span sorted after it): kept, not recorded twice.
+				kept = append(kept, describeSpan(m.sp, m.c.op, m.c.convention))
+				continue
+			}
 			evs = append(evs, s.tool(m.sp, m.c)...)
 		default:
 			kept = append(kept, describeSpan(m.sp, m.c.op, m.c.convention))
@@ -279,7 +306,7 @@ func (in *Ingester) header(s *sess, pt *pendingTrace, ms []mapped) session.Event
 	h := session.Event{Kind: session.KindSessionStarted, SessionID: s.id}
 	var service string
 	convs := map[string]bool{}
-	captured, uncaptured := false, false
+	captured, uncaptured, noDefs := false, false, false
 	var tools []string
 	for _, m := range ms {
 		if h.Name == "" && m.c.agentName != "" {
@@ -302,6 +329,9 @@ func (in *Ingester) header(s *sess, pt *pendingTrace, ms []mapped) session.Event
 					}
 				}
 			}
+			if m.c.hasInput && len(m.c.tools) == 0 && usesTools(m.c) {
+				noDefs = true
+			}
 			if m.c.hasInput || m.c.hasOutput {
 				captured = true
 			} else {
@@ -310,8 +340,10 @@ func (in *Ingester) header(s *sess, pt *pendingTrace, ms []mapped) session.Event
 		}
 	}
 	if h.Name == "" {
+		// The root span names the agent, unless it is a model call or a
+		// tool call itself (an app whose every call is its own trace).
 		for _, m := range ms {
-			if m.sp.ParentID == "" {
+			if m.sp.ParentID == "" && m.c.op != opChat && m.c.op != opTool {
 				h.Name = m.sp.Name
 				break
 			}
@@ -352,6 +384,9 @@ func (in *Ingester) header(s *sess, pt *pendingTrace, ms []mapped) session.Event
 	if uncaptured {
 		not = append(not, "content", "request_digest")
 		a["content_captured"] = captured
+	}
+	if noDefs {
+		not = append(not, "tool_definitions", "request_digest")
 	}
 	not = append(not, "workspace")
 	a["not_recorded"] = not
@@ -491,8 +526,11 @@ func (s *sess) chat(sp *span, c call) []session.Event {
 		CostUSD:      pricing.CostOf(model, pricing.Usage{Input: c.in, CacheRead: c.cacheRead, CacheCreation: c.cacheMade, Output: c.out}),
 		FinishReason: finish, MaxTokens: c.maxTokens, ResponseID: c.respID, Error: sp.Err, ErrorType: sp.Attrs.str("error.type"),
 		Attrs: marshal(attrs)}
-	if c.hasInput {
+	if c.hasInput && (len(c.tools) > 0 || !usesTools(c)) {
 		mc.RequestDigest = s.digest(c)
+	} else if c.hasInput {
+		attrs["tool_definitions_captured"] = false
+		mc.Attrs = marshal(attrs)
 	}
 	return append(evs, mc)
 }
@@ -520,6 +558,22 @@ func (s *sess) tool(sp *span, c call) []session.Event {
 		{TS: sp.Start, Kind: session.KindToolIntent, CallID: id, Tool: name, Args: c.toolArgs},
 		res,
 	}
+}
+
+// usesTools reports whether a call's conversation shows tools in use
+// (calls or results) although the span lists no tool definitions: the
+// request offered tools the telemetry does not name, so its digest cannot
+// be computed.
+func usesTools(c call) bool {
+	if len(c.output.ToolCalls) > 0 {
+		return true
+	}
+	for _, m := range c.input {
+		if len(m.ToolCalls) > 0 || m.Role == session.RoleTool {
+			return true
+		}
+	}
+	return false
 }
 
 // digest is the model_call's request_digest as the proxy computes it
