@@ -219,7 +219,11 @@ func ingestFile(ctx context.Context, in *otelsession.Ingester, name string, b []
 		return nil
 	}
 	t := bytes.TrimLeft(b, " \t\r\n")
-	if len(t) > 0 && t[0] == '{' {
+	isJSON := len(t) > 0 && t[0] == '{'
+	if n := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(name), ".gz"), ".zst"); !isJSON && (strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".jsonl")) {
+		return fmt.Errorf("not OTLP JSON: the file does not start with a JSON object")
+	}
+	if isJSON {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(make([]byte, 0, 1<<20), MaxMessageBytes)
 		line := 0
