@@ -27,8 +27,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -56,8 +56,8 @@ func stubs(seed byte, n int) tracetest.SpanStubs {
 			Name:        "chat gpt-4o",
 			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}),
 			StartTime:   start.Add(time.Duration(i) * time.Millisecond), EndTime: start.Add(time.Duration(i+1) * time.Millisecond),
-			Attributes: []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.Int("gen_ai.usage.input_tokens", 12)},
-			Resource:   resource.NewSchemaless(attribute.String("service.name", "collect-test")),
+			Attributes:           []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.Int("gen_ai.usage.input_tokens", 12)},
+			Resource:             resource.NewSchemaless(attribute.String("service.name", "collect-test")),
 			InstrumentationScope: instrumentation.Scope{Name: "collect-test"},
 		}
 	}
