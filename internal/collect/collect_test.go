@@ -427,6 +427,7 @@ type gate struct {
 	Memory
 	mu      sync.Mutex
 	fails   int
+	busy    bool // fail with ErrBusy, not a plain error
 	held    chan struct{}
 	release chan struct{}
 }
@@ -441,6 +442,9 @@ func (g *gate) Traces(ctx context.Context, req *coltracepb.ExportTraceServiceReq
 	g.fails--
 	g.mu.Unlock()
 	if fail {
+		if g.busy {
+			return otelsession.Result{}, fmt.Errorf("200000 spans pending: %w", ErrBusy)
+		}
 		return otelsession.Result{}, errors.New("disk full")
 	}
 	return g.Memory.Traces(ctx, req)
@@ -557,5 +561,40 @@ func TestGRPCOversized(t *testing.T) {
 	}
 	if len(mem.Spans()) != 0 {
 		t.Errorf("%d spans stored, want none", len(mem.Spans()))
+	}
+}
+
+// A busy Sink pushes back: 429 and RESOURCE_EXHAUSTED with RetryInfo,
+// which the SDK's exporters retry until the spans land, once.
+func TestSinkBusy(t *testing.T) {
+	g := &gate{fails: 1, busy: true}
+	srv := newServer(t, Config{Sink: g, RetryAfter: time.Second})
+	httpAddr, grpcAddr := start(t, srv)
+	resp, out := post(t, "http://"+httpAddr+"/v1/traces", ctProtobuf, "", exportBody(t, stubs(12, 1)), nil)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("busy sink over HTTP: %s Retry-After %q %s, want 429 with Retry-After", resp.Status, resp.Header.Get("Retry-After"), out)
+	}
+	for name, exp := range exporters(t, httpAddr, grpcAddr, nil) {
+		if name != "http/protobuf" && name != "grpc" {
+			continue
+		}
+		g.mu.Lock()
+		g.fails = 1
+		g.mu.Unlock()
+		ss := stubs(13, 5)
+		if name == "grpc" {
+			ss = stubs(14, 5)
+		}
+		if err := exp.ExportSpans(context.Background(), ss.Snapshots()); err != nil {
+			t.Fatalf("%s: export to a sink busy once: %v", name, err)
+		}
+		for _, s := range ss {
+			if n := g.Deliveries(key(s)); n != 1 {
+				t.Errorf("%s: span %s stored %d times, want 1", name, key(s), n)
+			}
+		}
+	}
+	if st := srv.Stats(); st.Throttled != 3 || st.SinkErrors != 0 {
+		t.Errorf("stats = %+v, want 3 throttled, no sink errors", st)
 	}
 }

@@ -25,7 +25,8 @@
 //	413  over the request limit, before or after gunzip (a gzip bomb)
 //	415  neither application/x-protobuf nor application/json, or a
 //	     Content-Encoding other than gzip
-//	429  back-pressure: the in-flight memory budget is spent; Retry-After
+//	429  back-pressure: the in-flight memory budget is spent, or the Sink
+//	     is busy (ErrBusy); Retry-After
 //	503  the Sink failed (disk, closing); Retry-After, retryable
 //
 // Over gRPC the same cases are INVALID_ARGUMENT, UNAUTHENTICATED,

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -76,14 +77,14 @@ func (s *Server) grpcExport(ctx context.Context, g signal, req proto.Message, si
 	size := int64(proto.Size(req))
 	cost := (decodedFactor + 1) * size
 	if !s.budget.tryAcquire(cost) {
-		s.stats.throttled.Add(1)
-		st, _ := status.New(codes.ResourceExhausted, fmt.Sprintf("agentctl collect: busy (%d MiB of exports in flight): retry", s.cfg.MaxInflightBytes>>20)).
-			WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(s.cfg.RetryAfter)})
-		return otelsession.Result{}, st.Err()
+		return otelsession.Result{}, s.grpcThrottle(fmt.Sprintf("%d MiB of exports in flight", s.cfg.MaxInflightBytes>>20))
 	}
 	defer s.budget.release(cost)
 	s.stats.requests.Add(1)
 	res, err := sink()
+	if errors.Is(err, ErrBusy) {
+		return otelsession.Result{}, s.grpcThrottle("too many spans waiting to be written")
+	}
 	if err != nil {
 		s.stats.sinkErrors.Add(1)
 		if ctx.Err() == nil {
@@ -98,6 +99,15 @@ func (s *Server) grpcExport(ctx context.Context, g signal, req proto.Message, si
 		}
 	}
 	return res, nil
+}
+
+// grpcThrottle is back-pressure over gRPC: RESOURCE_EXHAUSTED with a
+// RetryInfo, which the OTLP specification makes retryable.
+func (s *Server) grpcThrottle(why string) error {
+	s.stats.throttled.Add(1)
+	st, _ := status.New(codes.ResourceExhausted, "agentctl collect: busy ("+why+"): retry").
+		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(s.cfg.RetryAfter)})
+	return st.Err()
 }
 
 // grpcAuth checks the token on every call: metadata "authorization:

@@ -155,6 +155,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 			resp = logsResponse(res)
 		}
 	}
+	if errors.Is(err, ErrBusy) {
+		return s.throttle()
+	}
 	if err != nil {
 		if r.Context().Err() == nil {
 			s.cfg.Logf("agentctl collect: %s export not stored (the exporter will retry): %v", g, err)
@@ -196,7 +199,7 @@ func (s *Server) authorize(r *http.Request) *httpError {
 }
 
 func (s *Server) throttle() *httpError {
-	return &httpError{http.StatusTooManyRequests, fmt.Sprintf("agentctl collect: busy (%d MiB of exports in flight): retry after %d s", s.cfg.MaxInflightBytes>>20, s.retryAfterSeconds())}
+	return &httpError{http.StatusTooManyRequests, fmt.Sprintf("agentctl collect: busy (exports in flight over %d MiB, or spans waiting to be written): retry after %d s", s.cfg.MaxInflightBytes>>20, s.retryAfterSeconds())}
 }
 
 func (s *Server) tooLarge(what string, n, limit int64) *httpError {

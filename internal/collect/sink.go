@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"sync"
 
@@ -22,10 +23,17 @@ import (
 // not acknowledged (the exporter retries). Any error means nothing was
 // acknowledged and the exporter should retry (503, gRPC UNAVAILABLE);
 // what the Sink refuses for good it lists in Result.Rejected instead.
+// An error wrapping ErrBusy is back-pressure: nothing was taken, and the
+// exporter is told to retry after a while (429, RESOURCE_EXHAUSTED with
+// RetryInfo).
 type Sink interface {
 	Traces(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (otelsession.Result, error)
 	Logs(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (otelsession.Result, error)
 }
+
+// ErrBusy, wrapped in a Sink's error, says the Sink is full for now (too
+// much accepted but not yet written) and took nothing of the request.
+var ErrBusy = errors.New("collect: sink busy")
 
 // SessionCounter is a Sink that can say how many sessions it has written
 // to, for progress lines.
