@@ -136,7 +136,12 @@ func TestContinuesAfterRestart(t *testing.T) {
 	_, want := ingestAll(t, exps)
 	// The app makes each call its own trace: the first run gets the
 	// first trace (span and content), the second the rest.
-	first := exps[0].traces.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()[0].GetTraceId()
+	var first []byte
+	for _, e := range exps {
+		if e.traces != nil && first == nil {
+			first = e.traces.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()[0].GetTraceId()
+		}
+	}
 	var a, b []export
 	for _, e := range exps {
 		x, y := byTrace(e, first)
