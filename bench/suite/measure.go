@@ -159,7 +159,9 @@ func (g *gobench) run(e *env) (sample, error) {
 	}
 	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", strings.Join(pat, "/"), "-test.count", "1", "-test.benchtime", bt, "-test.benchmem=false")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AGENTCTL_BENCH_CACHE="+filepath.Join(e.tmp, "cache"))
+	// AGENTCTL_BENCH_AGENTCTL: benchmarks that run the command as a
+	// process (bench/collect) run the binary this suite built.
+	cmd.Env = append(os.Environ(), "AGENTCTL_BENCH_CACHE="+filepath.Join(e.tmp, "cache"), "AGENTCTL_BENCH_AGENTCTL="+e.agentctl)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -169,6 +169,13 @@ func rows() []row {
 	remotePush, remotePushSync := weed("BenchmarkRemotePush"), weed("BenchmarkRemotePushSync")
 	remoteQuery, remoteQuerySync := weed("BenchmarkRemoteQueryCold"), weed("BenchmarkRemoteQuerySync")
 	appendBare := gb("./internal/recorder", "BenchmarkBareFsyncWrite", "200x", "1000x")
+	jaegerSide := func(name, quickBT, fullBT string) *gobench {
+		g := gb("./bench/collect", name, quickBT, fullBT)
+		g.needEnv = "AGENTCTL_JAEGER_BIN"
+		return g
+	}
+	collectIngest := gb("./bench/collect", "BenchmarkIngest/target=agentctl", "1x", "3x")
+	jaegerIngest := jaegerSide("BenchmarkIngest/target=jaeger", "1x", "3x")
 
 	return []row{
 		{name: "start-up: agentctl version, static vs dynamic (ms)", a: startStatic, b: startDynamic, metric: "s", quick: true, runs: [2]int{9, 21}, warm: true,
@@ -230,6 +237,13 @@ func rows() []row {
 		{name: "MCP tool call vs the go-sdk client alone (ms)", a: gb("./internal/mcp", "BenchmarkMCPCallAdded", "100x", "1000x"), b: gb("./internal/mcp", "BenchmarkMCPCallDirect", "100x", "1000x"), metric: "s", quick: true},
 		{name: "MCP server start and tool list vs the go-sdk client alone (ms)", a: gb("./internal/mcp", "BenchmarkMCPStartAdded", "5x", "20x"), b: gb("./internal/mcp", "BenchmarkMCPStartDirect", "5x", "20x"), metric: "s"},
 		{name: "external agent start + call, sandboxed vs unconfined (ms)", a: gb("./internal/sandbox", "BenchmarkServeSandboxed/calls=1", "5x", "20x"), b: gb("./internal/sandbox", "BenchmarkServeUnconfined/calls=1", "5x", "20x"), metric: "s"},
+		{name: "collect ingest vs Jaeger, 10,000 spans, HTTP protobuf, 4 exporters (spans/s)", a: collectIngest, b: jaegerIngest, metric: "spans/s", quick: true, runs: [2]int{3, 5},
+			goal: ratioAtLeast(1.0, ">= 1.0x Jaeger (acknowledging only durable spans)")},
+		{name: "collect export latency at that load, p50 (ms)", a: collectIngest, b: jaegerIngest, metric: "p50-ms", quick: true},
+		{name: "collect export latency at that load, p99 (ms)", a: collectIngest, b: jaegerIngest, metric: "p99-ms", quick: true,
+			goal: valueAtMost(20, "p99 <= 20 ms")},
+		{name: "peak RSS: collect ingesting 1M vs 10k spans (MB)", a: gb("./bench/collect", "BenchmarkCollectRSS/spans=1000000", "1x", "1x"), b: gb("./bench/collect", "BenchmarkCollectRSS/spans=10000", "1x", "1x"), metric: "peak-rss-MB", runs: [2]int{1, 1},
+			goal: ratioAtMost(2, "<= 2x: flat")},
 		{name: "remote push of 1,000 sessions vs bulk upload (s)", a: remotePush, b: remotePushSync, metric: "s"},
 		{name: "cold query --remote of 1,000 sessions vs bulk download (ms)", a: remoteQuery, b: remoteQuerySync, metric: "s"},
 	}

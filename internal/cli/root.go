@@ -107,6 +107,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newDiagnoseCmd(f, nil),
 		newViewCmd(f, nil),
 		newProxyCmd(f, nil),
+		newCollectCmd(f, nil),
 	)
 	addRemoteSessionFlags(root, f)
 	return root

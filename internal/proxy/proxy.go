@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/loopback"
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/redact"
 	"github.com/agentctl/agentctl/internal/session"
@@ -305,42 +304,9 @@ func validModelID(id string) bool {
 	return true
 }
 
-// browserRequest says why r may come from a web page rather than a local
-// program, "" when nothing says so. A page the user visits can reach a
-// loopback port: a form's text/plain POST needs no CORS preflight, and
-// DNS rebinding makes the page's own origin resolve to 127.0.0.1. Browsers
-// mark what they send (Origin on every POST and cross-origin fetch,
-// Sec-Fetch-Site on every fetch) and keep the page's host name in Host;
-// the SDKs send neither header (Node's fetch sends Sec-Fetch-Mode only),
-// and reach the proxy by a loopback address. The proxy serves no pages,
-// so even a same-origin request is a foreign one.
-func browserRequest(r *http.Request) string {
-	if o := r.Header.Get("Origin"); o != "" {
-		return fmt.Sprintf("the request has an Origin header (%q): a web page sent it", o)
-	}
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" {
-		return fmt.Sprintf("the request has Sec-Fetch-Site: %s: a web page sent it", site)
-	}
-	if r.Host != "" && !LoopbackHost(r.Host) {
-		return fmt.Sprintf("the request's Host %q is not a loopback address (a DNS rebinding page, or a client that reaches the proxy by another name)", r.Host)
-	}
-	return ""
-}
-
 // LoopbackHost reports whether host (a Host header or --listen address,
-// with or without a port) names this machine's loopback: localhost or a
-// loopback IP.
-func LoopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// with or without a port) names this machine's loopback (loopback.Host).
+func LoopbackHost(host string) bool { return loopback.Host(host) }
 
 // apiGuess is the protocol an unroutable request most likely spoke, for
 // the shape of its error.
@@ -360,13 +326,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if got == "" {
 			got = rt.token
 		}
-		if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
+		if !loopback.TokenOK(got, s.cfg.Token) {
 			writeError(w, apiGuess(r), http.StatusUnauthorized, "authentication_error", "agentctl proxy: this proxy needs its token: send it as X-Agentctl-Token or put /t/<token> before /v1 in the base URL")
 			return
 		}
 	}
 	if s.cfg.Token == "" {
-		if why := browserRequest(r); why != "" {
+		if why := loopback.BrowserRequest(r); why != "" {
 			writeError(w, apiGuess(r), http.StatusForbidden, "permission_error", "agentctl proxy: refused: "+why+
 				"; a proxy without a token serves only programs on this machine, never a web page (which could forge calls with your key): "+
 				"start it with --token (or AGENTCTL_PROXY_TOKEN) and send the token as X-Agentctl-Token to allow such clients")

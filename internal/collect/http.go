@@ -1,0 +1,294 @@
+package collect
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agentctl/agentctl/internal/loopback"
+	"github.com/agentctl/agentctl/internal/otelsession"
+)
+
+// Content types OTLP/HTTP speaks.
+const (
+	ctProtobuf = "application/x-protobuf"
+	ctJSON     = "application/json"
+)
+
+// httpError is a failed export: its status code and the message the
+// exporter logs.
+type httpError struct {
+	code int
+	msg  string
+}
+
+// ServeHTTP answers POST /v1/traces and /v1/logs.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ct := ctProtobuf
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == ctJSON {
+		ct = ctJSON // errors are answered in the request's encoding where it has one
+	}
+	if herr := s.serveHTTP(w, r); herr != nil {
+		switch herr.code {
+		case http.StatusTooManyRequests:
+			s.stats.throttled.Add(1)
+		case http.StatusServiceUnavailable:
+			s.stats.sinkErrors.Add(1)
+		default:
+			s.stats.invalid.Add(1)
+		}
+		if herr.code == http.StatusTooManyRequests || herr.code == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", strconv.Itoa(s.retryAfterSeconds()))
+		}
+		writeStatus(w, ct, herr.code, herr.msg)
+	}
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
+	var g signal
+	switch r.URL.Path {
+	case "/v1/traces":
+		g = traces
+	case "/v1/logs":
+		g = logs
+	case "/v1/metrics":
+		return &httpError{http.StatusNotFound, "agentctl collect takes traces and logs, not metrics: point only the traces and logs exporters here (OTEL_METRICS_EXPORTER=none, or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT elsewhere)"}
+	default:
+		return &httpError{http.StatusNotFound, fmt.Sprintf("agentctl collect: no %s here: OTLP/HTTP exports go to /v1/traces and /v1/logs", clip(r.URL.Path, 100))}
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return &httpError{http.StatusMethodNotAllowed, "agentctl collect: " + g.path() + " takes POST"}
+	}
+	if herr := s.authorize(r); herr != nil {
+		return herr
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (mt != ctProtobuf && mt != ctJSON) {
+		return &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("agentctl collect: Content-Type %q: want application/x-protobuf or application/json", clip(r.Header.Get("Content-Type"), 100))}
+	}
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if enc != "" && enc != "identity" && enc != "gzip" {
+		return &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("agentctl collect: Content-Encoding %q: want gzip or none", clip(enc, 100))}
+	}
+	if r.ContentLength > s.cfg.MaxRequestBytes {
+		return s.tooLarge("is", r.ContentLength, s.cfg.MaxRequestBytes)
+	}
+
+	// Reserve the wire bytes before reading them: the length sent, or the
+	// limit when the body is chunked, cut to what came once it is read.
+	reserved := r.ContentLength
+	if reserved < 0 {
+		reserved = s.cfg.MaxRequestBytes
+	}
+	if !s.budget.tryAcquire(reserved) {
+		return s.throttle()
+	}
+	defer func() { s.budget.release(reserved) }()
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxRequestBytes+1))
+	if err != nil {
+		return &httpError{http.StatusBadRequest, "agentctl collect: read the request body: " + err.Error()}
+	}
+	if int64(len(body)) > s.cfg.MaxRequestBytes {
+		return s.tooLarge("is", int64(len(body)), s.cfg.MaxRequestBytes)
+	}
+	s.budget.release(reserved - int64(len(body)))
+	reserved = int64(len(body))
+
+	raw := body
+	if enc == "gzip" {
+		raw, err = gunzip(body, s.cfg.MaxDecodedBytes)
+		if err != nil {
+			if errors.Is(err, errTooLarge) {
+				return s.tooLarge("decompresses to", s.cfg.MaxDecodedBytes+1, s.cfg.MaxDecodedBytes)
+			}
+			return &httpError{http.StatusBadRequest, "agentctl collect: Content-Encoding gzip: " + err.Error()}
+		}
+	}
+	// The decoded message and, for gzip, the plain bytes.
+	more := decodedFactor * int64(len(raw))
+	if enc == "gzip" {
+		more += int64(len(raw))
+	}
+	if more > s.cfg.MaxInflightBytes {
+		return s.tooLarge("decodes to", more, s.cfg.MaxInflightBytes)
+	}
+	if !s.budget.tryAcquire(more) {
+		return s.throttle()
+	}
+	reserved += more
+
+	s.stats.requests.Add(1)
+	var (
+		res  otelsession.Result
+		resp proto.Message
+	)
+	switch g {
+	case traces:
+		req := &coltracepb.ExportTraceServiceRequest{}
+		if err := decode(raw, mt, req); err != nil {
+			return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + err.Error()}
+		}
+		res, err = s.cfg.Sink.Traces(r.Context(), req)
+		if err == nil {
+			resp = traceResponse(res)
+		}
+	case logs:
+		req := &collogspb.ExportLogsServiceRequest{}
+		if err := decode(raw, mt, req); err != nil {
+			return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + err.Error()}
+		}
+		res, err = s.cfg.Sink.Logs(r.Context(), req)
+		if err == nil {
+			resp = logsResponse(res)
+		}
+	}
+	if errors.Is(err, ErrBusy) {
+		return s.throttle()
+	}
+	if err != nil {
+		if r.Context().Err() == nil {
+			s.cfg.Logf("agentctl collect: %s export not stored (the exporter will retry): %v", g, err)
+		}
+		return &httpError{http.StatusServiceUnavailable, fmt.Sprintf("agentctl collect: %s not stored, retry: %v", g, err)}
+	}
+	s.account(g, res)
+	if s.cfg.Forward != nil {
+		s.cfg.Forward.Enqueue(g, mt, enc, body)
+	}
+	out, err := encode(resp, mt)
+	if err != nil {
+		return &httpError{http.StatusInternalServerError, "agentctl collect: encode the response: " + err.Error()}
+	}
+	w.Header().Set("Content-Type", mt)
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
+	return nil
+}
+
+// authorize checks the token, or without one that no web page sent r.
+func (s *Server) authorize(r *http.Request) *httpError {
+	if s.cfg.Token == "" {
+		if why := loopback.BrowserRequest(r); why != "" {
+			return &httpError{http.StatusForbidden, "agentctl collect: refused: " + why +
+				"; a collector without a token serves only programs on this machine: start it with --token and send Authorization: Bearer TOKEN"}
+		}
+		return nil
+	}
+	got := r.Header.Get("X-Agentctl-Token")
+	if a := r.Header.Get("Authorization"); got == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		got = strings.TrimSpace(a[7:])
+	}
+	if !loopback.TokenOK(got, s.cfg.Token) {
+		return &httpError{http.StatusUnauthorized, "agentctl collect: this collector needs its token: set OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN (or send X-Agentctl-Token)"}
+	}
+	return nil
+}
+
+func (s *Server) throttle() *httpError {
+	return &httpError{http.StatusTooManyRequests, fmt.Sprintf("agentctl collect: busy (exports in flight over %d MiB, or spans waiting to be written): retry after %d s", s.cfg.MaxInflightBytes>>20, s.retryAfterSeconds())}
+}
+
+func (s *Server) tooLarge(what string, n, limit int64) *httpError {
+	return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("agentctl collect: the request %s %d bytes or more, over the %d-byte limit: export smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE) or raise the collector's limit", what, n, limit)}
+}
+
+// errTooLarge: the gzip stream inflates past the limit.
+var errTooLarge = errors.New("collect: decompressed body over the limit")
+
+// gunzip inflates b, refusing to produce more than limit bytes.
+func gunzip(b []byte, limit int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(out)) > limit {
+		return nil, errTooLarge
+	}
+	return out, nil
+}
+
+func decode(b []byte, mt string, m proto.Message) error {
+	if mt == ctJSON {
+		return unmarshalJSON(b, m)
+	}
+	if err := proto.Unmarshal(b, m); err != nil {
+		return fmt.Errorf("not an OTLP protobuf request: %w", err)
+	}
+	return nil
+}
+
+func encode(m proto.Message, mt string) ([]byte, error) {
+	if mt == ctJSON {
+		return marshalJSON(m)
+	}
+	return proto.Marshal(m)
+}
+
+// writeStatus answers a failed export with a google.rpc.Status, as the
+// OTLP/HTTP specification asks, in the request's encoding.
+func writeStatus(w http.ResponseWriter, ct string, code int, msg string) {
+	st := &statuspb.Status{Code: int32(grpcCode(code)), Message: msg}
+	b, err := encode(st, ct)
+	if err != nil {
+		ct, b = "text/plain; charset=utf-8", []byte(msg)
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(code)
+	w.Write(b)
+}
+
+// grpcCode is the google.rpc.Code of an HTTP failure.
+func grpcCode(httpCode int) codes.Code {
+	switch httpCode {
+	case http.StatusBadRequest:
+		return codes.InvalidArgument
+	case http.StatusUnauthorized:
+		return codes.Unauthenticated
+	case http.StatusForbidden:
+		return codes.PermissionDenied
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnsupportedMediaType:
+		return codes.Unimplemented
+	case http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
+		return codes.ResourceExhausted
+	case http.StatusServiceUnavailable:
+		return codes.Unavailable
+	}
+	return codes.Internal
+}
+
+func traceResponse(res otelsession.Result) *coltracepb.ExportTraceServiceResponse {
+	resp := &coltracepb.ExportTraceServiceResponse{}
+	if len(res.Rejected) > 0 {
+		resp.PartialSuccess = &coltracepb.ExportTracePartialSuccess{
+			RejectedSpans: int64(len(res.Rejected)), ErrorMessage: rejectionMessage(traces, res.Rejected)}
+	}
+	return resp
+}
+
+func logsResponse(res otelsession.Result) *collogspb.ExportLogsServiceResponse {
+	resp := &collogspb.ExportLogsServiceResponse{}
+	if len(res.Rejected) > 0 {
+		resp.PartialSuccess = &collogspb.ExportLogsPartialSuccess{
+			RejectedLogRecords: int64(len(res.Rejected)), ErrorMessage: rejectionMessage(logs, res.Rejected)}
+	}
+	return resp
+}
