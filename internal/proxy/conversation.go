@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -130,47 +129,14 @@ func firstUser(msgs []session.Message) string {
 	return ""
 }
 
-// sameMessage compares what the agent controls in a message: role, text,
-// tool calls and the call a result answers. A tool call with an id is the
-// same call when id and name match: clients send the arguments back
-// normalised (Claude Code adds the defaults of its tools' schemas, such as
-// Edit's "replace_all": false), which is no change of history. Calls
-// without ids are compared by their args as JSON values too.
-func sameMessage(a, b session.Message) bool {
-	if a.Role != b.Role || a.Content != b.Content || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
-		return false
-	}
-	for i := range a.ToolCalls {
-		x, y := a.ToolCalls[i], b.ToolCalls[i]
-		if x.ID != y.ID || x.Name != y.Name || (x.ID == "" && !sameJSON(x.Args, y.Args)) {
-			return false
-		}
-	}
-	return true
-}
+// sameMessage, sameJSON and isPrefix are the history-prefix rule, which
+// lives in package session (SameMessage, SameJSON, Extends) because the
+// OTLP mapping groups traces into conversations by the same rule.
+func sameMessage(a, b session.Message) bool { return session.SameMessage(a, b) }
 
-func sameJSON(a, b json.RawMessage) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return string(marshal(x)) == string(marshal(y))
-}
+func sameJSON(a, b json.RawMessage) bool { return session.SameJSON(a, b) }
 
-func isPrefix(prefix, msgs []session.Message) bool {
-	if len(prefix) > len(msgs) {
-		return false
-	}
-	for i := range prefix {
-		if !sameMessage(prefix[i], msgs[i]) {
-			return false
-		}
-	}
-	return true
-}
+func isPrefix(prefix, msgs []session.Message) bool { return session.Extends(prefix, msgs) }
 
 // inputs returns the events for what the call's messages add to the
 // history: user_message for user text, tool_result for each tool message

@@ -1,0 +1,317 @@
+package otelsession
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/session"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// captures is the folder of real emitters' OTLP exports (see its README).
+const captures = "../../testdata/otel"
+
+// export is one captured OTLP request.
+type export struct {
+	name   string
+	traces *coltracepb.ExportTraceServiceRequest
+	logs   *collogspb.ExportLogsServiceRequest
+}
+
+// loadCapture reads the requests of one emitter and protocol, in the
+// order they arrived (their file names).
+func loadCapture(t testing.TB, dir string) []export {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "[0-9]*-*"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no captures in %s (%v)", dir, err)
+	}
+	sort.Strings(names)
+	var out []export
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := export{name: filepath.Base(n)}
+		isJSON := strings.HasSuffix(n, ".json")
+		switch {
+		case strings.Contains(e.name, "-traces"):
+			if isJSON {
+				e.traces, err = DecodeTracesJSON(b)
+			} else {
+				e.traces = &coltracepb.ExportTraceServiceRequest{}
+				err = proto.Unmarshal(b, e.traces)
+			}
+		case strings.Contains(e.name, "-logs"):
+			if isJSON {
+				e.logs, err = DecodeLogsJSON(b)
+			} else {
+				e.logs = &collogspb.ExportLogsServiceRequest{}
+				err = proto.Unmarshal(b, e.logs)
+			}
+		default:
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func feed(t testing.TB, in *Ingester, exps []export) {
+	t.Helper()
+	for _, e := range exps {
+		var res Result
+		var err error
+		if e.traces != nil {
+			res, err = in.Traces(context.Background(), e.traces)
+		} else {
+			res, err = in.Logs(context.Background(), e.logs)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		if len(res.Rejected) > 0 {
+			t.Fatalf("%s: rejected %+v", e.name, res.Rejected)
+		}
+	}
+}
+
+func testOpts() Options {
+	return Options{NoBackground: true, Source: "test", Recorder: recorder.Options{NoSync: true}}
+}
+
+// ingestAll maps exps into a fresh home and returns its sessions' events.
+func ingestAll(t testing.TB, exps []export) (recorder.Store, map[string][]session.Event) {
+	t.Helper()
+	st := recorder.Store{Root: t.TempDir()}
+	in, err := NewIngester(st, testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(t, in, exps)
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return st, loadAll(t, st)
+}
+
+func loadAll(t testing.TB, st recorder.Store) map[string][]session.Event {
+	t.Helper()
+	ids, err := st.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]session.Event{}
+	for _, id := range ids {
+		evs, _, err := st.Load(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[id] = evs
+	}
+	return out
+}
+
+func readJSONL(t testing.TB, path string) []session.Event {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []session.Event
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var e session.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// emitters are the apps of the captures; noToolDefs: the emitter does not
+// record the tools a request offered (the OTel JS OpenAI instrumentation),
+// so a call's request digest cannot be computed and is left empty.
+var emitters = []struct {
+	name       string
+	noToolDefs bool
+}{{"otel-openai", true}, {"openinference", false}, {"openllmetry", false}, {"vercel-genai", false}, {"vercel-legacy", false}}
+var protocols = []string{"http-protobuf", "http-json", "grpc"}
+
+// TestCaptures maps each real emitter's export (every protocol) and holds
+// the session to what the model server saw in that run: the same model
+// calls with the same request digests (the conversation as the proxy
+// would have recorded it, so proxy --replay matches the app's requests),
+// the same answers, tool results and tokens. The http-json session is
+// also a golden file.
+func TestCaptures(t *testing.T) {
+	for _, em := range emitters {
+		for _, p := range protocols {
+			dir := filepath.Join(captures, em.name, p)
+			t.Run(em.name+"/"+p, func(t *testing.T) {
+				_, got := ingestAll(t, loadCapture(t, dir))
+				if len(got) != 1 {
+					t.Fatalf("%d sessions, want 1", len(got))
+				}
+				var evs []session.Event
+				for _, e := range got {
+					evs = e
+				}
+				truth := readJSONL(t, filepath.Join(dir, "model-server.jsonl"))
+				if em.noToolDefs {
+					truth = withoutDigests(truth)
+					if !strings.Contains(string(evs[0].Attrs), `"tool_definitions"`) {
+						t.Errorf("header attrs %s: not_recorded does not name tool_definitions", evs[0].Attrs)
+					}
+				}
+				compareConversation(t, evs, truth)
+				if p == "http-json" {
+					golden(t, filepath.Join("testdata", em.name+".jsonl"), evs)
+				}
+			})
+		}
+	}
+}
+
+// compareConversation holds a mapped session to the proxy's recording of
+// the same run: calls, digests, answers, tool results, tokens.
+func compareConversation(t *testing.T, got, want []session.Event) {
+	t.Helper()
+	pick := func(evs []session.Event, k session.Kind) []session.Event {
+		var out []session.Event
+		for _, e := range evs {
+			if e.Kind == k && !isFromRequest(e) {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	gc, wc := pick(got, session.KindModelCall), pick(want, session.KindModelCall)
+	if len(gc) != len(wc) {
+		t.Fatalf("%d model calls, want %d", len(gc), len(wc))
+	}
+	for i := range gc {
+		g, w := gc[i], wc[i]
+		if g.RequestDigest != w.RequestDigest {
+			t.Errorf("call %d: request_digest = %s, want %s (the proxy's)", i+1, g.RequestDigest, w.RequestDigest)
+		}
+		if g.Model != w.Model || g.Provider != w.Provider || g.InputTokens != w.InputTokens || g.OutputTokens != w.OutputTokens || g.FinishReason != w.FinishReason || g.ResponseID != w.ResponseID {
+			t.Errorf("call %d: %s/%s in %d out %d finish %q id %q, want %s/%s in %d out %d finish %q id %q", i+1,
+				g.Provider, g.Model, g.InputTokens, g.OutputTokens, g.FinishReason, g.ResponseID,
+				w.Provider, w.Model, w.InputTokens, w.OutputTokens, w.FinishReason, w.ResponseID)
+		}
+	}
+	ga, wa := pick(got, session.KindAssistantMessage), pick(want, session.KindAssistantMessage)
+	if len(ga) != len(wa) {
+		t.Fatalf("%d assistant messages, want %d", len(ga), len(wa))
+	}
+	for i := range ga {
+		if ga[i].Text != wa[i].Text || !sameCalls(ga[i].ToolCalls, wa[i].ToolCalls) {
+			t.Errorf("answer %d: %q %s, want %q %s", i+1, ga[i].Text, js(ga[i].ToolCalls), wa[i].Text, js(wa[i].ToolCalls))
+		}
+	}
+	gr, wr := results(got), results(want)
+	if js(gr) != js(wr) {
+		t.Errorf("tool results = %s, want %s", js(gr), js(wr))
+	}
+	gu, wu := pick(got, session.KindUserMessage), pick(want, session.KindUserMessage)
+	if len(gu) != len(wu) || (len(gu) > 0 && gu[0].Text != wu[0].Text) {
+		t.Errorf("user messages = %s, want %s", js(gu), js(wu))
+	}
+	if got[0].System != want[0].System || got[0].Model != want[0].Model || got[0].Text != want[0].Text {
+		t.Errorf("header system/model/text = %q/%q/%q, want %q/%q/%q", got[0].System, got[0].Model, got[0].Text, want[0].System, want[0].Model, want[0].Text)
+	}
+}
+
+func withoutDigests(evs []session.Event) []session.Event {
+	out := append([]session.Event(nil), evs...)
+	for i := range out {
+		out[i].RequestDigest = ""
+	}
+	return out
+}
+
+func isFromRequest(e session.Event) bool {
+	var a struct {
+		FromRequest bool `json:"from_request"`
+	}
+	return len(e.Attrs) > 0 && json.Unmarshal(e.Attrs, &a) == nil && a.FromRequest && e.Kind == session.KindAssistantMessage
+}
+
+func sameCalls(a, b []session.ToolCall) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Name != b[i].Name || !session.SameJSON(a[i].Args, b[i].Args) {
+			return false
+		}
+	}
+	return true
+}
+
+func results(evs []session.Event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Kind == session.KindToolResult {
+			out = append(out, e.CallID+" "+e.Tool+" "+e.Status+" "+e.Output)
+		}
+	}
+	return out
+}
+
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// golden compares evs, one JSON line each, with the file at path
+// (-update rewrites it).
+func golden(t *testing.T, path string, evs []session.Event) {
+	t.Helper()
+	var b bytes.Buffer
+	for _, e := range evs {
+		line, err := session.Encode(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("%s differs (run with -update to accept):\n got: %s\nwant: %s", path, b.String(), want)
+	}
+}
+
+var _ = time.Second

@@ -1,0 +1,599 @@
+package otelsession
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agentctl/agentctl/internal/pricing"
+	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/session"
+)
+
+// FormatOTLP is the header's imported_from of a session made from
+// OpenTelemetry (collected or imported).
+const FormatOTLP = "otlp"
+
+// sess is one session the Ingester writes: its conversation so far, as
+// the proxy keeps one (the last request's messages and its answer), so
+// the next call's input adds only what is new.
+type sess struct {
+	id  string
+	key string // the session.id / gen_ai.conversation.id it is named by; "" when grouped by trace
+	w   *recorder.Session
+	// onDisk: the log exists (an earlier run wrote it): it is opened for
+	// appending, not created.
+	onDisk  bool
+	history []session.Message
+	tools   map[string]string // tool call id → tool name
+	results map[string]bool   // tool call ids that have a tool_result
+	calls   []session.ToolCall
+	turns   int
+}
+
+func newSess(id, key string) *sess {
+	return &sess{id: id, key: key, tools: map[string]string{}, results: map[string]bool{}}
+}
+
+// restore rebuilds the conversation of a session an earlier run wrote.
+func (s *sess) restore(evs []session.Event) {
+	s.history = session.Project(evs, "")
+	for _, e := range evs {
+		switch e.Kind {
+		case session.KindAssistantMessage:
+			s.noteCalls(e.ToolCalls)
+		case session.KindToolResult:
+			s.results[e.CallID] = true
+		case session.KindModelCall:
+			s.turns++
+		}
+	}
+}
+
+func (s *sess) noteCalls(tcs []session.ToolCall) {
+	for _, tc := range tcs {
+		s.tools[tc.ID] = tc.Name
+		s.calls = append(s.calls, tc)
+	}
+}
+
+// callFor finds the call a tool span answers: by id, else the latest
+// unanswered call of that tool.
+func (s *sess) callFor(id, name string) (string, string) {
+	if id != "" {
+		if n := s.tools[id]; n != "" && name == "" {
+			name = n
+		}
+		return id, name
+	}
+	for i := len(s.calls) - 1; i >= 0; i-- {
+		c := s.calls[i]
+		if !s.results[c.ID] && (name == "" || c.Name == name) {
+			return c.ID, c.Name
+		}
+	}
+	return "", name
+}
+
+// answered reports whether the call a tool span answers already has its
+// result (the next call's input gave it, the tool span sorting after
+// that call): by id, or, for a span without one, when every call of
+// that tool has one.
+func (s *sess) answered(id, name string) bool {
+	if id != "" {
+		return s.results[id]
+	}
+	found := false
+	for _, c := range s.calls {
+		if name != "" && c.Name != name {
+			continue
+		}
+		found = true
+		if !s.results[c.ID] {
+			return false
+		}
+	}
+	return found
+}
+
+// sessionID derives a session's id from what groups it, so the same
+// telemetry imported twice, or collected again after a restart, lands in
+// the same session.
+func sessionID(group string) string {
+	h := sha256.Sum256([]byte("otlp\x00" + group))
+	return hex.EncodeToString(h[:8])
+}
+
+type mapped struct {
+	sp *span
+	c  call
+}
+
+// writeTrace writes one settled trace into its session: the session the
+// trace's spans name (session.id / gen_ai.conversation.id), else the one
+// the trace was written into before, else the open session whose
+// conversation its first model call extends (session.Extends, the proxy's
+// rule), else a new one.
+func (in *Ingester) writeTrace(pt *pendingTrace) error {
+	sort.SliceStable(pt.spans, func(i, j int) bool {
+		a, b := pt.spans[i], pt.spans[j]
+		if !a.Start.Equal(b.Start) {
+			return a.Start.Before(b.Start)
+		}
+		return a.End.Before(b.End)
+	})
+	logsOf := map[string][]*logRec{}
+	have := map[string]bool{}
+	for _, sp := range pt.spans {
+		have[sp.SpanID] = true
+	}
+	var late []*logRec
+	for _, l := range pt.logs {
+		if have[l.SpanID] {
+			logsOf[l.SpanID] = append(logsOf[l.SpanID], l)
+		} else {
+			late = append(late, l)
+		}
+	}
+	var ms []mapped
+	key := ""
+	for _, sp := range pt.spans {
+		ms = append(ms, mapped{sp, read(sp, logsOf[sp.SpanID])})
+		if key == "" {
+			key = sessionKey(sp)
+		}
+	}
+	if key == "" {
+		for _, l := range pt.logs {
+			if k := l.Attrs.str("session.id", "gen_ai.conversation.id"); k != "" {
+				key = k
+				break
+			}
+		}
+	}
+
+	s := in.sessionFor(pt.id, key, ms)
+	var evs []session.Event
+	var kept []any
+	header := s.w == nil && !s.onDisk
+	for _, m := range ms {
+		switch m.c.op {
+		case opChat:
+			evs = append(evs, s.chat(m.sp, m.c)...)
+		case opTool:
+			if s.answered(m.c.toolCallID, m.c.toolName) {
+				// The next call's input gave this result already (the
+				// tool span sorted after it): kept, not recorded twice.
+				kept = append(kept, describeSpan(m.sp, m.c.op, m.c.convention))
+				continue
+			}
+			evs = append(evs, s.tool(m.sp, m.c)...)
+		default:
+			kept = append(kept, describeSpan(m.sp, m.c.op, m.c.convention))
+		}
+	}
+	for _, l := range late {
+		// A content record whose span is not in this trace's batch: its
+		// span was written before (a late record), or never came.
+		if in.wasWritten(l.TraceID, l.SpanID) {
+			kept = append(kept, map[string]any{"late_log_record": l.Event, "trace_id": l.TraceID, "span_id": l.SpanID, "note": "arrived after its span was written; its content is not in the conversation"})
+			continue
+		}
+		kept = append(kept, map[string]any{"log_record": l.Event, "trace_id": l.TraceID, "span_id": l.SpanID, "body": l.Body, "attributes": map[string]any(l.Attrs)})
+	}
+	if len(kept) > 0 {
+		evs = keep(evs, kept)
+	}
+	if len(evs) == 0 && !header {
+		return nil
+	}
+	if err := in.open(s, pt, ms); err != nil {
+		return err
+	}
+	if len(evs) > 0 {
+		if _, err := s.w.Append(evs...); err != nil {
+			return fmt.Errorf("otelsession: write session %s: %w", s.id, err)
+		}
+	}
+	in.mu.Lock()
+	for _, sp := range pt.spans {
+		in.written[sp.TraceID+"/"+sp.SpanID] = true
+	}
+	in.mu.Unlock()
+	in.byTrace[pt.id] = s
+	return nil
+}
+
+func (in *Ingester) wasWritten(traceID, spanID string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.written[traceID+"/"+spanID]
+}
+
+// keep puts what maps to no event into the attrs of the first model_call
+// or tool_result of the batch (otel_spans), or, when the batch has none,
+// into an error event of reason unmapped_spans, so nothing is dropped
+// without a note.
+func keep(evs []session.Event, kept []any) []session.Event {
+	for i := range evs {
+		if evs[i].Kind == session.KindModelCall || evs[i].Kind == session.KindToolResult {
+			a := map[string]any{}
+			_ = json.Unmarshal(evs[i].Attrs, &a)
+			a["otel_spans"] = kept
+			evs[i].Attrs = marshal(a)
+			return evs
+		}
+	}
+	return append(evs, session.Event{Kind: session.KindError, Reason: "unmapped_spans",
+		Error: fmt.Sprintf("%d spans or log records map to no event; kept in attrs.otel_spans", len(kept)), Attrs: marshal(map[string]any{"otel_spans": kept})})
+}
+
+func marshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func (in *Ingester) sessionFor(traceID, key string, ms []mapped) *sess {
+	if key != "" {
+		if s := in.byKey[key]; s != nil {
+			return s
+		}
+		s := newSess(sessionID("session "+key), key)
+		in.byKey[key] = s
+		in.sessions[s.id] = s
+		return s
+	}
+	if s := in.byTrace[traceID]; s != nil {
+		return s
+	}
+	for _, m := range ms {
+		if m.c.op != opChat || !m.c.hasInput {
+			continue
+		}
+		var best *sess
+		for _, s := range in.sessions {
+			if s.key == "" && len(s.history) > 0 && session.Extends(s.history, m.c.input) && (best == nil || len(s.history) > len(best.history) || (len(s.history) == len(best.history) && s.id < best.id)) {
+				best = s
+			}
+		}
+		if best != nil {
+			return best
+		}
+		break
+	}
+	id := sessionID("trace " + traceID)
+	if s := in.sessions[id]; s != nil {
+		return s
+	}
+	s := newSess(id, "")
+	in.sessions[id] = s
+	return s
+}
+
+// open makes s writable: the log an earlier run wrote, or a new one whose
+// header says what the trace that starts it says.
+func (in *Ingester) open(s *sess, pt *pendingTrace, ms []mapped) error {
+	if s.w != nil {
+		return nil
+	}
+	if s.onDisk {
+		w, _, err := in.st.Open(s.id, in.opts.Recorder)
+		if err != nil {
+			return fmt.Errorf("otelsession: reopen session %s: %w", s.id, err)
+		}
+		s.w = w
+		return nil
+	}
+	w, err := in.st.Create(in.header(s, pt, ms), in.opts.Recorder)
+	if err != nil {
+		return fmt.Errorf("otelsession: create session %s: %w", s.id, err)
+	}
+	s.w, s.onDisk = w, true
+	return nil
+}
+
+// header is the session_started of a session the trace pt starts: the
+// agent's name (gen_ai.agent.name, else the root span's name, else
+// service.name), the first model call's provider, model and system
+// prompt, and in attrs where it came from and what it lacks.
+func (in *Ingester) header(s *sess, pt *pendingTrace, ms []mapped) session.Event {
+	h := session.Event{Kind: session.KindSessionStarted, SessionID: s.id}
+	var service string
+	convs := map[string]bool{}
+	captured, uncaptured, noDefs := false, false, false
+	var tools []string
+	for _, m := range ms {
+		if h.Name == "" && m.c.agentName != "" {
+			h.Name = m.c.agentName
+		}
+		if service == "" {
+			service = m.sp.Resource.str("service.name")
+		}
+		if m.c.convention != "" {
+			convs[m.c.convention] = true
+		}
+		if m.c.op == opChat {
+			if h.Model == "" {
+				h.Provider, h.Model, h.System = provider(m.c.provider), firstNonEmpty(m.c.reqModel, m.c.respModel), m.c.system
+				tools = m.c.tools
+				for _, x := range m.c.input {
+					if x.Role == session.RoleUser {
+						h.Text = x.Content
+						break
+					}
+				}
+			}
+			if m.c.hasInput && len(m.c.tools) == 0 && usesTools(m.c) {
+				noDefs = true
+			}
+			if m.c.hasInput || m.c.hasOutput {
+				captured = true
+			} else {
+				uncaptured = true
+			}
+		}
+	}
+	if h.Name == "" {
+		// The root span names the agent, unless it is a model call or a
+		// tool call itself (an app whose every call is its own trace).
+		for _, m := range ms {
+			if m.sp.ParentID == "" && m.c.op != opChat && m.c.op != opTool {
+				h.Name = m.sp.Name
+				break
+			}
+		}
+	}
+	if h.Name == "" {
+		h.Name = firstNonEmpty(service, "otlp")
+	}
+	if len(pt.spans) > 0 {
+		h.TS = pt.spans[0].Start
+	}
+	a := map[string]any{
+		"imported_from": FormatOTLP,
+		"recorded_by":   "otlp",
+		"trace_id":      pt.id,
+	}
+	if in.opts.Source != "" {
+		a["otlp_source"] = in.opts.Source
+	}
+	if s.key != "" {
+		a["source_session_id"] = s.key
+	}
+	if service != "" {
+		a["service_name"] = service
+	}
+	if len(convs) > 0 {
+		var cs []string
+		for c := range convs {
+			cs = append(cs, c)
+		}
+		sort.Strings(cs)
+		a["conventions"] = cs
+	}
+	if tools != nil {
+		a["tools"] = tools
+	}
+	var not []string
+	if uncaptured {
+		not = append(not, "content", "request_digest")
+		a["content_captured"] = captured
+	}
+	if noDefs {
+		not = append(not, "tool_definitions", "request_digest")
+	}
+	not = append(not, "workspace")
+	a["not_recorded"] = not
+	h.Attrs = marshal(a)
+	return h
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// provider names the provider as the rest of agentctl does: the GenAI
+// registry's value (openai, anthropic), the Vercel AI SDK's "openai.chat"
+// cut to its first part, the deprecated gen_ai.system values mapped.
+func provider(p string) string {
+	p = strings.ToLower(p)
+	if i := strings.IndexByte(p, '.'); i > 0 && !strings.HasPrefix(p, "gcp.") && !strings.HasPrefix(p, "azure.") && !strings.HasPrefix(p, "aws.") && !strings.HasPrefix(p, "ibm.") {
+		p = p[:i]
+	}
+	switch p {
+	case "vertex_ai":
+		return "gcp.vertex_ai"
+	case "gemini":
+		return "gcp.gemini"
+	case "az.ai.inference":
+		return "azure.ai.inference"
+	case "az.ai.openai":
+		return "azure.ai.openai"
+	}
+	return p
+}
+
+// finishReason is the model_call's finish reason in agentctl's words
+// (provider.Finish*: stop, tool_calls, length, content_filter), whatever
+// the convention wrote.
+func finishReason(f string) string {
+	switch strings.ToLower(f) {
+	case "", "unknown":
+		return ""
+	case "stop", "end_turn", "stop_sequence", "end":
+		return "stop"
+	case "tool_calls", "tool-calls", "tool_call", "tool_use", "function_call":
+		return "tool_calls"
+	case "length", "max_tokens":
+		return "length"
+	case "content_filter", "content-filter", "safety":
+		return "content_filter"
+	}
+	return f
+}
+
+// chat maps a model call: what its input adds to the conversation (the
+// user's messages, tool results no tool span gave), the answer and the
+// model_call.
+func (s *sess) chat(sp *span, c call) []session.Event {
+	var evs []session.Event
+	if c.hasInput {
+		from := 0
+		if len(s.history) > 0 {
+			if session.Extends(s.history, c.input) {
+				from = len(s.history)
+			} else {
+				k := 0
+				for k < len(s.history) && k < len(c.input) && session.SameMessage(s.history[k], c.input[k]) {
+					k++
+				}
+				from = k
+				if k > 0 || s.turns > 0 {
+					var sum []string
+					for _, m := range c.input[k:] {
+						if m.Content != "" {
+							sum = append(sum, m.Content)
+						}
+					}
+					evs = append(evs, session.Event{TS: sp.Start, Kind: session.KindCompaction, Summary: strings.Join(sum, "\n\n"),
+						Attrs: marshal(map[string]any{"recorded_by": "otlp", "kept_messages": k, "replaced_messages": len(s.history) - k, "new_messages": len(c.input) - k, "trace_id": sp.TraceID, "span_id": sp.SpanID})})
+					from = len(c.input)
+				}
+			}
+		}
+		for _, m := range c.input[from:] {
+			switch m.Role {
+			case session.RoleUser:
+				evs = append(evs, session.Event{TS: sp.Start, Kind: session.KindUserMessage, Text: m.Content})
+			case session.RoleTool:
+				if s.results[m.ToolCallID] {
+					continue // a tool span gave it
+				}
+				s.results[m.ToolCallID] = true
+				evs = append(evs, session.Event{TS: sp.Start, Kind: session.KindToolResult, CallID: m.ToolCallID, Tool: s.tools[m.ToolCallID], Status: session.ResultOK, Output: m.Content,
+					Attrs: marshal(map[string]any{"from_request": true})})
+			case session.RoleAssistant:
+				evs = append(evs, session.Event{TS: sp.Start, Kind: session.KindAssistantMessage, Text: m.Content, ToolCalls: m.ToolCalls,
+					Attrs: marshal(map[string]any{"from_request": true})})
+				s.noteCalls(m.ToolCalls)
+			}
+		}
+		s.history = append(append([]session.Message(nil), c.input...), c.output)
+		// The history's assistant turn as the next request will carry it.
+		if !c.hasOutput {
+			s.history = s.history[:len(s.history)-1]
+		}
+	}
+	finish := finishReason(c.finish)
+	if c.hasOutput {
+		a := session.Event{TS: sp.End, Kind: session.KindAssistantMessage, Text: c.output.Content, ToolCalls: c.output.ToolCalls, Refusal: c.refusal,
+			InputTokens: c.in, OutputTokens: c.out}
+		if finish == "length" || finish == "content_filter" {
+			a.FinishReason = finish
+		}
+		evs = append(evs, a)
+		s.noteCalls(c.output.ToolCalls)
+	}
+	if finish == "" && c.hasOutput {
+		finish = "stop"
+		if len(c.output.ToolCalls) > 0 {
+			finish = "tool_calls"
+		}
+	}
+	model := firstNonEmpty(c.respModel, c.reqModel)
+	s.turns++
+	attrs := map[string]any{"recorded_by": "otlp", "convention": c.convention, "trace_id": sp.TraceID, "span_id": sp.SpanID, "span_name": sp.Name, "turn": s.turns}
+	if c.stream {
+		attrs["stream"] = true
+	}
+	if !c.hasInput && !c.hasOutput {
+		attrs["content_captured"] = false
+	}
+	mc := session.Event{TS: sp.End, Kind: session.KindModelCall, Provider: provider(c.provider), Model: model,
+		LatencyMS: sp.End.Sub(sp.Start).Milliseconds(), InputTokens: c.in, OutputTokens: c.out,
+		CacheReadInputTokens: c.cacheRead, CacheCreationInputTokens: c.cacheMade,
+		CostUSD:      pricing.CostOf(model, pricing.Usage{Input: c.in, CacheRead: c.cacheRead, CacheCreation: c.cacheMade, Output: c.out}),
+		FinishReason: finish, MaxTokens: c.maxTokens, ResponseID: c.respID, Error: sp.Err, ErrorType: sp.Attrs.str("error.type"),
+		Attrs: marshal(attrs)}
+	if c.hasInput && (len(c.tools) > 0 || !usesTools(c)) {
+		mc.RequestDigest = s.digest(c)
+	} else if c.hasInput {
+		attrs["tool_definitions_captured"] = false
+		mc.Attrs = marshal(attrs)
+	}
+	return append(evs, mc)
+}
+
+// tool maps a tool span: a tool_intent when it started and a tool_result
+// when it ended.
+func (s *sess) tool(sp *span, c call) []session.Event {
+	id, name := s.callFor(c.toolCallID, c.toolName)
+	if id == "" {
+		id = "otlp-" + sp.SpanID
+	}
+	s.results[id] = true
+	attrs := marshal(map[string]any{"recorded_by": "otlp", "convention": c.convention, "trace_id": sp.TraceID, "span_id": sp.SpanID, "span_name": sp.Name})
+	st := session.ResultOK
+	res := session.Event{TS: sp.End, Kind: session.KindToolResult, CallID: id, Tool: name, Output: c.toolResult,
+		LatencyMS: sp.End.Sub(sp.Start).Milliseconds(), Attrs: attrs}
+	if sp.Err != "" {
+		st, res.Error = session.ResultError, sp.Err
+	}
+	res.Status = st
+	if !c.hasResult {
+		res.Attrs = marshal(map[string]any{"recorded_by": "otlp", "convention": c.convention, "trace_id": sp.TraceID, "span_id": sp.SpanID, "span_name": sp.Name, "content_captured": false})
+	}
+	return []session.Event{
+		{TS: sp.Start, Kind: session.KindToolIntent, CallID: id, Tool: name, Args: c.toolArgs},
+		res,
+	}
+}
+
+// usesTools reports whether a call's conversation shows tools in use
+// (calls or results) although the span lists no tool definitions: the
+// request offered tools the telemetry does not name, so its digest cannot
+// be computed.
+func usesTools(c call) bool {
+	if len(c.output.ToolCalls) > 0 {
+		return true
+	}
+	for _, m := range c.input {
+		if len(m.ToolCalls) > 0 || m.Role == session.RoleTool {
+			return true
+		}
+	}
+	return false
+}
+
+// digest is the model_call's request_digest as the proxy computes it
+// (proxy.Call.Digest): the system text as a first system message when
+// there is one, the messages (a tool message named after its tool) and
+// the offered tools' names.
+func (s *sess) digest(c call) string {
+	var msgs []session.Message
+	if c.system != "" {
+		msgs = append(msgs, session.Message{Role: session.RoleSystem, Content: c.system})
+	}
+	for _, m := range c.input {
+		if m.Role == session.RoleTool && m.Name == "" {
+			m.Name = s.tools[m.ToolCallID]
+		}
+		msgs = append(msgs, m)
+	}
+	tools := c.tools
+	if tools == nil {
+		tools = []string{}
+	}
+	return session.Digest(msgs, tools)
+}

@@ -1,0 +1,71 @@
+package otelsession
+
+import (
+	"errors"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/recorder"
+)
+
+// Options bound and tune an Ingester. The zero value is usable: every
+// limit left 0 takes its default.
+type Options struct {
+	// MaxSpansPerSession bounds the spans (and log records) one session
+	// takes (one trace, or one session.id); past it a span is rejected
+	// with that reason. Default 100,000.
+	MaxSpansPerSession int
+	// MaxAttrBytes bounds one attribute value (a string's bytes, an
+	// array's or map's total); a span or log record with a larger one is
+	// rejected whole. Default 1 MiB.
+	MaxAttrBytes int
+	// MaxPending bounds the spans and log records accepted but not yet in
+	// a session (waiting for Settle): past it Traces and Logs return
+	// ErrBusy and accept nothing, so a receiver answers 429 /
+	// RESOURCE_EXHAUSTED and the exporter retries later. Default 200,000.
+	MaxPending int
+	// Settle is how long a trace must be quiet (no new span or log record)
+	// before its pending spans are written into its session: time for
+	// content log records and out-of-order spans of other requests to
+	// arrive, so the session's events are in conversation order. Default
+	// 2s; Close and Flush write everything at once.
+	Settle time.Duration
+	// Source names who fed the spans, in each header's attrs
+	// (otlp_source): "collect", "import".
+	Source string
+	// Recorder is handed to every log the Ingester writes (Redact, NoSync
+	// in tests, FS).
+	Recorder recorder.Options
+	// Clock is time.Now when nil (Settle is measured with it).
+	Clock func() time.Time
+	// NoBackground turns off the goroutine that writes settled traces
+	// every Settle/2; the caller calls Flush (tests, import).
+	NoBackground bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxSpansPerSession <= 0 {
+		o.MaxSpansPerSession = 100_000
+	}
+	if o.MaxAttrBytes <= 0 {
+		o.MaxAttrBytes = 1 << 20
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = 200_000
+	}
+	if o.Settle <= 0 {
+		o.Settle = 2 * time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	return o
+}
+
+// Errors an Ingester returns.
+var (
+	// ErrBusy: more spans are pending than Options.MaxPending; nothing of
+	// the request was accepted, and the exporter should retry later.
+	ErrBusy = errors.New("otelsession: too many spans waiting to be written; retry later")
+	// ErrClosed: the Ingester was closed.
+	ErrClosed = errors.New("otelsession: ingester closed")
+)
