@@ -51,14 +51,14 @@ func TestCaptures(t *testing.T) {
 		}
 	}
 	for _, e := range oteltest.Emitters {
-		for _, p := range oteltest.Protocols {
-			t.Run(e.Name+"/"+p.Dir(), func(t *testing.T) {
+		for _, c := range captureRuns() {
+			t.Run(e.Name+"/"+c.dir, func(t *testing.T) {
 				rcv.Reset()
-				for _, kv := range oteltest.ExportEnv(rcv.Endpoint(p), p) {
+				for _, kv := range append(oteltest.ExportEnv(rcv.Endpoint(c.protocol), c.protocol), c.env...) {
 					k, v, _ := strings.Cut(kv, "=")
 					t.Setenv(k, v)
 				}
-				sid := fmt.Sprintf("%s-%s", e.Name, p.Dir())
+				sid := fmt.Sprintf("%s-%s", e.Name, c.dir)
 				args := append([]string{"proxy", "--script", oteltest.ModelScript(), "--json", "--session", sid, "--"}, oteltest.Command(dir, e)...)
 				r := testcli.RunContext(context.Background(), t, home, args...)
 				if r.Code != 0 {
@@ -71,10 +71,10 @@ func TestCaptures(t *testing.T) {
 				if n := strings.Count(show, `"kind":"model_call"`); n != 2 {
 					t.Errorf("the model server saw %d calls, want 2:\n%s", n, show)
 				}
-				reqs := waitExports(t, rcv, e)
-				checkExports(t, e, reqs)
+				reqs := waitExports(t, rcv, e, c.content)
+				checkExports(t, e, reqs, c.content)
 				if *update {
-					writeCapture(t, filepath.Join(capturesDir(), e.Name, p.Dir()), reqs, show)
+					writeCapture(t, filepath.Join(capturesDir(), e.Name, c.dir), reqs, show)
 				}
 			})
 		}
@@ -84,9 +84,31 @@ func TestCaptures(t *testing.T) {
 	}
 }
 
+// captureRun is one run of an app: over which protocol, with what more
+// in its environment, into which folder.
+type captureRun struct {
+	dir      string
+	protocol oteltest.Protocol
+	env      []string
+	content  bool // message content is captured
+}
+
+// captureRuns: each protocol, then two variants over HTTP protobuf:
+// streamed model calls, and content capture off.
+func captureRuns() []captureRun {
+	var runs []captureRun
+	for _, p := range oteltest.Protocols {
+		runs = append(runs, captureRun{dir: p.Dir(), protocol: p, content: true})
+	}
+	return append(runs,
+		captureRun{dir: "stream", protocol: oteltest.HTTPProtobuf, env: []string{"AGENT_STREAM=1"}, content: true},
+		captureRun{dir: "no-content", protocol: oteltest.HTTPProtobuf, env: []string{"AGENT_CAPTURE_CONTENT=0"}},
+	)
+}
+
 // waitExports waits (briefly: the apps flush before they exit) until the
 // receiver has the traces, and the logs where the emitter sends any.
-func waitExports(t *testing.T, rcv *oteltest.Receiver, e oteltest.Emitter) []oteltest.Request {
+func waitExports(t *testing.T, rcv *oteltest.Receiver, e oteltest.Emitter, content bool) []oteltest.Request {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -96,7 +118,7 @@ func waitExports(t *testing.T, rcv *oteltest.Receiver, e oteltest.Emitter) []ote
 			tr = tr || q.Signal == oteltest.Traces
 			lg = lg || q.Signal == oteltest.Logs
 		}
-		if tr && (lg || !wantsLogs(e)) || time.Now().After(deadline) {
+		if tr && (lg || !wantsLogs(e) || !content) || time.Now().After(deadline) {
 			return reqs
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -108,7 +130,7 @@ func waitExports(t *testing.T, rcv *oteltest.Receiver, e oteltest.Emitter) []ote
 func wantsLogs(e oteltest.Emitter) bool { return e.Name == "otel-openai" }
 
 // checkExports decodes each export and checks the conversation is in it.
-func checkExports(t *testing.T, e oteltest.Emitter, reqs []oteltest.Request) {
+func checkExports(t *testing.T, e oteltest.Emitter, reqs []oteltest.Request, content bool) {
 	t.Helper()
 	var spans, records int
 	var text strings.Builder
@@ -155,6 +177,14 @@ func checkExports(t *testing.T, e oteltest.Emitter, reqs []oteltest.Request) {
 	}
 	if spans < 2 {
 		t.Errorf("%d spans exported, want at least the 2 model calls", spans)
+	}
+	if !content {
+		for _, s := range []string{"Where is my order A-1042?", "shipped with DHL", "support agent of a small web shop"} {
+			if strings.Contains(text.String(), s) {
+				t.Errorf("content capture is off, yet an export has %q", s)
+			}
+		}
+		return
 	}
 	if wantsLogs(e) && records == 0 {
 		t.Errorf("no log records exported, want the conversation's content")
@@ -222,7 +252,10 @@ call, its result, the answer %q) against agentctl's scripted model behind
 - `+"`<emitter>/http-json/NNN-*.json`"+`: HTTP OTLP JSON bodies as sent (application/json;
   `+"`jq . FILE`"+` to read one);
 - `+"`<emitter>/grpc/NNN-*.pb`"+`: the gRPC Export messages, protobuf-encoded;
-- `+"`<emitter>/<protocol>/model-server.jsonl`"+`: what the model server saw and
+- `+"`<emitter>/stream/`"+`: over HTTP protobuf, the model calls streamed (AGENT_STREAM=1);
+- `+"`<emitter>/no-content/`"+`: over HTTP protobuf, content capture off
+  (AGENT_CAPTURE_CONTENT=0: each app turns its instrumentation's own switch off);
+- `+"`<emitter>/<run>/model-server.jsonl`"+`: what the model server saw and
   answered in that run (`+"`agentctl show --json`"+` of the proxy's session): the
   truth a mapped session is checked against.
 

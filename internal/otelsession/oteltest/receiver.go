@@ -18,7 +18,6 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	_ "google.golang.org/grpc/encoding/gzip" // the gzip compressor gRPC exporters may use
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -59,7 +58,7 @@ type Request struct {
 	Transport string
 	// ContentType and ContentEncoding are the HTTP headers ("application/
 	// x-protobuf", "application/json"; "gzip" or ""); for gRPC,
-	// "application/grpc" and the call's compression.
+	// "application/grpc" and "" (the transport has already inflated it).
 	ContentType     string
 	ContentEncoding string
 	// Body is the request body as sent (still gzipped if it was) for HTTP,
@@ -225,7 +224,7 @@ func (s traceService) Export(ctx context.Context, req *coltrace.ExportTraceServi
 	if err != nil {
 		return nil, err
 	}
-	s.r.add(Request{Signal: Traces, Transport: "grpc", ContentType: "application/grpc", ContentEncoding: grpcEncoding(ctx), Body: b})
+	s.r.add(Request{Signal: Traces, Transport: "grpc", ContentType: "application/grpc", Body: b})
 	return &coltrace.ExportTraceServiceResponse{}, nil
 }
 
@@ -239,15 +238,6 @@ func (s logsService) Export(ctx context.Context, req *collogs.ExportLogsServiceR
 	if err != nil {
 		return nil, err
 	}
-	s.r.add(Request{Signal: Logs, Transport: "grpc", ContentType: "application/grpc", ContentEncoding: grpcEncoding(ctx), Body: b})
+	s.r.add(Request{Signal: Logs, Transport: "grpc", ContentType: "application/grpc", Body: b})
 	return &collogs.ExportLogsServiceResponse{}, nil
-}
-
-// grpcEncoding is the compression the call came with ("gzip"), or "".
-func grpcEncoding(ctx context.Context) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get("grpc-encoding"); len(v) > 0 && v[0] != "identity" {
-		return v[0]
-	}
-	return ""
 }
