@@ -21,6 +21,12 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -31,6 +37,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/recorder/otlp/jaegertest"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/internal/testenv/logcheck"
@@ -571,5 +578,74 @@ func TestCollectBombs(t *testing.T) {
 	calls := modelCalls(t, home)
 	if len(calls) != 40 {
 		t.Errorf("the bomb's session has %d model calls, want the 40 a session may take", len(calls))
+	}
+}
+
+// The Go OTel SDK's own exporters (HTTP protobuf, HTTP JSON, gRPC) into
+// the collect process, which forwards every export to a real Jaeger: the
+// spans are sessions here and traces there.
+func TestCollectSDKExportersAndForward(t *testing.T) {
+	j := jaegertest.Start(t)
+	home := filepath.Join(t.TempDir(), "home")
+	c := startCollector(t, home, "--forward", "http://"+j.HTTP)
+	ctx := context.Background()
+	httpHost := strings.TrimPrefix(c.http, "http://")
+	mk := map[string]func() (sdktrace.SpanExporter, error){
+		"http/protobuf": func() (sdktrace.SpanExporter, error) {
+			return otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(httpHost), otlptracehttp.WithInsecure(), otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+		},
+		"http/json": func() (sdktrace.SpanExporter, error) {
+			return otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(httpHost), otlptracehttp.WithInsecure(), otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON))
+		},
+		"grpc": func() (sdktrace.SpanExporter, error) {
+			return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(c.grpc), otlptracegrpc.WithInsecure())
+		},
+	}
+	var traces []string
+	for name, f := range mk {
+		exp, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "sdk-"+strings.ReplaceAll(name, "/", "-")))))
+		tr := tp.Tracer("collect-test")
+		rctx, root := tr.Start(ctx, "invoke_agent support", oteltrace.WithAttributes(attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", "support")))
+		for i := range 3 {
+			_, sp := tr.Start(rctx, "chat gpt-4o-mini", oteltrace.WithSpanKind(oteltrace.SpanKindClient), oteltrace.WithAttributes(
+				attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", "openai"), attribute.String("gen_ai.request.model", "gpt-4o-mini"),
+				attribute.String("gen_ai.input.messages", fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"question %d via %s"}]}]`, i, name)),
+				attribute.String("gen_ai.output.messages", fmt.Sprintf(`[{"role":"assistant","parts":[{"type":"text","content":"answer %d"}],"finish_reason":"stop"}]`, i)),
+				attribute.Int("gen_ai.usage.input_tokens", 10+i), attribute.Int("gen_ai.usage.output_tokens", 3)))
+			sp.End()
+		}
+		root.End()
+		if err := tp.Shutdown(ctx); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		traces = append(traces, root.SpanContext().TraceID().String())
+	}
+	sum := c.stop(t)
+	if st, _ := sum["stats"].(map[string]any); st["spans"] != float64(12) {
+		t.Errorf("summary %v, want 12 spans", sum)
+	}
+	if fw, _ := sum["forward"].(map[string]any); fw["sent"] != float64(12) || fw["failed"] != float64(0) {
+		t.Errorf("summary %v, want 12 exports forwarded (one a span: WithSyncer)", sum)
+	}
+	calls := modelCalls(t, home)
+	n := 0
+	for k := range calls {
+		for _, tid := range traces {
+			if strings.HasPrefix(k, tid+"/") {
+				n++
+			}
+		}
+	}
+	if n != 9 {
+		t.Errorf("%d model calls from the SDK's traces, want 9 (%v)", n, calls)
+	}
+	for _, tid := range traces {
+		if spans := j.WaitTrace(t, tid, 4); len(spans) != 4 {
+			t.Errorf("Jaeger has %d spans of trace %s, want 4", len(spans), tid)
+		}
 	}
 }
