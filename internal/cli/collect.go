@@ -112,7 +112,9 @@ type collectListening struct {
 
 // collectSummary is the last --json line (and the table without it).
 type collectSummary struct {
-	Kind     string                `json:"kind"` // "finished"
+	Kind string `json:"kind"` // "finished"
+	// Sessions is how many sessions this run created (sessions it
+	// extended, already in the home, are not counted).
 	Sessions int                   `json:"sessions"`
 	Seconds  float64               `json:"seconds"`
 	Stats    collect.Stats         `json:"stats"`
@@ -234,7 +236,7 @@ func collectRun(ctx context.Context, f *Factory, opts *collectOptions) error {
 			g.Stop()
 		}
 	}
-	res := collectSummary{Kind: "finished", Stats: srv.Stats(), Sessions: sessionCount(sink), Seconds: time.Since(began).Seconds()}
+	res := collectSummary{Kind: "finished", Stats: srv.Stats(), Seconds: time.Since(began).Seconds()}
 	if fw != nil {
 		fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := fw.Close(fctx); err != nil {
@@ -245,6 +247,7 @@ func collectRun(ctx context.Context, f *Factory, opts *collectOptions) error {
 		res.Forward = &st
 	}
 	cerr := closeSink()
+	res.Sessions = sessionCount(sink) // after Close: it writes what was pending
 	if opts.JSON {
 		b, _ := json.Marshal(res)
 		fmt.Fprintln(f.Out, string(b))

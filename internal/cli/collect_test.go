@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,22 +11,35 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/recorder/otlp/jaegertest"
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/internal/testenv/logcheck"
 )
 
@@ -364,5 +378,274 @@ func TestCollectToken(t *testing.T) {
 	sum := c.stop(t)
 	if st, _ := sum["stats"].(map[string]any); st["spans"] != float64(1) || st["invalid"] != float64(2) {
 		t.Errorf("summary %v, want 1 span and 2 refused", sum)
+	}
+}
+
+// The npm emitters' real exports (testdata/otel), replayed into the
+// collect process over the protocol each was captured with: every
+// emitter's conversation becomes one session whose model calls are the
+// calls the model server answered, and whose final answer is its answer.
+func TestCollectCaptures(t *testing.T) {
+	root := filepath.Join(testenv.Root(), "testdata", "otel")
+	emitters, _ := filepath.Glob(filepath.Join(root, "*", "http-protobuf"))
+	if len(emitters) < 5 {
+		t.Fatalf("captures under %s: %d emitters, want 5", root, len(emitters))
+	}
+	for _, protocol := range []string{"http-protobuf", "http-json", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			home := filepath.Join(t.TempDir(), "home")
+			c := startCollector(t, home)
+			want := map[string]int{} // final answer text → model calls
+			for _, em := range emitters {
+				dir := filepath.Join(filepath.Dir(em), protocol)
+				truth := testenv.ReadJSONL(t, filepath.Join(dir, "model-server.jsonl"))
+				calls, final := 0, ""
+				for _, e := range truth {
+					switch e.Kind {
+					case session.KindModelCall:
+						calls++
+					case session.KindAssistantMessage:
+						if e.Text != "" {
+							final = e.Text
+						}
+					}
+				}
+				want[final] += calls
+				files, _ := filepath.Glob(filepath.Join(dir, "[0-9][0-9][0-9]-*"))
+				sort.Strings(files)
+				for _, f := range files {
+					if err := sendCapture(c, protocol, f); err != nil {
+						t.Fatalf("%s: %v", strings.TrimPrefix(f, root+"/"), err)
+					}
+				}
+			}
+			sum := c.stop(t)
+			if sum["sessions"] != float64(len(emitters)) {
+				t.Errorf("summary %v, want %d sessions (one per emitter's conversation)", sum, len(emitters))
+			}
+			st := recorder.Store{Root: home}
+			ids, _ := st.IDs()
+			got := map[string]int{}
+			for _, id := range ids {
+				evs, _, err := st.Load(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls, final := 0, ""
+				for _, e := range evs {
+					switch e.Kind {
+					case session.KindModelCall:
+						calls++
+					case session.KindAssistantMessage:
+						if e.Text != "" {
+							final = e.Text
+						}
+					}
+				}
+				got[final] += calls
+			}
+			for text, n := range want {
+				if got[text] != n {
+					t.Errorf("sessions ending %q: %d model calls, want %d (all: %v)", text, got[text], n, got)
+				}
+			}
+			if err := logcheck.Home(st); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// sendCapture sends one captured export as it was first sent.
+func sendCapture(c *collector, protocol, path string) error {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	sig := "/v1/logs"
+	if strings.Contains(filepath.Base(path), "-traces.") {
+		sig = "/v1/traces"
+	}
+	if protocol == "grpc" {
+		conn, err := grpc.NewClient(c.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if sig == "/v1/traces" {
+			req := &coltracepb.ExportTraceServiceRequest{}
+			if err := proto.Unmarshal(body, req); err != nil {
+				return err
+			}
+			_, err = coltracepb.NewTraceServiceClient(conn).Export(context.Background(), req)
+			return err
+		}
+		req := &collogspb.ExportLogsServiceRequest{}
+		if err := proto.Unmarshal(body, req); err != nil {
+			return err
+		}
+		_, err = collogspb.NewLogsServiceClient(conn).Export(context.Background(), req)
+		return err
+	}
+	ct := "application/x-protobuf"
+	if protocol == "http-json" {
+		ct = "application/json"
+	}
+	resp, err := http.Post(c.http+sig, ct, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("POST %s: %s: %s", sig, resp.Status, out)
+	}
+	return nil
+}
+
+// Hostile exports to the process: malformed, oversized and gzip-bomb
+// requests are refused with an OTLP error and write nothing; a span bomb
+// (more spans than a session may take, an attribute over the limit) is
+// cut at the limits, the rest refused as partial_success with reasons.
+func TestCollectBombs(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	c := startCollector(t, home, "--max-request-bytes", "262144", "--max-decoded-bytes", "1048576",
+		"--max-spans-per-session", "40", "--max-attribute-bytes", "4096")
+	var zeros bytes.Buffer
+	zw := gzip.NewWriter(&zeros)
+	zw.Write(make([]byte, 64<<20))
+	zw.Close()
+	for _, tc := range []struct {
+		name string
+		enc  string
+		body []byte
+		code int
+	}{
+		{"malformed", "", []byte("\x0a\xff\xff\xff\xff\x0f"), 400},
+		{"oversized", "", make([]byte, 300<<10), 413},
+		{"gzip bomb", "gzip", zeros.Bytes(), 413},
+	} {
+		req, _ := http.NewRequest("POST", c.http+"/v1/traces", bytes.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		if tc.enc != "" {
+			req.Header.Set("Content-Encoding", tc.enc)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s: %s %q, want %d", tc.name, resp.Status, out, tc.code)
+		}
+	}
+	if ids, _ := (recorder.Store{Root: home}).IDs(); len(ids) != 0 {
+		t.Errorf("refused requests wrote sessions %v", ids)
+	}
+
+	// A span bomb: 200 calls in one conversation, one with a 64 KiB
+	// attribute.
+	bomb := conversation(999, 1)
+	one := bomb.ResourceSpans[0].ScopeSpans[0].Spans[0]
+	var sp []*tracepb.Span
+	for i := range 200 {
+		s := proto.Clone(one).(*tracepb.Span)
+		binary.BigEndian.PutUint64(s.SpanId, 999<<16|uint64(i)+1)
+		s.StartTimeUnixNano += uint64(i) * uint64(time.Second)
+		s.EndTimeUnixNano += uint64(i) * uint64(time.Second)
+		sp = append(sp, s)
+	}
+	bomb.ResourceSpans[0].ScopeSpans[0].Spans = sp
+	sp[3].Attributes = append(sp[3].Attributes, kv("gen_ai.system_instructions", strings.Repeat("x", 64<<10)))
+	b, _ := proto.Marshal(bomb)
+	resp, err := http.Post(c.http+"/v1/traces", "application/x-protobuf", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got := &coltracepb.ExportTraceServiceResponse{}
+	if resp.StatusCode != 200 || proto.Unmarshal(out, got) != nil {
+		t.Fatalf("span bomb: %s %q, want 200 with a partial success", resp.Status, out)
+	}
+	ps := got.GetPartialSuccess()
+	if ps.GetRejectedSpans() != 160 || !strings.Contains(ps.GetErrorMessage(), "/0000000003e70004: attribute gen_ai.system_instructions is 64 KiB, over the 4 KiB limit") ||
+		!strings.Contains(ps.GetErrorMessage(), "/0000000003e7002a and 158 more: trace 000000000c011ec700000000000003e7 already has 40 spans") || len(ps.GetErrorMessage()) > 1000 {
+		t.Errorf("span bomb: partial_success %d %q, want 160 rejected (1 over the attribute limit, 159 over 40 a session), each reason once", ps.GetRejectedSpans(), ps.GetErrorMessage())
+	}
+	c.stop(t)
+	calls := modelCalls(t, home)
+	if len(calls) != 40 {
+		t.Errorf("the bomb's session has %d model calls, want the 40 a session may take", len(calls))
+	}
+}
+
+// The Go OTel SDK's own exporters (HTTP protobuf, HTTP JSON, gRPC) into
+// the collect process, which forwards every export to a real Jaeger: the
+// spans are sessions here and traces there.
+func TestCollectSDKExportersAndForward(t *testing.T) {
+	j := jaegertest.Start(t)
+	home := filepath.Join(t.TempDir(), "home")
+	c := startCollector(t, home, "--forward", "http://"+j.HTTP)
+	ctx := context.Background()
+	httpHost := strings.TrimPrefix(c.http, "http://")
+	mk := map[string]func() (sdktrace.SpanExporter, error){
+		"http/protobuf": func() (sdktrace.SpanExporter, error) {
+			return otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(httpHost), otlptracehttp.WithInsecure(), otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+		},
+		"http/json": func() (sdktrace.SpanExporter, error) {
+			return otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(httpHost), otlptracehttp.WithInsecure(), otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON))
+		},
+		"grpc": func() (sdktrace.SpanExporter, error) {
+			return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(c.grpc), otlptracegrpc.WithInsecure())
+		},
+	}
+	var traces []string
+	for name, f := range mk {
+		exp, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "sdk-"+strings.ReplaceAll(name, "/", "-")))))
+		tr := tp.Tracer("collect-test")
+		rctx, root := tr.Start(ctx, "invoke_agent support", oteltrace.WithAttributes(attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", "support")))
+		for i := range 3 {
+			_, sp := tr.Start(rctx, "chat gpt-4o-mini", oteltrace.WithSpanKind(oteltrace.SpanKindClient), oteltrace.WithAttributes(
+				attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", "openai"), attribute.String("gen_ai.request.model", "gpt-4o-mini"),
+				attribute.String("gen_ai.input.messages", fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"question %d via %s"}]}]`, i, name)),
+				attribute.String("gen_ai.output.messages", fmt.Sprintf(`[{"role":"assistant","parts":[{"type":"text","content":"answer %d"}],"finish_reason":"stop"}]`, i)),
+				attribute.Int("gen_ai.usage.input_tokens", 10+i), attribute.Int("gen_ai.usage.output_tokens", 3)))
+			sp.End()
+		}
+		root.End()
+		if err := tp.Shutdown(ctx); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		traces = append(traces, root.SpanContext().TraceID().String())
+	}
+	sum := c.stop(t)
+	if st, _ := sum["stats"].(map[string]any); st["spans"] != float64(12) {
+		t.Errorf("summary %v, want 12 spans", sum)
+	}
+	if fw, _ := sum["forward"].(map[string]any); fw["sent"] != float64(12) || fw["failed"] != float64(0) {
+		t.Errorf("summary %v, want 12 exports forwarded (one a span: WithSyncer)", sum)
+	}
+	calls := modelCalls(t, home)
+	n := 0
+	for k := range calls {
+		for _, tid := range traces {
+			if strings.HasPrefix(k, tid+"/") {
+				n++
+			}
+		}
+	}
+	if n != 9 {
+		t.Errorf("%d model calls from the SDK's traces, want 9 (%v)", n, calls)
+	}
+	for _, tid := range traces {
+		if spans := j.WaitTrace(t, tid, 4); len(spans) != 4 {
+			t.Errorf("Jaeger has %d spans of trace %s, want 4", len(spans), tid)
+		}
 	}
 }

@@ -270,9 +270,9 @@ func TestHTTPRefusals(t *testing.T) {
 		grpcCode codes.Code
 	}{
 		{"not protobuf", "/v1/traces", "", ctProtobuf, "", []byte("\xff\xff\xff\xff"), nil, 400, "not an OTLP protobuf request", codes.InvalidArgument},
-		{"not JSON", "/v1/traces", "", ctJSON, "", []byte(`{"resourceSpans": [`), nil, 400, "not JSON", codes.InvalidArgument},
+		{"not JSON", "/v1/traces", "", ctJSON, "", []byte(`{"resourceSpans": [`), nil, 400, "not an OTLP JSON request", codes.InvalidArgument},
 		{"JSON not OTLP", "/v1/traces", "", ctJSON, "", []byte(`{"resourceSpans": 3}`), nil, 400, "not an OTLP JSON request", codes.InvalidArgument},
-		{"JSON id not hex", "/v1/traces", "", ctJSON, "", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"0102030405060708"}]}]}]}`), nil, 400, `traceId "zz": not hex`, codes.InvalidArgument},
+		{"JSON id not hex", "/v1/traces", "", ctJSON, "", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"0102030405060708"}]}]}]}`), nil, 400, `traceId "zz" is not hex`, codes.InvalidArgument},
 		{"gzip not gzip", "/v1/traces", "", ctProtobuf, "gzip", good, nil, 400, "gzip", codes.InvalidArgument},
 		{"text/plain", "/v1/traces", "", "text/plain", "", good, nil, 415, "want application/x-protobuf or application/json", codes.Unimplemented},
 		{"brotli", "/v1/traces", "", ctProtobuf, "br", good, nil, 415, `Content-Encoding "br"`, codes.Unimplemented},

@@ -15,6 +15,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentctl/agentctl/internal/loopback"
@@ -137,18 +138,18 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 	)
 	switch g {
 	case traces:
-		req := &coltracepb.ExportTraceServiceRequest{}
-		if err := decode(raw, mt, req); err != nil {
-			return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + err.Error()}
+		req, derr := decodeTraces(raw, mt)
+		if derr != nil {
+			return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + derr.Error()}
 		}
 		res, err = s.cfg.Sink.Traces(r.Context(), req)
 		if err == nil {
 			resp = traceResponse(res)
 		}
 	case logs:
-		req := &collogspb.ExportLogsServiceRequest{}
-		if err := decode(raw, mt, req); err != nil {
-			return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + err.Error()}
+		req, derr := decodeLogs(raw, mt)
+		if derr != nil {
+			return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + derr.Error()}
 		}
 		res, err = s.cfg.Sink.Logs(r.Context(), req)
 		if err == nil {
@@ -225,21 +226,51 @@ func gunzip(b []byte, limit int64) ([]byte, error) {
 	return out, nil
 }
 
-func decode(b []byte, mt string, m proto.Message) error {
+func decodeTraces(b []byte, mt string) (*coltracepb.ExportTraceServiceRequest, error) {
 	if mt == ctJSON {
-		return unmarshalJSON(b, m)
+		req, err := otelsession.DecodeTracesJSON(b)
+		if err != nil {
+			return nil, fmt.Errorf("not an OTLP JSON request: %s", clip(err.Error(), 500))
+		}
+		return req, nil
 	}
-	if err := proto.Unmarshal(b, m); err != nil {
-		return fmt.Errorf("not an OTLP protobuf request: %w", err)
+	req := &coltracepb.ExportTraceServiceRequest{}
+	if err := proto.Unmarshal(b, req); err != nil {
+		return nil, fmt.Errorf("not an OTLP protobuf request: %w", err)
 	}
-	return nil
+	return req, nil
 }
 
+func decodeLogs(b []byte, mt string) (*collogspb.ExportLogsServiceRequest, error) {
+	if mt == ctJSON {
+		req, err := otelsession.DecodeLogsJSON(b)
+		if err != nil {
+			return nil, fmt.Errorf("not an OTLP JSON request: %s", clip(err.Error(), 500))
+		}
+		return req, nil
+	}
+	req := &collogspb.ExportLogsServiceRequest{}
+	if err := proto.Unmarshal(b, req); err != nil {
+		return nil, fmt.Errorf("not an OTLP protobuf request: %w", err)
+	}
+	return req, nil
+}
+
+// encode writes a response in the request's encoding (OTLP JSON's hex
+// ids do not arise: responses carry none).
 func encode(m proto.Message, mt string) ([]byte, error) {
 	if mt == ctJSON {
-		return marshalJSON(m)
+		return protojson.Marshal(m)
 	}
 	return proto.Marshal(m)
+}
+
+// clip cuts s to at most n bytes, for quoting hostile input in errors.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // writeStatus answers a failed export with a google.rpc.Status, as the

@@ -145,11 +145,12 @@ func (s *Server) account(g signal, res otelsession.Result) {
 	s.stats.rejSpans.Add(int64(len(res.Rejected)))
 }
 
-// maxReasons is how many rejections an error message names one by one.
+// maxReasons is how many distinct reasons an error message names.
 const maxReasons = 20
 
-// rejectionMessage is partial_success.error_message: each rejected item
-// with its reason, the first maxReasons of them.
+// rejectionMessage is partial_success.error_message: each distinct
+// reason once, with how many items it refused and the first of them
+// (a span bomb's 10,000 spans over the limit are one line, not 10,000).
 func rejectionMessage(g signal, rej []otelsession.Rejection) string {
 	if len(rej) == 0 {
 		return ""
@@ -158,23 +159,43 @@ func rejectionMessage(g signal, rej []otelsession.Rejection) string {
 	if g == logs {
 		what = "log records"
 	}
+	type reason struct {
+		first otelsession.Rejection
+		n     int
+	}
+	var order []string
+	by := map[string]*reason{}
+	for _, r := range rej {
+		if by[r.Reason] == nil {
+			by[r.Reason] = &reason{first: r}
+			order = append(order, r.Reason)
+		}
+		by[r.Reason].n++
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "agentctl collect rejected %d %s: ", len(rej), what)
-	for i, r := range rej {
+	for i, text := range order {
 		if i == maxReasons {
-			fmt.Fprintf(&b, "; and %d more", len(rej)-maxReasons)
+			fmt.Fprintf(&b, "; and %d other reasons", len(order)-maxReasons)
 			break
 		}
 		if i > 0 {
 			b.WriteString("; ")
 		}
+		r := by[text]
 		switch {
-		case r.SpanID != "":
-			fmt.Fprintf(&b, "span %s/%s: ", r.TraceID, r.SpanID)
-		case r.TraceID != "":
-			fmt.Fprintf(&b, "trace %s: ", r.TraceID)
+		case r.first.SpanID != "":
+			fmt.Fprintf(&b, "span %s/%s", r.first.TraceID, r.first.SpanID)
+		case r.first.TraceID != "":
+			fmt.Fprintf(&b, "trace %s", r.first.TraceID)
+		default:
+			b.WriteString("a record")
 		}
-		b.WriteString(clip(r.Reason, 300))
+		if r.n > 1 {
+			fmt.Fprintf(&b, " and %d more", r.n-1)
+		}
+		b.WriteString(": ")
+		b.WriteString(clip(text, 300))
 	}
 	return b.String()
 }
