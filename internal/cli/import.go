@@ -42,6 +42,11 @@ FORMAT is one of:
   openhands    OpenHands event stream / trajectory (a JSON array)
   inspect      Inspect AI eval log (.eval or .json): one session per sample
   atif         ATIF trajectory (trajectory.json), with its sub-agents
+  otlp         OpenTelemetry traces and logs (GenAI semconv, OpenInference,
+               OpenLLMetry, Vercel AI SDK): the Collector's file exporter
+               output (JSON lines or protobuf), OTLP protobuf files, or its
+               S3 exporter's objects: 'import otlp PATH|s3://bucket/prefix'
+               (see 'agentctl import otlp --help')
   auto         tell each file's format from its content
 
 A DIR imports every file in it (recursively, hidden folders left out)
@@ -71,6 +76,9 @@ tools of --spec FILE); 'resume' does not apply.`,
 			opts.Format, opts.Paths = args[0], args[1:]
 			if runF != nil {
 				return runF(cmd.Context(), opts)
+			}
+			if opts.Format == formatOTLP {
+				return importOTLPRun(cmd.Context(), f, opts)
 			}
 			return importRun(f, opts)
 		},

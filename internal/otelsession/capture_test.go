@@ -191,6 +191,101 @@ func TestCaptures(t *testing.T) {
 	}
 }
 
+// TestStreamed maps each emitter's run with streamed model calls: the
+// same conversation as the model server saw. Tokens are held to it only
+// where the emitter exports them for a streamed call (OpenInference and
+// OpenLLMetry export none: the calls then have 0, not invented ones).
+func TestStreamed(t *testing.T) {
+	for _, em := range emitters {
+		t.Run(em.name, func(t *testing.T) {
+			dir := filepath.Join(captures, em.name, "stream")
+			evs := oneSession(t, func() map[string][]session.Event { _, g := ingestAll(t, loadCapture(t, dir)); return g }())
+			truth := readJSONL(t, filepath.Join(dir, "model-server.jsonl"))
+			if em.noToolDefs {
+				truth = withoutDigests(truth)
+			}
+			if !hasTokens(evs) {
+				truth = withoutTokens(truth)
+			}
+			if !hasResponseIDs(evs) {
+				// OpenInference keeps the response id in output.value,
+				// which a streamed call has none of.
+				truth = withoutResponseIDs(truth)
+			}
+			compareConversation(t, evs, truth)
+		})
+	}
+}
+
+func hasTokens(evs []session.Event) bool {
+	for _, e := range evs {
+		if e.Kind == session.KindModelCall && e.InputTokens+e.OutputTokens > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasResponseIDs(evs []session.Event) bool {
+	for _, e := range evs {
+		if e.Kind == session.KindModelCall && e.ResponseID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutTokens(evs []session.Event) []session.Event {
+	out := append([]session.Event(nil), evs...)
+	for i := range out {
+		out[i].InputTokens, out[i].OutputTokens = 0, 0
+	}
+	return out
+}
+
+// TestNoContent maps each emitter's run with content capture off (each
+// instrumentation's own switch): the model calls are all there, with
+// their model, tokens and latency, no message is invented, and every
+// session's header says content was not captured.
+func TestNoContent(t *testing.T) {
+	for _, em := range emitters {
+		t.Run(em.name, func(t *testing.T) {
+			dir := filepath.Join(captures, em.name, "no-content")
+			_, got := ingestAll(t, loadCapture(t, dir))
+			truth := readJSONL(t, filepath.Join(dir, "model-server.jsonl"))
+			var want, calls []session.Event
+			for _, e := range truth {
+				if e.Kind == session.KindModelCall {
+					want = append(want, e)
+				}
+			}
+			for _, evs := range got {
+				if !strings.Contains(string(evs[0].Attrs), `"content_captured":false`) {
+					t.Errorf("header attrs %s do not say content was not captured", evs[0].Attrs)
+				}
+				for _, e := range evs {
+					switch e.Kind {
+					case session.KindModelCall:
+						calls = append(calls, e)
+					case session.KindUserMessage, session.KindAssistantMessage:
+						t.Errorf("%s with content capture off: %+v", e.Kind, e)
+					}
+				}
+			}
+			sort.Slice(calls, func(i, j int) bool { return calls[i].TS.Before(calls[j].TS) })
+			if len(calls) != len(want) {
+				t.Fatalf("%d model calls, want %d", len(calls), len(want))
+			}
+			for i := range calls {
+				g, w := calls[i], want[i]
+				if g.Model != w.Model || (g.InputTokens != 0 && (g.InputTokens != w.InputTokens || g.OutputTokens != w.OutputTokens)) || g.LatencyMS <= 0 {
+					t.Errorf("call %d: %s in %d out %d %dms, want %s in %d out %d", i+1, g.Model, g.InputTokens, g.OutputTokens, g.LatencyMS, w.Model, w.InputTokens, w.OutputTokens)
+				}
+			}
+		})
+	}
+}
+
 // compareConversation holds a mapped session to the proxy's recording of
 // the same run: calls, digests, answers, tool results, tokens.
 func compareConversation(t *testing.T, got, want []session.Event) {

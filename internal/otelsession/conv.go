@@ -461,6 +461,19 @@ func readEventContent(c *call, sp *span, logs []*logRec) {
 		evs = append(evs, ev{l.Event, body, l.Time.UnixNano()})
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at < evs[j].at })
+	// With content capture off the instrumentation still sends the
+	// events, with their structure (roles, tool call ids and names) and
+	// no content or arguments: that is no content, not empty messages.
+	captured := false
+	for _, e := range evs {
+		if hasContent(e.body) {
+			captured = true
+			break
+		}
+	}
+	if !captured {
+		return
+	}
 	for _, e := range evs {
 		b := e.body
 		switch e.name {
@@ -488,6 +501,25 @@ func readEventContent(c *call, sp *span, logs []*logRec) {
 			}
 		}
 	}
+}
+
+// hasContent reports whether an earlier-convention event body carries
+// content: a content value, or a tool call's arguments.
+func hasContent(b map[string]any) bool {
+	if _, ok := b["content"]; ok {
+		return true
+	}
+	if m, ok := b["message"].(map[string]any); ok {
+		return hasContent(m)
+	}
+	for _, x := range asList(b["tool_calls"]) {
+		m, _ := x.(map[string]any)
+		f, _ := m["function"].(map[string]any)
+		if _, ok := f["arguments"]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // openaiCalls reads tool calls in OpenAI's shape ({id, type, function:

@@ -5,6 +5,74 @@
 // replayed behind the proxy and forked like one agentctl recorded itself.
 //
 // It is the one place the mapping lives: `agentctl collect` (a live OTLP
-// receiver) and `agentctl import otlp` (files and buckets) both hand it
-// OTLP export requests and get back what was accepted and what was not.
+// receiver) and `agentctl import otlp` (files and buckets, package
+// otelimport) both hand it OTLP export requests and get back what was
+// accepted and what was not. The rules are the format doc's (package
+// session's FORMAT.md, "Sessions from OpenTelemetry"); each is tested on
+// real captures of real emitters (testdata/otel, oteltest).
+//
+// # Example
+//
+//	in, err := otelsession.NewIngester(recorder.Store{Root: home}, otelsession.Options{Source: "collect"})
+//	if err != nil { … }
+//	defer in.Close()                          // writes what is pending, closes the sessions
+//	res, err := in.Traces(ctx, req)           // *coltracepb.ExportTraceServiceRequest
+//	// err == nil: every span counted in res.Accepted is durable;
+//	// res.Rejected names each span refused and why (partial_success).
+//	// errors.Is(err, otelsession.ErrBusy): nothing taken, retry later (429).
+//	res, err = in.Logs(ctx, logsReq)          // content log records, any order
+//
+// # Arrival and durability
+//
+// Spans and log records arrive in any order and in different requests:
+// children before parents, a model call's content (earlier GenAI log
+// records) before or after its span, a retried batch after later ones. A
+// session's events must still be in conversation order (the proxy's
+// replay serves call N to the app's N-th request). So an accepted record
+// goes through two steps:
+//
+//  1. Spool. Traces and Logs check each record (ids, limits, seen
+//     before), then append the new ones, as one OTLP request in protobuf's
+//     JSON mapping, to the spool: a recorder log under
+//     <home>/otlp-spool/sessions/<id>/ (redacted like every log, CRC'd,
+//     group-committed). They return only after that append is durable, so
+//     an acknowledged span survives kill -9.
+//  2. Write. A trace whose last record arrived Options.Settle ago (2s),
+//     or every pending trace on Flush and Close, is written into its
+//     session: its spans sorted by start time, each content log record
+//     joined to its span by trace and span id, mapped to events appended
+//     in one group-committed Append per trace. The session is visible to
+//     `sessions`, `show` and `query` from then on, while collecting.
+//     When nothing is pending the spool is removed.
+//
+// NewIngester recovers: it reads the sessions earlier runs wrote (header
+// attrs imported_from "otlp") for the span ids in them (each event of a
+// span carries attrs trace_id and span_id; kept spans, in otel_spans, too)
+// and their conversations, and then a spool a killed run left (one no live
+// Ingester holds the lease of), writing what it holds that the sessions do
+// not. A span seen before, pending or written, in this run or an earlier
+// one, is answered as accepted and adds nothing; so is a content log
+// record of a span an earlier run wrote (log records carry no id of their
+// own; within a run they are told apart by their bytes). A content record
+// that arrives after its span was written (later than Settle) cannot be
+// placed in the conversation any more: it is kept in the attrs of the
+// session's next events (otel_spans, late_log_record), not dropped.
+//
+// # Limits
+//
+// Options bound what one session takes (MaxSpansPerSession, counted per
+// session key, else per trace), one attribute (MaxAttrBytes, a span or
+// record with a larger one is refused whole) and what waits in memory to
+// be written (MaxPending: past it a request is refused whole with
+// ErrBusy, so the receiver answers 429 / RESOURCE_EXHAUSTED). A refusal
+// names its reason ("attribute gen_ai.input.messages is 3 MiB, over the 1
+// MiB limit"). The seen-set keeps a key per span.
+//
+// # Concurrency
+//
+// Traces, Logs, Flush, Sessions and Close are safe for concurrent use.
+// Concurrent requests share the spool's group commit; writing sessions is
+// one pass at a time (a background goroutine every Settle/2, unless
+// Options.NoBackground). Only one process may collect into a home's
+// sessions at a time: a session being written is leased.
 package otelsession

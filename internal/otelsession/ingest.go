@@ -39,10 +39,13 @@ type Ingester struct {
 	npending int                      // records reserved, spooled or pending, not yet written
 	count    map[string]int           // spans accepted per grouping (session key, else trace)
 	written  map[string]bool          // span keys written into a session
+	before   map[string]bool          // span keys an earlier run wrote
 
 	spoolMu   sync.Mutex
 	spool     *recorder.Session
 	oldSpools []string // spool folders recovered at start, removed once written
+	leases    []*recorder.Lease
+	touched   map[string]bool // sessions written since NewIngester
 	spoolErr  error
 
 	matMu    sync.Mutex // one write pass at a time; guards the fields below
@@ -82,8 +85,8 @@ func NewIngester(st recorder.Store, opts Options) (*Ingester, error) {
 	opts = opts.withDefaults()
 	in := &Ingester{
 		st: st, opts: opts,
-		seen: map[string]struct{}{}, pending: map[string]*pendingTrace{}, count: map[string]int{}, written: map[string]bool{},
-		sessions: map[string]*sess{}, byKey: map[string]*sess{}, byTrace: map[string]*sess{},
+		seen: map[string]struct{}{}, pending: map[string]*pendingTrace{}, count: map[string]int{}, written: map[string]bool{}, before: map[string]bool{},
+		sessions: map[string]*sess{}, touched: map[string]bool{}, byKey: map[string]*sess{}, byTrace: map[string]*sess{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := in.recoverSessions(); err != nil {
@@ -153,20 +156,31 @@ func (in *Ingester) recoverSessions() error {
 			in.byKey[s.key] = s
 		}
 		for _, e := range evs {
-			var a struct {
+			type ids struct {
 				TraceID string `json:"trace_id"`
 				SpanID  string `json:"span_id"`
 			}
-			if len(e.Attrs) == 0 || json.Unmarshal(e.Attrs, &a) != nil || a.TraceID == "" {
+			var a struct {
+				ids
+				Kept []ids `json:"otel_spans"`
+			}
+			if len(e.Attrs) == 0 || json.Unmarshal(e.Attrs, &a) != nil {
 				continue
 			}
-			in.byTrace[a.TraceID] = s
-			if a.SpanID != "" {
-				k := a.TraceID + "/" + a.SpanID
+			for _, x := range append([]ids{a.ids}, a.Kept...) {
+				if x.TraceID == "" {
+					continue
+				}
+				in.byTrace[x.TraceID] = s
+				if x.SpanID == "" {
+					continue
+				}
+				k := x.TraceID + "/" + x.SpanID
 				if !in.written[k] {
 					in.written[k] = true
+					in.before[k] = true
 					in.seen[k] = struct{}{}
-					in.count[groupOf(s.key, a.TraceID)]++
+					in.count[groupOf(s.key, x.TraceID)]++
 				}
 			}
 		}
@@ -184,6 +198,16 @@ func (in *Ingester) recoverSpool() error {
 		return fmt.Errorf("otelsession: list spool: %w", err)
 	}
 	for _, id := range ids {
+		// A spool another live Ingester holds (collect running while an
+		// import runs on the same home) is its own: left alone.
+		lease, err := recorder.AcquireLease(sp.SessionDir(id))
+		if errors.Is(err, recorder.ErrLeaseHeld) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("otelsession: spool %s: %w", id, err)
+		}
+		in.leases = append(in.leases, lease)
 		evs, _, err := sp.Load(id)
 		if err != nil && len(evs) == 0 {
 			return fmt.Errorf("otelsession: read spool %s: %w (move %s aside to start without it)", id, err, sp.SessionDir(id))
@@ -388,6 +412,13 @@ func (in *Ingester) reserve(r *records) (Result, []int, error) {
 			res.Accepted++
 			continue
 		}
+		if r.logsReq && in.before[r.logs[i].TraceID+"/"+r.logs[i].SpanID] {
+			// Content of a span an earlier run wrote: a retry across the
+			// restart (log records carry no id to tell a late one from
+			// it), answered as delivered.
+			res.Accepted++
+			continue
+		}
 		g := r.groups[i]
 		if in.count[g] >= in.opts.MaxSpansPerSession {
 			tid, sid := in.ids(r, i)
@@ -567,6 +598,10 @@ func (in *Ingester) rotate() {
 		os.RemoveAll(d)
 	}
 	in.oldSpools = nil
+	for _, l := range in.leases {
+		l.Release()
+	}
+	in.leases = nil
 }
 
 // Flush writes every pending trace into its session now, settled or not
@@ -654,6 +689,23 @@ func (in *Ingester) Close() error {
 		err = errors.Join(err, in.spool.Close()) // kept: the next start writes it
 		in.spool = nil
 	}
+	for _, l := range in.leases {
+		l.Release()
+	}
+	in.leases = nil
 	in.spoolMu.Unlock()
 	return err
+}
+
+// Sessions returns the ids of the sessions written since NewIngester, in
+// order (for a caller that seals them into the history).
+func (in *Ingester) Sessions() []string {
+	in.matMu.Lock()
+	defer in.matMu.Unlock()
+	var ids []string
+	for id := range in.touched {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }

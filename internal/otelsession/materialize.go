@@ -40,7 +40,6 @@ func newSess(id, key string) *sess {
 
 // restore rebuilds the conversation of a session an earlier run wrote.
 func (s *sess) restore(evs []session.Event) {
-	s.history = session.Project(evs, "")
 	for _, e := range evs {
 		switch e.Kind {
 		case session.KindAssistantMessage:
@@ -51,6 +50,18 @@ func (s *sess) restore(evs []session.Event) {
 			s.turns++
 		}
 	}
+	// The conversation as the next request will carry it: the projection
+	// without the closures it adds for calls that have no result yet (the
+	// app's next request brings their results).
+	h := session.Project(evs, "")
+	for len(h) > 0 {
+		m := h[len(h)-1]
+		if m.Role != session.RoleTool || m.Content != session.CancelledContent || s.results[m.ToolCallID] {
+			break
+		}
+		h = h[:len(h)-1]
+	}
+	s.history = h
 }
 
 func (s *sess) noteCalls(tcs []session.ToolCall) {
@@ -204,6 +215,7 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 	}
 	in.mu.Unlock()
 	in.byTrace[pt.id] = s
+	in.touched[s.id] = true
 	return nil
 }
 

@@ -1,0 +1,455 @@
+package otelsession
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/redact"
+	"github.com/agentctl/agentctl/internal/session"
+)
+
+// oneSession returns the events of the only session of got.
+func oneSession(t *testing.T, got map[string][]session.Event) []session.Event {
+	t.Helper()
+	if len(got) != 1 {
+		t.Fatalf("%d sessions, want 1", len(got))
+	}
+	for _, evs := range got {
+		return evs
+	}
+	return nil
+}
+
+// encodeAll is the sessions' events as the log holds them (golden form).
+func encodeAll(t *testing.T, evs []session.Event) string {
+	t.Helper()
+	var b strings.Builder
+	for _, e := range evs {
+		line, err := session.Encode(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// TestArrivalOrder delivers each capture's requests in every order the
+// test can make (reversed, logs first, each span its own request, last to
+// first, every request twice): the session is the same, event for event.
+func TestArrivalOrder(t *testing.T) {
+	for _, em := range emitters {
+		t.Run(em.name, func(t *testing.T) {
+			exps := loadCapture(t, filepath.Join(captures, em.name, "http-json"))
+			_, want := ingestAll(t, exps)
+			wantText := encodeAll(t, oneSession(t, want))
+			orders := map[string][]export{
+				"reversed": reversed(exps),
+				"twice":    append(slices.Clone(exps), exps...),
+				"split":    reversed(split(exps)),
+			}
+			for name, order := range orders {
+				_, got := ingestAll(t, order)
+				if g := encodeAll(t, oneSession(t, got)); g != wantText {
+					t.Errorf("%s: the session differs:\n got: %s\nwant: %s", name, g, wantText)
+				}
+			}
+		})
+	}
+}
+
+func reversed(exps []export) []export {
+	out := slices.Clone(exps)
+	slices.Reverse(out)
+	return out
+}
+
+// split makes every span its own export request.
+func split(exps []export) []export {
+	var out []export
+	for _, e := range exps {
+		if e.traces == nil {
+			out = append(out, e)
+			continue
+		}
+		for _, rs := range e.traces.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, s := range ss.GetSpans() {
+					out = append(out, export{name: e.name + "/" + s.GetName(), traces: &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+						Resource: rs.GetResource(), ScopeSpans: []*tracepb.ScopeSpans{{Scope: ss.GetScope(), Spans: []*tracepb.Span{s}}}}}}})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestRestartDedups collects a capture, closes, opens a new Ingester on
+// the same home and delivers the same exports again: a retried export
+// across a restart adds nothing.
+func TestRestartDedups(t *testing.T) {
+	for _, em := range emitters {
+		t.Run(em.name, func(t *testing.T) {
+			exps := loadCapture(t, filepath.Join(captures, em.name, "http-protobuf"))
+			st, first := ingestAll(t, exps)
+			in, err := NewIngester(st, testOpts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			feed(t, in, exps)
+			if err := in.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := in.Sessions(); len(got) != 0 {
+				t.Errorf("the second delivery wrote sessions %v, want none", got)
+			}
+			if a, b := encodeAll(t, oneSession(t, first)), encodeAll(t, oneSession(t, loadAll(t, st))); a != b {
+				t.Errorf("the session changed:\n got: %s\nwant: %s", b, a)
+			}
+		})
+	}
+}
+
+// TestContinuesAfterRestart writes the first trace of a capture, closes,
+// and delivers the rest to a new Ingester: they join the same session, as
+// one run would have written it.
+func TestContinuesAfterRestart(t *testing.T) {
+	exps := loadCapture(t, filepath.Join(captures, "otel-openai", "http-json"))
+	_, want := ingestAll(t, exps)
+	// The app makes each call its own trace: the first run gets the
+	// first trace (span and content), the second the rest.
+	var first []byte
+	for _, e := range exps {
+		if e.traces != nil && first == nil {
+			first = e.traces.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()[0].GetTraceId()
+		}
+	}
+	var a, b []export
+	for _, e := range exps {
+		x, y := byTrace(e, first)
+		a, b = append(a, x), append(b, y)
+	}
+	st := recorder.Store{Root: t.TempDir()}
+	for i, part := range [][]export{a, b} {
+		in, err := NewIngester(st, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		feed(t, in, part)
+		if err := in.Close(); err != nil {
+			t.Fatalf("part %d: %v", i, err)
+		}
+	}
+	if a, b := encodeAll(t, oneSession(t, want)), encodeAll(t, oneSession(t, loadAll(t, st))); a != b {
+		t.Errorf("the session differs:\n got: %s\nwant: %s", b, a)
+	}
+}
+
+// TestKilled runs an Ingester in a child process, delivers a capture to
+// it (each export acknowledged, none yet written into a session: Settle
+// is long), kills it with SIGKILL, and opens the home again: every
+// acknowledged span is in the session, once, as an unkilled run writes it.
+func TestKilled(t *testing.T) {
+	if home := os.Getenv("OTELSESSION_KILLED_CHILD"); home != "" {
+		in, err := NewIngester(recorder.Store{Root: home}, Options{Settle: time.Hour, NoBackground: true})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		feed(t, in, loadCapture(t, filepath.Join(captures, "vercel-genai", "http-protobuf")))
+		fmt.Println("acked")
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilled$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "OTELSESSION_KILLED_CHILD="+home)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 256)
+	n, _ := out.Read(buf)
+	if !strings.Contains(string(buf[:n]), "acked") {
+		cmd.Process.Kill()
+		t.Fatalf("child said %q", buf[:n])
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	st := recorder.Store{Root: home}
+	if ids, _ := st.IDs(); len(ids) != 0 {
+		t.Fatalf("sessions %v before recovery, want none (Settle is an hour)", ids)
+	}
+	in, err := NewIngester(st, testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, want := ingestAll(t, loadCapture(t, filepath.Join(captures, "vercel-genai", "http-protobuf")))
+	if a, b := encodeAll(t, oneSession(t, want)), encodeAll(t, oneSession(t, loadAll(t, st))); a != b {
+		t.Errorf("after kill -9 the session differs:\n got: %s\nwant: %s", b, a)
+	}
+	if _, err := os.Stat(filepath.Join(home, SpoolDir, "sessions")); err == nil {
+		if ids, _ := (recorder.Store{Root: filepath.Join(home, SpoolDir)}).IDs(); len(ids) != 0 {
+			t.Errorf("spool %v left after everything was written", ids)
+		}
+	}
+}
+
+// TestLimits holds a span bomb (one trace of many spans) and an oversized
+// attribute to Options: past the limit each span is rejected with its
+// reason, and what was accepted is written.
+func TestLimits(t *testing.T) {
+	exps := loadCapture(t, filepath.Join(captures, "vercel-genai", "http-protobuf"))
+	base := exps[0].traces.GetResourceSpans()[0]
+	tmpl := base.GetScopeSpans()[0].GetSpans()[0]
+	bomb := &coltracepb.ExportTraceServiceRequest{}
+	rs := &tracepb.ResourceSpans{Resource: base.GetResource()}
+	ss := &tracepb.ScopeSpans{Scope: base.GetScopeSpans()[0].GetScope()}
+	for i := range 500 {
+		s := proto.Clone(tmpl).(*tracepb.Span)
+		s.SpanId = []byte{1, 2, 3, 4, 5, 6, byte(i >> 8), byte(i)}
+		ss.Spans = append(ss.Spans, s)
+	}
+	big := proto.Clone(tmpl).(*tracepb.Span)
+	big.TraceId = []byte{9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9}
+	big.Attributes = append(big.Attributes, &commonpb.KeyValue{Key: "gen_ai.input.messages", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Repeat("x", 3<<10)}}})
+	ss.Spans = append(ss.Spans, big)
+	bad := proto.Clone(tmpl).(*tracepb.Span)
+	bad.TraceId = []byte{1, 2}
+	ss.Spans = append(ss.Spans, bad)
+	rs.ScopeSpans = []*tracepb.ScopeSpans{ss}
+	bomb.ResourceSpans = []*tracepb.ResourceSpans{rs}
+
+	st := recorder.Store{Root: t.TempDir()}
+	opts := testOpts()
+	opts.MaxSpansPerSession, opts.MaxAttrBytes = 100, 2<<10
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := in.Traces(context.Background(), bomb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Accepted != 100 || len(res.Rejected) != 402 {
+		t.Fatalf("accepted %d, rejected %d; want 100 and 402", res.Accepted, len(res.Rejected))
+	}
+	reasons := map[string]int{}
+	for _, r := range res.Rejected {
+		switch {
+		case strings.Contains(r.Reason, "the limit (MaxSpansPerSession)"):
+			reasons["spans"]++
+		case strings.Contains(r.Reason, "attribute gen_ai.input.messages is 3 KiB, over the 2 KiB limit"):
+			reasons["attr"]++
+		case strings.Contains(r.Reason, "no valid trace_id"):
+			reasons["id"]++
+		default:
+			t.Errorf("unexpected reason %q", r.Reason)
+		}
+	}
+	if reasons["spans"] != 400 || reasons["attr"] != 1 || reasons["id"] != 1 {
+		t.Errorf("reasons = %v", reasons)
+	}
+	// The same bomb again: the 100 are answered as delivered, the rest
+	// refused again; nothing is added.
+	res, err = in.Traces(context.Background(), bomb)
+	if err != nil || res.Accepted != 100 || len(res.Rejected) != 402 {
+		t.Fatalf("again: accepted %d, rejected %d, %v", res.Accepted, len(res.Rejected), err)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	evs := oneSession(t, loadAll(t, st))
+	calls := 0
+	for _, e := range evs {
+		if e.Kind == session.KindModelCall {
+			calls++
+		}
+	}
+	if calls != 100 {
+		t.Errorf("%d model calls written, want 100", calls)
+	}
+}
+
+// TestBusy: past MaxPending a request is refused whole with ErrBusy.
+func TestBusy(t *testing.T) {
+	exps := loadCapture(t, filepath.Join(captures, "vercel-genai", "http-protobuf"))
+	opts := testOpts()
+	opts.MaxPending = 3
+	in, err := NewIngester(recorder.Store{Root: t.TempDir()}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	parts := split(exps)
+	for i, p := range parts[:3] {
+		if _, err := in.Traces(context.Background(), p.traces); err != nil {
+			t.Fatalf("part %d: %v", i, err)
+		}
+	}
+	if _, err := in.Traces(context.Background(), parts[3].traces); !errors.Is(err, ErrBusy) {
+		t.Fatalf("4th pending span: %v, want ErrBusy", err)
+	}
+	if err := in.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Traces(context.Background(), parts[3].traces); err != nil {
+		t.Fatalf("after Flush: %v", err)
+	}
+}
+
+// TestMalformedJSON: OTLP/JSON that is not valid is an error naming why,
+// and nothing is ingested.
+func TestMalformedJSON(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"0102030405060708"}]}]}]}`, `traceId "zz" is not hex`},
+		{`{"resourceSpans":[`, "unexpected EOF"},
+		{`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":7}]}]}]}`, "name"},
+	} {
+		_, err := DecodeTracesJSON([]byte(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("DecodeTracesJSON(%s) = %v, want an error with %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+// TestContentOff: the OTel JS OpenAI instrumentation's spans without its
+// content log records (capture off) still give the calls, tokens and
+// timings, and the header says content was not captured.
+func TestContentOff(t *testing.T) {
+	var traces []export
+	for _, e := range loadCapture(t, filepath.Join(captures, "otel-openai", "http-json")) {
+		if e.traces != nil {
+			traces = append(traces, e)
+		}
+	}
+	_, got := ingestAll(t, traces)
+	// Each call is its own trace, and with no content nothing joins them.
+	if len(got) != 2 {
+		t.Fatalf("%d sessions, want 2 (one per trace)", len(got))
+	}
+	tokens := int64(0)
+	for _, evs := range got {
+		if !strings.Contains(string(evs[0].Attrs), `"content_captured":false`) || !strings.Contains(string(evs[0].Attrs), `"content"`) {
+			t.Errorf("header attrs %s do not say content was not captured", evs[0].Attrs)
+		}
+		for _, e := range evs {
+			switch e.Kind {
+			case session.KindModelCall:
+				tokens += e.InputTokens + e.OutputTokens
+				if e.LatencyMS <= 0 || e.Model != "gpt-4o-mini" {
+					t.Errorf("model_call %+v: no latency or model", e)
+				}
+			case session.KindAssistantMessage, session.KindUserMessage:
+				t.Errorf("a %s with content capture off", e.Kind)
+			}
+		}
+	}
+	if tokens != 142+19+198+17 {
+		t.Errorf("tokens = %d, want %d", tokens, 142+19+198+17)
+	}
+}
+
+// TestRedacted: a secret in a span's content is redacted in the session,
+// and in the spool on its way there.
+func TestRedacted(t *testing.T) {
+	const secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+	exps := loadCapture(t, filepath.Join(captures, "vercel-genai", "http-json"))
+	for _, rs := range exps[0].traces.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				for _, kv := range s.GetAttributes() {
+					if kv.GetKey() == "gen_ai.input.messages" {
+						kv.Value = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Replace(kv.GetValue().GetStringValue(), "Where is my order", "My key is "+secret+". Where is my order", 1)}}
+					}
+				}
+			}
+		}
+	}
+	st := recorder.Store{Root: t.TempDir()}
+	opts := testOpts()
+	r := redact.New(redact.FromEnv([]string{"OPENAI_API_KEY=" + secret})...)
+	opts.Recorder.Redact = func() *redact.Redactor { return r }
+	opts.Settle = time.Hour
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(t, in, exps)
+	walk := func(when string) {
+		filepath.Walk(st.Root, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && fi.Mode().IsRegular() {
+				if b, _ := os.ReadFile(p); strings.Contains(string(b), secret) {
+					t.Errorf("%s: %s holds the secret", when, p)
+				}
+			}
+			return nil
+		})
+	}
+	walk("spooled")
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	walk("written")
+	evs := oneSession(t, loadAll(t, st))
+	if !strings.Contains(encodeAll(t, evs), "[REDACTED") {
+		t.Errorf("no redaction marker in the session")
+	}
+}
+
+// byTrace splits an export into the part of trace id and the rest.
+func byTrace(e export, id []byte) (in, out export) {
+	in, out = export{name: e.name}, export{name: e.name}
+	if e.traces != nil {
+		in.traces, out.traces = &coltracepb.ExportTraceServiceRequest{}, &coltracepb.ExportTraceServiceRequest{}
+		for _, rs := range e.traces.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, s := range ss.GetSpans() {
+					dst := out.traces
+					if string(s.GetTraceId()) == string(id) {
+						dst = in.traces
+					}
+					dst.ResourceSpans = append(dst.ResourceSpans, &tracepb.ResourceSpans{Resource: rs.GetResource(), ScopeSpans: []*tracepb.ScopeSpans{{Scope: ss.GetScope(), Spans: []*tracepb.Span{s}}}})
+				}
+			}
+		}
+		return in, out
+	}
+	in.logs, out.logs = &collogspb.ExportLogsServiceRequest{}, &collogspb.ExportLogsServiceRequest{}
+	for _, rl := range e.logs.GetResourceLogs() {
+		for _, sl := range rl.GetScopeLogs() {
+			for _, l := range sl.GetLogRecords() {
+				dst := out.logs
+				if string(l.GetTraceId()) == string(id) {
+					dst = in.logs
+				}
+				dst.ResourceLogs = append(dst.ResourceLogs, &logspb.ResourceLogs{Resource: rl.GetResource(), ScopeLogs: []*logspb.ScopeLogs{{Scope: sl.GetScope(), LogRecords: []*logspb.LogRecord{l}}}})
+			}
+		}
+	}
+	return in, out
+}
