@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,12 @@ func collectedFromRealApp(t *testing.T, dir string, e oteltest.Emitter, p otelte
 		t.Errorf("the replayed session is not the conversation:\nreplayed: %+v\nserver:   %+v", r, want)
 	}
 }
+
+// callPerTrace are the emitters whose model calls are each a trace of its
+// own (the app has no span around the conversation): OpenLLMetry's and
+// the OpenTelemetry instrumentation's. With content, the mapping joins
+// the traces by conversation; without, it has nothing to join them by.
+var callPerTrace = map[string]bool{"openllmetry": true, "otel-openai": true}
 
 // noStreamUsage are the emitters whose spans of a streamed call carry no
 // token counts, though the stream ends with its usage
@@ -273,4 +280,73 @@ func compactJSON(b []byte) string {
 		return string(b)
 	}
 	return out.String()
+}
+
+// TestOTelEmittersContentOff: each app with its instrumentation's content
+// capture turned off (AGENT_CAPTURE_CONTENT=0) still gives, through a real
+// `agentctl collect`, one session with every model call, its tokens and
+// finish reason, that says content was not captured (session_started
+// attrs content_captured false, not_recorded naming content) and holds
+// no text of the conversation.
+func TestOTelEmittersContentOff(t *testing.T) {
+	dir := oteltest.PrepareApps(t)
+	for _, e := range oteltest.Emitters {
+		t.Run(e.Name, func(t *testing.T) {
+			chome, mhome := t.TempDir(), t.TempDir()
+			c := startCollector(t, chome)
+			env := append(oteltest.ExportEnv(c.http, oteltest.HTTPProtobuf), "AGENT_CAPTURE_CONTENT=0")
+			if out, stderr, err := runUnderProxy(t, mhome, []string{"--script", oteltest.ModelScript(), "--session", "truth"}, dir, e, env...); err != nil {
+				t.Fatalf("the app under the scripted model: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+			}
+			c.stop(t)
+			truth := conversationOf(t, showEvents(t, mhome, "truth"))
+			ids := sessionIDs(t, chome)
+			if len(ids) != 1 && !callPerTrace[e.Name] || len(ids) == 0 {
+				t.Fatalf("collect wrote %d sessions (%v), want one\ncollect stderr:\n%s", len(ids), ids, c.stderr.String())
+			}
+			// Without content, calls in traces of their own cannot be
+			// joined into a conversation: their sessions, in start order,
+			// hold the calls.
+			var sessions [][]session.Event
+			for _, id := range ids {
+				sessions = append(sessions, showEvents(t, chome, id))
+			}
+			sort.Slice(sessions, func(i, j int) bool { return sessions[i][0].TS.Before(sessions[j][0].TS) })
+			var got otelConv
+			for _, evs := range sessions {
+				got.Calls = append(got.Calls, conversationOf(t, evs).Calls...)
+			}
+			if len(got.Calls) != len(truth.Calls) {
+				t.Fatalf("collected %d model calls, the model server saw %d", len(got.Calls), len(truth.Calls))
+			}
+			for i, k := range got.Calls {
+				w := truth.Calls[i]
+				if k.InputTokens != w.InputTokens || k.OutputTokens != w.OutputTokens || k.FinishReason != w.FinishReason {
+					t.Errorf("call %d: tokens %d/%d finish %q, the model server saw %d/%d %q", i+1, k.InputTokens, k.OutputTokens, k.FinishReason, w.InputTokens, w.OutputTokens, w.FinishReason)
+				}
+			}
+			var hdr struct {
+				ContentCaptured *bool    `json:"content_captured"`
+				NotRecorded     []string `json:"not_recorded"`
+			}
+			for i, evs := range sessions {
+				if evs[0].Kind != session.KindSessionStarted {
+					t.Fatalf("session %s does not begin with session_started: %+v", evs[0].SessionID, evs[0])
+				}
+				hdr.ContentCaptured, hdr.NotRecorded = nil, nil
+				json.Unmarshal(evs[0].Attrs, &hdr)
+				if hdr.ContentCaptured == nil || *hdr.ContentCaptured || !slices.Contains(hdr.NotRecorded, "content") {
+					t.Errorf("session %s: session_started attrs %s: want content_captured false and not_recorded naming content", ids[i], evs[0].Attrs)
+				}
+			}
+			for _, id := range ids {
+				all := agentctlOut(t, chome, "show", "--json", id)
+				for _, s := range []string{truth.Task, truth.Final, truth.System} {
+					if strings.Contains(all, s) {
+						t.Errorf("content capture was off, yet session %s has %q", id, s)
+					}
+				}
+			}
+		})
+	}
 }
