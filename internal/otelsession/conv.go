@@ -172,7 +172,7 @@ func read(sp *span, logs []*logRec) call {
 	}
 	if fr := a.strs("gen_ai.response.finish_reasons"); len(fr) > 0 {
 		c.finish = fr[0]
-	} else if f := a.str("ai.response.finishReason", "llm.response.finish_reason"); f != "" {
+	} else if f := a.str("ai.response.finishReason", "llm.response.finish_reason", "llm.finish_reason"); f != "" {
 		c.finish = f
 	}
 	c.agentName = a.str("gen_ai.agent.name", "ai.telemetry.functionId")
