@@ -29,6 +29,7 @@ type evalOptions struct {
 	Shard    string
 	Filter   string
 	Quiet    bool
+	History  evalHistoryOptions
 }
 
 const evalExitHelp = `Exit status: 0 every scenario met its threshold, 6 some did not, 1 an
@@ -87,6 +88,7 @@ I-1, so N CI jobs split the suite.
 	cmd.Flags().StringVar(&opts.Shard, "shard", "", "run only shard `I/N` of the suite")
 	cmd.Flags().StringVar(&opts.Filter, "filter", "", "run only scenarios whose name matches `RE`")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress on stderr")
+	addEvalHistoryFlags(cmd, &opts.History)
 	cmd.AddCommand(newEvalValidateCmd(f, nil), newEvalMergeCmd(f, nil))
 	return cmd
 }
@@ -139,6 +141,9 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	}
 	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
 		return err
+	}
+	if ctx.Err() == nil {
+		sealEvalReport(f, rep, &opts.History)
 	}
 	if jsonPath != "-" && opts.JUnit != "-" {
 		writeEvalSummary(f.Out, rep)
@@ -322,6 +327,7 @@ type evalMergeOptions struct {
 	JSON    bool
 	JSONOut string
 	Partial bool
+	History evalHistoryOptions
 }
 
 // oldJSONSpelling is the error for `--json FILE`, which used to name the
@@ -369,6 +375,7 @@ must be there unless --partial. Prints the summary; --junit and
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the joined JSON report on stdout (instead of the summary)")
 	cmd.Flags().StringVar(&opts.JSONOut, "json-out", "", "write the joined JSON report to `FILE`")
 	cmd.Flags().BoolVar(&opts.Partial, "partial", false, "merge even if some shards are missing")
+	addEvalHistoryFlags(cmd, &opts.History)
 	return cmd
 }
 
@@ -395,6 +402,7 @@ func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
 	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
 		return err
 	}
+	sealEvalReport(f, rep, &opts.History)
 	if jsonPath != "-" && opts.JUnit != "-" {
 		writeEvalSummary(f.Out, rep)
 	}
