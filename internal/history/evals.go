@@ -60,7 +60,7 @@ type EvalRow struct {
 	ScenarioOK       bool    `parquet:"scenario_ok"`
 	Status           string  `parquet:"status,optional,dict"`
 	Error            string  `parquet:"error,optional"`
-	Failed           int64   `parquet:"failed"`                      // assertions that failed
+	Failed           int64   `parquet:"failed"`                     // assertions that failed
 	FailedAssertions string  `parquet:"failed_assertions,optional"` // JSON array of their names
 	SessionID        string  `parquet:"session_id,optional"`
 	CostUSD          float64 `parquet:"cost_usd"`
