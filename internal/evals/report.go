@@ -24,8 +24,16 @@ type Report struct {
 	// SuiteScenarios is the number of scenarios in the whole suite file.
 	SuiteScenarios int `json:"suite_scenarios"`
 	// Shards lists the shards the report covers (empty: the whole suite).
-	Shards  []Shard   `json:"shards,omitempty"`
-	Filter  string    `json:"filter,omitempty"`
+	Shards []Shard `json:"shards,omitempty"`
+	Filter string  `json:"filter,omitempty"`
+	// Repeat is the --repeat that overrode every scenario's repeat (0:
+	// the suite's own).
+	Repeat int `json:"repeat,omitempty"`
+	// Branch and Commit say what the suite ran against (CI's variables,
+	// git, or flags), so a later run can take this report as its baseline
+	// by branch; empty when unknown.
+	Branch  string    `json:"branch,omitempty"`
+	Commit  string    `json:"commit,omitempty"`
 	Home    string    `json:"home"`
 	Started time.Time `json:"started"`
 	Millis  int64     `json:"ms"`
@@ -52,16 +60,21 @@ type ScenarioResult struct {
 	Passed    int         `json:"passed"`
 	OK        bool        `json:"ok"`
 	Runs      []RunResult `json:"runs"`
+	// Trials are pass@k and pass^k for k = 1..runs, for a scenario of two
+	// or more runs (see Trials); derived from Runs.
+	Trials []Trial `json:"trials,omitempty"`
 }
 
 // RunResult is one repeat of a scenario: its session and its checks.
 type RunResult struct {
-	Repeat    int     `json:"repeat"`
-	SessionID string  `json:"session_id,omitempty"`
-	Status    string  `json:"status,omitempty"`
-	Reason    string  `json:"reason,omitempty"`
-	Error     string  `json:"error,omitempty"`
-	Tokens    int64   `json:"tokens"`
+	Repeat    int    `json:"repeat"`
+	SessionID string `json:"session_id,omitempty"`
+	Status    string `json:"status,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Tokens    int64  `json:"tokens"`
+	// Turns are the session's assistant turns (session.State.Turns).
+	Turns     int     `json:"turns"`
 	ToolCalls int64   `json:"tool_calls"`
 	CostUSD   float64 `json:"cost_usd"`
 	Millis    int64   `json:"ms"`
@@ -96,6 +109,7 @@ func (rep *Report) tally() {
 			}
 		}
 		sc.OK = sc.Passed >= sc.Need
+		sc.Trials = Trials(len(sc.Runs), sc.Passed)
 		if sc.OK {
 			rep.Passed++
 		} else {

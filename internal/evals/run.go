@@ -16,6 +16,7 @@ import (
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/runner"
+	"github.com/agentctl/agentctl/internal/session"
 )
 
 // Config is what running a suite needs. Each run's provider, tools and
@@ -34,6 +35,9 @@ type Config struct {
 	Shard Shard
 	// Filter keeps the scenarios whose name matches (nil: all).
 	Filter *regexp.Regexp
+	// Repeat, when positive, overrides every scenario's repeat (--repeat);
+	// thresholds stay shares, so the runs needed follow.
+	Repeat int
 	// Progress is called after each run, from one goroutine at a time.
 	Progress func(Progress)
 	// Observer, if set, makes an observer for each session (the live
@@ -52,6 +56,14 @@ type Progress struct {
 	Done, Total int
 	Scenario    string
 	Run         RunResult
+}
+
+// Runs is how many times sc runs: its repeat, or Config.Repeat.
+func (c Config) Runs(sc *Scenario) int {
+	if c.Repeat > 0 {
+		return c.Repeat
+	}
+	return sc.Repeat
 }
 
 // Shard is part I of N of a suite (1-based). Scenario i (0-based, in file
@@ -148,14 +160,18 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 	if cfg.Filter != nil {
 		rep.Filter = cfg.Filter.String()
 	}
+	if cfg.Repeat > 0 {
+		rep.Repeat = cfg.Repeat
+	}
 	type unit struct{ sc, slot, rep int }
 	var units []unit
 	for _, i := range Select(s, cfg.Shard, cfg.Filter) {
 		sc := &s.Scenarios[i]
-		rep.Scenarios = append(rep.Scenarios, ScenarioResult{Name: sc.Name, Index: i, Line: sc.Line, Repeat: sc.Repeat,
-			Threshold: sc.ThresholdValue(), Need: sc.Need(), Runs: make([]RunResult, sc.Repeat)})
+		n := cfg.Runs(sc)
+		rep.Scenarios = append(rep.Scenarios, ScenarioResult{Name: sc.Name, Index: i, Line: sc.Line, Repeat: n,
+			Threshold: sc.ThresholdValue(), Need: need(sc.ThresholdValue(), n), Runs: make([]RunResult, n)})
 		e.crash[i] = &crashOnce{}
-		for r := 0; r < sc.Repeat; r++ {
+		for r := 0; r < n; r++ {
 			units = append(units, unit{i, len(rep.Scenarios) - 1, r})
 		}
 	}
@@ -231,9 +247,10 @@ func (e *engine) runOne(ctx context.Context, sc *Scenario, idx, r int) (rr RunRe
 		rr.Results = append(rr.Results, Result{Kind: KindRun, Assertion: "run", Message: rr.Error})
 		return rr
 	}
-	sum := recorder.Summarize(id, evs, tail)
+	st := session.Fold(evs)
+	sum := recorder.SummaryOf(id, st, tail, nil)
 	rr.Status, rr.Reason = string(sum.Status), finishReason(evs)
-	rr.Tokens, rr.ToolCalls, rr.CostUSD = sum.InputTokens+sum.OutputTokens, sum.ToolCalls, sum.CostUSD
+	rr.Tokens, rr.ToolCalls, rr.CostUSD, rr.Turns = sum.InputTokens+sum.OutputTokens, sum.ToolCalls, sum.CostUSD, st.Turns
 	if rr.Error != "" {
 		rr.Results = append(rr.Results, Result{Kind: KindRun, Assertion: "run", Message: rr.Error})
 	}

@@ -70,13 +70,10 @@ type Replay struct {
 }
 
 // Need is the number of passing repeats the scenario needs.
-func (s *Scenario) Need() int {
-	t := 1.0
-	if s.Threshold != nil {
-		t = *s.Threshold
-	}
-	return int(math.Ceil(t*float64(s.Repeat) - 1e-9))
-}
+func (s *Scenario) Need() int { return need(s.ThresholdValue(), s.Repeat) }
+
+// need is the passing runs a threshold asks of n runs: ceil(t x n).
+func need(t float64, n int) int { return int(math.Ceil(t*float64(n) - 1e-9)) }
 
 // ThresholdValue is the threshold with its default applied.
 func (s *Scenario) ThresholdValue() float64 {
