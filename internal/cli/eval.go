@@ -139,6 +139,7 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.History.stamp(rep)
 	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
 		return err
 	}
@@ -399,6 +400,7 @@ func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval merge: %w", err)
 	}
+	opts.History.stamp(rep)
 	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
 		return err
 	}

@@ -41,6 +41,18 @@ func (o *evalHistoryOptions) provenance() evals.Provenance {
 	return p
 }
 
+// stamp sets the report's branch and commit (see provenance) where it
+// has none, before it is written anywhere.
+func (o *evalHistoryOptions) stamp(rep *evals.Report) {
+	p := o.provenance()
+	if o.Branch != "" || rep.Branch == "" {
+		rep.Branch = p.Branch
+	}
+	if o.Commit != "" || rep.Commit == "" {
+		rep.Commit = p.Commit
+	}
+}
+
 // sealEvalReport seals a report of the whole suite (or a merge of its
 // shards; a shard's own report is left to eval merge, so that the same
 // runs are never counted twice) into the home's history. A failure is a
@@ -49,7 +61,7 @@ func sealEvalReport(f *Factory, rep *evals.Report, o *evalHistoryOptions) {
 	if o.NoHistory || len(rep.Shards) > 0 {
 		return
 	}
-	if _, err := evals.SealReport(history.New(f.Home), rep, o.provenance()); err != nil {
+	if _, err := evals.SealReport(history.New(f.Home), rep); err != nil {
 		fmt.Fprintf(f.Err, "agentctl: warning: seal the eval report into the history: %v\n", err)
 	}
 }

@@ -117,8 +117,8 @@ func ReportDigest(r *Report) ([]byte, string, error) {
 
 // HistoryRows turns a report into its rows of the history (see
 // history.EvalRow): the run row, then one row per scenario repeat in
-// suite order.
-func HistoryRows(r *Report, prov Provenance) ([]history.EvalRow, error) {
+// suite order. The rows' branch and commit are the report's.
+func HistoryRows(r *Report) ([]history.EvalRow, error) {
 	b, digest, err := ReportDigest(r)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func HistoryRows(r *Report, prov Provenance) ([]history.EvalRow, error) {
 		shards = append(shards, s.String())
 	}
 	base := history.EvalRow{ReportDigest: digest, Suite: r.Suite, SuitePath: r.SuitePath, SuiteSHA256: r.SuiteSHA256,
-		Branch: prov.Branch, Commit: prov.Commit, Started: r.Started.UTC()}
+		Branch: r.Branch, Commit: r.Commit, Started: r.Started.UTC()}
 	run := base
 	run.Record, run.Millis, run.Complete, run.OK = history.EvalRecordRun, r.Millis, r.Complete(), r.OK
 	run.Scenarios, run.ScenariosPassed, run.ScenariosFailed = int64(len(r.Scenarios)), int64(r.Passed), int64(r.Failed)
@@ -154,8 +154,8 @@ func HistoryRows(r *Report, prov Provenance) ([]history.EvalRow, error) {
 
 // SealReport writes the report's rows into the history h (see
 // history.History.SealEval): idempotent, the same report twice is one.
-func SealReport(h *history.History, r *Report, prov Provenance) (history.EvalSealResult, error) {
-	rows, err := HistoryRows(r, prov)
+func SealReport(h *history.History, r *Report) (history.EvalSealResult, error) {
+	rows, err := HistoryRows(r)
 	if err != nil {
 		return history.EvalSealResult{}, err
 	}

@@ -52,13 +52,14 @@ func TestBaselineFromHistory(t *testing.T) {
 		{filtered, main}, // newer, but not the whole suite
 	}
 	for _, s := range seal {
-		res, err := evals.SealReport(h, s.rep, s.prov)
+		s.rep.Branch, s.rep.Commit = s.prov.Branch, s.prov.Commit
+		res, err := evals.SealReport(h, s.rep)
 		if err != nil || res.Skipped != "" {
 			t.Fatalf("SealReport = %+v, %v", res, err)
 		}
 	}
 	// Sealing again writes nothing: the file is named after the digest.
-	if res, err := evals.SealReport(h, seal[0].rep, main); err != nil || res.Skipped != "already sealed" {
+	if res, err := evals.SealReport(h, seal[0].rep); err != nil || res.Skipped != "already sealed" {
 		t.Fatalf("SealReport again = %+v, %v, want already sealed", res, err)
 	}
 	// A compaction of the sessions' history leaves the eval files alone.
@@ -117,7 +118,9 @@ func TestBaselineFromHistory(t *testing.T) {
 func TestBaselineDamaged(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
-	rows, err := evals.HistoryRows(report("smoke", 1, 1, 1), evals.Provenance{Branch: "main"})
+	rep := report("smoke", 1, 1, 1)
+	rep.Branch = "main"
+	rows, err := evals.HistoryRows(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
