@@ -89,7 +89,7 @@ I-1, so N CI jobs split the suite.
 	cmd.Flags().StringVar(&opts.Filter, "filter", "", "run only scenarios whose name matches `RE`")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress on stderr")
 	addEvalHistoryFlags(cmd, &opts.History)
-	cmd.AddCommand(newEvalValidateCmd(f, nil), newEvalMergeCmd(f, nil))
+	cmd.AddCommand(newEvalValidateCmd(f, nil), newEvalMergeCmd(f, nil), newEvalAddCmd(f, nil))
 	return cmd
 }
 
