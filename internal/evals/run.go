@@ -16,8 +16,8 @@ import (
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/runner"
-	"github.com/agentctl/agentctl/internal/spec"
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/spec"
 )
 
 // Config is what running a suite needs. Each run's provider, tools and
