@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/evals"
 	"github.com/agentctl/agentctl/internal/runner"
+	"github.com/agentctl/agentctl/internal/termsafe"
 	"github.com/agentctl/agentctl/internal/vfs"
 )
 
@@ -29,12 +30,19 @@ type evalOptions struct {
 	Shard    string
 	Filter   string
 	Quiet    bool
+	// Repeat overrides every scenario's repeat when positive.
+	Repeat int
+	// Baseline is --baseline: a report file or history:BRANCH.
+	Baseline string
+	Gate     gateOptions
 	History  evalHistoryOptions
 }
 
-const evalExitHelp = `Exit status: 0 every scenario met its threshold, 6 some did not, 1 an
-error (the suite does not load, a report cannot be written), 130
-interrupted.`
+const evalExitHelp = `Exit status: 0 every scenario met its threshold (and, with a baseline,
+none regressed or is missing), 9 regressed against the baseline (a
+scenario regressed, or one is missing without --allow-missing), 6 some
+scenario missed its threshold (and nothing regressed), 1 an error (the
+suite does not load, a report cannot be written), 130 interrupted.`
 
 func newEvalCmd(f *Factory, runF func(context.Context, *evalOptions) error) *cobra.Command {
 	opts := &evalOptions{}
@@ -54,7 +62,24 @@ replay and bundle work on it. The summary goes to stdout; progress goes to
 stderr (a bar on a terminal, one line per run otherwise). --junit writes
 JUnit XML (one testcase per scenario x repeat), --json-out the report that
 'agentctl eval merge' joins (--json prints it on stdout instead). --shard I/N runs scenarios i with i mod N =
-I-1, so N CI jobs split the suite.
+I-1, so N CI jobs split the suite. --repeat N runs every scenario N times
+(thresholds stay shares); a report gives pass@k and pass^k for each
+scenario of two or more runs.
+
+--baseline REPORT.json (a previous --json-out, or a merged one) or
+--baseline history:BRANCH (the newest complete report of that branch in
+the history) compares this run with it, scenario by scenario: pass rates,
+mean cost, tokens, turns, wall time and tool calls, and a verdict:
+regressed, improved, unchanged, new, missing. Repeat-1 scenarios compare
+outcomes; repeated ones are judged by a one-sided Fisher exact test at
+--alpha, so noise does not fail the build (4/5 against 5/5 is not a
+regression, 0/5 against 5/5 is). A mean cost, tokens or wall time above
+the baseline's by more than --tolerance regresses too. A scenario the
+baseline has and this run should have had is missing, and fails the gate
+unless --allow-missing. 'agentctl eval compare A.json B.json' does the
+same with two reports. --summary FILE writes the Markdown summary (the
+table, replay lines of regressed runs, the cost delta); in GitHub Actions
+it is appended to $GITHUB_STEP_SUMMARY unless --summary says otherwise.
 
 ` + evalExitHelp,
 		Example: `  agentctl eval fixtures/suites/smoke.yaml
@@ -63,7 +88,10 @@ I-1, so N CI jobs split the suite.
   agentctl eval suite.yaml --json | jq .ok
   agentctl eval suite.yaml --filter '^fix-'
   agentctl eval validate suite.yaml
-  agentctl eval merge shard-*.json --junit report.xml`,
+  agentctl eval merge shard-*.json --junit report.xml
+  agentctl eval suite.yaml --baseline main-report.json --summary summary.md
+  agentctl eval suite.yaml --baseline history:main --repeat 5 --alpha 0.05 --tolerance cost=10%,tokens=10%,wall=50%
+  agentctl eval compare main.json pr.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 2 && opts.JSON {
 				return oldJSONSpelling(args[1])
@@ -75,6 +103,10 @@ I-1, so N CI jobs split the suite.
 			if opts.Parallel < 1 {
 				return usageError{fmt.Errorf("eval: --parallel must be at least 1")}
 			}
+			if opts.Repeat < 0 || (cmd.Flags().Changed("repeat") && opts.Repeat == 0) {
+				return usageError{fmt.Errorf("eval: --repeat must be at least 1")}
+			}
+			opts.Gate.resolveSummary(cmd, os.Getenv)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -88,8 +120,11 @@ I-1, so N CI jobs split the suite.
 	cmd.Flags().StringVar(&opts.Shard, "shard", "", "run only shard `I/N` of the suite")
 	cmd.Flags().StringVar(&opts.Filter, "filter", "", "run only scenarios whose name matches `RE`")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress on stderr")
+	cmd.Flags().IntVar(&opts.Repeat, "repeat", 0, "run every scenario `N` times, overriding the suite's repeats")
+	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "compare with `REPORT.json` (a --json-out) or history:BRANCH, and gate on regressions")
+	addGateFlags(cmd, &opts.Gate)
 	addEvalHistoryFlags(cmd, &opts.History)
-	cmd.AddCommand(newEvalValidateCmd(f, nil), newEvalMergeCmd(f, nil), newEvalAddCmd(f, nil))
+	cmd.AddCommand(newEvalValidateCmd(f, nil), newEvalMergeCmd(f, nil), newEvalCompareCmd(f, nil), newEvalAddCmd(f, nil))
 	return cmd
 }
 
@@ -98,7 +133,23 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg := evals.Config{Store: f.Store(), Parallel: opts.Parallel, Warn: f.Err}
+	cfg := evals.Config{Store: f.Store(), Parallel: opts.Parallel, Warn: f.Err, Repeat: opts.Repeat}
+	copts, err := opts.Gate.compareOptions()
+	if err != nil {
+		return err
+	}
+	// The baseline is read before anything runs: a wrong path or branch
+	// should cost seconds, not the suite's run.
+	s, err := evals.Load(opts.Suite)
+	if err != nil {
+		return err
+	}
+	var base *evals.Report
+	if opts.Baseline != "" {
+		if base, err = loadBaseline(ctx, f, opts.Baseline, s.Name); err != nil {
+			return err
+		}
+	}
 	if opts.Shard != "" {
 		sh, err := evals.ParseShard(opts.Shard)
 		if err != nil {
@@ -113,10 +164,6 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 		}
 		cfg.Filter = re
 	}
-	s, err := evals.Load(opts.Suite)
-	if err != nil {
-		return err
-	}
 	cfg.Observer = func() runner.Observer { return withTelemetry(f, nil) }
 	cfg.AfterRun = func(id string, obs runner.Observer) {
 		flushTelemetry(f, obs)
@@ -128,7 +175,7 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	sel := evals.Select(s, cfg.Shard, cfg.Filter)
 	total := 0
 	for _, i := range sel {
-		total += s.Scenarios[i].Repeat
+		total += cfg.Runs(&s.Scenarios[i])
 	}
 	if len(sel) == 0 {
 		fmt.Fprintf(f.Err, "eval: no scenario of %s is in shard %s matching --filter %q\n", s.Name, cfg.Shard, opts.Filter)
@@ -140,22 +187,30 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 		return err
 	}
 	opts.History.stamp(rep)
-	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
+	if base != nil {
+		if rep.Comparison, err = evals.Compare(base, rep, copts); err != nil {
+			return fmt.Errorf("eval --baseline %s: %w", opts.Baseline, err)
+		}
+	}
+	if err := writeEvalOutputs(f, rep, rep.Comparison, opts.JUnit, jsonPath, rep); err != nil {
 		return err
 	}
 	if ctx.Err() == nil {
 		sealEvalReport(f, rep, &opts.History)
 	}
-	if jsonPath != "-" && opts.JUnit != "-" {
+	if err := writeMarkdownSummary(f, opts.Gate, rep, rep.Comparison); err != nil {
+		return err
+	}
+	if jsonPath != "-" && opts.JUnit != "-" && opts.Gate.Summary != "-" {
 		writeEvalSummary(f.Out, rep)
+		if rep.Comparison != nil {
+			writeComparison(termsafe.Writer(f.Out), rep.Comparison) // the baseline may come from anywhere
+		}
 	}
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, fmt.Errorf("eval interrupted; the runs that stopped are resumable"))
-	case !rep.OK:
-		return withCode(ExitChecksFailed, nil)
 	}
-	return nil
+	return gateExit(rep, rep.Comparison)
 }
 
 // evalProgress sets cfg.Progress: a bar on a terminal, one line per run in
@@ -196,7 +251,9 @@ func evalWord(ok bool) string {
 	return "FAILED"
 }
 
-func writeEvalOutputs(f *Factory, rep *evals.Report, junit, jsonPath string) error {
+// writeEvalOutputs writes the JUnit of rep (with its comparison, if any)
+// and the JSON document doc (the report, or a comparison) where asked.
+func writeEvalOutputs(f *Factory, rep *evals.Report, cmp *evals.Comparison, junit, jsonPath string, doc any) error {
 	write := func(path string, fn func(io.Writer) error) error {
 		if path == "" {
 			return nil
@@ -219,13 +276,13 @@ func writeEvalOutputs(f *Factory, rep *evals.Report, junit, jsonPath string) err
 		}
 		return out.Commit()
 	}
-	if err := write(junit, func(w io.Writer) error { return evals.WriteJUnit(w, rep) }); err != nil {
+	if err := write(junit, func(w io.Writer) error { return evals.WriteJUnit(w, rep, cmp) }); err != nil {
 		return fmt.Errorf("write --junit %s: %w", junit, err)
 	}
 	err := write(jsonPath, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return enc.Encode(doc)
 	})
 	if err != nil {
 		return fmt.Errorf("write --json %s: %w", jsonPath, err)
@@ -401,7 +458,7 @@ func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
 		return fmt.Errorf("eval merge: %w", err)
 	}
 	opts.History.stamp(rep)
-	if err := writeEvalOutputs(f, rep, opts.JUnit, jsonPath); err != nil {
+	if err := writeEvalOutputs(f, rep, nil, opts.JUnit, jsonPath, rep); err != nil {
 		return err
 	}
 	sealEvalReport(f, rep, &opts.History)

@@ -21,7 +21,10 @@ const (
 	ExitCorruptLog       = 7
 	// ExitIncomplete: an import read some files or records it could not
 	// import (each is named in its report); the rest was imported.
-	ExitIncomplete  = 8
+	ExitIncomplete = 8
+	// ExitRegressed: an eval regressed against its baseline (a scenario
+	// regressed, or one is missing and --allow-missing was not given).
+	ExitRegressed   = 9
 	ExitInterrupted = 130
 )
 
@@ -40,6 +43,8 @@ const exitCodesHelp = `Exit status:
        file fails its checksum; nothing repairs it
   8    import incomplete: a file or record was not imported (the report
        names each, with why); the rest was imported
+  9    regressed against the baseline (eval --baseline, eval compare): a
+       scenario regressed, or one is missing
   130  interrupted (SIGINT/SIGTERM); the session is resumable
 Any other code is a failure.`
 

@@ -49,6 +49,10 @@ func TestFlagParsing(t *testing.T) {
 		})()
 	})
 	evalCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalCmd)(); return c, o })
+	compareCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalCompareCmd)(); return c, o })
+	addCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalAddCmd)(); return c, o })
+	t.Setenv("GITHUB_STEP_SUMMARY", "") // the summary's default is asserted below
+	gate := gateOptions{Alpha: 0.05, Tolerance: "cost=10%,tokens=10%,wall=50%"}
 	verifyCmd := run(func() (*cobra.Command, any) { c, o := capture(newReplayVerifyCmd)(); return c, o })
 	forkCmd := run(func() (*cobra.Command, any) { c, o := capture(newReplayForkCmd)(); return c, o })
 	crashCmd := run(func() (*cobra.Command, any) { c, o := capture(newCrashtestCmd)(); return c, o })
@@ -67,7 +71,20 @@ func TestFlagParsing(t *testing.T) {
 		{name: "bundle", parse: bundleCmd, args: []string{"3f2a", "-o", "x.tar.zst", "--with-children", "--workspace", "w"},
 			want: bundleOptions{Session: "3f2a", Output: "x.tar.zst", WithChildren: true, Workspace: "w"}},
 		{name: "eval", parse: evalCmd, args: []string{"suite.yaml", "--json-out", "r.json", "--junit", "j.xml", "--parallel", "3", "--shard", "1/2"},
-			want: evalOptions{Suite: "suite.yaml", JSONOut: "r.json", JUnit: "j.xml", Parallel: 3, Shard: "1/2"}},
+			want: evalOptions{Suite: "suite.yaml", JSONOut: "r.json", JUnit: "j.xml", Parallel: 3, Shard: "1/2", Gate: gate}},
+		{name: "eval against a baseline", parse: evalCmd,
+			args: []string{"suite.yaml", "--baseline", "history:main", "--repeat", "5", "--alpha", "0.01", "--tolerance", "wall=off", "--allow-missing", "--summary", "s.md"},
+			want: evalOptions{Suite: "suite.yaml", Parallel: 1, Repeat: 5, Baseline: "history:main",
+				Gate: gateOptions{Alpha: 0.01, Tolerance: "wall=off", AllowMissing: true, Summary: "s.md"}}},
+		{name: "eval on a branch", parse: evalCmd, args: []string{"suite.yaml", "--branch", "main", "--commit", "c1", "--no-history"},
+			want: evalOptions{Suite: "suite.yaml", Parallel: 1, Gate: gate, History: evalHistoryOptions{Branch: "main", Commit: "c1", NoHistory: true}}},
+		{name: "eval add", parse: addCmd, args: []string{"suite.yaml", "--from", "3f2a", "--name", "n", "--fork-from", "6", "--model", "scripted/x", "--script", "s.yaml", "--assert", "status=done", "--assert", "called=bash"},
+			want: evalAddOptions{Suite: "suite.yaml", From: "3f2a", Name: "n", ForkFrom: 6, Model: "scripted/x", Script: "s.yaml", Assert: []string{"status=done", "called=bash"}}},
+		{name: "eval add needs --from", parse: addCmd, args: []string{"suite.yaml"}, wantErr: "--from SESSION is required"},
+		{name: "eval --repeat 0", parse: evalCmd, args: []string{"suite.yaml", "--repeat", "0"}, wantErr: "--repeat must be at least 1"},
+		{name: "eval compare", parse: compareCmd, args: []string{"a.json", "b.json", "--json", "--junit", "j.xml"},
+			want: evalCompareOptions{Baseline: "a.json", Current: "b.json", JSON: true, JUnit: "j.xml", Gate: gate}},
+		{name: "eval compare needs two", parse: compareCmd, args: []string{"a.json"}, wantErr: "accepts 2 arg"},
 		{name: "eval old --json FILE", parse: evalCmd, args: []string{"suite.yaml", "--json", "r.json"}, wantErr: "--json-out r.json"},
 		{name: "import", parse: importCmd, args: []string{"auto", "a.jsonl", "runs/", "--json"},
 			want: importOptions{Format: "auto", Paths: []string{"a.jsonl", "runs/"}, JSON: true}},
@@ -95,5 +112,35 @@ func TestFlagParsing(t *testing.T) {
 				t.Errorf("options = %+v\nwant      %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSummaryDefault: with no --summary, GitHub Actions' step summary is
+// appended to; --summary wins, and an empty --summary writes none.
+func TestSummaryDefault(t *testing.T) {
+	env := func(k string) string {
+		if k == githubSummaryEnv {
+			return "/gh/step.md"
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		args []string
+		want gateOptions
+	}{
+		{nil, gateOptions{Summary: "/gh/step.md", SummaryAppend: true}},
+		{[]string{"--summary", "s.md"}, gateOptions{Summary: "s.md"}},
+		{[]string{"--summary", ""}, gateOptions{}},
+	} {
+		var g gateOptions
+		cmd := &cobra.Command{Use: "x", RunE: func(cmd *cobra.Command, _ []string) error { g.resolveSummary(cmd, env); return nil }}
+		cmd.Flags().StringVar(&g.Summary, "summary", "", "")
+		cmd.SetArgs(tt.args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if g != tt.want {
+			t.Errorf("%q: summary %+v, want %+v", tt.args, g, tt.want)
+		}
 	}
 }

@@ -63,6 +63,30 @@
 // 0-based index i has i mod N = I-1; Merge joins the shard reports and
 // checks they are disjoint, complete and from the same suite file.
 //
+// # Trials
+//
+// A scenario of two or more runs gets, for k = 1..n, pass@k and pass^k
+// (Trials, with the estimators on Trial): pass@k = 1 - C(n-c,k)/C(n,k)
+// (Chen et al. 2021), pass^k = C(c,k)/C(n,k) (tau-bench). Config.Repeat
+// (--repeat) overrides every scenario's repeat; thresholds stay shares.
+//
+// # Baselines
+//
+// Compare judges a report against a baseline report (a previous run, a
+// merged one, a branch's newest): per scenario the pass rates and the
+// means of cost, tokens, turns, wall time and tool calls, and a verdict,
+// regressed, improved, unchanged, new or missing. Repeat-1 scenarios
+// compare outcomes; repeated ones are judged by a one-sided Fisher exact
+// test (FisherOneSided) at CompareOptions.Alpha; means beyond Tolerance
+// regress; a missing scenario fails unless AllowMissing. compare.go has
+// the rules; TestFalseAlarmRate measures how often the gate fires when
+// nothing changed. WriteJUnit and WriteSummary (Markdown, for
+// $GITHUB_STEP_SUMMARY) render a report with its Comparison.
+//
+//	base, _ := evals.ReadReport("main.json")
+//	cmp, err := evals.Compare(base, rep, evals.CompareOptions{})
+//	if err == nil && !cmp.OK { /* exit 9 */ }
+//
 // # Concurrency
 //
 // Run executes up to Config.Parallel runs at once; the report is in suite

@@ -291,7 +291,7 @@ func roundTrip(t testing.TB, rep *evals.Report) *evals.Report {
 func validateJUnit(t *testing.T, rep *evals.Report) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := evals.WriteJUnit(&buf, rep); err != nil {
+	if err := evals.WriteJUnit(&buf, rep, nil); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "junit.xml")

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // JUnit XML. The shape satisfies both widely used schemas, checked by the
@@ -24,6 +26,16 @@ import (
 // it. A run that could not be made has an <error> instead. A failed run of
 // a scenario that still met its threshold has no <failure> (the build does
 // not fail for it); the suite's <system-out> lists it as tolerated.
+//
+// Against a baseline (a Comparison), each compared scenario also has a
+// testcase "<scenario> vs baseline" (classname "<suite>.<scenario>"): a
+// regression, or a missing scenario the gate does not allow, is a
+// <failure> of type "regressed" or "missing" whose message gives the
+// numbers (pass rates, the Fisher p-value, each metric beyond its
+// tolerance) and whose text lists the failed runs' replay commands. The
+// verdict itself is the suite property "verdict.<scenario>" (and
+// "baseline.*" name the baseline): neither schema allows properties on a
+// testcase, so they sit on the testsuite, the one place both accept.
 
 // junitSuites carries no attributes: the Ant schema allows none there
 // (the totals are on the testsuite).
@@ -70,8 +82,8 @@ type junitProblem struct {
 
 func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 
-// homeFlag is the --home flag a hint needs to reach the session.
-func homeFlag(home string) string {
+// HomeFlag is the --home flag a hint needs to reach the session.
+func HomeFlag(home string) string {
 	if home == "" || home == ".agentctl" {
 		return ""
 	}
@@ -80,13 +92,14 @@ func homeFlag(home string) string {
 
 // Hints are the commands that show and replay a session of the report.
 func Hints(home, id string) string {
-	h := homeFlag(home)
+	h := HomeFlag(home)
 	return fmt.Sprintf("timeline: agentctl%s show %s\nreplay:   agentctl%s replay run %s\nquery:    agentctl%s query \"SELECT seq, kind, tool, status FROM events WHERE session_id = '%s' ORDER BY seq\"",
 		h, id, h, id, h, id)
 }
 
-// WriteJUnit writes the report as JUnit XML.
-func WriteJUnit(w io.Writer, rep *Report) error {
+// WriteJUnit writes the report as JUnit XML; cmp, if not nil, is the
+// report's comparison with a baseline.
+func WriteJUnit(w io.Writer, rep *Report, cmp *Comparison) error {
 	host, err := os.Hostname()
 	if err != nil || strings.TrimSpace(host) == "" {
 		host = "localhost"
@@ -120,7 +133,7 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 					ff := firstFailure(r)
 					p.Type = ff.Kind
 					p.Message = fmt.Sprintf("%s failed: %s (session %s; replay: agentctl%s replay run %s)", ff.Assertion, clip(ff.Message, 200),
-						r.SessionID, homeFlag(rep.Home), r.SessionID)
+						r.SessionID, HomeFlag(rep.Home), r.SessionID)
 					tc.Failure = p
 					ts.Failures++
 				}
@@ -130,6 +143,9 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 	}
 	if tolerated.Len() > 0 {
 		out.WriteString("\ntolerated failures (scenario met its threshold):\n" + tolerated.String())
+	}
+	if cmp != nil {
+		junitCompared(&ts, rep, cmp, &out)
 	}
 	ts.SystemOut = out.String()
 	doc := junitSuites{Suites: []junitSuite{ts}}
@@ -143,6 +159,35 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 	}
 	_, err = io.WriteString(w, "\n")
 	return err
+}
+
+// junitCompared adds the comparison's properties and testcases.
+func junitCompared(ts *junitSuite, rep *Report, cmp *Comparison, out *strings.Builder) {
+	b := cmp.Baseline
+	ts.Properties = append(ts.Properties, junitProperty{"baseline.suite_path", b.SuitePath}, junitProperty{"baseline.started", b.Started.UTC().Format(time.RFC3339)},
+		junitProperty{"baseline.branch", b.Branch}, junitProperty{"baseline.commit", b.Commit},
+		junitProperty{"baseline.alpha", strconv.FormatFloat(cmp.Alpha, 'g', -1, 64)}, junitProperty{"baseline.tolerance", cmp.Tolerance.String()},
+		junitProperty{"baseline.ok", strconv.FormatBool(cmp.OK)})
+	fmt.Fprintf(out, "\nagainst the baseline %s: %s\n", b.SuitePath, CountsLine(cmp))
+	for _, d := range cmp.Scenarios {
+		ts.Properties = append(ts.Properties, junitProperty{"verdict." + d.Name, string(d.Verdict)})
+		fmt.Fprintf(out, "%s: %s: %s\n", d.Name, d.Verdict, strings.Join(d.Reasons, "; "))
+		tc := junitCase{Name: d.Name + " vs baseline", Classname: rep.Suite + "." + d.Name, Time: "0.000"}
+		ts.Tests++
+		if d.Verdict == Regressed || (d.Verdict == Missing && !cmp.AllowMissing) {
+			var text strings.Builder
+			fmt.Fprintf(&text, "%s %s against the baseline %s (started %s)\n", d.Name, d.Verdict, b.SuitePath, b.Started.UTC().Format(time.RFC3339))
+			for _, r := range d.Reasons {
+				fmt.Fprintf(&text, "- %s\n", r)
+			}
+			for _, id := range d.ReplaySessions() {
+				fmt.Fprintf(&text, "agentctl%s replay run %s\n", HomeFlag(rep.Home), id)
+			}
+			tc.Failure = &junitProblem{Type: string(d.Verdict), Message: clip(d.Name+" "+string(d.Verdict)+": "+strings.Join(d.Reasons, "; "), 400), Text: text.String()}
+			ts.Failures++
+		}
+		ts.Cases = append(ts.Cases, tc)
+	}
 }
 
 func problemText(rep *Report, sc ScenarioResult, r RunResult) string {

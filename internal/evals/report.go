@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -23,6 +24,10 @@ type Report struct {
 	SuiteSHA256 string `json:"suite_sha256"`
 	// SuiteScenarios is the number of scenarios in the whole suite file.
 	SuiteScenarios int `json:"suite_scenarios"`
+	// SuiteNames are the names of all the suite file's scenarios, in
+	// file order, whichever ran: a comparison tells a scenario another
+	// shard or the filter left out from one that did not run.
+	SuiteNames []string `json:"suite_names,omitempty"`
 	// Shards lists the shards the report covers (empty: the whole suite).
 	Shards []Shard `json:"shards,omitempty"`
 	Filter string  `json:"filter,omitempty"`
@@ -45,6 +50,9 @@ type Report struct {
 	RunsOK    int              `json:"runs_ok"`
 	// OK is true when every scenario met its threshold.
 	OK bool `json:"ok"`
+	// Comparison is the gate's outcome when the run had a baseline
+	// (--baseline); a later comparison reads only the scenarios.
+	Comparison *Comparison `json:"comparison,omitempty"`
 }
 
 // ScenarioResult is one scenario's repeats and whether enough passed.
@@ -119,11 +127,24 @@ func (rep *Report) tally() {
 	rep.OK = rep.Failed == 0
 }
 
+// MaxReportBytes bounds a report file ReadReport reads: reports come
+// from CI artifacts and buckets, and a suite of a thousand scenarios run
+// ten times is a few MiB.
+const MaxReportBytes = 256 << 20
+
 // ReadReport reads a --json report file.
 func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxReportBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read report %s: %w", path, err)
+	}
+	if len(b) > MaxReportBytes {
+		return nil, fmt.Errorf("read report %s: larger than %d MiB, which no report of agentctl is; is it a report?", path, MaxReportBytes>>20)
 	}
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -155,7 +176,7 @@ func Merge(reports []*Report, partial bool) (*Report, error) {
 	}
 	first := reports[0]
 	out := &Report{Version: ReportVersion, Suite: first.Suite, SuitePath: first.SuitePath, SuiteSHA256: first.SuiteSHA256,
-		SuiteScenarios: first.SuiteScenarios, Filter: first.Filter, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
+		SuiteScenarios: first.SuiteScenarios, SuiteNames: first.SuiteNames, Filter: first.Filter, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
 	count := 0
 	seenShard := map[int]bool{}
 	seen := map[int]bool{}

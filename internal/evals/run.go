@@ -154,6 +154,9 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 	began := cfg.Clock()
 	rep := &Report{Version: ReportVersion, Suite: s.Name, SuitePath: s.Path, SuiteSHA256: s.SHA256, SuiteScenarios: len(s.Scenarios),
 		Home: cfg.Store.Root, Started: began.UTC().Truncate(time.Second), Scenarios: []ScenarioResult{}}
+	for i := range s.Scenarios {
+		rep.SuiteNames = append(rep.SuiteNames, s.Scenarios[i].Name)
+	}
 	if cfg.Shard.Count > 0 {
 		sh := cfg.Shard
 		rep.Shards = []Shard{sh}

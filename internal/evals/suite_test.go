@@ -152,7 +152,7 @@ func TestThresholdAndTolerated(t *testing.T) {
 		t.Fatalf("tally: ok %v, passed %d; want ok with 2 of 3", rep.OK, rep.Scenarios[0].Passed)
 	}
 	var b bytes.Buffer
-	if err := WriteJUnit(&b, rep); err != nil {
+	if err := WriteJUnit(&b, rep, nil); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "<failure") || !strings.Contains(b.String(), "flaky #2 failed (status: failed), tolerated: 2 of 3 runs passed") {
