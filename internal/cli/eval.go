@@ -35,6 +35,7 @@ type evalOptions struct {
 	// Baseline is --baseline: a report file or history:BRANCH.
 	Baseline string
 	Gate     gateOptions
+	History  evalHistoryOptions
 }
 
 const evalExitHelp = `Exit status: 0 every scenario met its threshold (and, with a baseline,
@@ -122,7 +123,8 @@ it is appended to $GITHUB_STEP_SUMMARY unless --summary says otherwise.
 	cmd.Flags().IntVar(&opts.Repeat, "repeat", 0, "run every scenario `N` times, overriding the suite's repeats")
 	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "compare with `REPORT.json` (a --json-out) or history:BRANCH, and gate on regressions")
 	addGateFlags(cmd, &opts.Gate)
-	cmd.AddCommand(newEvalValidateCmd(f, nil), newEvalMergeCmd(f, nil), newEvalCompareCmd(f, nil))
+	addEvalHistoryFlags(cmd, &opts.History)
+	cmd.AddCommand(newEvalValidateCmd(f, nil), newEvalMergeCmd(f, nil), newEvalCompareCmd(f, nil), newEvalAddCmd(f, nil))
 	return cmd
 }
 
@@ -141,9 +143,13 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	}
 	// The baseline is read before anything runs: a wrong path or branch
 	// should cost seconds, not the suite's run.
+	s, err := evals.Load(opts.Suite)
+	if err != nil {
+		return err
+	}
 	var base *evals.Report
 	if opts.Baseline != "" {
-		if base, err = loadBaseline(ctx, f, opts.Baseline); err != nil {
+		if base, err = loadBaseline(ctx, f, opts.Baseline, s.Name); err != nil {
 			return err
 		}
 	}
@@ -160,10 +166,6 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 			return usageError{fmt.Errorf("--filter %q: %w", opts.Filter, err)}
 		}
 		cfg.Filter = re
-	}
-	s, err := evals.Load(opts.Suite)
-	if err != nil {
-		return err
 	}
 	cfg.Observer = func() runner.Observer { return withTelemetry(f, nil) }
 	cfg.AfterRun = func(id string, obs runner.Observer) {
@@ -187,6 +189,7 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.History.stamp(rep)
 	if base != nil {
 		if rep.Comparison, err = evals.Compare(base, rep, copts); err != nil {
 			return fmt.Errorf("eval --baseline %s: %w", opts.Baseline, err)
@@ -194,6 +197,9 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	}
 	if err := writeEvalOutputs(f, rep, rep.Comparison, opts.JUnit, jsonPath, rep); err != nil {
 		return err
+	}
+	if ctx.Err() == nil {
+		sealEvalReport(f, rep, &opts.History)
 	}
 	if err := writeMarkdownSummary(f, opts.Gate, rep, rep.Comparison); err != nil {
 		return err
@@ -382,6 +388,7 @@ type evalMergeOptions struct {
 	JSON    bool
 	JSONOut string
 	Partial bool
+	History evalHistoryOptions
 }
 
 // oldJSONSpelling is the error for `--json FILE`, which used to name the
@@ -429,6 +436,7 @@ must be there unless --partial. Prints the summary; --junit and
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the joined JSON report on stdout (instead of the summary)")
 	cmd.Flags().StringVar(&opts.JSONOut, "json-out", "", "write the joined JSON report to `FILE`")
 	cmd.Flags().BoolVar(&opts.Partial, "partial", false, "merge even if some shards are missing")
+	addEvalHistoryFlags(cmd, &opts.History)
 	return cmd
 }
 
@@ -452,9 +460,11 @@ func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval merge: %w", err)
 	}
+	opts.History.stamp(rep)
 	if err := writeEvalOutputs(f, rep, nil, opts.JUnit, jsonPath, rep); err != nil {
 		return err
 	}
+	sealEvalReport(f, rep, &opts.History)
 	if jsonPath != "-" && opts.JUnit != "-" {
 		writeEvalSummary(f.Out, rep)
 	}

@@ -72,13 +72,14 @@ func (g *gateOptions) compareOptions() (evals.CompareOptions, error) {
 // historyPrefix marks a --baseline taken from the history.
 const historyPrefix = "history:"
 
-// loadBaseline reads --baseline: a report file, or history:BRANCH.
-func loadBaseline(ctx context.Context, f *Factory, arg string) (*evals.Report, error) {
+// loadBaseline reads --baseline: a report file, or history:BRANCH (the
+// newest complete report of the suite named suite on that branch).
+func loadBaseline(ctx context.Context, f *Factory, arg, suite string) (*evals.Report, error) {
 	if branch, ok := strings.CutPrefix(arg, historyPrefix); ok {
 		if branch == "" {
 			return nil, usageError{fmt.Errorf("--baseline history: names no branch (e.g. --baseline history:main)")}
 		}
-		return baselineFromHistory(ctx, f, branch)
+		return baselineFromHistory(ctx, f, suite, branch, "")
 	}
 	r, err := evals.ReadReport(arg)
 	if err != nil {
@@ -259,11 +260,11 @@ func evalCompareRun(ctx context.Context, f *Factory, opts *evalCompareOptions) e
 	if err != nil {
 		return err
 	}
-	base, err := loadBaseline(ctx, f, opts.Baseline)
+	cur, err := evals.ReadReport(opts.Current)
 	if err != nil {
 		return err
 	}
-	cur, err := evals.ReadReport(opts.Current)
+	base, err := loadBaseline(ctx, f, opts.Baseline, cur.Suite)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,7 @@ func TestFlagParsing(t *testing.T) {
 	})
 	evalCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalCmd)(); return c, o })
 	compareCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalCompareCmd)(); return c, o })
+	addCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalAddCmd)(); return c, o })
 	t.Setenv("GITHUB_STEP_SUMMARY", "") // the summary's default is asserted below
 	gate := gateOptions{Alpha: 0.05, Tolerance: "cost=10%,tokens=10%,wall=50%"}
 	verifyCmd := run(func() (*cobra.Command, any) { c, o := capture(newReplayVerifyCmd)(); return c, o })
@@ -75,6 +76,11 @@ func TestFlagParsing(t *testing.T) {
 			args: []string{"suite.yaml", "--baseline", "history:main", "--repeat", "5", "--alpha", "0.01", "--tolerance", "wall=off", "--allow-missing", "--summary", "s.md"},
 			want: evalOptions{Suite: "suite.yaml", Parallel: 1, Repeat: 5, Baseline: "history:main",
 				Gate: gateOptions{Alpha: 0.01, Tolerance: "wall=off", AllowMissing: true, Summary: "s.md"}}},
+		{name: "eval on a branch", parse: evalCmd, args: []string{"suite.yaml", "--branch", "main", "--commit", "c1", "--no-history"},
+			want: evalOptions{Suite: "suite.yaml", Parallel: 1, Gate: gate, History: evalHistoryOptions{Branch: "main", Commit: "c1", NoHistory: true}}},
+		{name: "eval add", parse: addCmd, args: []string{"suite.yaml", "--from", "3f2a", "--name", "n", "--fork-from", "6", "--model", "scripted/x", "--script", "s.yaml", "--assert", "status=done", "--assert", "called=bash"},
+			want: evalAddOptions{Suite: "suite.yaml", From: "3f2a", Name: "n", ForkFrom: 6, Model: "scripted/x", Script: "s.yaml", Assert: []string{"status=done", "called=bash"}}},
+		{name: "eval add needs --from", parse: addCmd, args: []string{"suite.yaml"}, wantErr: "--from SESSION is required"},
 		{name: "eval --repeat 0", parse: evalCmd, args: []string{"suite.yaml", "--repeat", "0"}, wantErr: "--repeat must be at least 1"},
 		{name: "eval compare", parse: compareCmd, args: []string{"a.json", "b.json", "--json", "--junit", "j.xml"},
 			want: evalCompareOptions{Baseline: "a.json", Current: "b.json", JSON: true, JUnit: "j.xml", Gate: gate}},

@@ -39,12 +39,24 @@ Views:
               idempotency_key, intent_seq, intent_ts, result_seq, result_ts,
               status (ok|error|cancelled|denied|pending), latency_ms, error,
               output, artifact
+  eval_runs   one row per eval report ('agentctl eval' seals each into the
+              history): report_digest, suite, suite_path, suite_sha256,
+              branch, commit, started, ms, complete (the whole suite, no
+              filter, nothing interrupted), ok, scenarios,
+              scenarios_passed, scenarios_failed, runs, runs_ok, shards,
+              filter, report (the JSON report)
+  eval_results one row per scenario repeat of a report: report_digest,
+              suite, branch, commit, started, scenario, scenario_index,
+              repeat, passed, scenario_ok, status, error, failed,
+              failed_assertions (JSON array), session_id, cost_usd,
+              tokens, tool_calls, ms
 
 An error in the SQL is printed as DuckDB reports it. A corrupt history file
 is skipped with a warning on stderr naming it, and the rest answers.`,
 		Example: `  agentctl query "SELECT status, count(*) FROM sessions GROUP BY ALL"
   agentctl query "SELECT tool, count(*) FILTER (status = 'error') AS errors FROM tool_calls GROUP BY ALL ORDER BY errors DESC" --format csv
   agentctl query --file weekly.sql --format jsonl
+  agentctl query --remote s3://ci-runs/agentctl "SELECT avg(passed::INT) FROM (SELECT passed FROM eval_results WHERE scenario = 'fix-typo' AND branch = 'main' ORDER BY started DESC LIMIT 30)"
   agentctl query --bundle 3f2a.tar.zst "SELECT tool, status, latency_ms FROM tool_calls"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -36,7 +36,9 @@ func newHistoryPushCmd(f *Factory, runF func(context.Context, *historyPushOption
 the rows of every sealed session (one Parquet object per date partition,
 history/date=YYYY-MM-DD/push-<hash>.parquet), the log of every finished
 session (sessions/<id>/events.log) and, with --bundles, its debug bundle
-(bundles/<id>.tar.zst). Objects are created with conditional PUTs and
+(bundles/<id>.tar.zst), and every eval report 'agentctl eval' sealed
+(history/evals/date=YYYY-MM-DD/eval-<digest>.parquet: the eval_runs and
+eval_results views). Objects are created with conditional PUTs and
 never overwritten, so any number of machines may push to one bucket at
 once; the home records what it pushed, so pushing again uploads nothing.
 
@@ -99,8 +101,8 @@ func historyPushRun(ctx context.Context, f *Factory, opts *historyPushOptions) e
 	if opts.JSON {
 		return json.NewEncoder(f.Out).Encode(res)
 	}
-	_, err = fmt.Fprintf(f.Out, "pushed to %s: %d sessions (%d rows) in %d objects, %d logs, %d bundles, %d bytes; %d already there\n",
-		res.Remote, res.Sessions, res.Rows, res.Objects, res.Logs, res.Bundles, res.Bytes, res.Existing)
+	_, err = fmt.Fprintf(f.Out, "pushed to %s: %d sessions (%d rows) in %d objects, %d logs, %d bundles, %d eval reports, %d bytes; %d already there\n",
+		res.Remote, res.Sessions, res.Rows, res.Objects, res.Logs, res.Bundles, res.Reports, res.Bytes, res.Existing)
 	return err
 }
 
@@ -200,6 +202,9 @@ func openRemoteQueryDB(ctx context.Context, f *Factory, url string) (*query.DB, 
 	var parts []query.RemotePart
 	for _, p := range snap.Parts(nil) {
 		parts = append(parts, query.RemotePart{Path: p.Path, Sessions: p.Sessions, Exclude: p.Exclude})
+	}
+	for _, p := range snap.EvalPaths() {
+		parts = append(parts, query.RemotePart{Path: p, Eval: true})
 	}
 	db, err := query.OpenRemote(ctx, f.Home, f.Err, parts)
 	if err != nil {

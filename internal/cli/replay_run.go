@@ -126,7 +126,7 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	} else {
 		writeReplayRun(f.Out, rep, opts.Keep)
 		if imported {
-			fmt.Fprintf(f.Out, "  imported from %s: no spec; the recorded results stood in for its tools (--spec FILE re-runs them)\n", session.ImportedFrom(evs[0]))
+			fmt.Fprintf(f.Out, "  %s: no spec; the recorded results stood in for its tools (--spec FILE re-runs them)\n", standInWhat(evs[0]))
 		}
 	}
 	if err != nil {
@@ -313,7 +313,7 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 // for an imported one with no --spec, the minimal spec replay.ImportedSpec
 // makes from its events (imported reports that case).
 func replaySpec(f *Factory, cmd, id string, evs []session.Event, specFile string) (sp *spec.Spec, imported bool, err error) {
-	if session.ImportedFrom(evs[0]) != "" && specFile == "" {
+	if replay.StandIn(evs[0]) != "" && specFile == "" {
 		return replay.ImportedSpec(evs), true, nil
 	}
 	sp, changes, err := sessionSpec(f, evs[0], specFile, "", false)
@@ -322,6 +322,14 @@ func replaySpec(f *Factory, cmd, id string, evs []session.Event, specFile string
 	}
 	warnSpecChanges(f, cmd, id, sp, changes)
 	return sp, false, nil
+}
+
+// standInWhat says where a session replayed without a spec came from.
+func standInWhat(hdr session.Event) string {
+	if from := session.ImportedFrom(hdr); from != "" {
+		return "imported from " + from
+	}
+	return "recorded by agentctl proxy for a program it did not start"
 }
 
 // forkModel points sp at the model a fork goes on with: --model

@@ -17,6 +17,7 @@ import (
 	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/spec"
 )
 
 // Config is what running a suite needs. Each run's provider, tools and
@@ -218,7 +219,9 @@ func (e *engine) runOne(ctx context.Context, sc *Scenario, idx, r int) (rr RunRe
 		replayR *replay.SessionReport
 	)
 	obs := e.observer()
-	if sc.Replay != nil {
+	if sc.Replay != nil && sc.Replay.ForkFrom > 0 {
+		id, err = e.fork(ctx, sc, obs)
+	} else if sc.Replay != nil {
 		var rep replay.SessionReport
 		rep, err = e.replay(ctx, sc, obs)
 		id, replayR = rep.ReplaySessionID(), &rep
@@ -328,6 +331,54 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 	}
 	return replay.Session(ctx, replay.SessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
 		WorkspaceFrom: rp.WorkspaceFrom, Observer: obs})
+}
+
+// fork forks the scenario's recorded session after replay.fork_from and
+// goes on live, as `agentctl replay fork` does (replay.Fork): with the
+// scenario's model if it names one, else the session's pinned model; an
+// import or a bare proxied session (replay.StandIn) forks with its
+// minimal spec, whose tools say they cannot run here. The fork is
+// recorded in the eval's home.
+func (e *engine) fork(ctx context.Context, sc *Scenario, obs runner.Observer) (string, error) {
+	rp := sc.Replay
+	src := e.cfg.Store
+	if rp.Home != "" {
+		src = recorder.Store{Root: rp.Home}
+	}
+	id, err := src.Resolve(rp.Session)
+	if err != nil {
+		return "", fmt.Errorf("fork %s: %w", rp.Session, err)
+	}
+	evs, _, err := src.Load(id)
+	if err != nil || len(evs) == 0 {
+		return "", fmt.Errorf("fork %s: read the session: %v", id, err)
+	}
+	standIn := replay.StandIn(evs[0])
+	var sp *spec.Spec
+	if standIn != "" {
+		sp = replay.ImportedSpec(evs)
+	} else if sp, err = spec.ForSession(evs[0], ""); err != nil {
+		return "", fmt.Errorf("fork %s: %w", id, err)
+	}
+	if sc.Model != nil {
+		sp.Model = *sc.Model
+	}
+	if rp.WorkspaceFrom != "" {
+		sp.Workspace.From, sp.Workspace.Path = rp.WorkspaceFrom, ""
+	}
+	cfg, err := agent.Config(sp, e.cfg.Store.Root)
+	if err != nil {
+		return "", fmt.Errorf("fork %s: %w", id, err)
+	}
+	if standIn != "" {
+		cfg.Tools = replay.UnavailableTools(evs)
+	}
+	rep, err := replay.Fork(ctx, replay.ForkConfig{Store: e.cfg.Store, SessionID: id, Events: evs, From: rp.ForkFrom, Spec: sp,
+		Provider: cfg.Provider, Tools: cfg.Tools, Prompt: sc.Prompt, Observer: obs, NewProvider: cfg.NewProvider})
+	if rep.SessionID == "" && err == nil {
+		err = fmt.Errorf("fork %s: no session was made", id)
+	}
+	return rep.SessionID, err
 }
 
 func replayMatches(rp *Replay, sr *replay.SessionReport) Result {

@@ -67,6 +67,12 @@ type Replay struct {
 	// AllowDifferences: by default a tool result that differs from the
 	// recording fails the run (assertion "replay_matches").
 	AllowDifferences bool `yaml:"allow_differences"`
+	// ForkFrom, if above 0, forks the session after that seq instead of
+	// replaying it whole: the events up to it are kept, the workspace is
+	// rebuilt as replay fork does, and the run goes on with the
+	// scenario's model (default: the session's pinned one), live. There
+	// is no replay_matches check; the assertions judge the new ending.
+	ForkFrom int64 `yaml:"fork_from"`
 }
 
 // Need is the number of passing repeats the scenario needs.
@@ -172,8 +178,18 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 		case (sc.Agent == "") == (sc.Replay == nil):
 			bad("scenario takes agent (a spec to run) or replay (a recorded session), exactly one", at()...)
 		case sc.Replay != nil:
-			if sc.Model != nil || sc.Prompt != "" {
-				bad("model and prompt overrides apply to agent scenarios; a replay's model is the recording", at("replay")...)
+			switch {
+			case sc.Replay.ForkFrom < 0:
+				bad("replay.fork_from must be a seq of the session (1 or more)", at("replay", "fork_from")...)
+			case sc.Replay.ForkFrom > 0 && sc.Model != nil:
+				m := *sc.Model
+				m.Script = s.abs(m.Script)
+				if msg := checkModel(&m); msg != "" {
+					bad("model: "+msg, at("model")...)
+				}
+				sc.Model = &m
+			case sc.Replay.ForkFrom == 0 && (sc.Model != nil || sc.Prompt != ""):
+				bad("model and prompt overrides apply to agent scenarios and forks (replay.fork_from); a replay's model is the recording", at("replay")...)
 			}
 			s.validateReplay(sc.Replay, func(msg string, p ...any) { bad(msg, at(append([]any{"replay"}, p...)...)...) })
 		default:

@@ -264,6 +264,9 @@ func (h *History) collectGarbage(m *Manifest) (int, error) {
 			return err
 		}
 		if d.IsDir() {
+			if p == filepath.Join(h.Dir, EvalDir) {
+				return filepath.SkipDir // eval reports: not in the manifest, never garbage
+			}
 			return nil
 		}
 		rel, err := filepath.Rel(h.Dir, p)

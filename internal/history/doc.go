@@ -8,12 +8,31 @@
 //	<home>/history/LOCK                                  writers' flock
 //	<home>/history/date=YYYY-MM-DD/<id>-<lastseq>.parquet   one sealed session
 //	<home>/history/date=YYYY-MM-DD/seg-<gen>-<n>.parquet    a compacted segment
+//	<home>/history/evals/date=YYYY-MM-DD/eval-<digest/16>.parquet   one eval report
 //
 // Partitions are Hive-style, by the UTC date the session started, so a
 // session's rows are never split across dates. Files are zstd-compressed,
 // with row groups of at most RowGroupRows rows; the columns are those of
 // Row (the event's JSON names, ts as TIMESTAMP(MICROS), nested values as
 // JSON text).
+//
+// # Eval reports
+//
+// Each report of `agentctl eval` (and of `eval merge`) is sealed into one
+// file of EvalRow rows under evals/, partitioned by the UTC date the eval
+// started: one row with record = 'run' (suite, suite_path, suite_sha256,
+// branch, commit, started, ms, complete, ok, scenarios, scenarios_passed,
+// scenarios_failed, runs, runs_ok, shards, filter, and report: the whole
+// report as JSON), then one row with record = 'result' per scenario
+// repeat (scenario, scenario_index, repeat, passed, scenario_ok, status,
+// error, failed, failed_assertions as a JSON array, session_id,
+// cost_usd, tokens, tool_calls, ms), each carrying the run's columns
+// too. The file is named after the report's digest (report_digest: hex
+// SHA-256 of the report column's bytes), written atomically and never
+// rewritten, so sealing is idempotent and a reader checks a report
+// against its name. Eval files are not in the manifest (they are never
+// superseded or compacted; compaction leaves the folder alone); package
+// query's eval_runs and eval_results views read them.
 //
 // # Example
 //

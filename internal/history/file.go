@@ -41,6 +41,12 @@ func WriteRowsFS(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64,
 // writeRows is WriteRowsFS that also returns the file's checksum (see
 // FileSum), taken from the bytes as they are written.
 func writeRows(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64, sum string, err error) {
+	return writeFile(fsys, path, rows, noSync)
+}
+
+// writeFile is writeRows for rows of any of the history's schemas (Row,
+// EvalRow).
+func writeFile[T any](fsys vfs.FS, path string, rows []T, noSync bool) (size int64, sum string, err error) {
 	dir := filepath.Dir(path)
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
@@ -51,7 +57,7 @@ func writeRows(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64, s
 	}
 	defer f.Abort()
 	sum32 := crc32.New(castagnoli) // parquet-go writes the file front to back
-	w := parquet.NewGenericWriter[Row](io.MultiWriter(f, sum32),
+	w := parquet.NewGenericWriter[T](io.MultiWriter(f, sum32),
 		parquet.Compression(codec),
 		parquet.MaxRowsPerRowGroup(RowGroupRows),
 		parquet.CreatedBy("agentctl", "", ""),
@@ -147,6 +153,14 @@ func readRowsSum(path string, f FileEntry) ([]Row, error) {
 }
 
 func readRows(r io.ReaderAt, size int64) (rows []Row, err error) {
+	return readFile[Row](r, size)
+}
+
+// readAll reads every row of the Parquet file b.
+func readAll[T any](b []byte) ([]T, error) { return readFile[T](bytes.NewReader(b), int64(len(b))) }
+
+// readFile is readRows for rows of any of the history's schemas.
+func readFile[T any](r io.ReaderAt, size int64) (rows []T, err error) {
 	defer func() {
 		// parquet-go may panic on some malformed input; a damaged file
 		// must be an error, never a crash.
@@ -158,9 +172,9 @@ func readRows(r io.ReaderAt, size int64) (rows []Row, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rd := parquet.NewGenericReader[Row](pf)
+	rd := parquet.NewGenericReader[T](pf)
 	defer rd.Close()
-	rows = make([]Row, pf.NumRows())
+	rows = make([]T, pf.NumRows())
 	n, err := rd.Read(rows)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err

@@ -29,6 +29,14 @@
 //	tool_calls  one row per call (its id and requesting message) that was
 //	            dispatched or answered: its last tool_intent joined with its
 //	            last tool_result, and a later reconciliation's outcome
+//	eval_runs   one row per eval report sealed into the history (package
+//	            history, EvalRow), the home's and a remote's, a report in
+//	            both read once: report_digest, suite, branch, commit,
+//	            started, complete, ok, counts, and the report as JSON
+//	eval_results one row per scenario repeat of those reports: scenario,
+//	            repeat, passed, failed and failed_assertions, session_id,
+//	            cost_usd, tokens, tool_calls, ms, with its run's suite,
+//	            branch, commit and started
 //
 // # Example
 //

@@ -22,7 +22,7 @@ import (
 
 // Views lists the views every query can use, in the order they are
 // documented.
-var Views = []string{"events", "sessions", "tool_calls"}
+var Views = []string{"events", "sessions", "tool_calls", "eval_runs", "eval_results"}
 
 // LogState is what reading a session's log found, for a session read from
 // its log rather than from the history.
@@ -46,6 +46,7 @@ type DB struct {
 	m       *history.Manifest
 	remote  []RemotePart        // history rows from elsewhere (OpenRemote)
 	derived bool                // the sessions and tool_calls views exist
+	evals   bool                // the eval_runs and eval_results views exist
 	logs    map[string]LogState // sessions read from their logs
 	skipped map[string]bool     // corrupt history files, by absolute path
 	checked map[string]string   // history files whose checksum matched: path -> checksum
@@ -376,6 +377,9 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
 	}
+	if d.evals {
+		return d.createEvalViews(ctx)
+	}
 	return nil
 }
 
@@ -554,6 +558,9 @@ func (d *DB) Query(ctx context.Context, q string) (*Result, error) {
 	var res *Result
 	err := d.retry(ctx, func() error {
 		if err := d.ensureDerived(ctx, q); err != nil {
+			return err
+		}
+		if err := d.ensureEvals(ctx, q); err != nil {
 			return err
 		}
 		var err error

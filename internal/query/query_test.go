@@ -193,6 +193,8 @@ func TestDerivedViewsMadeOnUse(t *testing.T) {
 		{"SELECT status FROM TOOL_CALLS", "error"},
 		{"SELECT count(*) FROM information_schema.tables WHERE table_name IN ('sessions', 'tool_calls')", "2"},
 		{"SELECT count(*) FROM duckdb_views() WHERE view_name = 'tool_calls'", "1"},
+		{"SELECT count(*) FROM Eval_Runs", "0"},
+		{"SELECT count(*) FROM eval_results WHERE passed", "0"},
 	} {
 		db, err := query.Open(context.Background(), home, nil)
 		if err != nil {
@@ -212,8 +214,8 @@ func TestDerivedViewsMadeOnUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(res.Rows) != "[[events] [sessions] [tool_calls]]" {
-		t.Errorf("SHOW TABLES = %v, want the three views", res.Rows)
+	if fmt.Sprint(res.Rows) != "[[eval_results] [eval_runs] [events] [sessions] [tool_calls]]" {
+		t.Errorf("SHOW TABLES = %v, want the five views", res.Rows)
 	}
 	if ss, err := db.Sessions(context.Background()); err != nil || len(ss) != 1 {
 		t.Errorf("Sessions() = %v, %v", ss, err)

@@ -16,6 +16,9 @@ type RemotePart struct {
 	Path     string
 	Sessions []string // the sessions with rows in the file
 	Exclude  []string // those of them whose rows here are not live
+	// Eval marks a file of eval report rows (history.EvalRow) instead:
+	// it is read by the eval views, and Sessions and Exclude are unused.
+	Eval bool
 }
 
 // OpenRemote is Open with remote parts added to the events view. A
@@ -33,6 +36,9 @@ func OpenRemote(ctx context.Context, home string, warn io.Writer, parts []Remote
 func (d *DB) remoteParts() []string {
 	var plain, out []string
 	for _, p := range d.remote {
+		if p.Eval {
+			continue
+		}
 		excl := append([]string(nil), p.Exclude...)
 		for _, id := range p.Sessions {
 			_, sealed := d.m.Sessions[id]

@@ -10,13 +10,17 @@
 //
 //	history/date=YYYY-MM-DD/push-<sha256/16>.parquet   sessions one push sealed that day
 //	history/date=YYYY-MM-DD/seg-<sha256/16>.parquet    a remote compaction's merge of pushes
+//	history/evals/date=YYYY-MM-DD/eval-<digest/16>.parquet   one eval report, as the home sealed it
 //	sessions/<id>/events.log                            a finished session's log, byte for byte
 //	bundles/<id>.tar.zst                                a finished session's debug bundle (push --bundles)
 //	locks/compact.lease                                 held while a remote compaction runs
 //
 // Parquet objects have the columns of the local history (history.Row) and
 // are named after the SHA-256 of their bytes, so an object is never
-// rewritten: the same name always holds the same bytes.
+// rewritten: the same name always holds the same bytes. An eval report
+// object is the home's file byte for byte (history.EvalRow), named after
+// the report's digest; it is pushed when the listing lacks it, checked on
+// download against its name, never compacted, and read by the eval views.
 //
 // # Consistency with many writers
 //

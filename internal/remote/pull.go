@@ -26,12 +26,16 @@ type Cached struct {
 	Rows     int64            `json:"rows"`
 	Sessions map[string]int64 `json:"sessions"`          // session -> its last seq in the object
 	Corrupt  string           `json:"corrupt,omitempty"` // why the object cannot be read; then it is not used
+	// Eval marks an eval report object (history/evals/...: see
+	// history.EvalRow); it holds no session's rows.
+	Eval bool `json:"eval,omitempty"`
 }
 
 // Snapshot is the remote's history as one Pull saw it.
 type Snapshot struct {
 	Dir        string   // the cache's objects folder
-	Objects    []Cached // sorted by key
+	Objects    []Cached // sessions' rows, sorted by key
+	Reports    []Cached // eval report objects, sorted by key
 	Downloaded int      // objects fetched by this pull (the rest were cached)
 	Removed    int      // cached objects no longer listed, removed
 }
@@ -69,7 +73,7 @@ func (r *Remote) pullLocked(ctx context.Context) (*Snapshot, error) {
 	listed := map[string]bool{}
 	var todo []Object
 	for _, o := range objs {
-		if !parquetKey.MatchString(o.Key) {
+		if !parquetKey.MatchString(o.Key) && !isEvalKey(o.Key) {
 			continue
 		}
 		if o.Size > MaxObjectBytes {
@@ -129,9 +133,14 @@ func (r *Remote) pullLocked(ctx context.Context) (*Snapshot, error) {
 		if c.Corrupt != "" {
 			fmt.Fprintf(r.Warn, "agentctl: warning: skipping corrupt remote object %s/%s: %s\n", r.Store, c.Key, c.Corrupt)
 		}
+		if c.Eval {
+			snap.Reports = append(snap.Reports, c)
+			continue
+		}
 		snap.Objects = append(snap.Objects, c)
 	}
 	sort.Slice(snap.Objects, func(i, j int) bool { return snap.Objects[i].Key < snap.Objects[j].Key })
+	sort.Slice(snap.Reports, func(i, j int) bool { return snap.Reports[i].Key < snap.Reports[j].Key })
 	return snap, nil
 }
 
@@ -170,6 +179,16 @@ func (r *Remote) download(ctx context.Context, snap *Snapshot, o Object) (Cached
 	if err := writeAtomic(p, b, r.NoSync); err != nil {
 		return Cached{}, err
 	}
+	if isEvalKey(o.Key) {
+		c.Eval = true
+		n, err := checkEvalObject(p, o.Key)
+		if err != nil {
+			os.Remove(p)
+			c.Corrupt = err.Error()
+		}
+		c.Rows = n
+		return c, nil
+	}
 	rows, err := history.ReadRows(p)
 	if err != nil {
 		os.Remove(p)
@@ -189,6 +208,17 @@ func (r *Remote) download(ctx context.Context, snap *Snapshot, o Object) (Cached
 		}
 	}
 	return c, nil
+}
+
+// EvalPaths returns the cached files of the usable eval report objects.
+func (s *Snapshot) EvalPaths() []string {
+	var out []string
+	for _, o := range s.Reports {
+		if o.Corrupt == "" {
+			out = append(out, s.Path(o))
+		}
+	}
+	return out
 }
 
 // Part is one usable history object of a snapshot, for a query: its

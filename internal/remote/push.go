@@ -33,6 +33,7 @@ type PushResult struct {
 	Rows     int64  `json:"rows"`
 	Logs     int    `json:"logs"` // session logs uploaded
 	Bundles  int    `json:"bundles"`
+	Reports  int    `json:"reports"` // eval report objects uploaded
 	Bytes    int64  `json:"bytes"`
 	Skipped  int    `json:"skipped"` // sessions left out: corrupt local file or log (warned)
 }
@@ -57,6 +58,9 @@ func (r *Remote) Push(ctx context.Context, opts PushOptions) (PushResult, error)
 		return res, err
 	}
 	if err := r.pushHistory(ctx, rec, &res); err != nil {
+		return res, err
+	}
+	if err := r.pushEvals(ctx, &res); err != nil {
 		return res, err
 	}
 	if err := r.pushLogs(ctx, rec, &res, opts); err != nil {

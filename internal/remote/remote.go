@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/agentctl/agentctl/internal/history"
 )
 
 // Env names the variable that gives --remote its default.
@@ -90,4 +92,11 @@ func BundleKey(id string) string { return bundlesPrefix + id + ".tar.zst" }
 func contentKey(partition, kind string, b []byte) string {
 	sum := sha256.Sum256(b)
 	return historyPrefix + partition + "/" + kind + "-" + hex.EncodeToString(sum[:8]) + ".parquet"
+}
+
+// isEvalKey reports whether key names an eval report object:
+// history/evals/date=YYYY-MM-DD/eval-<digest/16>.parquet.
+func isEvalKey(key string) bool {
+	rel, ok := strings.CutPrefix(key, historyPrefix)
+	return ok && history.IsEvalPath(rel)
 }

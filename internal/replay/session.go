@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -102,7 +103,7 @@ func Session(ctx context.Context, cfg SessionConfig) (SessionReport, error) {
 	}
 	sp, imported := cfg.Spec, ""
 	if sp == nil {
-		if imported = session.ImportedFrom(evs[0]); imported != "" {
+		if imported = StandIn(evs[0]); imported != "" {
 			sp = ImportedSpec(evs)
 		} else {
 			var err error
@@ -192,4 +193,30 @@ func replayExternal(ctx context.Context, cfg SessionConfig, sp *spec.Spec) (*Ext
 		rep.Findings = []proxy.Finding{}
 	}
 	return rep, err
+}
+
+// StandIn names the source whose recorded tool results stand in for the
+// tools when the session with header hdr is replayed with no spec file:
+// the tool an import came from (session.ImportedFrom), "proxy" for a
+// session `agentctl proxy` recorded for a program agentctl did not start
+// (no spec file, so no program to re-run: its recorded model turns meet
+// the agent's tool results as its next request carried them), else "".
+func StandIn(hdr session.Event) string {
+	if from := session.ImportedFrom(hdr); from != "" {
+		return from
+	}
+	if bareProxied(hdr) {
+		return "proxy"
+	}
+	return ""
+}
+
+func bareProxied(hdr session.Event) bool {
+	if hdr.SpecPath != "" || len(hdr.Attrs) == 0 {
+		return false
+	}
+	var a struct {
+		By string `json:"recorded_by"`
+	}
+	return json.Unmarshal(hdr.Attrs, &a) == nil && a.By == "proxy"
 }
