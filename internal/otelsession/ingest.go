@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/redact"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -34,24 +35,22 @@ type Ingester struct {
 
 	mu       sync.Mutex
 	closed   bool
-	seen     map[string]struct{}      // span and log-record keys accepted (pending or written)
-	pending  map[string]*pendingTrace // by trace id
-	npending int                      // records reserved, spooled or pending, not yet written
-	count    map[string]int           // spans accepted per grouping (session key, else trace)
-	written  map[string]bool          // span keys written into a session
-	before   map[string]bool          // span keys an earlier run wrote
+	seen     map[string]map[string]struct{} // trace id → keys of its spans and log records accepted (pending, or written into a live session)
+	pending  map[string]*pendingTrace       // by trace id
+	npending int                            // records reserved, spooled or pending, not yet written
+	count    map[string]int                 // spans accepted per grouping (session key, else trace) of live sessions
 
-	spoolMu   sync.Mutex
-	spool     *recorder.Session
-	oldSpools []string // spool folders recovered at start, removed once written
-	leases    []*recorder.Lease
-	touched   map[string]bool // sessions written since NewIngester
-	spoolErr  error
+	spoolMu sync.Mutex
+	red     func() *redact.Redactor
+	cur     *spoolGen       // the spool file requests go to now
+	gens    []*spoolGen     // every spool file not yet removed (cur too)
+	touched map[string]bool // sessions written since NewIngester
 
-	matMu    sync.Mutex // one write pass at a time; guards the fields below
-	sessions map[string]*sess
-	byKey    map[string]*sess // session key → session
-	byTrace  map[string]*sess // trace id → session
+	matMu    sync.Mutex       // one write pass at a time; guards the fields below
+	sessions map[string]*sess // the live sessions (at most Options.MaxLiveSessions after a pass)
+	byKey    map[string]*sess // session key → live session
+	byTrace  map[string]*sess // trace id → live session
+	pass     uint64           // write passes so far: the sessions' recency
 
 	stop chan struct{}
 	done chan struct{}
@@ -61,19 +60,38 @@ type pendingTrace struct {
 	id    string
 	spans []*span
 	logs  []*logRec
-	last  time.Time // when its latest record arrived
+	last  time.Time         // when its latest record arrived
+	gens  map[*spoolGen]int // how many of its records each spool file holds
+}
+
+// spoolGen is one spool file and the count of its records not yet in
+// sessions (plus those of appends in flight): at 0 it is removed.
+type spoolGen struct {
+	dir   string
+	w     *spoolFile      // nil for one a killed run left
+	lease *recorder.Lease // a left one's, taken at recovery
+	refs  int
+}
+
+func (g *spoolGen) close() {
+	if g.w != nil {
+		g.w.close()
+	} else {
+		g.lease.Release()
+	}
 }
 
 // SpoolDir is where an Ingester keeps what it accepted but has not yet
-// written into a session, below the home: a recorder log per run of the
-// Ingester (see the package documentation).
+// written into a session, below the home: spool files, each in a folder
+// of its own (see spool.go and the package documentation).
 const SpoolDir = "otlp-spool"
 
-// The spool's event kinds: one record per accepted request, holding the
-// accepted part as OTLP JSON (protojson).
+// The event kinds of the spool earlier versions wrote (a recorder log
+// under otlp-spool/sessions/, each request as OTLP JSON), read at
+// recovery so what they acknowledged is not lost to an upgrade.
 const (
-	spoolTraces session.Kind = "otlp_traces"
-	spoolLogs   session.Kind = "otlp_logs"
+	legacySpoolTraces session.Kind = "otlp_traces"
+	legacySpoolLogs   session.Kind = "otlp_logs"
 )
 
 // NewIngester opens the mapping over st: it reads the sessions earlier
@@ -85,9 +103,10 @@ func NewIngester(st recorder.Store, opts Options) (*Ingester, error) {
 	opts = opts.withDefaults()
 	in := &Ingester{
 		st: st, opts: opts,
-		seen: map[string]struct{}{}, pending: map[string]*pendingTrace{}, count: map[string]int{}, written: map[string]bool{}, before: map[string]bool{},
+		seen: map[string]map[string]struct{}{}, pending: map[string]*pendingTrace{}, count: map[string]int{},
 		sessions: map[string]*sess{}, touched: map[string]bool{}, byKey: map[string]*sess{}, byTrace: map[string]*sess{},
 		stop: make(chan struct{}), done: make(chan struct{}),
+		red: opts.Recorder.Redactors(),
 	}
 	if err := in.recoverSessions(); err != nil {
 		return nil, err
@@ -106,9 +125,7 @@ func NewIngester(st recorder.Store, opts Options) (*Ingester, error) {
 	return in, nil
 }
 
-func (in *Ingester) spoolStore() recorder.Store {
-	return recorder.Store{Root: filepath.Join(in.st.Root, SpoolDir)}
-}
+func (in *Ingester) spoolRoot() string { return filepath.Join(in.st.Root, SpoolDir) }
 
 func (in *Ingester) background() {
 	defer close(in.done)
@@ -124,82 +141,240 @@ func (in *Ingester) background() {
 	}
 }
 
-// recoverSessions reads every session an Ingester wrote (header attrs
-// imported_from "otlp"): the spans in it, its key and traces, and its
-// conversation so far.
+// recoverSessions makes live the sessions an Ingester wrote (header
+// attrs imported_from "otlp") that were written last, up to
+// Options.MaxLiveSessions: an app goes on with the conversation it had
+// when the collector stopped. Older ones are read when a trace names them
+// (sessionFor).
 func (in *Ingester) recoverSessions() error {
 	ids, err := in.st.IDs()
 	if err != nil {
 		return fmt.Errorf("otelsession: list sessions: %w", err)
 	}
+	type recent struct {
+		id  string
+		mod time.Time
+	}
+	var ours []recent
 	for _, id := range ids {
-		h, err := in.st.Header(id)
-		if err != nil || h.Kind != session.KindSessionStarted {
-			continue
-		}
-		var ha struct {
-			ImportedFrom string `json:"imported_from"`
-			Key          string `json:"source_session_id"`
-		}
-		if json.Unmarshal(h.Attrs, &ha) != nil || ha.ImportedFrom != FormatOTLP {
-			continue
-		}
-		evs, _, err := in.st.Load(id)
+		fi, err := os.Stat(in.st.LogPath(id))
 		if err != nil {
-			return fmt.Errorf("otelsession: read collected session %s: %w (repair or move it aside, then start again)", id, err)
+			continue
 		}
-		s := newSess(id, ha.Key)
-		s.onDisk = true
-		s.restore(evs)
-		in.sessions[id] = s
-		if s.key != "" {
-			in.byKey[s.key] = s
+		if _, ok := in.ourHeader(id); ok {
+			ours = append(ours, recent{id, fi.ModTime()})
 		}
-		for _, e := range evs {
-			type ids struct {
-				TraceID string `json:"trace_id"`
-				SpanID  string `json:"span_id"`
-			}
-			var a struct {
-				ids
-				Kept []ids `json:"otel_spans"`
-			}
-			if len(e.Attrs) == 0 || json.Unmarshal(e.Attrs, &a) != nil {
-				continue
-			}
-			for _, x := range append([]ids{a.ids}, a.Kept...) {
-				if x.TraceID == "" {
-					continue
-				}
-				in.byTrace[x.TraceID] = s
-				if x.SpanID == "" {
-					continue
-				}
-				k := x.TraceID + "/" + x.SpanID
-				if !in.written[k] {
-					in.written[k] = true
-					in.before[k] = true
-					in.seen[k] = struct{}{}
-					in.count[groupOf(s.key, x.TraceID)]++
-				}
-			}
+	}
+	sort.Slice(ours, func(i, j int) bool { return ours[i].mod.After(ours[j].mod) })
+	for i, r := range ours {
+		if i == in.opts.MaxLiveSessions {
+			break
+		}
+		if _, err := in.load(r.id); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// recoverSpool reads the spool folders a previous run left and takes
-// their records as pending (the ones already written are seen and
-// skipped). The folders stay until those records are written.
+// ourHeader reads the header of session id and says whether an Ingester
+// wrote it, and under which key.
+func (in *Ingester) ourHeader(id string) (string, bool) {
+	h, err := in.st.Header(id)
+	if err != nil || h.Kind != session.KindSessionStarted {
+		return "", false
+	}
+	var ha struct {
+		ImportedFrom string `json:"imported_from"`
+		Key          string `json:"source_session_id"`
+	}
+	if json.Unmarshal(h.Attrs, &ha) != nil || ha.ImportedFrom != FormatOTLP {
+		return "", false
+	}
+	return ha.Key, true
+}
+
+// load makes the session id an earlier run (or this one, before it was
+// evicted) wrote live: its conversation so far, and the spans in it (each
+// event of a span carries attrs trace_id and span_id; kept spans, in
+// otel_spans, too), so a span sent again adds nothing. It returns nil
+// when there is no such session.
+func (in *Ingester) load(id string) (*sess, error) {
+	key, ok := in.ourHeader(id)
+	if !ok {
+		return nil, nil
+	}
+	evs, _, err := in.st.Load(id)
+	if err != nil {
+		return nil, fmt.Errorf("otelsession: read collected session %s: %w (repair or move it aside, then start again)", id, err)
+	}
+	s := newSess(id, key)
+	s.onDisk = true
+	s.restore(evs)
+	for _, e := range evs {
+		type ids struct {
+			TraceID string `json:"trace_id"`
+			SpanID  string `json:"span_id"`
+		}
+		var a struct {
+			ids
+			Kept []ids `json:"otel_spans"`
+		}
+		if len(e.Attrs) == 0 || json.Unmarshal(e.Attrs, &a) != nil {
+			continue
+		}
+		for _, x := range append([]ids{a.ids}, a.Kept...) {
+			if x.TraceID == "" {
+				continue
+			}
+			s.traces[x.TraceID] = true
+			if x.SpanID != "" {
+				s.spans[x.TraceID+"/"+x.SpanID] = true
+				s.before[x.TraceID+"/"+x.SpanID] = true
+			}
+		}
+	}
+	in.live(s)
+	return s, nil
+}
+
+// live registers s as a live session.
+func (in *Ingester) live(s *sess) {
+	in.sessions[s.id] = s
+	if s.key != "" {
+		in.byKey[s.key] = s
+	}
+	for t := range s.traces {
+		in.byTrace[t] = s
+	}
+	s.used = in.pass
+}
+
+// evict closes the sessions written longest ago until at most
+// Options.MaxLiveSessions are live, forgetting what they hold (their
+// conversation, their spans seen): a long collect keeps bounded memory and
+// open files however many sessions it writes. A session with a trace
+// still pending stays. An evicted session is read again if a trace comes
+// for it.
+func (in *Ingester) evict() error {
+	if len(in.sessions) <= in.opts.MaxLiveSessions {
+		return nil
+	}
+	all := make([]*sess, 0, len(in.sessions))
+	for _, s := range in.sessions {
+		all = append(all, s)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].used < all[j].used })
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var errs []error
+	n := len(in.sessions)
+	for _, s := range all {
+		if n <= in.opts.MaxLiveSessions {
+			break
+		}
+		busy := false
+		for t := range s.traces {
+			if in.pending[t] != nil {
+				busy = true
+				break
+			}
+		}
+		if busy {
+			continue
+		}
+		if s.w != nil {
+			errs = append(errs, s.w.Close())
+			s.w = nil
+		}
+		delete(in.sessions, s.id)
+		if s.key != "" {
+			delete(in.byKey, s.key)
+			delete(in.count, groupOf(s.key, ""))
+		}
+		for t := range s.traces {
+			delete(in.byTrace, t)
+			delete(in.seen, t)
+			delete(in.count, groupOf("", t))
+		}
+		n--
+	}
+	return errors.Join(errs...)
+}
+
+// recoverSpool reads the spool files a previous run left and takes their
+// records as pending (the ones already written are seen and skipped).
+// The files stay until those records are written.
 func (in *Ingester) recoverSpool() error {
-	sp := in.spoolStore()
+	entries, err := os.ReadDir(in.spoolRoot())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("otelsession: list the spool: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if e.Name() == "sessions" {
+			if err := in.recoverLegacySpool(); err != nil {
+				return err
+			}
+			continue
+		}
+		dir := filepath.Join(in.spoolRoot(), e.Name())
+		// A spool another live Ingester holds (collect running while an
+		// import runs on the same home) is its own: left alone.
+		lease, err := recorder.AcquireLease(dir)
+		if errors.Is(err, recorder.ErrLeaseHeld) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("otelsession: spool %s: %w", dir, err)
+		}
+		g := &spoolGen{dir: dir, lease: lease}
+		in.gens = append(in.gens, g)
+		err = readSpool(filepath.Join(dir, spoolName), func(kind byte, payload []byte) error {
+			return in.acceptFrame(g, kind, payload)
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("otelsession: read the spool: %w (what it holds was acknowledged and is not in sessions yet; move %s aside to start without it)", err, dir)
+		}
+	}
+	in.mu.Lock()
+	in.npending = 0
+	for _, pt := range in.pending {
+		in.npending += len(pt.spans) + len(pt.logs)
+	}
+	in.mu.Unlock()
+	return nil
+}
+
+func (in *Ingester) acceptFrame(g *spoolGen, kind byte, payload []byte) error {
+	switch kind {
+	case frameTraces:
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(payload, &req); err != nil {
+			return err
+		}
+		in.accept(traceRecords(&req, in.opts), g)
+	case frameLogs:
+		var req collogspb.ExportLogsServiceRequest
+		if err := proto.Unmarshal(payload, &req); err != nil {
+			return err
+		}
+		in.accept(logRecords(&req, in.opts), g)
+	}
+	return nil
+}
+
+// recoverLegacySpool reads the spool of earlier versions: recorder logs
+// under otlp-spool/sessions/, one event per request in OTLP JSON.
+func (in *Ingester) recoverLegacySpool() error {
+	sp := recorder.Store{Root: in.spoolRoot()}
 	ids, err := sp.IDs()
 	if err != nil {
 		return fmt.Errorf("otelsession: list spool: %w", err)
 	}
 	for _, id := range ids {
-		// A spool another live Ingester holds (collect running while an
-		// import runs on the same home) is its own: left alone.
 		lease, err := recorder.AcquireLease(sp.SessionDir(id))
 		if errors.Is(err, recorder.ErrLeaseHeld) {
 			continue
@@ -207,7 +382,8 @@ func (in *Ingester) recoverSpool() error {
 		if err != nil {
 			return fmt.Errorf("otelsession: spool %s: %w", id, err)
 		}
-		in.leases = append(in.leases, lease)
+		g := &spoolGen{dir: sp.SessionDir(id), lease: lease}
+		in.gens = append(in.gens, g)
 		evs, _, err := sp.Load(id)
 		if err != nil && len(evs) == 0 {
 			return fmt.Errorf("otelsession: read spool %s: %w (move %s aside to start without it)", id, err, sp.SessionDir(id))
@@ -221,25 +397,19 @@ func (in *Ingester) recoverSpool() error {
 				continue
 			}
 			switch rec.Kind {
-			case spoolTraces:
+			case legacySpoolTraces:
 				var req coltracepb.ExportTraceServiceRequest
 				if protoJSON.Unmarshal(rec.Request, &req) == nil {
-					in.accept(traceRecords(&req, in.opts))
+					in.accept(traceRecords(&req, in.opts), g)
 				}
-			case spoolLogs:
+			case legacySpoolLogs:
 				var req collogspb.ExportLogsServiceRequest
 				if protoJSON.Unmarshal(rec.Request, &req) == nil {
-					in.accept(logRecords(&req, in.opts))
+					in.accept(logRecords(&req, in.opts), g)
 				}
 			}
 		}
-		in.oldSpools = append(in.oldSpools, sp.SessionDir(id))
 	}
-	in.mu.Lock()
-	for _, pt := range in.pending {
-		in.npending += len(pt.spans) + len(pt.logs)
-	}
-	in.mu.Unlock()
 	return nil
 }
 
@@ -383,12 +553,13 @@ func (in *Ingester) ingest(ctx context.Context, r *records) (Result, error) {
 	if err != nil || len(fresh) == 0 {
 		return res, err
 	}
-	if err := in.spoolAppend(r, fresh); err != nil {
+	g, err := in.spoolAppend(r, fresh)
+	if err != nil {
 		in.unreserve(r, fresh)
 		return Result{}, err
 	}
 	in.mu.Lock()
-	in.place(r, fresh)
+	in.place(r, fresh, g)
 	in.mu.Unlock()
 	return res, nil
 }
@@ -408,14 +579,8 @@ func (in *Ingester) reserve(r *records) (Result, []int, error) {
 	res := Result{Rejected: r.rejected}
 	var fresh []int
 	for i, k := range r.keys {
-		if _, ok := in.seen[k]; ok {
-			res.Accepted++
-			continue
-		}
-		if r.logsReq && in.before[r.logs[i].TraceID+"/"+r.logs[i].SpanID] {
-			// Content of a span an earlier run wrote: a retry across the
-			// restart (log records carry no id to tell a late one from
-			// it), answered as delivered.
+		tid, _ := in.ids(r, i)
+		if _, ok := in.seen[tid][k]; ok {
 			res.Accepted++
 			continue
 		}
@@ -426,12 +591,22 @@ func (in *Ingester) reserve(r *records) (Result, []int, error) {
 			continue
 		}
 		in.count[g]++
-		in.seen[k] = struct{}{}
+		in.see(tid, k)
 		fresh = append(fresh, i)
 		res.Accepted++
 	}
 	in.npending += len(fresh)
 	return res, fresh, nil
+}
+
+// see marks key of trace tid seen. Caller holds mu.
+func (in *Ingester) see(tid, key string) {
+	m := in.seen[tid]
+	if m == nil {
+		m = map[string]struct{}{}
+		in.seen[tid] = m
+	}
+	m[key] = struct{}{}
 }
 
 func (in *Ingester) ids(r *records, i int) (string, string) {
@@ -445,23 +620,25 @@ func (in *Ingester) unreserve(r *records, fresh []int) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for _, i := range fresh {
-		delete(in.seen, r.keys[i])
+		tid, _ := in.ids(r, i)
+		delete(in.seen[tid], r.keys[i])
 		in.count[r.groups[i]]--
 	}
 	in.npending -= len(fresh)
 }
 
-// place puts the fresh records of r into their pending traces. Caller
-// holds mu.
-func (in *Ingester) place(r *records, fresh []int) {
+// place puts the fresh records of r, which spool file g holds, into
+// their pending traces. Caller holds mu.
+func (in *Ingester) place(r *records, fresh []int, g *spoolGen) {
 	now := in.opts.Clock()
 	for _, i := range fresh {
 		tid, _ := in.ids(r, i)
 		pt := in.pending[tid]
 		if pt == nil {
-			pt = &pendingTrace{id: tid}
+			pt = &pendingTrace{id: tid, gens: map[*spoolGen]int{}}
 			in.pending[tid] = pt
 		}
+		pt.gens[g]++
 		if r.logsReq {
 			pt.logs = append(pt.logs, r.logs[i])
 		} else {
@@ -471,30 +648,36 @@ func (in *Ingester) place(r *records, fresh []int) {
 	}
 }
 
-// accept takes recovered spool records as pending, skipping the ones
-// seen. (The spool they came from stays until they are written.)
-func (in *Ingester) accept(r *records) {
+// accept takes the records of spool file g that a killed run left as
+// pending, skipping the ones seen. (The file stays until they are
+// written.)
+func (in *Ingester) accept(r *records, g *spoolGen) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	var fresh []int
 	for i, k := range r.keys {
-		if _, ok := in.seen[k]; ok {
+		tid, _ := in.ids(r, i)
+		if _, ok := in.seen[tid][k]; ok {
 			continue
 		}
-		in.seen[k] = struct{}{}
+		in.see(tid, k)
 		in.count[r.groups[i]]++
 		fresh = append(fresh, i)
 	}
-	in.place(r, fresh)
+	in.place(r, fresh, g)
+	in.spoolMu.Lock()
+	g.refs += len(fresh)
+	in.spoolMu.Unlock()
 }
 
 // spoolAppend writes the fresh records of r to the spool as one OTLP
-// request (protojson) and returns when it is durable.
-func (in *Ingester) spoolAppend(r *records, fresh []int) error {
+// request, redacted, and returns when it is durable, with the spool file
+// that holds it.
+func (in *Ingester) spoolAppend(r *records, fresh []int) (*spoolGen, error) {
 	var msg proto.Message
-	kind := spoolTraces
+	kind := byte(frameTraces)
 	if r.logsReq {
-		kind = spoolLogs
+		kind = frameLogs
 		req := &collogspb.ExportLogsServiceRequest{}
 		var lastRL *logspb.ResourceLogs
 		var lastSL *logspb.ScopeLogs
@@ -514,7 +697,7 @@ func (in *Ingester) spoolAppend(r *records, fresh []int) error {
 			}
 			curSL.LogRecords = append(curSL.LogRecords, r.msgs[i].(*logspb.LogRecord))
 		}
-		msg = req
+		msg = redacted(req, redactLogs, in.red().String)
 	} else {
 		req := &coltracepb.ExportTraceServiceRequest{}
 		var lastRS *tracepb.ResourceSpans
@@ -535,73 +718,73 @@ func (in *Ingester) spoolAppend(r *records, fresh []int) error {
 			}
 			curSS.Spans = append(curSS.Spans, r.msgs[i].(*tracepb.Span))
 		}
-		msg = req
+		msg = redacted(req, redactTraces, in.red().String)
 	}
-	b, err := protoJSON.Marshal(msg)
-	if err != nil {
-		return fmt.Errorf("otelsession: spool: %w", err)
-	}
-	raw, err := json.Marshal(struct {
-		Kind    session.Kind    `json:"kind"`
-		Request json.RawMessage `json:"request"`
-	}{kind, b})
-	if err != nil {
-		return fmt.Errorf("otelsession: spool: %w", err)
-	}
-	w, err := in.spoolWriter()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Append(session.Event{Kind: kind, Raw: raw}); err != nil {
-		return fmt.Errorf("otelsession: spool: %w", err)
-	}
-	return nil
-}
-
-func (in *Ingester) spoolWriter() (*recorder.Session, error) {
-	in.spoolMu.Lock()
-	defer in.spoolMu.Unlock()
-	if in.spool != nil {
-		return in.spool, nil
-	}
-	s, err := in.spoolStore().Create(session.Event{Kind: session.KindSessionStarted, Name: "otlp spool"}, in.spoolOpts())
+	b, err := proto.Marshal(msg)
 	if err != nil {
 		return nil, fmt.Errorf("otelsession: spool: %w", err)
 	}
-	in.spool = s
-	return s, nil
+	g, err := in.spoolFile(len(fresh))
+	if err != nil {
+		return nil, err
+	}
+	if err := g.w.append(kind, b); err != nil {
+		in.release(map[*spoolGen]int{g: len(fresh)})
+		return nil, fmt.Errorf("otelsession: %w", err)
+	}
+	return g, nil
 }
 
-// spoolOpts are the recorder options of the spool: the caller's, so the
-// spool is redacted as every log is (a secret in a span never reaches the
-// disk, not even on its way to a session).
-func (in *Ingester) spoolOpts() recorder.Options { return in.opts.Recorder }
+// spoolFile returns the spool file the next request goes to, counting n
+// records in it: the current one, or a new one when there is none, it is
+// full or it failed (a failed file stays until what it holds is written).
+func (in *Ingester) spoolFile(n int) (*spoolGen, error) {
+	in.spoolMu.Lock()
+	defer in.spoolMu.Unlock()
+	if in.cur != nil && in.cur.w.full() {
+		in.cur = nil
+	}
+	if in.cur == nil {
+		if err := os.MkdirAll(in.spoolRoot(), 0o700); err != nil {
+			return nil, fmt.Errorf("otelsession: spool: %w", err)
+		}
+		w, err := createSpool(in.spoolRoot(), in.opts.Recorder.NoSync)
+		if err != nil {
+			return nil, fmt.Errorf("otelsession: spool: %w", err)
+		}
+		in.cur = &spoolGen{dir: w.dir, w: w}
+		in.gens = append(in.gens, in.cur)
+	}
+	in.cur.refs += n
+	return in.cur, nil
+}
 
-// rotate drops the spool once everything in it is in sessions.
+// release counts records of spool files as written.
+func (in *Ingester) release(gens map[*spoolGen]int) {
+	in.spoolMu.Lock()
+	defer in.spoolMu.Unlock()
+	for g, n := range gens {
+		g.refs -= n
+	}
+}
+
+// rotate removes the spool files whose records are all in sessions.
 func (in *Ingester) rotate() {
 	in.spoolMu.Lock()
 	defer in.spoolMu.Unlock()
-	in.mu.Lock()
-	idle := in.npending == 0 && len(in.pending) == 0
-	in.mu.Unlock()
-	if !idle {
-		return
-	}
-	if in.spool != nil {
-		dir := in.spool.Dir
-		if err := in.spool.Close(); err == nil {
-			os.RemoveAll(dir)
+	kept := in.gens[:0]
+	for _, g := range in.gens {
+		if g.refs > 0 {
+			kept = append(kept, g)
+			continue
 		}
-		in.spool = nil
+		if g == in.cur {
+			in.cur = nil
+		}
+		g.close()
+		os.RemoveAll(g.dir)
 	}
-	for _, d := range in.oldSpools {
-		os.RemoveAll(d)
-	}
-	in.oldSpools = nil
-	for _, l := range in.leases {
-		l.Release()
-	}
-	in.leases = nil
+	in.gens = kept
 }
 
 // Flush writes every pending trace into its session now, settled or not
@@ -637,6 +820,7 @@ func (in *Ingester) flush(force bool) error {
 			break
 		}
 		done += len(pt.spans) + len(pt.logs)
+		in.release(pt.gens)
 	}
 	in.mu.Lock()
 	in.npending -= done
@@ -644,6 +828,8 @@ func (in *Ingester) flush(force bool) error {
 	if len(errs) == 0 {
 		in.rotate()
 	}
+	in.pass++
+	errs = append(errs, in.evict())
 	return errors.Join(errs...)
 }
 
@@ -684,15 +870,14 @@ func (in *Ingester) Close() error {
 		}
 	}
 	in.matMu.Unlock()
+	if err == nil {
+		in.rotate()
+	}
 	in.spoolMu.Lock()
-	if in.spool != nil && err != nil {
-		err = errors.Join(err, in.spool.Close()) // kept: the next start writes it
-		in.spool = nil
+	for _, g := range in.gens {
+		g.close() // kept: the next start writes what it holds
 	}
-	for _, l := range in.leases {
-		l.Release()
-	}
-	in.leases = nil
+	in.gens, in.cur = nil, nil
 	in.spoolMu.Unlock()
 	return err
 }

@@ -32,10 +32,15 @@ type sess struct {
 	results map[string]bool   // tool call ids that have a tool_result
 	calls   []session.ToolCall
 	turns   int
+	traces  map[string]bool // trace ids written into it
+	spans   map[string]bool // trace_id/span_id of the spans written into it
+	before  map[string]bool // the ones of those read from its log (load)
+	used    uint64          // the write pass it was last written in
 }
 
 func newSess(id, key string) *sess {
-	return &sess{id: id, key: key, tools: map[string]string{}, results: map[string]bool{}}
+	return &sess{id: id, key: key, tools: map[string]string{}, results: map[string]bool{},
+		traces: map[string]bool{}, spans: map[string]bool{}, before: map[string]bool{}}
 }
 
 // restore rebuilds the conversation of a session an earlier run wrote.
@@ -166,7 +171,19 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 		}
 	}
 
-	s := in.sessionFor(pt.id, key, ms)
+	s, err := in.sessionFor(pt.id, key, ms)
+	if err != nil {
+		return err
+	}
+	// Spans the session has already (sent again after it was evicted, or
+	// after a restart) add nothing.
+	fresh := ms[:0]
+	for _, m := range ms {
+		if !s.spans[m.sp.TraceID+"/"+m.sp.SpanID] {
+			fresh = append(fresh, m)
+		}
+	}
+	ms = fresh
 	var evs []session.Event
 	var kept []any
 	header := s.w == nil && !s.onDisk
@@ -189,7 +206,13 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 	for _, l := range late {
 		// A content record whose span is not in this trace's batch: its
 		// span was written before (a late record), or never came.
-		if in.wasWritten(l.TraceID, l.SpanID) {
+		if s.before[l.TraceID+"/"+l.SpanID] {
+			// Content of a span an earlier run wrote: a retry across the
+			// restart (log records carry no id to tell a late one from
+			// it), taken as delivered.
+			continue
+		}
+		if s.spans[l.TraceID+"/"+l.SpanID] {
 			kept = append(kept, map[string]any{"late_log_record": l.Event, "trace_id": l.TraceID, "span_id": l.SpanID, "note": "arrived after its span was written; its content is not in the conversation"})
 			continue
 		}
@@ -209,20 +232,14 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 			return fmt.Errorf("otelsession: write session %s: %w", s.id, err)
 		}
 	}
-	in.mu.Lock()
 	for _, sp := range pt.spans {
-		in.written[sp.TraceID+"/"+sp.SpanID] = true
+		s.spans[sp.TraceID+"/"+sp.SpanID] = true
 	}
-	in.mu.Unlock()
+	s.traces[pt.id] = true
+	s.used = in.pass
 	in.byTrace[pt.id] = s
 	in.touched[s.id] = true
 	return nil
-}
-
-func (in *Ingester) wasWritten(traceID, spanID string) bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.written[traceID+"/"+spanID]
 }
 
 // keep puts what maps to no event into the attrs of the first model_call
@@ -251,18 +268,26 @@ func marshal(v any) json.RawMessage {
 	return b
 }
 
-func (in *Ingester) sessionFor(traceID, key string, ms []mapped) *sess {
+// sessionFor finds the session a trace goes to among the live ones, else
+// on disk (an evicted one, or one an earlier run wrote: the id derives
+// from the key or the trace), else the live session whose conversation it
+// extends, else a new one.
+func (in *Ingester) sessionFor(traceID, key string, ms []mapped) (*sess, error) {
 	if key != "" {
 		if s := in.byKey[key]; s != nil {
-			return s
+			return s, nil
 		}
-		s := newSess(sessionID("session "+key), key)
-		in.byKey[key] = s
-		in.sessions[s.id] = s
-		return s
+		return in.loadOrNew(sessionID("session "+key), key)
 	}
 	if s := in.byTrace[traceID]; s != nil {
-		return s
+		return s, nil
+	}
+	id := sessionID("trace " + traceID)
+	if s := in.sessions[id]; s != nil {
+		return s, nil
+	}
+	if s, err := in.load(id); s != nil || err != nil {
+		return s, err
 	}
 	for _, m := range ms {
 		if m.c.op != opChat || !m.c.hasInput {
@@ -275,17 +300,24 @@ func (in *Ingester) sessionFor(traceID, key string, ms []mapped) *sess {
 			}
 		}
 		if best != nil {
-			return best
+			return best, nil
 		}
 		break
 	}
-	id := sessionID("trace " + traceID)
+	return in.loadOrNew(id, "")
+}
+
+func (in *Ingester) loadOrNew(id, key string) (*sess, error) {
 	if s := in.sessions[id]; s != nil {
-		return s
+		return s, nil
 	}
-	s := newSess(id, "")
-	in.sessions[id] = s
-	return s
+	s, err := in.load(id)
+	if s != nil || err != nil {
+		return s, err
+	}
+	s = newSess(id, key)
+	in.live(s)
+	return s, nil
 }
 
 // open makes s writable: the log an earlier run wrote, or a new one whose

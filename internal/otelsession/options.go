@@ -23,6 +23,13 @@ type Options struct {
 	// ErrBusy and accept nothing, so a receiver answers 429 /
 	// RESOURCE_EXHAUSTED and the exporter retries later. Default 200,000.
 	MaxPending int
+	// MaxLiveSessions bounds the sessions kept in memory with their log
+	// open (the conversation so far, the spans in it); past it, after
+	// each write pass, the ones written longest ago are closed and read
+	// again only if a trace comes for them. A trace that continued an
+	// evicted session's conversation in a trace of its own (no session
+	// key) then starts a new session. Default 128.
+	MaxLiveSessions int
 	// Settle is how long a trace must be quiet (no new span or log record)
 	// before its pending spans are written into its session: time for
 	// content log records and out-of-order spans of other requests to
@@ -51,6 +58,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = 200_000
+	}
+	if o.MaxLiveSessions <= 0 {
+		o.MaxLiveSessions = 128
 	}
 	if o.Settle <= 0 {
 		o.Settle = 2 * time.Second

@@ -44,6 +44,11 @@ type Options struct {
 
 func (o Options) fs() vfs.FS { return vfs.Or(o.FS) }
 
+// Redactors is how o redacts (Redact, or the default of a nil Redact,
+// built once), for a writer of another format that must redact as the
+// logs are: the OTLP spool.
+func (o Options) Redactors() func() *redact.Redactor { return o.redactor() }
+
 // redactor returns o.Redact, or the default of a nil Redact, built once.
 func (o Options) redactor() func() *redact.Redactor {
 	if o.Redact != nil {

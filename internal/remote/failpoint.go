@@ -7,7 +7,7 @@ const FailpointEnv = "AGENTCTL_REMOTE_FAILPOINT"
 
 // Failpoints.
 const (
-	FailPushUploaded    = "push-uploaded"    // one history object uploaded, the push record not yet written
+	FailPushUploaded    = "push-uploaded"    // every history object uploaded, the push record not yet written
 	FailCompactUploaded = "compact-uploaded" // a segment uploaded, the merged objects not yet deleted
 	FailCompactDeleted  = "compact-deleted"  // one merged object deleted, the others not yet
 )

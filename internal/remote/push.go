@@ -114,7 +114,7 @@ func (r *Remote) pushHistory(ctx context.Context, rec *record, res *PushResult) 
 	}
 	defer os.RemoveAll(tmp)
 	names := sortedKeys(parts)
-	for i, part := range names {
+	for _, part := range names {
 		rows := parts[part]
 		history.SortSegment(rows)
 		b, err := encodeRows(tmp, rows)
@@ -133,10 +133,8 @@ func (r *Remote) pushHistory(ctx context.Context, rec *record, res *PushResult) 
 			res.Bytes += int64(len(b))
 		}
 		res.Rows += int64(len(rows))
-		if i == 0 {
-			failpoint.Hit(FailpointEnv, FailPushUploaded)
-		}
 	}
+	failpoint.Hit(FailpointEnv, FailPushUploaded)
 	for _, id := range pushed {
 		e := m.Sessions[id]
 		rec.History[id] = [2]int64{e.LastSeq, e.LogSize}
