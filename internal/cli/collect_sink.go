@@ -45,6 +45,7 @@ type ingesterSink struct {
 var (
 	_ collect.Sink           = (*ingesterSink)(nil)
 	_ collect.SessionCounter = (*ingesterSink)(nil)
+	_ collect.WireSink       = (*ingesterSink)(nil)
 )
 
 func (s *ingesterSink) Traces(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (otelsession.Result, error) {
@@ -54,6 +55,16 @@ func (s *ingesterSink) Traces(ctx context.Context, req *coltracepb.ExportTraceSe
 
 func (s *ingesterSink) Logs(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (otelsession.Result, error) {
 	res, err := s.in.Logs(ctx, req)
+	return res, busy(err)
+}
+
+func (s *ingesterSink) TracesWire(ctx context.Context, body []byte) (otelsession.Result, error) {
+	res, err := s.in.TracesWire(ctx, body)
+	return res, busy(err)
+}
+
+func (s *ingesterSink) LogsWire(ctx context.Context, req *collogspb.ExportLogsServiceRequest, body []byte) (otelsession.Result, error) {
+	res, err := s.in.LogsWire(ctx, req, body)
 	return res, busy(err)
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -98,7 +99,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		return s.throttle()
 	}
 	defer func() { s.budget.release(reserved) }()
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxRequestBytes+1))
+	body, err := readBody(r, s.cfg.MaxRequestBytes)
+	if err == nil && s.cfg.Forward == nil {
+		// Nothing keeps the bytes past this request (a WireSink copies
+		// them into its spool; a forward would keep them): the buffer
+		// goes back for the next one, sparing the collector a garbage
+		// collection every few exports.
+		defer putBody(body)
+	}
 	if err != nil {
 		return &httpError{http.StatusBadRequest, "agentctl collect: read the request body: " + err.Error()}
 	}
@@ -138,11 +146,18 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 	)
 	switch g {
 	case traces:
-		req, derr := decodeTraces(raw, mt)
-		if derr != nil {
-			return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + derr.Error()}
+		if ws, ok := s.cfg.Sink.(WireSink); ok && mt != ctJSON {
+			res, err = ws.TracesWire(r.Context(), raw)
+			if errors.Is(err, otelsession.ErrMalformed) {
+				return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + clip(err.Error(), 500)}
+			}
+		} else {
+			req, derr := decodeTraces(raw, mt)
+			if derr != nil {
+				return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + derr.Error()}
+			}
+			res, err = s.cfg.Sink.Traces(r.Context(), req)
 		}
-		res, err = s.cfg.Sink.Traces(r.Context(), req)
 		if err == nil {
 			resp = traceResponse(res)
 		}
@@ -151,7 +166,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		if derr != nil {
 			return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + derr.Error()}
 		}
-		res, err = s.cfg.Sink.Logs(r.Context(), req)
+		if ws, ok := s.cfg.Sink.(WireSink); ok && mt != ctJSON {
+			res, err = ws.LogsWire(r.Context(), req, raw)
+		} else {
+			res, err = s.cfg.Sink.Logs(r.Context(), req)
+		}
 		if err == nil {
 			resp = logsResponse(res)
 		}
@@ -224,6 +243,36 @@ func gunzip(b []byte, limit int64) ([]byte, error) {
 		return nil, errTooLarge
 	}
 	return out, nil
+}
+
+// bodies are request buffers to read into again.
+var bodies sync.Pool
+
+// readBody reads the body whole, up to one byte past limit, into one
+// buffer of the length sent (io.ReadAll would grow it by copies), from
+// bodies when one there is large enough.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength < 0 || r.ContentLength > limit {
+		return io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
+	var buf []byte
+	if p, ok := bodies.Get().(*[]byte); ok && int64(cap(*p)) >= r.ContentLength {
+		buf = (*p)[:r.ContentLength]
+	} else {
+		buf = make([]byte, r.ContentLength)
+	}
+	if _, err := io.ReadFull(r.Body, buf); err != nil {
+		return nil, err
+	}
+	// A body longer than its Content-Length is the server's to refuse;
+	// net/http stops at the length.
+	return buf, nil
+}
+
+func putBody(b []byte) {
+	if cap(b) > 0 && cap(b) <= 64<<20 {
+		bodies.Put(&b)
+	}
 }
 
 func decodeTraces(b []byte, mt string) (*coltracepb.ExportTraceServiceRequest, error) {

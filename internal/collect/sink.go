@@ -31,6 +31,17 @@ type Sink interface {
 	Logs(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (otelsession.Result, error)
 }
 
+// WireSink is a Sink that takes a protobuf export's bytes as they came,
+// undecoded (the Ingester reads what it needs from them and spools them
+// as they are; decoding is most of what an export costs): the HTTP
+// receiver hands them over instead of a decoded request. The Sink keeps
+// body. For traces an error wrapping otelsession.ErrMalformed means the
+// bytes are not an export (400); content logs come decoded too.
+type WireSink interface {
+	TracesWire(ctx context.Context, body []byte) (otelsession.Result, error)
+	LogsWire(ctx context.Context, req *collogspb.ExportLogsServiceRequest, body []byte) (otelsession.Result, error)
+}
+
 // ErrBusy, wrapped in a Sink's error, says the Sink is full for now (too
 // much accepted but not yet written) and took nothing of the request.
 var ErrBusy = errors.New("collect: sink busy")

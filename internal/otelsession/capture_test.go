@@ -30,6 +30,7 @@ type export struct {
 	name   string
 	traces *coltracepb.ExportTraceServiceRequest
 	logs   *collogspb.ExportLogsServiceRequest
+	wire   []byte // a protobuf export's bytes: fed to TracesWire, as collect does
 }
 
 // loadCapture reads the requests of one emitter and protocol, in the
@@ -54,7 +55,7 @@ func loadCapture(t testing.TB, dir string) []export {
 			if isJSON {
 				e.traces, err = DecodeTracesJSON(b)
 			} else {
-				e.traces = &coltracepb.ExportTraceServiceRequest{}
+				e.traces, e.wire = &coltracepb.ExportTraceServiceRequest{}, b
 				err = proto.Unmarshal(b, e.traces)
 			}
 		case strings.Contains(e.name, "-logs"):
@@ -80,9 +81,12 @@ func feed(t testing.TB, in *Ingester, exps []export) {
 	for _, e := range exps {
 		var res Result
 		var err error
-		if e.traces != nil {
+		switch {
+		case e.wire != nil:
+			res, err = in.TracesWire(context.Background(), e.wire)
+		case e.traces != nil:
 			res, err = in.Traces(context.Background(), e.traces)
-		} else {
+		default:
 			res, err = in.Logs(context.Background(), e.logs)
 		}
 		if err != nil {

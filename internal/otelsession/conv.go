@@ -68,12 +68,15 @@ type call struct {
 // gen_ai.conversation.id (GenAI), the Vercel AI SDK's and OpenLLMetry's
 // metadata of that name.
 func sessionKey(sp *span) string {
-	keys := []string{"session.id", "gen_ai.conversation.id", "ai.telemetry.metadata.sessionId", "ai.telemetry.metadata.session_id", "traceloop.association.properties.session_id"}
-	if k := sp.Attrs.str(keys...); k != "" {
+	if k := sp.Attrs.str(sessionKeys...); k != "" {
 		return k
 	}
-	return sp.Resource.str(keys...)
+	return sp.Resource.str(sessionKeys...)
 }
+
+// sessionKeys are the attributes that name a span's session, in the
+// order they are read.
+var sessionKeys = []string{"session.id", "gen_ai.conversation.id", "ai.telemetry.metadata.sessionId", "ai.telemetry.metadata.session_id", "traceloop.association.properties.session_id"}
 
 // operation decides what a span is, by the first convention that says.
 func operation(sp *span) (op, conv string) {

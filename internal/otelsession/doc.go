@@ -32,31 +32,47 @@
 // goes through two steps:
 //
 //  1. Spool. Traces and Logs check each record (ids, limits, seen
-//     before), then append the new ones, as one OTLP request in protobuf's
-//     JSON mapping, to the spool: a recorder log under
-//     <home>/otlp-spool/sessions/<id>/ (redacted like every log, CRC'd,
-//     group-committed). They return only after that append is durable, so
-//     an acknowledged span survives kill -9.
+//     before), then append the new ones, as one OTLP protobuf request
+//     with every string redacted as a log's are, to the spool: a file of
+//     CRC-32C frames under <home>/otlp-spool/<id>/ (spool.go has the
+//     format), group-committed (concurrent requests share one write and
+//     one fsync). They return only after that append is durable, so an
+//     acknowledged span survives kill -9.
 //  2. Write. A trace whose last record arrived Options.Settle ago (2s),
 //     or every pending trace on Flush and Close, is written into its
 //     session: its spans sorted by start time, each content log record
 //     joined to its span by trace and span id, mapped to events appended
 //     in one group-committed Append per trace. The session is visible to
-//     `sessions`, `show` and `query` from then on, while collecting.
-//     When nothing is pending the spool is removed.
+//     `sessions`, `show` and `query` from then on, while collecting. A
+//     spool file is removed once every record in it is in a session (a
+//     new one starts past 64 MiB, so a collector that never idles does
+//     not grow one without end).
 //
-// NewIngester recovers: it reads the sessions earlier runs wrote (header
-// attrs imported_from "otlp") for the span ids in them (each event of a
-// span carries attrs trace_id and span_id; kept spans, in otel_spans, too)
-// and their conversations, and then a spool a killed run left (one no live
-// Ingester holds the lease of), writing what it holds that the sessions do
-// not. A span seen before, pending or written, in this run or an earlier
-// one, is answered as accepted and adds nothing; so is a content log
-// record of a span an earlier run wrote (log records carry no id of their
-// own; within a run they are told apart by their bytes). A content record
-// that arrives after its span was written (later than Settle) cannot be
-// placed in the conversation any more: it is kept in the attrs of the
-// session's next events (otel_spans, late_log_record), not dropped.
+// NewIngester recovers: it makes live the sessions earlier runs wrote
+// (header attrs imported_from "otlp") most recently, up to
+// Options.MaxLiveSessions, with their conversations and the span ids in
+// them (each event of a span carries attrs trace_id and span_id; kept
+// spans, in otel_spans, too), and then reads the spool files a killed run
+// left (ones no live Ingester holds the lease of), writing what they hold
+// that the sessions do not. A spool file cut short by the crash is read
+// to its last whole frame (that frame was never acknowledged); one
+// damaged in the middle stops NewIngester with an error that says where.
+// A span seen before, pending or written, in this run or an earlier one,
+// is answered as accepted and adds nothing; so is a content log record of
+// a span an earlier run wrote (log records carry no id of their own;
+// within a run they are told apart by their bytes). A content record that
+// arrives after its span was written (later than Settle) cannot be placed
+// in the conversation any more: it is kept in the attrs of the session's
+// next events (otel_spans, late_log_record), not dropped.
+//
+// Memory stays bounded however long collect runs: after each write pass
+// the sessions written longest ago beyond Options.MaxLiveSessions are
+// closed and forgotten (conversation, span ids seen); a trace that comes
+// back for one reads it again from its log (its id derives from the
+// session key or the trace id), and the spans it already holds are
+// dropped there. A trace with no session key that continues the
+// conversation of an evicted session in a new trace starts a session of
+// its own.
 //
 // # Limits
 //
@@ -66,7 +82,8 @@
 // be written (MaxPending: past it a request is refused whole with
 // ErrBusy, so the receiver answers 429 / RESOURCE_EXHAUSTED). A refusal
 // names its reason ("attribute gen_ai.input.messages is 3 MiB, over the 1
-// MiB limit"). The seen-set keeps a key per span.
+// MiB limit"). The seen-set keeps a key per span of the live sessions and
+// the pending traces.
 //
 // # Concurrency
 //

@@ -33,12 +33,13 @@ type Ingester struct {
 	st   recorder.Store
 	opts Options
 
-	mu       sync.Mutex
-	closed   bool
-	seen     map[string]map[string]struct{} // trace id → keys of its spans and log records accepted (pending, or written into a live session)
-	pending  map[string]*pendingTrace       // by trace id
-	npending int                            // records reserved, spooled or pending, not yet written
-	count    map[string]int                 // spans accepted per grouping (session key, else trace) of live sessions
+	mu           sync.Mutex
+	closed       bool
+	seen         map[string]map[string]struct{} // trace id → keys of its spans and log records accepted (pending, or written into a live session)
+	pending      map[string]*pendingTrace       // by trace id
+	npending     int                            // records reserved, spooled or pending, not yet written
+	pendingBytes int64                          // what the pending records weighed in the spool
+	count        map[string]int                 // spans accepted per grouping (session key, else trace) of live sessions
 
 	spoolMu sync.Mutex
 	red     func() *redact.Redactor
@@ -46,11 +47,12 @@ type Ingester struct {
 	gens    []*spoolGen     // every spool file not yet removed (cur too)
 	touched map[string]bool // sessions written since NewIngester
 
-	matMu    sync.Mutex       // one write pass at a time; guards the fields below
-	sessions map[string]*sess // the live sessions (at most Options.MaxLiveSessions after a pass)
-	byKey    map[string]*sess // session key → live session
-	byTrace  map[string]*sess // trace id → live session
-	pass     uint64           // write passes so far: the sessions' recency
+	matMu    sync.Mutex         // one write pass at a time; guards the fields below
+	sessions map[string]*sess   // the live sessions (at most Options.MaxLiveSessions after a pass)
+	byKey    map[string]*sess   // session key → live session
+	byTrace  map[string]*sess   // trace id → live session
+	pass     uint64             // write passes so far: the sessions' recency
+	decoded  map[*wireBody]bool // exports decoded in this pass, let go at its end
 
 	stop chan struct{}
 	done chan struct{}
@@ -62,6 +64,7 @@ type pendingTrace struct {
 	logs  []*logRec
 	last  time.Time         // when its latest record arrived
 	gens  map[*spoolGen]int // how many of its records each spool file holds
+	bytes int64             // their share of the spool frames they came in
 }
 
 // spoolGen is one spool file and the count of its records not yet in
@@ -71,9 +74,32 @@ type spoolGen struct {
 	w     *spoolFile      // nil for one a killed run left
 	lease *recorder.Lease // a left one's, taken at recovery
 	refs  int
+
+	rmu sync.Mutex
+	rf  *os.File // opened to read frames back (pending spans)
+}
+
+// frame reads back the payload of the frame at off.
+func (g *spoolGen) frame(off int64, n int) ([]byte, error) {
+	g.rmu.Lock()
+	defer g.rmu.Unlock()
+	if g.rf == nil {
+		f, err := os.Open(filepath.Join(g.dir, spoolName))
+		if err != nil {
+			return nil, err
+		}
+		g.rf = f
+	}
+	return readFrame(g.rf, off, n)
 }
 
 func (g *spoolGen) close() {
+	g.rmu.Lock()
+	if g.rf != nil {
+		g.rf.Close()
+		g.rf = nil
+	}
+	g.rmu.Unlock()
 	if g.w != nil {
 		g.w.close()
 	} else {
@@ -104,7 +130,7 @@ func NewIngester(st recorder.Store, opts Options) (*Ingester, error) {
 	in := &Ingester{
 		st: st, opts: opts,
 		seen: map[string]map[string]struct{}{}, pending: map[string]*pendingTrace{}, count: map[string]int{},
-		sessions: map[string]*sess{}, touched: map[string]bool{}, byKey: map[string]*sess{}, byTrace: map[string]*sess{},
+		sessions: map[string]*sess{}, decoded: map[*wireBody]bool{}, touched: map[string]bool{}, byKey: map[string]*sess{}, byTrace: map[string]*sess{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		red: opts.Recorder.Redactors(),
 	}
@@ -332,8 +358,8 @@ func (in *Ingester) recoverSpool() error {
 		}
 		g := &spoolGen{dir: dir, lease: lease}
 		in.gens = append(in.gens, g)
-		err = readSpool(filepath.Join(dir, spoolName), func(kind byte, payload []byte) error {
-			return in.acceptFrame(g, kind, payload)
+		err = readSpool(filepath.Join(dir, spoolName), func(kind byte, off int64, payload []byte) error {
+			return in.acceptFrame(g, kind, off, payload)
 		})
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("otelsession: read the spool: %w (what it holds was acknowledged and is not in sessions yet; move %s aside to start without it)", err, dir)
@@ -348,20 +374,22 @@ func (in *Ingester) recoverSpool() error {
 	return nil
 }
 
-func (in *Ingester) acceptFrame(g *spoolGen, kind byte, payload []byte) error {
+func (in *Ingester) acceptFrame(g *spoolGen, kind byte, off int64, payload []byte) error {
 	switch kind {
 	case frameTraces:
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(payload, &req); err != nil {
+		// Read from its bytes, its spans left in the file until written.
+		r, err := traceRecordsWire(payload, in.opts, func([]byte) bool { return false })
+		if err != nil {
 			return err
 		}
-		in.accept(traceRecords(&req, in.opts), g)
+		r.body.at(g, off, len(payload))
+		in.accept(r, g, len(payload))
 	case frameLogs:
 		var req collogspb.ExportLogsServiceRequest
 		if err := proto.Unmarshal(payload, &req); err != nil {
 			return err
 		}
-		in.accept(logRecords(&req, in.opts), g)
+		in.accept(logRecords(&req, in.opts), g, len(payload))
 	}
 	return nil
 }
@@ -400,12 +428,12 @@ func (in *Ingester) recoverLegacySpool() error {
 			case legacySpoolTraces:
 				var req coltracepb.ExportTraceServiceRequest
 				if protoJSON.Unmarshal(rec.Request, &req) == nil {
-					in.accept(traceRecords(&req, in.opts), g)
+					in.accept(traceRecords(&req, in.opts), g, len(rec.Request))
 				}
 			case legacySpoolLogs:
 				var req collogspb.ExportLogsServiceRequest
 				if protoJSON.Unmarshal(rec.Request, &req) == nil {
-					in.accept(logRecords(&req, in.opts), g)
+					in.accept(logRecords(&req, in.opts), g, len(rec.Request))
 				}
 			}
 		}
@@ -422,9 +450,13 @@ type records struct {
 	keys     []string
 	groups   []string
 	rejected []Rejection
-	spooled  proto.Message // the accepted part, rebuilt by reserve
 	logsReq  bool
-	raw      []any // *tracepb.ResourceSpans or *logspb.ResourceLogs per record, for the spool
+	req      proto.Message // the request they came in (nil when read from its bytes)
+	wire     []byte        // its protobuf bytes as received, when the caller has them
+	secret   bool          // read from its bytes, and a string in them holds a secret
+	body     *wireBody     // where its spans are until written (trace exports)
+	kvs, evs [][]byte      // traceRecordsWire's scratch
+	res      []any         // *tracepb.ResourceSpans or *logspb.ResourceLogs per record, for the spool
 	scopes   []any
 	msgs     []any
 }
@@ -449,11 +481,11 @@ func validID(b []byte, n int) bool {
 }
 
 func traceRecords(req *coltracepb.ExportTraceServiceRequest, opts Options) *records {
-	r := &records{}
-	for _, rs := range req.GetResourceSpans() {
+	r := &records{req: req, body: &wireBody{req: req}}
+	for i, rs := range req.GetResourceSpans() {
 		res := toAttrs(rs.GetResource().GetAttributes())
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
+		for j, ss := range rs.GetScopeSpans() {
+			for k, s := range ss.GetSpans() {
 				tid, sid := hex.EncodeToString(s.GetTraceId()), hex.EncodeToString(s.GetSpanId())
 				if !validID(s.GetTraceId(), 16) || !validID(s.GetSpanId(), 8) {
 					r.rejected = append(r.rejected, Rejection{TraceID: tid, SpanID: sid, Reason: "the span has no valid trace_id (16 bytes) and span_id (8 bytes)"})
@@ -463,11 +495,12 @@ func traceRecords(req *coltracepb.ExportTraceServiceRequest, opts Options) *reco
 					r.rejected = append(r.rejected, Rejection{TraceID: tid, SpanID: sid, Reason: why})
 					continue
 				}
-				sp := newSpan(res, ss.GetScope().GetName(), s)
+				sp := thinSpan(res, ss.GetScope().GetName(), s)
+				sp.ref = &wireRef{body: r.body, rs: i, ss: j, index: k}
 				r.spans = append(r.spans, sp)
 				r.keys = append(r.keys, tid+"/"+sid)
 				r.groups = append(r.groups, groupOf(sessionKey(sp), tid))
-				r.raw, r.scopes, r.msgs = append(r.raw, rs), append(r.scopes, ss), append(r.msgs, s)
+				r.res, r.scopes, r.msgs = append(r.res, rs), append(r.scopes, ss), append(r.msgs, s)
 			}
 		}
 	}
@@ -475,7 +508,7 @@ func traceRecords(req *coltracepb.ExportTraceServiceRequest, opts Options) *reco
 }
 
 func logRecords(req *collogspb.ExportLogsServiceRequest, opts Options) *records {
-	r := &records{logsReq: true}
+	r := &records{logsReq: true, req: req}
 	for _, rl := range req.GetResourceLogs() {
 		res := toAttrs(rl.GetResource().GetAttributes())
 		for _, sl := range rl.GetScopeLogs() {
@@ -499,7 +532,7 @@ func logRecords(req *collogspb.ExportLogsServiceRequest, opts Options) *records 
 				r.logs = append(r.logs, lr)
 				r.keys = append(r.keys, "log/"+hex.EncodeToString(h[:16]))
 				r.groups = append(r.groups, groupOf(lr.Attrs.str("session.id", "gen_ai.conversation.id"), tid))
-				r.raw, r.scopes, r.msgs = append(r.raw, rl), append(r.scopes, sl), append(r.msgs, l)
+				r.res, r.scopes, r.msgs = append(r.res, rl), append(r.scopes, sl), append(r.msgs, l)
 			}
 		}
 	}
@@ -538,6 +571,30 @@ func (in *Ingester) Traces(ctx context.Context, req *coltracepb.ExportTraceServi
 	return in.ingest(ctx, traceRecords(req, in.opts))
 }
 
+// TracesWire is Traces for a request that came as protobuf, body: it is
+// read without being decoded (see wire.go) and spooled as it came when
+// every span is taken and none holds a secret. The Ingester keeps body;
+// the caller must not change it. Bytes that are not an OTLP trace export
+// give an error wrapping ErrMalformed, and nothing is taken.
+func (in *Ingester) TracesWire(ctx context.Context, body []byte) (Result, error) {
+	holds := in.red().Holds
+	r, err := traceRecordsWire(body, in.opts, holds)
+	if err != nil {
+		return Result{}, err
+	}
+	return in.ingest(ctx, r)
+}
+
+// LogsWire is Logs for a request that came as protobuf, decoded in req,
+// its bytes in body: spooled as they came when every record is taken and
+// none holds a secret. (Content log records are few beside spans: they
+// are decoded.)
+func (in *Ingester) LogsWire(ctx context.Context, req *collogspb.ExportLogsServiceRequest, body []byte) (Result, error) {
+	r := logRecords(req, in.opts)
+	r.wire = body
+	return in.ingest(ctx, r)
+}
+
 // Logs maps an OTLP logs export: content events of the earlier GenAI
 // conventions, and gen_ai.client.inference.operation.details, joined to
 // their spans by trace and span id in whatever order they arrive.
@@ -553,13 +610,13 @@ func (in *Ingester) ingest(ctx context.Context, r *records) (Result, error) {
 	if err != nil || len(fresh) == 0 {
 		return res, err
 	}
-	g, err := in.spoolAppend(r, fresh)
+	sp, err := in.spoolAppend(r, fresh)
 	if err != nil {
 		in.unreserve(r, fresh)
 		return Result{}, err
 	}
 	in.mu.Lock()
-	in.place(r, fresh, g)
+	in.place(sp.r, sp.fresh, sp.gen, sp.size)
 	in.mu.Unlock()
 	return res, nil
 }
@@ -573,7 +630,7 @@ func (in *Ingester) reserve(r *records) (Result, []int, error) {
 		return Result{}, nil, ErrClosed
 	}
 	n := len(r.keys)
-	if in.npending+n > in.opts.MaxPending && in.npending > 0 {
+	if (in.npending+n > in.opts.MaxPending || in.pendingBytes >= in.opts.MaxPendingBytes) && in.npending > 0 {
 		return Result{}, nil, ErrBusy
 	}
 	res := Result{Rejected: r.rejected}
@@ -627,10 +684,12 @@ func (in *Ingester) unreserve(r *records, fresh []int) {
 	in.npending -= len(fresh)
 }
 
-// place puts the fresh records of r, which spool file g holds, into
-// their pending traces. Caller holds mu.
-func (in *Ingester) place(r *records, fresh []int, g *spoolGen) {
+// place puts the fresh records of r, which spool file g holds in a frame
+// of size bytes, into their pending traces. Caller holds mu.
+func (in *Ingester) place(r *records, fresh []int, g *spoolGen, size int) {
 	now := in.opts.Clock()
+	each := int64(size / max(len(fresh), 1))
+	in.pendingBytes += each * int64(len(fresh))
 	for _, i := range fresh {
 		tid, _ := in.ids(r, i)
 		pt := in.pending[tid]
@@ -639,6 +698,7 @@ func (in *Ingester) place(r *records, fresh []int, g *spoolGen) {
 			in.pending[tid] = pt
 		}
 		pt.gens[g]++
+		pt.bytes += each
 		if r.logsReq {
 			pt.logs = append(pt.logs, r.logs[i])
 		} else {
@@ -651,7 +711,7 @@ func (in *Ingester) place(r *records, fresh []int, g *spoolGen) {
 // accept takes the records of spool file g that a killed run left as
 // pending, skipping the ones seen. (The file stays until they are
 // written.)
-func (in *Ingester) accept(r *records, g *spoolGen) {
+func (in *Ingester) accept(r *records, g *spoolGen, size int) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	var fresh []int
@@ -664,7 +724,7 @@ func (in *Ingester) accept(r *records, g *spoolGen) {
 		in.count[r.groups[i]]++
 		fresh = append(fresh, i)
 	}
-	in.place(r, fresh, g)
+	in.place(r, fresh, g, size)
 	in.spoolMu.Lock()
 	g.refs += len(fresh)
 	in.spoolMu.Unlock()
@@ -672,19 +732,102 @@ func (in *Ingester) accept(r *records, g *spoolGen) {
 
 // spoolAppend writes the fresh records of r to the spool as one OTLP
 // request, redacted, and returns when it is durable, with the spool file
-// that holds it.
-func (in *Ingester) spoolAppend(r *records, fresh []int) (*spoolGen, error) {
-	var msg proto.Message
+// that holds it and the frame's size.
+func (in *Ingester) spoolAppend(r *records, fresh []int) (spooled, error) {
+	sp, b, err := in.spoolPayload(r, fresh)
+	if err != nil {
+		return sp, fmt.Errorf("otelsession: spool: %w", err)
+	}
+	g, err := in.spoolFile(len(fresh))
+	if err != nil {
+		return sp, err
+	}
+	off, err := g.w.append(sp.kind, b)
+	if err != nil {
+		in.release(map[*spoolGen]int{g: len(fresh)})
+		return sp, fmt.Errorf("otelsession: %w", err)
+	}
+	sp.gen, sp.size = g, len(b)
+	if body := sp.r.body; body != nil && sp.whole {
+		// The frame is the request, span for span: its pending spans
+		// are read from the spool when written, so memory does not keep
+		// the request meanwhile.
+		body.at(g, off, len(b))
+		for _, i := range sp.fresh {
+			sp.r.spans[i].msg = nil
+		}
+	}
+	return sp, nil
+}
+
+// spooled is one request's frame: what was spooled and where.
+type spooled struct {
+	kind  byte
+	r     *records // the records to place (r, or r rebuilt from its decoding)
+	fresh []int    // their indexes
+	whole bool     // the frame holds r's request as it is, span for span
+	gen   *spoolGen
+	size  int
+}
+
+// spoolPayload is the frame of r's fresh records: the request's bytes as
+// they came when all of it is taken and nothing in it needs redacting (no
+// second encoding), else the fresh records rebuilt into a request,
+// redacted, encoded.
+func (in *Ingester) spoolPayload(r *records, fresh []int) (spooled, []byte, error) {
 	kind := byte(frameTraces)
 	if r.logsReq {
 		kind = frameLogs
+	}
+	whole := len(fresh) == len(r.keys) && len(r.rejected) == 0
+	sp := spooled{kind: kind, r: r, fresh: fresh, whole: whole}
+	if whole && r.wire != nil && !r.secret {
+		return sp, r.wire, nil
+	}
+	if r.req == nil {
+		// Read from its bytes (traceRecordsWire): decoded now to be cut
+		// or redacted, its records matched by key.
+		req := &coltracepb.ExportTraceServiceRequest{}
+		if err := proto.Unmarshal(r.wire, req); err != nil {
+			return sp, nil, err
+		}
+		keep := map[string]bool{}
+		for _, i := range fresh {
+			keep[r.keys[i]] = true
+		}
+		full := traceRecords(req, in.opts)
+		fresh = fresh[:0:0]
+		for i, k := range full.keys {
+			if keep[k] {
+				fresh = append(fresh, i)
+			}
+		}
+		r = full
+		sp.r, sp.fresh = r, fresh
+	}
+	if !whole {
+		// A frame of part of the request: its spans stay in memory,
+		// decoded (refs into the request would not find them in it).
+		for _, i := range fresh {
+			if i < len(r.spans) {
+				r.spans[i].ref = nil
+			}
+		}
+	}
+	var msg proto.Message
+	switch {
+	case whole && r.logsReq:
+		msg = redacted(r.req.(*collogspb.ExportLogsServiceRequest), redactLogs, in.red().String)
+	case whole:
+		msg = redacted(r.req.(*coltracepb.ExportTraceServiceRequest), redactTraces, in.red().String)
+	case r.logsReq:
 		req := &collogspb.ExportLogsServiceRequest{}
 		var lastRL *logspb.ResourceLogs
 		var lastSL *logspb.ScopeLogs
 		var curRL *logspb.ResourceLogs
 		var curSL *logspb.ScopeLogs
 		for _, i := range fresh {
-			rl, sl := r.raw[i].(*logspb.ResourceLogs), r.scopes[i].(*logspb.ScopeLogs)
+			rl, sl := r.res[i].(*logspb.ResourceLogs), r.scopes[i].(*logspb.ScopeLogs)
 			if rl != lastRL {
 				curRL = &logspb.ResourceLogs{Resource: rl.GetResource(), SchemaUrl: rl.GetSchemaUrl()}
 				req.ResourceLogs = append(req.ResourceLogs, curRL)
@@ -698,14 +841,14 @@ func (in *Ingester) spoolAppend(r *records, fresh []int) (*spoolGen, error) {
 			curSL.LogRecords = append(curSL.LogRecords, r.msgs[i].(*logspb.LogRecord))
 		}
 		msg = redacted(req, redactLogs, in.red().String)
-	} else {
+	default:
 		req := &coltracepb.ExportTraceServiceRequest{}
 		var lastRS *tracepb.ResourceSpans
 		var lastSS *tracepb.ScopeSpans
 		var curRS *tracepb.ResourceSpans
 		var curSS *tracepb.ScopeSpans
 		for _, i := range fresh {
-			rs, ss := r.raw[i].(*tracepb.ResourceSpans), r.scopes[i].(*tracepb.ScopeSpans)
+			rs, ss := r.res[i].(*tracepb.ResourceSpans), r.scopes[i].(*tracepb.ScopeSpans)
 			if rs != lastRS {
 				curRS = &tracepb.ResourceSpans{Resource: rs.GetResource(), SchemaUrl: rs.GetSchemaUrl()}
 				req.ResourceSpans = append(req.ResourceSpans, curRS)
@@ -720,19 +863,11 @@ func (in *Ingester) spoolAppend(r *records, fresh []int) (*spoolGen, error) {
 		}
 		msg = redacted(req, redactTraces, in.red().String)
 	}
+	if whole && msg == r.req && r.wire != nil {
+		return sp, r.wire, nil
+	}
 	b, err := proto.Marshal(msg)
-	if err != nil {
-		return nil, fmt.Errorf("otelsession: spool: %w", err)
-	}
-	g, err := in.spoolFile(len(fresh))
-	if err != nil {
-		return nil, err
-	}
-	if err := g.w.append(kind, b); err != nil {
-		in.release(map[*spoolGen]int{g: len(fresh)})
-		return nil, fmt.Errorf("otelsession: %w", err)
-	}
-	return g, nil
+	return sp, b, err
 }
 
 // spoolFile returns the spool file the next request goes to, counting n
@@ -806,7 +941,7 @@ func (in *Ingester) flush(force bool) error {
 	in.mu.Unlock()
 	sort.Slice(ready, func(i, j int) bool { return ready[i].first().Before(ready[j].first()) })
 	var errs []error
-	done := 0
+	done, doneBytes := 0, int64(0)
 	for i, pt := range ready {
 		if err := in.writeTrace(pt); err != nil {
 			errs = append(errs, err)
@@ -820,11 +955,17 @@ func (in *Ingester) flush(force bool) error {
 			break
 		}
 		done += len(pt.spans) + len(pt.logs)
+		doneBytes += pt.bytes
 		in.release(pt.gens)
 	}
 	in.mu.Lock()
 	in.npending -= done
+	in.pendingBytes -= doneBytes
 	in.mu.Unlock()
+	for b := range in.decoded {
+		b.release()
+		delete(in.decoded, b)
+	}
 	if len(errs) == 0 {
 		in.rotate()
 	}

@@ -134,6 +134,11 @@ type mapped struct {
 // conversation its first model call extends (session.Extends, the proxy's
 // rule), else a new one.
 func (in *Ingester) writeTrace(pt *pendingTrace) error {
+	for _, sp := range pt.spans {
+		if b := sp.expand(); b != nil {
+			in.decoded[b] = true
+		}
+	}
 	sort.SliceStable(pt.spans, func(i, j int) bool {
 		a, b := pt.spans[i], pt.spans[j]
 		if !a.Start.Equal(b.Start) {

@@ -30,6 +30,10 @@ type Options struct {
 	// evicted session's conversation in a trace of its own (no session
 	// key) then starts a new session. Default 128.
 	MaxLiveSessions int
+	// MaxPendingBytes bounds the same by weight (the records' share of
+	// the spool frames they came in), so the memory they hold stays
+	// bounded whatever the spans' size. Default 32 MiB.
+	MaxPendingBytes int64
 	// Settle is how long a trace must be quiet (no new span or log record)
 	// before its pending spans are written into its session: time for
 	// content log records and out-of-order spans of other requests to
@@ -59,6 +63,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxPending <= 0 {
 		o.MaxPending = 200_000
 	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = 32 << 20
+	}
 	if o.MaxLiveSessions <= 0 {
 		o.MaxLiveSessions = 128
 	}
@@ -76,6 +83,9 @@ var (
 	// ErrBusy: more spans are pending than Options.MaxPending; nothing of
 	// the request was accepted, and the exporter should retry later.
 	ErrBusy = errors.New("otelsession: too many spans waiting to be written; retry later")
+	// ErrMalformed: the bytes given to TracesWire are not an OTLP
+	// protobuf trace export (a client error: 400, INVALID_ARGUMENT).
+	ErrMalformed = errors.New("not an OTLP protobuf trace export")
 	// ErrClosed: the Ingester was closed.
 	ErrClosed = errors.New("otelsession: ingester closed")
 )

@@ -3,6 +3,7 @@ package otelsession
 import (
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -173,6 +174,8 @@ type span struct {
 	// Err is the status message of a span whose status is ERROR
 	// ("error" when it has none).
 	Err string
+	msg *tracepb.Span // a thinSpan's message, until expand
+	ref *wireRef      // or where it is in the bytes it came in (traceRecordsWire)
 }
 
 type spanEvent struct {
@@ -186,6 +189,52 @@ func unixNano(n uint64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, int64(n)).UTC()
+}
+
+// thinSpan is what a span's acknowledgement needs: its ids and times and
+// the attributes that name its session (sessionKeys). expand fills in the
+// rest when its trace is written, so a pending span costs little more
+// than its decoded message.
+func thinSpan(res attrs, scope string, s *tracepb.Span) *span {
+	var keys []*commonpb.KeyValue
+	for _, kv := range s.GetAttributes() {
+		if slices.Contains(sessionKeys, kv.GetKey()) {
+			keys = append(keys, kv)
+		}
+	}
+	return &span{
+		TraceID:  hex.EncodeToString(s.GetTraceId()),
+		SpanID:   hex.EncodeToString(s.GetSpanId()),
+		Start:    unixNano(s.GetStartTimeUnixNano()),
+		End:      unixNano(s.GetEndTimeUnixNano()),
+		Attrs:    toAttrs(keys),
+		Resource: res,
+		Scope:    scope,
+		msg:      s,
+	}
+}
+
+// expand makes a thinSpan whole, decoding the export it came in if it
+// was read from its bytes (that export is then kept decoded in its
+// wireBody until the caller lets it go). One that cannot be decoded,
+// which the check of its bytes should make impossible, keeps its ids and
+// times and says why in its name: it maps to no event and is kept in
+// otel_spans, not lost.
+func (sp *span) expand() *wireBody {
+	switch {
+	case sp.ref != nil:
+		body := sp.ref.body
+		rs, ss, s, err := sp.ref.span()
+		if err != nil {
+			sp.Name, sp.ref = "undecodable span: "+err.Error(), nil
+			return nil
+		}
+		*sp = *newSpan(toAttrs(rs.GetResource().GetAttributes()), ss.GetScope().GetName(), s)
+		return body
+	case sp.msg != nil:
+		*sp = *newSpan(sp.Resource, sp.Scope, sp.msg)
+	}
+	return nil
 }
 
 func newSpan(res attrs, scope string, s *tracepb.Span) *span {

@@ -60,12 +60,11 @@ func frameCRC(kind byte, payload []byte) uint32 {
 	return crc32.Update(crc32.Update(0, castagnoli, []byte{kind}), castagnoli, payload)
 }
 
-func appendFrame(b []byte, kind byte, payload []byte) []byte {
-	var h [frameHeader]byte
+// frameHeaderOf writes into h the header of payload's frame.
+func frameHeaderOf(h []byte, kind byte, payload []byte) {
 	h[0] = kind
 	binary.LittleEndian.PutUint32(h[1:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(h[5:], frameCRC(kind, payload))
-	return append(append(b, h[:]...), payload...)
 }
 
 // spoolFile is one spool file being appended to, in its own folder under
@@ -79,12 +78,13 @@ type spoolFile struct {
 
 	mu       sync.Mutex
 	cond     sync.Cond
-	pending  []byte // frames of batch cur, not yet written
-	cur      uint64 // the batch pending belongs to
-	done     uint64 // every batch <= done is durable
-	flushing bool   // a leader is writing
-	size     int64  // bytes written
-	err      error  // sticky: the file is retired after a failure
+	pending  [][]byte // frames of batch cur, not yet written: headers and their callers' payloads
+	cur      uint64   // the batch pending belongs to
+	done     uint64   // every batch <= done is durable
+	flushing bool     // a leader is writing
+	size     int64    // bytes written
+	end      int64    // bytes written and queued: where the next frame goes
+	err      error    // sticky: the file is retired after a failure
 }
 
 func createSpool(root string, noSync bool) (*spoolFile, error) {
@@ -116,25 +116,31 @@ func createSpool(root string, noSync bool) (*spoolFile, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	w := &spoolFile{dir: dir, f: f, lease: lease, noSync: noSync, cur: 1, size: int64(len(spoolMagic))}
+	w := &spoolFile{dir: dir, f: f, lease: lease, noSync: noSync, cur: 1, size: int64(len(spoolMagic)), end: int64(len(spoolMagic))}
 	w.cond.L = &w.mu
 	return w, nil
 }
 
-// append writes one frame and returns once it is durable. Whoever finds
-// no write in progress writes everything queued so far, with one fsync,
-// while later callers queue behind it.
-func (w *spoolFile) append(kind byte, payload []byte) error {
+// append writes one frame and returns once it is durable, with the
+// offset of the frame in the file. Whoever finds no write in progress
+// writes everything queued so far, with one fsync, while later callers
+// queue behind it. payload is not copied (its caller waits until it is
+// written), and may be reused once append returns.
+func (w *spoolFile) append(kind byte, payload []byte) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
-		return w.err
+		return 0, w.err
 	}
-	w.pending = appendFrame(w.pending, kind, payload)
+	off := w.end
+	h := make([]byte, frameHeader)
+	frameHeaderOf(h, kind, payload)
+	w.pending = append(w.pending, h, payload)
+	w.end += frameHeader + int64(len(payload))
 	mine := w.cur
 	for w.done < mine {
 		if w.err != nil {
-			return w.err
+			return 0, w.err
 		}
 		if w.flushing {
 			w.cond.Wait()
@@ -144,7 +150,14 @@ func (w *spoolFile) append(kind byte, payload []byte) error {
 		buf, batch := w.pending, w.cur
 		w.pending, w.cur = nil, w.cur+1
 		w.mu.Unlock()
-		_, err := w.f.Write(buf)
+		var err error
+		n := int64(0)
+		for _, p := range buf {
+			if _, err = w.f.Write(p); err != nil {
+				break
+			}
+			n += int64(len(p))
+		}
 		if err == nil && !w.noSync {
 			err = w.f.Sync()
 		}
@@ -154,11 +167,24 @@ func (w *spoolFile) append(kind byte, payload []byte) error {
 			w.err = fmt.Errorf("write the spool %s: %w", w.dir, err)
 		} else {
 			w.done = batch
-			w.size += int64(len(buf))
+			w.size += n
 		}
 		w.cond.Broadcast()
 	}
-	return nil
+	return off, nil
+}
+
+// readFrame reads the payload of the frame at off, n bytes long, from the
+// spool file f, checking it is that frame.
+func readFrame(f *os.File, off int64, n int) ([]byte, error) {
+	b := make([]byte, frameHeader+n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, fmt.Errorf("read the spool %s at %d: %w", f.Name(), off, err)
+	}
+	if int(binary.LittleEndian.Uint32(b[1:])) != n || frameCRC(b[0], b[frameHeader:]) != binary.LittleEndian.Uint32(b[5:]) {
+		return nil, fmt.Errorf("the spool %s is damaged at byte %d", f.Name(), off)
+	}
+	return b[frameHeader:], nil
 }
 
 func (w *spoolFile) full() bool {
@@ -174,9 +200,9 @@ func (w *spoolFile) close() error {
 }
 
 // readSpool calls fn with each whole frame of the spool file at path, in
-// order, and stops without error at a frame the end of the file cuts
-// short.
-func readSpool(path string, fn func(kind byte, payload []byte) error) error {
+// order, with its offset, and stops without error at a frame the end of
+// the file cuts short. payload is reused for the next frame.
+func readSpool(path string, fn func(kind byte, off int64, payload []byte) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -214,7 +240,7 @@ func readSpool(path string, fn func(kind byte, payload []byte) error) error {
 			}
 			return fmt.Errorf("%s is damaged at byte %d (a frame's checksum does not match)", path, off)
 		}
-		if err := fn(h[0], payload); err != nil {
+		if err := fn(h[0], off, payload); err != nil {
 			return err
 		}
 		off += frameHeader + int64(n)

@@ -163,7 +163,7 @@ func TestReadSpool(t *testing.T) {
 		if i == 1 {
 			kind = frameLogs
 		}
-		if err := w.append(kind, p); err != nil {
+		if _, err := w.append(kind, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,7 +174,7 @@ func TestReadSpool(t *testing.T) {
 		p := filepath.Join(t.TempDir(), spoolName)
 		os.WriteFile(p, b, 0o600)
 		var got []string
-		err := readSpool(p, func(kind byte, payload []byte) error {
+		err := readSpool(p, func(kind byte, _ int64, payload []byte) error {
 			got = append(got, string(kind)+":"+string(payload[:min(5, len(payload))]))
 			return nil
 		})
