@@ -649,3 +649,103 @@ func TestCollectSDKExportersAndForward(t *testing.T) {
 		}
 	}
 }
+
+// A production session is live while collect writes it: `sessions` shows
+// it running, `show --follow` prints the spans of later exports as their
+// trace is written, and ends when collect stops and lets the session go,
+// which then reads as imported.
+func TestCollectLiveSession(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	c := startCollector(t, home)
+	req := conversation(88, 6)
+	spans := req.ResourceSpans[0].ScopeSpans[0].Spans
+	part := func(from, to int) *coltracepb.ExportTraceServiceRequest {
+		p := proto.Clone(req).(*coltracepb.ExportTraceServiceRequest)
+		p.ResourceSpans[0].ScopeSpans[0].Spans = spans[from:to]
+		return p
+	}
+	if code, err := postTraces(c.http, part(0, 3)); err != nil || code != 200 {
+		t.Fatalf("export: %d %v", code, err)
+	}
+	status := func() (string, string) {
+		out, err := exec.Command("agentctl", "--home", home, "sessions", "--json").Output()
+		if err != nil {
+			t.Fatalf("sessions: %v", err)
+		}
+		var list []struct{ SessionID, Status string }
+		var raw []map[string]any
+		json.Unmarshal(out, &raw)
+		for _, r := range raw {
+			list = append(list, struct{ SessionID, Status string }{r["session_id"].(string), r["status"].(string)})
+		}
+		if len(list) != 1 {
+			return "", ""
+		}
+		return list[0].SessionID, list[0].Status
+	}
+	var id, st string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && st == ""; time.Sleep(100 * time.Millisecond) {
+		id, st = status()
+	}
+	if st != "running" {
+		t.Fatalf("while collect writes it the session is %q, want running", st)
+	}
+	follow := exec.Command("agentctl", "--home", home, "show", id, "--follow")
+	out, err := follow.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	calls := 0
+	await := func(n int) {
+		t.Helper()
+		timeout := time.After(20 * time.Second)
+		for calls < n {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("show --follow ended after %d model calls, want %d", calls, n)
+				}
+				if strings.Contains(l, "model_call") {
+					calls++
+				}
+			case <-timeout:
+				t.Fatalf("show --follow printed %d model calls, want %d", calls, n)
+			}
+		}
+	}
+	await(3)
+	if code, err := postTraces(c.http, part(3, 6)); err != nil || code != 200 {
+		t.Fatalf("export: %d %v", code, err)
+	}
+	await(6)
+	c.stop(t)
+	ended := make(chan error, 1)
+	go func() {
+		for range lines {
+		}
+		ended <- follow.Wait()
+	}()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("show --follow after collect stopped: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		follow.Process.Kill()
+		t.Fatal("show --follow did not end when collect let the session go")
+	}
+	if _, st := status(); st != "imported" {
+		t.Errorf("after collect stopped the session is %q, want imported", st)
+	}
+}

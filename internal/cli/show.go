@@ -19,6 +19,7 @@ type showOptions struct {
 	Session string
 	JSON    bool
 	Tree    bool
+	Follow  bool
 }
 
 func newShowCmd(f *Factory, runF func(context.Context, *showOptions) error) *cobra.Command {
@@ -37,19 +38,30 @@ and the command fails naming the offset.
 With --tree, show the session with its subagents (sessions its task calls
 started), forks and replays (proxy --replay, replay run --keep of an
 external agent's session), and theirs, one line each: id, how it hangs off
-its parent, name, status and totals; --json prints the tree as one object.`,
-		Example: "  agentctl show 3f2a\n  agentctl show 3f2a --json | jq -c 'select(.kind==\"tool_result\")'\n  agentctl show 3f2a --tree",
+its parent, name, status and totals; --json prints the tree as one object.
+
+With --follow, keep printing events as they are appended, as tail -f
+does, until the session ends: its session_finished, or no process writes
+it any more (a run that died; a production session 'agentctl collect'
+closed, or collect stopping), or Ctrl-C. Following costs what is
+appended, whatever the log's length.`,
+		Example: "  agentctl show 3f2a\n  agentctl show 3f2a --json | jq -c 'select(.kind==\"tool_result\")'\n  agentctl show 3f2a --tree\n  agentctl show 3f2a --follow",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
+			if opts.Follow {
+				return showFollowRun(cmd.Context(), f, opts)
+			}
 			return showRun(f, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON event per line")
 	cmd.Flags().BoolVar(&opts.Tree, "tree", false, "show the session with its subagents and forks instead of its events")
+	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "then print each event as it is appended, until the session ends or no process writes it")
+	cmd.MarkFlagsMutuallyExclusive("follow", "tree")
 	return cmd
 }
 
@@ -94,6 +106,32 @@ func showRun(f *Factory, opts *showOptions) error {
 		return err
 	}
 	return loadErr
+}
+
+// showFollowRun prints the session's events and then each appended one
+// as it comes (recorder.Store.Follow), a line at a time, flushed.
+func showFollowRun(ctx context.Context, f *Factory, opts *showOptions) error {
+	st := f.Store()
+	id, err := st.Resolve(opts.Session)
+	if err != nil {
+		return err
+	}
+	err = st.Follow(ctx, id, func(e session.Event) error {
+		if !opts.JSON {
+			writeTimelineLine(f.Out, e)
+			return nil
+		}
+		b, err := session.Encode(e)
+		if err != nil {
+			return err
+		}
+		_, err = f.Out.Write(append(b, '\n'))
+		return err
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil // Ctrl-C: the reader stopped following
+	}
+	return err
 }
 
 // writeTimelineLine prints one event as "seq  time  kind  details".

@@ -52,7 +52,7 @@ type Ingester struct {
 	byKey    map[string]*sess   // session key → live session
 	byTrace  map[string]*sess   // trace id → live session
 	pass     uint64             // write passes so far: the sessions' recency
-	decoded  map[*wireBody]bool // exports decoded in this pass, let go at its end
+	decoded  []*wireBody        // exports decoded lately, the last keepDecoded: traces of one export are written one after another
 
 	stop chan struct{}
 	done chan struct{}
@@ -130,7 +130,7 @@ func NewIngester(st recorder.Store, opts Options) (*Ingester, error) {
 	in := &Ingester{
 		st: st, opts: opts,
 		seen: map[string]map[string]struct{}{}, pending: map[string]*pendingTrace{}, count: map[string]int{},
-		sessions: map[string]*sess{}, decoded: map[*wireBody]bool{}, touched: map[string]bool{}, byKey: map[string]*sess{}, byTrace: map[string]*sess{},
+		sessions: map[string]*sess{}, touched: map[string]bool{}, byKey: map[string]*sess{}, byTrace: map[string]*sess{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		red: opts.Recorder.Redactors(),
 	}
@@ -962,10 +962,10 @@ func (in *Ingester) flush(force bool) error {
 	in.npending -= done
 	in.pendingBytes -= doneBytes
 	in.mu.Unlock()
-	for b := range in.decoded {
+	for _, b := range in.decoded {
 		b.release()
-		delete(in.decoded, b)
 	}
+	in.decoded = in.decoded[:0]
 	if len(errs) == 0 {
 		in.rotate()
 	}

@@ -52,10 +52,17 @@ func TestLive(t *testing.T) {
 				if a, b := encodeAll(t, oneSession(t, want)), encodeAll(t, evs); a != b {
 					t.Errorf("live session differs:\n got: %s\nwant: %s", b, a)
 				}
-				// A collected session is imported (another program ran
-				// it), also while it is being collected.
+				// A collected session is running while the collector
+				// holds it (as a run is while its process writes it),
+				// and imported once let go.
+				if sum := st.Summary(ids[0]); sum.Status != session.StatusRunning {
+					t.Errorf("status %s while collecting, want running", sum.Status)
+				}
+				if err := in.Close(); err != nil {
+					t.Fatal(err)
+				}
 				if sum := st.Summary(ids[0]); sum.Status != session.StatusImported {
-					t.Errorf("status %s while collecting, want imported", sum.Status)
+					t.Errorf("status %s after collecting, want imported", sum.Status)
 				}
 				return
 			}

@@ -128,6 +128,25 @@ type mapped struct {
 	c  call
 }
 
+// keepDecoded is how many decoded exports a write pass keeps: a pass may
+// write thousands of traces, and a decoded export weighs twice its bytes.
+const keepDecoded = 4
+
+// keepDecoded notes b as decoded, letting the oldest decoding go past
+// keepDecoded (its spans still pending decode it again).
+func (in *Ingester) keepDecoded(b *wireBody) {
+	for _, d := range in.decoded {
+		if d == b {
+			return
+		}
+	}
+	if len(in.decoded) == keepDecoded {
+		in.decoded[0].release()
+		in.decoded = append(in.decoded[:0], in.decoded[1:]...)
+	}
+	in.decoded = append(in.decoded, b)
+}
+
 // writeTrace writes one settled trace into its session: the session the
 // trace's spans name (session.id / gen_ai.conversation.id), else the one
 // the trace was written into before, else the open session whose
@@ -136,7 +155,7 @@ type mapped struct {
 func (in *Ingester) writeTrace(pt *pendingTrace) error {
 	for _, sp := range pt.spans {
 		if b := sp.expand(); b != nil {
-			in.decoded[b] = true
+			in.keepDecoded(b)
 		}
 	}
 	sort.SliceStable(pt.spans, func(i, j int) bool {

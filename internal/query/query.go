@@ -447,9 +447,10 @@ func (d *DB) sessionsView() string {
 
 // sessionsView computes session.State's figures, by the definitions of
 // its doc: the status is corrupt for a damaged log, that of the last event
-// if it is session_finished, imported for an import with no
-// session_finished, else running while a process holds the session's
-// lease and crashed when none does; provider and model are those in force
+// if it is session_finished, else running while a process holds the
+// session's lease (a run, or collect writing a production session),
+// imported for an import with no session_finished, and crashed for the
+// rest; provider and model are those in force
 // (the latest model_changed); tokens and cost are summed over model_call
 // events (input_tokens includes the cache reads and writes, whose sums
 // follow); tool_calls counts the session's rows of the tool_calls view
@@ -475,9 +476,10 @@ FROM (
     arg_max(model, seq) FILTER (WHERE kind IN ('session_started', 'model_changed')) AS model,
     CASE WHEN session_id IN ($CORRUPT) THEN 'corrupt'
       WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(status, seq)
+      WHEN session_id IN ($LIVE) THEN 'running'
       WHEN count(*) FILTER (WHERE kind = 'session_finished') = 0
         AND coalesce(arg_min(json_extract_string(nullif(attrs, ''), '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') <> '' THEN 'imported'
-      WHEN session_id IN ($LIVE) THEN 'running' ELSE 'crashed' END AS status,
+      ELSE 'crashed' END AS status,
     arg_min(ts, seq) FILTER (WHERE kind = 'session_started') AS started,
     CASE WHEN arg_max(kind, seq) = 'session_finished' AND session_id NOT IN ($CORRUPT) THEN arg_max(ts, seq) END AS ended,
     count(*) AS events,

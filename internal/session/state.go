@@ -471,11 +471,12 @@ func (s *State) Call(id string) *Call {
 //
 //	corrupt      Corrupt is set: reading stopped at damage
 //	<finished>   the last event is a session_finished: its status
+//	running      Live is set: a process holds the lease (a run, or
+//	             `agentctl collect` writing a production session now)
 //	imported     the header names imported_from and no session_finished
 //	             exists (an import records no end of ours; the source's
 //	             own end state is SourceStatus; a fork of one has the
 //	             fork point's)
-//	running      Live is set: a process holds the lease
 //	crashed      otherwise: the log stops with no end and no one writes it
 func (s *State) Status() Status {
 	switch {
@@ -483,10 +484,10 @@ func (s *State) Status() Status {
 		return StatusCorrupt
 	case s.Finished != nil && s.Finished.Seq == s.LastSeq:
 		return Status(s.Finished.Status)
-	case s.ImportedFrom != "" && s.Finished == nil:
-		return StatusImported
 	case s.Live:
 		return StatusRunning
+	case s.ImportedFrom != "" && s.Finished == nil:
+		return StatusImported
 	}
 	return StatusCrashed
 }
