@@ -47,12 +47,12 @@ type Ingester struct {
 	gens    []*spoolGen     // every spool file not yet removed (cur too)
 	touched map[string]bool // sessions written since NewIngester
 
-	matMu    sync.Mutex         // one write pass at a time; guards the fields below
-	sessions map[string]*sess   // the live sessions (at most Options.MaxLiveSessions after a pass)
-	byKey    map[string]*sess   // session key → live session
-	byTrace  map[string]*sess   // trace id → live session
-	pass     uint64             // write passes so far: the sessions' recency
-	decoded  []*wireBody        // exports decoded lately, the last keepDecoded: traces of one export are written one after another
+	matMu    sync.Mutex       // one write pass at a time; guards the fields below
+	sessions map[string]*sess // the live sessions (at most Options.MaxLiveSessions after a pass)
+	byKey    map[string]*sess // session key → live session
+	byTrace  map[string]*sess // trace id → live session
+	pass     uint64           // write passes so far: the sessions' recency
+	decoded  []*wireBody      // exports decoded lately, the last keepDecoded: traces of one export are written one after another
 
 	stop chan struct{}
 	done chan struct{}
