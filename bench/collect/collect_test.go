@@ -122,7 +122,7 @@ func batches(n int, seed uint64) [][]byte {
 // each taking the next batch when its previous one was answered, as a
 // BatchSpanProcessor's exporter does. It returns the wall time and every
 // export's latency; any answer but 200 fails b.
-func replay(b *testing.B, url string, bodies [][]byte) (time.Duration, []time.Duration) {
+func replay(b testing.TB, url string, bodies [][]byte) (time.Duration, []time.Duration) {
 	b.Helper()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: exporters}, Timeout: time.Minute}
 	next := make(chan []byte)

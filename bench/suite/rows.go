@@ -174,8 +174,8 @@ func rows() []row {
 		g.needEnv = "AGENTCTL_JAEGER_BIN"
 		return g
 	}
-	collectIngest := gb("./bench/collect", "BenchmarkIngest/target=agentctl", "1x", "3x")
-	jaegerIngest := jaegerSide("BenchmarkIngest/target=jaeger", "1x", "3x")
+	collectIngest := gb("./bench/collect", "BenchmarkIngest/target=agentctl", "5x", "20x")
+	jaegerIngest := jaegerSide("BenchmarkIngest/target=jaeger", "5x", "20x")
 
 	return []row{
 		{name: "start-up: agentctl version, static vs dynamic (ms)", a: startStatic, b: startDynamic, metric: "s", quick: true, runs: [2]int{9, 21}, warm: true,

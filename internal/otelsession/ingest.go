@@ -957,6 +957,7 @@ func (in *Ingester) flush(force bool) error {
 		done += len(pt.spans) + len(pt.logs)
 		doneBytes += pt.bytes
 		in.release(pt.gens)
+		ready[i] = nil // written: its spans, expanded now, can go before the pass ends
 	}
 	in.mu.Lock()
 	in.npending -= done

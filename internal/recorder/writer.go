@@ -353,7 +353,11 @@ func (w *Writer) Append(evs ...session.Event) ([]session.Event, error) {
 		if err == nil {
 			w.size += int64(len(buf))
 		}
-		if cap(buf) <= 1<<20 { // keep small buffers for the next batch
+		// Keep a small buffer for the next batch (a run appends an event
+		// or a few at a time); a large one (an import's, a collected
+		// trace's) would stay with every open log, and collect keeps
+		// many open.
+		if cap(buf) <= 64<<10 {
 			w.spare = buf[:0]
 		}
 		if err != nil {
