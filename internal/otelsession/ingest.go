@@ -80,7 +80,7 @@ type spoolGen struct {
 }
 
 // frame reads back the payload of the frame at off.
-func (g *spoolGen) frame(off int64) ([]byte, error) {
+func (g *spoolGen) frame(off int64, n int) ([]byte, error) {
 	g.rmu.Lock()
 	defer g.rmu.Unlock()
 	if g.rf == nil {
@@ -90,7 +90,7 @@ func (g *spoolGen) frame(off int64) ([]byte, error) {
 		}
 		g.rf = f
 	}
-	return readFrame(g.rf, off)
+	return readFrame(g.rf, off, n)
 }
 
 func (g *spoolGen) close() {

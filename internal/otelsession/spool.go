@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/klauspost/compress/s2"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -30,16 +29,10 @@ import (
 // it came (no JSON mapping to make and parse again), in frames:
 //
 //	spool file  = spoolMagic frame*
-//	frame       = kind (1 byte: 'T' traces, 'L' logs; 't', 'l': the same,
-//	              payload compressed as one S2 block)
-//	              length (uint32 LE, of payload as stored)
-//	              crc (uint32 LE, CRC-32C of kind and payload as stored)
+//	frame       = kind (1 byte: 'T' traces, 'L' logs)
+//	              length (uint32 LE, of payload)
+//	              crc (uint32 LE, CRC-32C of kind and payload)
 //	              payload (an ExportTraceServiceRequest or ExportLogsServiceRequest)
-//
-// Compressed, because an acknowledgement waits for the fsync and an
-// fsync's time grows with the bytes it flushes (an export of 512 spans is
-// about 600 KB, and OTLP's repeated keys and JSON content shrink several
-// times); a payload S2 does not shrink is stored as it is.
 //
 // Every string in a payload is redacted before it is framed, as a
 // recorder log redacts every event (a secret in a span does not reach
@@ -53,7 +46,6 @@ const (
 	spoolName     = "requests.otlp"
 	frameTraces   = 'T'
 	frameLogs     = 'L'
-	compressed    = 'a' - 'A' // kind + compressed: the kind of a compressed frame
 	frameHeader   = 9
 	maxFrameBytes = 1 << 30
 	// spoolRollBytes is the size past which the next request starts a new
@@ -129,29 +121,12 @@ func createSpool(root string, noSync bool) (*spoolFile, error) {
 	return w, nil
 }
 
-// squeezed are buffers for compressed payloads, reused once written.
-var squeezed sync.Pool
-
-// append writes one frame of payload (compressed when that shrinks it)
-// and returns once it is durable, with the offset of the frame in the
-// file. Whoever finds no write in progress writes everything queued so
-// far, with one fsync, while later callers queue behind it. payload is
-// not copied (its caller waits until it is written), and may be reused
-// once append returns.
+// append writes one frame and returns once it is durable, with the
+// offset of the frame in the file. Whoever finds no write in progress
+// writes everything queued so far, with one fsync, while later callers
+// queue behind it. payload is not copied (its caller waits until it is
+// written), and may be reused once append returns.
 func (w *spoolFile) append(kind byte, payload []byte) (int64, error) {
-	var buf *[]byte
-	if n := s2.MaxEncodedLen(len(payload)); n > 0 {
-		if p, ok := squeezed.Get().(*[]byte); ok && cap(*p) >= n {
-			buf = p
-		} else {
-			b := make([]byte, n)
-			buf = &b
-		}
-		defer squeezed.Put(buf)
-		if c := s2.Encode((*buf)[:cap(*buf)], payload); len(c) < len(payload) {
-			kind, payload = kind+compressed, c
-		}
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -199,52 +174,17 @@ func (w *spoolFile) append(kind byte, payload []byte) (int64, error) {
 	return off, nil
 }
 
-// readFrame reads the payload of the frame at off from the spool file f,
-// checking it, uncompressed.
-func readFrame(f *os.File, off int64) ([]byte, error) {
-	var h [frameHeader]byte
-	if _, err := f.ReadAt(h[:], off); err != nil {
+// readFrame reads the payload of the frame at off, n bytes long, from the
+// spool file f, checking it is that frame.
+func readFrame(f *os.File, off int64, n int) ([]byte, error) {
+	b := make([]byte, frameHeader+n)
+	if _, err := f.ReadAt(b, off); err != nil {
 		return nil, fmt.Errorf("read the spool %s at %d: %w", f.Name(), off, err)
 	}
-	n := binary.LittleEndian.Uint32(h[1:])
-	if n > maxFrameBytes {
+	if int(binary.LittleEndian.Uint32(b[1:])) != n || frameCRC(b[0], b[frameHeader:]) != binary.LittleEndian.Uint32(b[5:]) {
 		return nil, fmt.Errorf("the spool %s is damaged at byte %d", f.Name(), off)
 	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off+frameHeader); err != nil {
-		return nil, fmt.Errorf("read the spool %s at %d: %w", f.Name(), off, err)
-	}
-	if frameCRC(h[0], b) != binary.LittleEndian.Uint32(h[5:]) {
-		return nil, fmt.Errorf("the spool %s is damaged at byte %d", f.Name(), off)
-	}
-	_, p, err := unframe(h[0], b, nil)
-	if err != nil {
-		return nil, fmt.Errorf("the spool %s is damaged at byte %d: %w", f.Name(), off, err)
-	}
-	return p, nil
-}
-
-// unframe is a checked frame's kind and payload, uncompressed (into dst
-// when it is large enough).
-func unframe(kind byte, stored, dst []byte) (byte, []byte, error) {
-	switch kind {
-	case frameTraces, frameLogs:
-		return kind, stored, nil
-	case frameTraces + compressed, frameLogs + compressed:
-		n, err := s2.DecodedLen(stored)
-		if err != nil {
-			return 0, nil, err
-		}
-		if n > maxFrameBytes {
-			return 0, nil, fmt.Errorf("a frame that decompresses to %d bytes", n)
-		}
-		if cap(dst) < n {
-			dst = make([]byte, n)
-		}
-		p, err := s2.Decode(dst[:n], stored)
-		return kind - compressed, p, err
-	}
-	return 0, nil, fmt.Errorf("a frame of kind %q", kind)
+	return b[frameHeader:], nil
 }
 
 func (w *spoolFile) full() bool {
@@ -278,13 +218,13 @@ func readSpool(path string, fn func(kind byte, off int64, payload []byte) error)
 	}
 	off := int64(len(spoolMagic))
 	var h [frameHeader]byte
-	var payload, plain []byte
+	var payload []byte
 	for {
 		if _, err := io.ReadFull(r, h[:]); err != nil {
 			return nil // the end, or a header the crash cut
 		}
 		n := binary.LittleEndian.Uint32(h[1:])
-		if k := h[0]; (k != frameTraces && k != frameLogs && k != frameTraces+compressed && k != frameLogs+compressed) || n > maxFrameBytes {
+		if (h[0] != frameTraces && h[0] != frameLogs) || n > maxFrameBytes {
 			return fmt.Errorf("%s is damaged at byte %d (a frame header that is not one)", path, off)
 		}
 		if cap(payload) < int(n) {
@@ -300,11 +240,7 @@ func readSpool(path string, fn func(kind byte, off int64, payload []byte) error)
 			}
 			return fmt.Errorf("%s is damaged at byte %d (a frame's checksum does not match)", path, off)
 		}
-		kind, plain, err := unframe(h[0], payload, plain)
-		if err != nil {
-			return fmt.Errorf("%s is damaged at byte %d: %v", path, off, err)
-		}
-		if err := fn(kind, off, plain); err != nil {
+		if err := fn(h[0], off, payload); err != nil {
 			return err
 		}
 		off += frameHeader + int64(n)

@@ -2,7 +2,6 @@ package otelsession
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,12 +157,7 @@ func TestReadSpool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noise := make([]byte, 3000) // S2 does not shrink it: stored as it is
-	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range noise {
-		noise[i] = byte(rng.Uint32())
-	}
-	payloads := [][]byte{[]byte("one"), noise, []byte("three"), bytes.Repeat([]byte("four "), 20000)}
+	payloads := [][]byte{[]byte("one"), bytes.Repeat([]byte("two"), 1000), []byte("three")}
 	for i, p := range payloads {
 		kind := byte(frameTraces)
 		if i == 1 {
@@ -188,23 +182,16 @@ func TestReadSpool(t *testing.T) {
 	}
 	second := len(spoolMagic) + frameHeader + 3
 	third := second + frameHeader + 3000
-	fourth := third + frameHeader + 5
-	if whole[fourth] != frameTraces+compressed || len(whole)-fourth > 10000 {
-		t.Errorf("the 100 KB of repeated text is stored as kind %q in %d bytes, want compressed", whole[fourth], len(whole)-fourth)
-	}
-	if got, err := read(whole); err != nil || len(got) != 4 || got[3] != "T:four " {
-		t.Errorf("read back %v, %v", got, err)
-	}
 	for _, tc := range []struct {
 		name    string
 		b       []byte
 		want    int
 		wantErr string
 	}{
-		{"whole", whole, 4, ""},
-		{"torn payload", whole[:len(whole)-2], 3, ""},
+		{"whole", whole, 3, ""},
+		{"torn payload", whole[:len(whole)-2], 2, ""},
 		{"torn header", whole[:third+4], 2, ""},
-		{"last frame flipped", flip(whole, len(whole)-1), 3, ""},
+		{"last frame flipped", flip(whole, len(whole)-1), 2, ""},
 		{"middle frame flipped", flip(whole, second+frameHeader+10), 0, "damaged at byte 34 (a frame's checksum"},
 		{"kind flipped", flip(whole, second), 0, "a frame header that is not one"},
 		{"not a spool", []byte("hello, world, this is not it\n"), 0, "not an agentctl OTLP spool"},

@@ -58,7 +58,7 @@ func (w *wireBody) decoded() (*coltracepb.ExportTraceServiceRequest, error) {
 			return nil, errors.New("the export is neither in memory nor in the spool")
 		}
 		var err error
-		if b, err = w.gen.frame(w.off); err != nil {
+		if b, err = w.gen.frame(w.off, w.n); err != nil {
 			return nil, err
 		}
 	}
