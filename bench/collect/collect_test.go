@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,6 +55,29 @@ func num(k string, v int64) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
 }
 
+// vocabulary is what prose draws from: text that compresses about as
+// an agent's conversation does (the collector compresses its spool, so a
+// repeated sentence would flatter it; Jaeger's memory store does not care).
+var vocabulary = strings.Fields(`the a of to and in is for on with that this it be as are was by
+from at or an not have has had can will would should could file files function test tests error
+errors build run config value values return type string int list map user model tool call result
+output input path line lines code change changes fix update read write open close server client
+request response token tokens message messages session agent step plan check pass fail retry time
+data table query index field name id key version package module import export import_path repo
+branch commit diff patch review merge main release docs readme note issue bug feature flag option
+parse load save store cache buffer stream event events log logs trace span spans metric limit size
+count total first last next previous before after when while because however then also only still`)
+
+// prose is n bytes of words drawn from vocabulary.
+func prose(rng *rand.Rand, n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(vocabulary[rng.IntN(len(vocabulary))])
+		b.WriteByte(' ')
+	}
+	return b.String()[:n]
+}
+
 // batches is n spans as OTLP/HTTP protobuf request bodies of batchSpans
 // each, in trace order: conversations of spansPerTrace spans shaped as
 // the OTel GenAI conventions shape an agent's (a root invoke_agent, then
@@ -63,7 +87,7 @@ func batches(n int, seed uint64) [][]byte {
 	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "bench-agent"), str("telemetry.sdk.language", "go")}}
 	scope := &commonpb.InstrumentationScope{Name: "bench/collect", Version: "1"}
 	t0 := uint64(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC).UnixNano())
-	filler := strings.Repeat("the quick brown fox jumps over the lazy dog ", messageBytes/44+1)[:messageBytes]
+	rng := rand.New(rand.NewPCG(seed, 7))
 	var out [][]byte
 	var spans []*tracepb.Span
 	flush := func() {
@@ -96,7 +120,7 @@ func batches(n int, seed uint64) [][]byte {
 			sp.Attributes = []*commonpb.KeyValue{str("gen_ai.operation.name", "invoke_agent"), str("gen_ai.agent.name", "bench")}
 		case k%2 == 1:
 			sp.Name, sp.ParentSpanId = "chat gpt-4o-mini", root
-			in := fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"turn %d: %s"}]}]`, turn, filler)
+			in := fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"turn %d: %s"}]}]`, turn, prose(rng, messageBytes))
 			outMsg := fmt.Sprintf(`[{"role":"assistant","parts":[{"type":"tool_call","id":"call_%d_%d","name":"read_file","arguments":{"path":"f%d.txt"}}],"finish_reason":"tool_call"}]`, trace, turn, turn)
 			sp.Attributes = []*commonpb.KeyValue{str("gen_ai.operation.name", "chat"), str("gen_ai.provider.name", "openai"),
 				str("gen_ai.request.model", "gpt-4o-mini"), str("gen_ai.response.model", "gpt-4o-mini-2024-07-18"),
