@@ -455,7 +455,7 @@ type records struct {
 	wire     []byte        // its protobuf bytes as received, when the caller has them
 	secret   bool          // read from its bytes, and a string in them holds a secret
 	body     *wireBody     // where its spans are until written (trace exports)
-	kvs, evs [][]byte      // traceRecordsWire's scratch
+	evs      [][]byte      // traceRecordsWire's scratch
 	res      []any         // *tracepb.ResourceSpans or *logspb.ResourceLogs per record, for the spool
 	scopes   []any
 	msgs     []any

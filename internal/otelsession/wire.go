@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -174,7 +173,9 @@ func (r *records) scanSpan(b []byte, res attrs, scope string, ref *wireRef, opts
 	var tid, sid []byte
 	var start, end uint64
 	var keys []*commonpb.KeyValue
-	kvs, evs := r.kvs[:0], r.evs[:0]
+	var bigKey []byte
+	most := 0 // the largest attribute's valueBytes, as attrBytes counts
+	evs := r.evs[:0]
 	fields(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		switch {
 		case typ == fixed64T && num == 7:
@@ -187,22 +188,27 @@ func (r *records) scanSpan(b []byte, res attrs, scope string, ref *wireRef, opts
 		case num == 2:
 			sid = v
 		case num == 9:
-			kvs = append(kvs, v)
-			if kv := sessionKeyKV(v); kv != nil {
-				keys = append(keys, kv)
+			k, n := kvBytes(v)
+			if n > most {
+				bigKey, most = k, n
+			}
+			if isSessionKey(k) {
+				if kv := decodeKV(v); kv != nil {
+					keys = append(keys, kv)
+				}
 			}
 		case num == 11:
 			evs = append(evs, v)
 		}
 		return nil
 	})
-	r.kvs, r.evs = kvs, evs // kept for the next span's attributes
+	r.evs = evs // kept for the next span's
 	th, sh := hex.EncodeToString(tid), hex.EncodeToString(sid)
 	if !validID(tid, 16) || !validID(sid, 8) {
 		r.rejected = append(r.rejected, Rejection{TraceID: th, SpanID: sh, Reason: "the span has no valid trace_id (16 bytes) and span_id (8 bytes)"})
 		return
 	}
-	if why := tooLargeWire(opts, kvs, evs); why != "" {
+	if why := tooLargeWire(opts, string(bigKey), most, evs); why != "" {
 		r.rejected = append(r.rejected, Rejection{TraceID: th, SpanID: sh, Reason: why})
 		return
 	}
@@ -213,9 +219,10 @@ func (r *records) scanSpan(b []byte, res attrs, scope string, ref *wireRef, opts
 }
 
 // tooLargeWire is tooLarge on a span's attributes and events as bytes.
-func tooLargeWire(opts Options, kvs, evs [][]byte) string {
-	if k, n := attrBytesWire(kvs); n > opts.MaxAttrBytes {
-		return fmt.Sprintf("attribute %s is %s, over the %s limit", k, size(n), size(opts.MaxAttrBytes))
+// key and n are the span's largest attribute and its size.
+func tooLargeWire(opts Options, key string, n int, evs [][]byte) string {
+	if n > opts.MaxAttrBytes {
+		return fmt.Sprintf("attribute %s is %s, over the %s limit", key, size(n), size(opts.MaxAttrBytes))
 	}
 	for _, e := range evs {
 		var name string
@@ -242,27 +249,32 @@ func attrBytesWire(kvs [][]byte) (string, int) {
 	var key []byte
 	most := 0
 	for _, kv := range kvs {
-		var k, v []byte
-		hasV := false
-		fields(kv, func(num protowire.Number, typ protowire.Type, b []byte) error {
-			switch {
-			case typ != bytesT:
-			case num == 1:
-				k = b
-			case num == 2:
-				v, hasV = b, true
-			}
-			return nil
-		})
-		n := 8 // valueBytes of a missing value
-		if hasV {
-			n = valueBytesWire(v)
-		}
-		if n > most {
+		if k, n := kvBytes(kv); n > most {
 			key, most = k, n
 		}
 	}
 	return string(key), most
+}
+
+// kvBytes is a KeyValue's key and its value's valueBytes (8 for a
+// missing value, as valueBytes of nil).
+func kvBytes(kv []byte) ([]byte, int) {
+	var k, v []byte
+	hasV := false
+	fields(kv, func(num protowire.Number, typ protowire.Type, b []byte) error {
+		switch {
+		case typ != bytesT:
+		case num == 1:
+			k = b
+		case num == 2:
+			v, hasV = b, true
+		}
+		return nil
+	})
+	if !hasV {
+		return k, 8
+	}
+	return k, valueBytesWire(v)
 }
 
 // valueBytesWire is valueBytes on an AnyValue as bytes (of a oneof the
@@ -312,19 +324,26 @@ func valueBytesWire(b []byte) int {
 	return n
 }
 
+// isSessionKey reports whether key is one of sessionKeys.
+func isSessionKey(key []byte) bool {
+	for _, k := range sessionKeys {
+		if string(key) == k {
+			return true
+		}
+	}
+	return false
+}
+
 // sessionKeyKV decodes a KeyValue whose key is one of sessionKeys (nil
 // for any other).
 func sessionKeyKV(b []byte) *commonpb.KeyValue {
-	var key []byte
-	fields(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		if num == 1 && typ == bytesT {
-			key = v
-		}
-		return nil
-	})
-	if !slices.Contains(sessionKeys, string(key)) {
+	if k, _ := kvBytes(b); !isSessionKey(k) {
 		return nil
 	}
+	return decodeKV(b)
+}
+
+func decodeKV(b []byte) *commonpb.KeyValue {
 	kv := &commonpb.KeyValue{}
 	if proto.Unmarshal(b, kv) != nil {
 		return nil
