@@ -80,17 +80,17 @@ type spoolGen struct {
 }
 
 // frame reads back the payload of the frame at off.
-func (g *spoolGen) frame(off int64, n int) ([]byte, error) {
+func (g *spoolGen) frame(off int64, n int, dst []byte) ([]byte, []byte, error) {
 	g.rmu.Lock()
 	defer g.rmu.Unlock()
 	if g.rf == nil {
 		f, err := os.Open(filepath.Join(g.dir, spoolName))
 		if err != nil {
-			return nil, err
+			return nil, dst, err
 		}
 		g.rf = f
 	}
-	return readFrame(g.rf, off, n)
+	return readFrame(g.rf, off, n, dst)
 }
 
 func (g *spoolGen) close() {

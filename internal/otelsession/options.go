@@ -32,7 +32,7 @@ type Options struct {
 	MaxLiveSessions int
 	// MaxPendingBytes bounds the same by weight (the records' share of
 	// the spool frames they came in), so the memory they hold stays
-	// bounded whatever the spans' size. Default 32 MiB.
+	// bounded whatever the spans' size. Default 16 MiB.
 	MaxPendingBytes int64
 	// Settle is how long a trace must be quiet (no new span or log record)
 	// before its pending spans are written into its session: time for
@@ -64,7 +64,7 @@ func (o Options) withDefaults() Options {
 		o.MaxPending = 200_000
 	}
 	if o.MaxPendingBytes <= 0 {
-		o.MaxPendingBytes = 32 << 20
+		o.MaxPendingBytes = 16 << 20
 	}
 	if o.MaxLiveSessions <= 0 {
 		o.MaxLiveSessions = 128

@@ -207,11 +207,20 @@ func thinSpan(res attrs, scope string, s *tracepb.Span) *span {
 		SpanID:   hex.EncodeToString(s.GetSpanId()),
 		Start:    unixNano(s.GetStartTimeUnixNano()),
 		End:      unixNano(s.GetEndTimeUnixNano()),
-		Attrs:    toAttrs(keys),
+		Attrs:    keyAttrs(keys),
 		Resource: res,
 		Scope:    scope,
 		msg:      s,
 	}
+}
+
+// keyAttrs is a thin span's attributes: its session keys, nil (a read
+// of which finds nothing) when it has none, so a pending span costs less.
+func keyAttrs(keys []*commonpb.KeyValue) attrs {
+	if len(keys) == 0 {
+		return nil
+	}
+	return toAttrs(keys)
 }
 
 // expand makes a thinSpan whole, decoding the export it came in if it

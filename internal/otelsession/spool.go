@@ -175,16 +175,21 @@ func (w *spoolFile) append(kind byte, payload []byte) (int64, error) {
 }
 
 // readFrame reads the payload of the frame at off, n bytes long, from the
-// spool file f, checking it is that frame.
-func readFrame(f *os.File, off int64, n int) ([]byte, error) {
-	b := make([]byte, frameHeader+n)
+// spool file f, checking it is that frame, into dst when it is large
+// enough; it returns the payload and the buffer it is in.
+func readFrame(f *os.File, off int64, n int, dst []byte) ([]byte, []byte, error) {
+	b := dst[:0]
+	if cap(b) < frameHeader+n {
+		b = make([]byte, frameHeader+n)
+	}
+	b = b[:frameHeader+n]
 	if _, err := f.ReadAt(b, off); err != nil {
-		return nil, fmt.Errorf("read the spool %s at %d: %w", f.Name(), off, err)
+		return nil, b, fmt.Errorf("read the spool %s at %d: %w", f.Name(), off, err)
 	}
 	if int(binary.LittleEndian.Uint32(b[1:])) != n || frameCRC(b[0], b[frameHeader:]) != binary.LittleEndian.Uint32(b[5:]) {
-		return nil, fmt.Errorf("the spool %s is damaged at byte %d", f.Name(), off)
+		return nil, b, fmt.Errorf("the spool %s is damaged at byte %d", f.Name(), off)
 	}
-	return b[frameHeader:], nil
+	return b[frameHeader:], b, nil
 }
 
 func (w *spoolFile) full() bool {

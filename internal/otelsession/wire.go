@@ -56,8 +56,15 @@ func (w *wireBody) decoded() (*coltracepb.ExportTraceServiceRequest, error) {
 		if w.gen == nil {
 			return nil, errors.New("the export is neither in memory nor in the spool")
 		}
+		// Read into a buffer used again for the next (decoding copies).
+		buf, _ := frameBufs.Get().(*[]byte)
+		if buf == nil {
+			buf = new([]byte)
+		}
+		defer frameBufs.Put(buf)
 		var err error
-		if b, err = w.gen.frame(w.off, w.n); err != nil {
+		b, *buf, err = w.gen.frame(w.off, w.n, *buf)
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -68,6 +75,9 @@ func (w *wireBody) decoded() (*coltracepb.ExportTraceServiceRequest, error) {
 	w.req = req
 	return req, nil
 }
+
+// frameBufs are buffers spool frames are read back into.
+var frameBufs sync.Pool
 
 // wireRef is where a span is in its export.
 type wireRef struct {
@@ -212,7 +222,7 @@ func (r *records) scanSpan(b []byte, res attrs, scope string, ref *wireRef, opts
 		r.rejected = append(r.rejected, Rejection{TraceID: th, SpanID: sh, Reason: why})
 		return
 	}
-	sp := &span{TraceID: th, SpanID: sh, Start: unixNano(start), End: unixNano(end), Attrs: toAttrs(keys), Resource: res, Scope: scope, ref: ref}
+	sp := &span{TraceID: th, SpanID: sh, Start: unixNano(start), End: unixNano(end), Attrs: keyAttrs(keys), Resource: res, Scope: scope, ref: ref}
 	r.spans = append(r.spans, sp)
 	r.keys = append(r.keys, th+"/"+sh)
 	r.groups = append(r.groups, groupOf(sessionKey(sp), th))
