@@ -35,6 +35,20 @@
 //	  - name: replayed
 //	    replay: {home: ../replay/home, session: 7e90000000000001, workspace_from: ../workspaces/typo}
 //	    assert: [{status: done}]
+//	  - name: forked                  # the recording up to seq 12, then the scenario's model
+//	    replay: {home: fixtures/3c1f…, session: 7e90000000000001, fork_from: 12}
+//	    model: {provider: scripted, id: alt, script: alt.yaml}
+//	    assert: [{status: done}]
+//
+// # Cases from sessions
+//
+// Add (`agentctl eval add SUITE --from SESSION`) appends a replay:
+// scenario made from a recorded session of any origin (a run, a proxied
+// program, an import, a collected trace), with the session and its
+// subagents copied, redacted, into FixturesDir beside the suite under the
+// SHA-256 of the copy; with ForkFrom, one that forks it at that seq onto
+// the scenario's model. It edits the suite as text (comments and layout
+// stay) and loads the result before it replaces the file.
 //
 // # Assertions
 //

@@ -37,11 +37,17 @@
 //     CRC-32C frames under <home>/otlp-spool/<id>/ (spool.go has the
 //     format), group-committed (concurrent requests share one write and
 //     one fsync). They return only after that append is durable, so an
-//     acknowledged span survives kill -9.
+//     acknowledged span survives kill -9. TracesWire, the receiver's path
+//     for protobuf, does this without decoding the request: it reads
+//     what the checks need from the bytes (wire.go) and spools the bytes
+//     as they came when all of them are taken and none needs redacting.
+//     A pending span keeps only its ids, times and session keys in
+//     memory, and where its export's frame is in the spool.
 //  2. Write. A trace whose last record arrived Options.Settle ago (2s),
 //     or every pending trace on Flush and Close, is written into its
 //     session: its spans sorted by start time, each content log record
-//     joined to its span by trace and span id, mapped to events appended
+//     joined to its span by trace and span id (the spans decoded from
+//     their spool frame first), mapped to events appended
 //     in one group-committed Append per trace. The session is visible to
 //     `sessions`, `show` and `query` from then on, while collecting. A
 //     spool file is removed once every record in it is in a session (a
@@ -79,8 +85,9 @@
 // Options bound what one session takes (MaxSpansPerSession, counted per
 // session key, else per trace), one attribute (MaxAttrBytes, a span or
 // record with a larger one is refused whole) and what waits in memory to
-// be written (MaxPending: past it a request is refused whole with
-// ErrBusy, so the receiver answers 429 / RESOURCE_EXHAUSTED). A refusal
+// be written (MaxPending records, MaxPendingBytes of the exports they came
+// in: past either a request is refused whole with ErrBusy, so the
+// receiver answers 429 / RESOURCE_EXHAUSTED). A refusal
 // names its reason ("attribute gen_ai.input.messages is 3 MiB, over the 1
 // MiB limit"). The seen-set keeps a key per span of the live sessions and
 // the pending traces.
