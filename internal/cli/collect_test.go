@@ -749,3 +749,60 @@ func TestCollectLiveSession(t *testing.T) {
 		t.Errorf("after collect stopped the session is %q, want imported", st)
 	}
 }
+
+// SIGTERM while an export is still arriving: collect stops taking new
+// ones, answers that one 200 once its spans are durable, writes them into
+// the session and exits 0.
+func TestCollectDrainsOnSIGTERM(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	c := startCollector(t, home)
+	req := conversation(99, 4)
+	body, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	hr, err := http.NewRequest(http.MethodPost, c.http+"/v1/traces", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Header.Set("Content-Type", "application/x-protobuf")
+	hr.ContentLength = int64(len(body))
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	half := len(body) / 2
+	if _, err := pw.Write(body[:half]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the request is in flight
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(300 * time.Millisecond) // collect is draining
+	if _, err := pw.Write(body[half:]); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	select {
+	case code := <-answered:
+		if code != 200 {
+			t.Fatalf("the export in flight at SIGTERM was answered %d, want 200", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the export in flight at SIGTERM got no answer")
+	}
+	sum := c.stop(t) // already signalled: collects the summary and the exit
+	if st, _ := sum["stats"].(map[string]any); st["spans"] != float64(4) {
+		t.Errorf("summary %v, want the 4 spans of the drained export", sum)
+	}
+	if calls := modelCalls(t, home); len(calls) != 4 {
+		t.Errorf("model calls %v, want the drained export's 4 in the session", calls)
+	}
+}
