@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -360,6 +361,54 @@ func renderedLines(n *yaml.Node) int {
 	return bytes.Count(b, []byte("\n"))
 }
 
+// maxArtifactCopy bounds one artifact file copied into a fixture: a
+// suite lives in git.
+const maxArtifactCopy = 64 << 20
+
+// copyArtifacts copies the artifact files of the session folder from
+// (the raw bodies a proxied session's events name by offset, so replay
+// serves the recorded bytes) into to, redacted in place with
+// same-length fills (redact.Redactor.Fill) so every offset still holds,
+// and adds them to h.
+func copyArtifacts(from, to string, opts recorder.Options, h io.Writer) error {
+	src := filepath.Join(from, recorder.ArtifactsDir)
+	entries, err := os.ReadDir(src)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	red := opts.Redactors()()
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue // a link or a folder is nothing a recorder wrote
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Size() > maxArtifactCopy {
+			return fmt.Errorf("%s is %d MiB, over the %d MiB a fixture copies", e.Name(), fi.Size()>>20, maxArtifactCopy>>20)
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		red.Fill(b)
+		dst := filepath.Join(to, recorder.ArtifactsDir)
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "artifact\x00%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+	}
+	return nil
+}
+
 // copyFixture copies session id of from, with its subagents, into a new
 // home under dir named after the SHA-256 of the copied logs, through the
 // recorder (Store.WriteSession: every string redacted). It returns the
@@ -402,6 +451,9 @@ func copyFixture(dir string, from recorder.Store, id string, opts recorder.Optio
 		}
 		fmt.Fprintf(h, "%s\x00%d\x00", sid, len(b))
 		h.Write(b)
+		if err := copyArtifacts(from.SessionDir(sid), to.SessionDir(sid), opts, h); err != nil {
+			return "", 0, false, fmt.Errorf("eval add: copy the artifacts of session %s: %w", sid, err)
+		}
 	}
 	name := hex.EncodeToString(h.Sum(nil))[:16]
 	final := filepath.Join(dir, name)
