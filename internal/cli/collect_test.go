@@ -684,7 +684,8 @@ func TestCollectLiveSession(t *testing.T) {
 		return list[0].SessionID, list[0].Status
 	}
 	var id, st string
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && st == ""; time.Sleep(100 * time.Millisecond) {
+	// (Each look is a DuckDB query of its own: not too often.)
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && st == ""; time.Sleep(500 * time.Millisecond) {
 		id, st = status()
 	}
 	if st != "running" {
