@@ -130,7 +130,7 @@ type mapped struct {
 
 // keepDecoded is how many decoded exports a write pass keeps: a pass may
 // write thousands of traces, and a decoded export weighs twice its bytes.
-const keepDecoded = 4
+const keepDecoded = 2
 
 // keepDecoded notes b as decoded, letting the oldest decoding go past
 // keepDecoded (its spans still pending decode it again).
@@ -178,7 +178,7 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 			late = append(late, l)
 		}
 	}
-	var ms []mapped
+	ms := make([]mapped, 0, len(pt.spans))
 	key := ""
 	for _, sp := range pt.spans {
 		ms = append(ms, mapped{sp, read(sp, logsOf[sp.SpanID])})
@@ -208,7 +208,7 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 		}
 	}
 	ms = fresh
-	var evs []session.Event
+	evs := make([]session.Event, 0, 2*len(ms)+2) // a call is about two events: grown once, not doubled from nothing
 	var kept []any
 	header := s.w == nil && !s.onDisk
 	for _, m := range ms {

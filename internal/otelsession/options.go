@@ -28,7 +28,7 @@ type Options struct {
 	// each write pass, the ones written longest ago are closed and read
 	// again only if a trace comes for them. A trace that continued an
 	// evicted session's conversation in a trace of its own (no session
-	// key) then starts a new session. Default 128.
+	// key) then starts a new session. Default 64.
 	MaxLiveSessions int
 	// MaxPendingBytes bounds the same by weight (the records' share of
 	// the spool frames they came in), so the memory they hold stays
@@ -67,7 +67,7 @@ func (o Options) withDefaults() Options {
 		o.MaxPendingBytes = 16 << 20
 	}
 	if o.MaxLiveSessions <= 0 {
-		o.MaxLiveSessions = 128
+		o.MaxLiveSessions = 64
 	}
 	if o.Settle <= 0 {
 		o.Settle = 2 * time.Second
