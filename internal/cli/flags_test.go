@@ -58,6 +58,7 @@ func TestFlagParsing(t *testing.T) {
 	crashCmd := run(func() (*cobra.Command, any) { c, o := capture(newCrashtestCmd)(); return c, o })
 	importCmd := run(func() (*cobra.Command, any) { c, o := capture(newImportCmd)(); return c, o })
 	atifCmd := run(func() (*cobra.Command, any) { c, o := capture(newExportATIFCmd)(); return c, o })
+	showCmd := run(func() (*cobra.Command, any) { c, o := capture(newShowCmd)(); return c, o })
 	for _, tt := range []tc{
 		{name: "run", parse: runCmd, args: []string{"spec.yaml", "--prompt", "fix it", "--json", "--unsandboxed"},
 			want: runOptions{Spec: "spec.yaml", Prompt: "fix it", JSON: true, Unsandboxed: true}},
@@ -95,6 +96,8 @@ func TestFlagParsing(t *testing.T) {
 			want: replayForkOptions{Session: "3f2a", From: 12, Model: "scripted/alt", Script: "s.yaml", Spec: "a.yaml"}},
 		{name: "crashtest", parse: crashCmd, args: []string{"a.yaml", "--parallel", "2", "--crash-resumes", "1", "--seed", "7", "--in-process"},
 			want: crashtestOptions{Spec: "a.yaml", Points: "all", Parallel: 2, CrashResumes: 1, Seed: 7, InProcess: true}},
+		{name: "show --follow", parse: showCmd, args: []string{"3f2a", "-f", "--json"}, want: showOptions{Session: "3f2a", Follow: true, JSON: true}},
+		{name: "show --follow --tree", parse: showCmd, args: []string{"3f2a", "--follow", "--tree"}, wantErr: "--follow and --tree do not go together"},
 		{name: "unknown flag", parse: runCmd, args: []string{"--bogus"}, wantErr: "unknown flag"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,6 +49,9 @@ appended, whatever the log's length.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Session = args[0]
+			if opts.Follow && opts.Tree {
+				return usageError{errors.New("--follow and --tree do not go together: --tree lists a session's family, --follow prints one session's events as they come")}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -61,7 +64,6 @@ appended, whatever the log's length.`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON event per line")
 	cmd.Flags().BoolVar(&opts.Tree, "tree", false, "show the session with its subagents and forks instead of its events")
 	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "then print each event as it is appended, until the session ends or no process writes it")
-	cmd.MarkFlagsMutuallyExclusive("follow", "tree")
 	return cmd
 }
 
