@@ -672,12 +672,11 @@ func TestCollectLiveSession(t *testing.T) {
 		if err != nil {
 			t.Fatalf("sessions: %v", err)
 		}
-		var list []struct{ SessionID, Status string }
-		var raw []map[string]any
-		json.Unmarshal(out, &raw)
-		for _, r := range raw {
-			list = append(list, struct{ SessionID, Status string }{r["session_id"].(string), r["status"].(string)})
+		var list []struct {
+			SessionID string `json:"session_id"`
+			Status    string `json:"status"`
 		}
+		json.Unmarshal(out, &list)
 		if len(list) != 1 {
 			return "", ""
 		}

@@ -52,7 +52,7 @@ type Ingester struct {
 	byKey    map[string]*sess // session key → live session
 	byTrace  map[string]*sess // trace id → live session
 	pass     uint64           // write passes so far: the sessions' recency
-	decoded  []*wireBody      // exports decoded lately, the last keepDecoded: traces of one export are written one after another
+	decoded  []*wireBody      // exports decoded lately, the last maxDecoded: traces of one export are written one after another
 
 	stop chan struct{}
 	done chan struct{}
@@ -178,8 +178,8 @@ func (in *Ingester) recoverSessions() error {
 		return fmt.Errorf("otelsession: list sessions: %w", err)
 	}
 	type recent struct {
-		id  string
-		mod time.Time
+		id, key string
+		mod     time.Time
 	}
 	var ours []recent
 	for _, id := range ids {
@@ -187,8 +187,8 @@ func (in *Ingester) recoverSessions() error {
 		if err != nil {
 			continue
 		}
-		if _, ok := in.ourHeader(id); ok {
-			ours = append(ours, recent{id, fi.ModTime()})
+		if key, ok := in.ourHeader(id); ok {
+			ours = append(ours, recent{id, key, fi.ModTime()})
 		}
 	}
 	sort.Slice(ours, func(i, j int) bool { return ours[i].mod.After(ours[j].mod) })
@@ -196,7 +196,7 @@ func (in *Ingester) recoverSessions() error {
 		if i == in.opts.MaxLiveSessions {
 			break
 		}
-		if _, err := in.load(r.id); err != nil {
+		if _, err := in.sessOf(r.id, r.key); err != nil { // its header is read
 			return err
 		}
 	}
@@ -230,6 +230,12 @@ func (in *Ingester) load(id string) (*sess, error) {
 	if !ok {
 		return nil, nil
 	}
+	return in.sessOf(id, key)
+}
+
+// sessOf reads session id, written by an Ingester under key, and makes it
+// live.
+func (in *Ingester) sessOf(id, key string) (*sess, error) {
 	evs, _, err := in.st.Load(id)
 	if err != nil {
 		return nil, fmt.Errorf("otelsession: read collected session %s: %w (repair or move it aside, then start again)", id, err)
@@ -880,9 +886,6 @@ func (in *Ingester) spoolFile(n int) (*spoolGen, error) {
 		in.cur = nil
 	}
 	if in.cur == nil {
-		if err := os.MkdirAll(in.spoolRoot(), 0o700); err != nil {
-			return nil, fmt.Errorf("otelsession: spool: %w", err)
-		}
 		w, err := createSpool(in.spoolRoot(), in.opts.Recorder.NoSync)
 		if err != nil {
 			return nil, fmt.Errorf("otelsession: spool: %w", err)

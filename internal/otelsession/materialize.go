@@ -128,19 +128,19 @@ type mapped struct {
 	c  call
 }
 
-// keepDecoded is how many decoded exports a write pass keeps: a pass may
+// maxDecoded is how many decoded exports a write pass keeps: a pass may
 // write thousands of traces, and a decoded export weighs twice its bytes.
-const keepDecoded = 2
+const maxDecoded = 2
 
 // keepDecoded notes b as decoded, letting the oldest decoding go past
-// keepDecoded (its spans still pending decode it again).
+// maxDecoded (its spans still pending decode it again).
 func (in *Ingester) keepDecoded(b *wireBody) {
 	for _, d := range in.decoded {
 		if d == b {
 			return
 		}
 	}
-	if len(in.decoded) == keepDecoded {
+	if len(in.decoded) == maxDecoded {
 		in.decoded[0].release()
 		in.decoded = append(in.decoded[:0], in.decoded[1:]...)
 	}

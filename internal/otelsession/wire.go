@@ -95,7 +95,11 @@ func (r *wireRef) span() (*tracepb.ResourceSpans, *tracepb.ScopeSpans, *tracepb.
 	return rs, ss, ss.GetSpans()[r.index], nil
 }
 
-var traceRequestDesc = (&coltracepb.ExportTraceServiceRequest{}).ProtoReflect().Descriptor()
+// traceRequestSchema is checkWire's view of an ExportTraceServiceRequest,
+// built once.
+var traceRequestSchema = sync.OnceValue(func() *schema {
+	return newSchema((&coltracepb.ExportTraceServiceRequest{}).ProtoReflect().Descriptor())
+})
 
 // traceRecordsWire is traceRecords for a protobuf export read from its
 // bytes: the same records, in the same order, with the same refusals.
@@ -103,7 +107,7 @@ var traceRequestDesc = (&coltracepb.ExportTraceServiceRequest{}).ProtoReflect().
 // is shown to it, and one that does makes the spool decode and redact.
 func traceRecordsWire(b []byte, opts Options, holds func([]byte) bool) (*records, error) {
 	r := &records{wire: b}
-	if err := checkWire(b, traceRequestDesc, func(s []byte) {
+	if err := checkWire(b, traceRequestSchema(), func(s []byte) {
 		if !r.secret && holds(s) {
 			r.secret = true
 		}
@@ -406,13 +410,13 @@ const (
 	varintT  = protowire.VarintType
 )
 
-// checkWire checks b as a message of md the way proto.Unmarshal reads
-// one: every tag and length well formed, every known string valid UTF-8,
+// checkWire checks b as a message of sc's type the way proto.Unmarshal
+// reads one: every tag and length well formed, every known string valid UTF-8,
 // every known message field a message of its type. A known field of
 // another wire type is an unknown field to the decoder, and is to this
 // check. Each string's bytes are shown to str.
-func checkWire(b []byte, md protoreflect.MessageDescriptor, str func([]byte)) error {
-	return schemaOf(md).check(b, protoRecursionLimit, str)
+func checkWire(b []byte, sc *schema, str func([]byte)) error {
+	return sc.check(b, protoRecursionLimit, str)
 }
 
 // protoRecursionLimit is proto.UnmarshalOptions' default: messages
@@ -426,23 +430,17 @@ type schema struct {
 	subs  []*schema
 }
 
-var (
-	schemasMu sync.Mutex
-	schemas   = map[protoreflect.FullName]*schema{}
-)
-
-func schemaOf(md protoreflect.MessageDescriptor) *schema {
-	schemasMu.Lock()
-	defer schemasMu.Unlock()
-	return buildSchema(md)
+// newSchema is the schema of md and of every message type below it.
+func newSchema(md protoreflect.MessageDescriptor) *schema {
+	return buildSchema(md, map[protoreflect.FullName]*schema{})
 }
 
-func buildSchema(md protoreflect.MessageDescriptor) *schema {
-	if sc := schemas[md.FullName()]; sc != nil {
+func buildSchema(md protoreflect.MessageDescriptor, built map[protoreflect.FullName]*schema) *schema {
+	if sc := built[md.FullName()]; sc != nil {
 		return sc
 	}
 	sc := &schema{}
-	schemas[md.FullName()] = sc // before the fields: types nest themselves (AnyValue)
+	built[md.FullName()] = sc // before the fields: types nest themselves (AnyValue)
 	fds := md.Fields()
 	top := 0
 	for i := range fds.Len() {
@@ -459,7 +457,7 @@ func buildSchema(md protoreflect.MessageDescriptor) *schema {
 			sc.kinds[fd.Number()] = protoreflect.StringKind
 		case protoreflect.MessageKind:
 			sc.kinds[fd.Number()] = protoreflect.MessageKind
-			sc.subs[fd.Number()] = buildSchema(fd.Message())
+			sc.subs[fd.Number()] = buildSchema(fd.Message(), built)
 		}
 	}
 	return sc
