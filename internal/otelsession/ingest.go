@@ -787,7 +787,10 @@ func (in *Ingester) spoolPayload(r *records, fresh []int) (spooled, []byte, erro
 	}
 	whole := len(fresh) == len(r.keys) && len(r.rejected) == 0
 	sp := spooled{kind: kind, r: r, fresh: fresh, whole: whole}
-	if whole && r.wire != nil && !r.secret {
+	if whole && r.wire != nil && r.req == nil && !r.secret {
+		// Read from its bytes (traceRecordsWire), every string shown to
+		// the redactor on the way: secret says whether one holds a
+		// secret. A decoded request (LogsWire) is checked below.
 		return sp, r.wire, nil
 	}
 	if r.req == nil {
