@@ -498,3 +498,44 @@ func TestEviction(t *testing.T) {
 		t.Errorf("%d sessions with eviction, want %d", len(got), len(want))
 	}
 }
+
+// TestAttributeOverRecord: with MaxAttrBytes raised past what one log
+// record holds, a model call whose input is larger than a record is
+// written with its text cut and a note (attrs cut_to_fit), not refused
+// at write time after it was acknowledged; the trace after it lands too.
+func TestAttributeOverRecord(t *testing.T) {
+	exps := loadCapture(t, filepath.Join(captures, "vercel-genai", "http-json"))
+	huge := strings.Repeat("x", recorder.MaxRecordSize+(2<<20))
+	for _, rs := range exps[0].traces.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				for _, kv := range s.GetAttributes() {
+					if kv.GetKey() == "gen_ai.input.messages" {
+						kv.Value = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Replace(kv.GetValue().GetStringValue(), "Where is my order", "Where is my order "+huge, 1)}}
+					}
+				}
+			}
+		}
+	}
+	st := recorder.Store{Root: t.TempDir()}
+	opts := testOpts()
+	opts.MaxAttrBytes = 64 << 20
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(t, in, exps)
+	if err := in.Close(); err != nil {
+		t.Fatalf("write a trace with an attribute over the record limit: %v", err)
+	}
+	evs := oneSession(t, loadAll(t, st))
+	cut := false
+	for _, e := range evs {
+		if strings.Contains(string(e.Attrs), `"cut_to_fit"`) && strings.Contains(e.Text, "…[cut by agentctl: ") {
+			cut = true
+		}
+	}
+	if !cut || len(evs) < 3 {
+		t.Errorf("%d events, an event cut with its note: %v; want the session written with the long text cut and noted", len(evs), cut)
+	}
+}

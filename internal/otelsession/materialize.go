@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/internal/pricing"
 	"github.com/agentctl/agentctl/internal/recorder"
@@ -245,6 +246,9 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 	if len(kept) > 0 {
 		evs = keep(evs, kept)
 	}
+	for i := range evs {
+		evs[i] = fit(evs[i])
+	}
 	if len(evs) == 0 && !header {
 		return nil
 	}
@@ -269,19 +273,97 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 // keep puts what maps to no event into the attrs of the first model_call
 // or tool_result of the batch (otel_spans), or, when the batch has none,
 // into an error event of reason unmapped_spans, so nothing is dropped
-// without a note.
+// without a note. What does not fit one record (thousands of database
+// spans with long statements) goes on in more unmapped_spans events of
+// at most keptChunkBytes each.
 func keep(evs []session.Event, kept []any) []session.Event {
+	chunks := chunkKept(kept)
+	first := chunks[0]
+	placed := false
 	for i := range evs {
 		if evs[i].Kind == session.KindModelCall || evs[i].Kind == session.KindToolResult {
 			a := map[string]any{}
 			_ = json.Unmarshal(evs[i].Attrs, &a)
-			a["otel_spans"] = kept
+			a["otel_spans"] = first
 			evs[i].Attrs = marshal(a)
-			return evs
+			placed = true
+			break
 		}
 	}
-	return append(evs, session.Event{Kind: session.KindError, Reason: "unmapped_spans",
-		Error: fmt.Sprintf("%d spans or log records map to no event; kept in attrs.otel_spans", len(kept)), Attrs: marshal(map[string]any{"otel_spans": kept})})
+	if placed {
+		chunks = chunks[1:]
+	}
+	for i, c := range chunks {
+		msg := fmt.Sprintf("%d spans or log records map to no event; kept in attrs.otel_spans", len(c))
+		if len(chunks) > 1 || placed {
+			msg = fmt.Sprintf("%d more spans or log records map to no event (part %d of what did not fit one record); kept in attrs.otel_spans", len(c), i+1)
+		}
+		evs = append(evs, session.Event{Kind: session.KindError, Reason: "unmapped_spans", Error: msg, Attrs: marshal(map[string]any{"otel_spans": c})})
+	}
+	return evs
+}
+
+// keptChunkBytes bounds the JSON of one event's otel_spans, well below
+// recorder.MaxRecordSize.
+const keptChunkBytes = 4 << 20
+
+// chunkKept splits kept into runs whose JSON stays under keptChunkBytes
+// (one item larger than that is a run of its own, cut by fit).
+func chunkKept(kept []any) [][]any {
+	var out [][]any
+	var cur []any
+	n := 0
+	for _, k := range kept {
+		b, _ := json.Marshal(k)
+		if len(cur) > 0 && n+len(b) > keptChunkBytes {
+			out = append(out, cur)
+			cur, n = nil, 0
+		}
+		cur = append(cur, k)
+		n += len(b) + 1
+	}
+	return append(out, cur)
+}
+
+// maxEventBytes is what one mapped event may weigh encoded: a record's
+// limit less room for redaction (a marker may be longer than the secret
+// it replaces) and the seq and ts the writer adds.
+const maxEventBytes = recorder.MaxRecordSize - 1<<20
+
+// fit makes ev fit one record: an event that does not (an attribute
+// larger than a record, allowed by a raised MaxAttrBytes) has its longest
+// strings cut, each with a note of how much was cut, and attrs
+// cut_to_fit saying so. A trace is never refused for its size once
+// acknowledged: this is the last resort, after keep split what it could.
+func fit(ev session.Event) session.Event {
+	b, err := session.Encode(ev)
+	if err != nil || len(b) <= maxEventBytes {
+		return ev
+	}
+	orig := ev
+	cut := 0
+	for limit := maxEventBytes / 2; limit >= 1<<10; limit /= 2 {
+		ev, cut = orig, 0
+		ev.MapStrings(func(s string) string {
+			if len(s) <= limit {
+				return s
+			}
+			i := limit
+			for i > 0 && !utf8.RuneStart(s[i]) {
+				i--
+			}
+			cut += len(s) - i
+			return s[:i] + fmt.Sprintf("…[cut by agentctl: %d bytes more did not fit one record of the session log]", len(s)-i)
+		})
+		if b, err := session.Encode(ev); err == nil && len(b) <= maxEventBytes-(1<<10) {
+			break
+		}
+	}
+	a := map[string]any{}
+	_ = json.Unmarshal(ev.Attrs, &a)
+	a["cut_to_fit"] = map[string]any{"bytes_cut": cut, "note": "strings of this event were longer than one record of the session log holds; their ends are cut"}
+	ev.Attrs = marshal(a)
+	return ev
 }
 
 func marshal(v any) json.RawMessage {
@@ -358,7 +440,7 @@ func (in *Ingester) open(s *sess, pt *pendingTrace, ms []mapped) error {
 		s.w = w
 		return nil
 	}
-	w, err := in.st.Create(in.header(s, pt, ms), in.opts.Recorder)
+	w, err := in.st.Create(fit(in.header(s, pt, ms)), in.opts.Recorder)
 	if err != nil {
 		return fmt.Errorf("otelsession: create session %s: %w", s.id, err)
 	}
