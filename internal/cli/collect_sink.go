@@ -23,7 +23,8 @@ func openCollectSink(f *Factory, opts *collectOptions) (collect.Sink, func() err
 	if err != nil {
 		return nil, nil, fmt.Errorf("collect: list the home's sessions: %w", err)
 	}
-	in, err := otelsession.NewIngester(st, otelsession.Options{MaxSpansPerSession: opts.MaxSpansPerSession, MaxAttrBytes: opts.MaxAttributeBytes, Source: "collect"})
+	in, err := otelsession.NewIngester(st, otelsession.Options{MaxSpansPerSession: opts.MaxSpansPerSession, MaxAttrBytes: opts.MaxAttributeBytes, Source: "collect",
+		Logf: func(format string, args ...any) { fmt.Fprintf(f.Err, format+"\n", args...) }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("collect: open the OTLP mapping over %s: %w", f.Home, err)
 	}

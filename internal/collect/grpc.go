@@ -87,7 +87,7 @@ func (s *Server) grpcExport(ctx context.Context, g signal, req proto.Message, si
 	}
 	if err != nil {
 		s.stats.sinkErrors.Add(1)
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !errors.Is(err, otelsession.ErrWritesFailing) {
 			s.cfg.Logf("agentctl collect: %s export not stored (the exporter will retry): %v", g, err)
 		}
 		return otelsession.Result{}, status.Errorf(codes.Unavailable, "agentctl collect: %s not stored, retry: %v", g, err)

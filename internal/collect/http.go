@@ -179,7 +179,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		return s.throttle()
 	}
 	if err != nil {
-		if r.Context().Err() == nil {
+		if r.Context().Err() == nil && !errors.Is(err, otelsession.ErrWritesFailing) { // that one the Sink said once
 			s.cfg.Logf("agentctl collect: %s export not stored (the exporter will retry): %v", g, err)
 		}
 		return &httpError{http.StatusServiceUnavailable, fmt.Sprintf("agentctl collect: %s not stored, retry: %v", g, err)}

@@ -54,9 +54,25 @@
 //     new one starts past 64 MiB, so a collector that never idles does
 //     not grow one without end).
 //
+// A trace that cannot be written (its session held by another process,
+// its log damaged, the disk full) is set aside, said through
+// Options.Logf, and tried again after a delay that doubles up to 30s,
+// while the other traces are written; its records stay pending and in
+// the spool. Its session is dropped from memory and read again from its
+// log, with a new writer, when it is tried again. When a pass wrote
+// nothing for a reason that is not one session's (a full disk, an I/O
+// error), Traces and Logs refuse new requests with ErrWritesFailing
+// (collect answers 503 with Retry-After) until a write succeeds, so the
+// spool does not grow past what the disk takes back. A trace too large
+// for one log record is written whole: what maps to no event is kept in
+// several unmapped_spans events, and an event still over the record
+// limit (an attribute larger than a record under a raised MaxAttrBytes)
+// has its longest strings cut, with attrs cut_to_fit saying how much.
+//
 // NewIngester recovers: it makes live the sessions earlier runs wrote
 // (header attrs imported_from "otlp") most recently, up to
-// Options.MaxLiveSessions, with their conversations and the span ids in
+// Options.MaxLiveSessions (one whose log is damaged is skipped, and
+// said), with their conversations and the span ids in
 // them (each event of a span carries attrs trace_id and span_id; kept
 // spans, in otel_spans, too), and then reads the spool files a killed run
 // left (ones no live Ingester holds the lease of), writing what they hold

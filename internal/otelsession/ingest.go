@@ -40,6 +40,7 @@ type Ingester struct {
 	npending     int                            // records reserved, spooled or pending, not yet written
 	pendingBytes int64                          // what the pending records weighed in the spool
 	count        map[string]int                 // spans accepted per grouping (session key, else trace) of live sessions
+	failing      error                          // the last write pass's failure to write (not one session's): new exports are refused until a write succeeds
 
 	spoolMu sync.Mutex
 	red     func() *redact.Redactor
@@ -62,9 +63,13 @@ type pendingTrace struct {
 	id    string
 	spans []*span
 	logs  []*logRec
-	last  time.Time         // when its latest record arrived
-	gens  map[*spoolGen]int // how many of its records each spool file holds
-	bytes int64             // their share of the spool frames they came in
+	last  time.Time // when its latest record arrived
+	// A trace whose write failed is set aside: tried again at retryAt
+	// (sooner on Flush), fails times so far, while the others are written.
+	retryAt time.Time
+	fails   int
+	gens    map[*spoolGen]int // how many of its records each spool file holds
+	bytes   int64             // their share of the spool frames they came in
 }
 
 // spoolGen is one spool file and the count of its records not yet in
@@ -140,9 +145,10 @@ func NewIngester(st recorder.Store, opts Options) (*Ingester, error) {
 	if err := in.recoverSpool(); err != nil {
 		return nil, err
 	}
-	if err := in.Flush(); err != nil {
-		return nil, err
-	}
+	// What cannot be written now (a session another process holds, a
+	// damaged one, a full disk) is set aside and said (Options.Logf):
+	// the Ingester starts, and writes it once it can.
+	_ = in.Flush()
 	if opts.NoBackground {
 		close(in.done)
 	} else {
@@ -162,7 +168,7 @@ func (in *Ingester) background() {
 		case <-in.stop:
 			return
 		case <-t.C:
-			_ = in.flush(false) // a failure is retried on the next tick; Close reports it
+			_ = in.flush(false) // a failure is said (Options.Logf) and retried; Close reports it
 		}
 	}
 }
@@ -197,7 +203,9 @@ func (in *Ingester) recoverSessions() error {
 			break
 		}
 		if _, err := in.sessOf(r.id, r.key); err != nil { // its header is read
-			return err
+			// One damaged session does not stop the others: a trace for
+			// it is set aside until it is repaired.
+			in.opts.Logf("%v", err)
 		}
 	}
 	return nil
@@ -635,6 +643,9 @@ func (in *Ingester) reserve(r *records) (Result, []int, error) {
 	if in.closed {
 		return Result{}, nil, ErrClosed
 	}
+	if in.failing != nil {
+		return Result{}, nil, fmt.Errorf("%w: %v", ErrWritesFailing, in.failing)
+	}
 	n := len(r.keys)
 	if (in.npending+n > in.opts.MaxPending || in.pendingBytes >= in.opts.MaxPendingBytes) && in.npending > 0 {
 		return Result{}, nil, ErrBusy
@@ -939,6 +950,9 @@ func (in *Ingester) flush(force bool) error {
 	in.mu.Lock()
 	var ready []*pendingTrace
 	for id, pt := range in.pending {
+		if !force && now.Before(pt.retryAt) {
+			continue // set aside after a failed write: not yet
+		}
 		if force || now.Sub(pt.last) >= in.opts.Settle {
 			ready = append(ready, pt)
 			delete(in.pending, id)
@@ -947,19 +961,21 @@ func (in *Ingester) flush(force bool) error {
 	in.mu.Unlock()
 	sort.Slice(ready, func(i, j int) bool { return ready[i].first().Before(ready[j].first()) })
 	var errs []error
+	var ioErr error // a failure to write, not one session's
+	wrote := false
 	done, doneBytes := 0, int64(0)
 	for i, pt := range ready {
 		if err := in.writeTrace(pt); err != nil {
-			errs = append(errs, err)
-			in.mu.Lock()
-			for _, back := range ready[i:] {
-				if in.pending[back.id] == nil {
-					in.pending[back.id] = back
-				}
+			// Set aside: the others are written, this one is tried
+			// again later (its records stay pending and spooled).
+			errs = append(errs, fmt.Errorf("trace %s: %w", pt.id, err))
+			if !sessionBound(err) && ioErr == nil {
+				ioErr = err
 			}
-			in.mu.Unlock()
-			break
+			in.setAside(pt, now)
+			continue
 		}
+		wrote = true
 		done += len(pt.spans) + len(pt.logs)
 		doneBytes += pt.bytes
 		in.release(pt.gens)
@@ -968,17 +984,68 @@ func (in *Ingester) flush(force bool) error {
 	in.mu.Lock()
 	in.npending -= done
 	in.pendingBytes -= doneBytes
+	was := in.failing
+	switch {
+	case ioErr != nil && !wrote:
+		in.failing = ioErr
+	case wrote:
+		in.failing = nil
+	}
+	now2 := in.failing
 	in.mu.Unlock()
 	for _, b := range in.decoded {
 		b.release()
 	}
 	in.decoded = in.decoded[:0]
-	if len(errs) == 0 {
-		in.rotate()
-	}
+	in.rotate() // a trace set aside keeps its spool file
 	in.pass++
+	if len(errs) > 0 {
+		in.opts.Logf("agentctl %s: %d of %d traces not written now, set aside and tried again later (what they hold stays in the spool): %v", in.opts.Source, len(errs), len(ready), errs[0])
+	}
+	if was != nil && now2 == nil {
+		in.opts.Logf("agentctl %s: writing sessions again", in.opts.Source)
+	}
 	errs = append(errs, in.evict())
 	return errors.Join(errs...)
+}
+
+// maxRetryDelay bounds how long a trace set aside waits between tries.
+const maxRetryDelay = 30 * time.Second
+
+// setAside puts pt back among the pending traces after its write failed,
+// to be tried again after a delay that doubles with each failure (merged
+// with records of its trace that came meanwhile).
+func (in *Ingester) setAside(pt *pendingTrace, now time.Time) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	pt.fails++
+	d := in.opts.Settle << min(pt.fails-1, 5)
+	pt.retryAt = now.Add(min(d, maxRetryDelay))
+	if cur := in.pending[pt.id]; cur != nil {
+		cur.spans = append(pt.spans, cur.spans...)
+		cur.logs = append(pt.logs, cur.logs...)
+		for g, n := range pt.gens {
+			cur.gens[g] += n
+		}
+		cur.bytes += pt.bytes
+		cur.retryAt, cur.fails = pt.retryAt, pt.fails
+		return
+	}
+	in.pending[pt.id] = pt
+}
+
+// sessionBound reports whether a write failed for its session alone (a
+// lease another process holds, a damaged log): other traces are written
+// meanwhile, and the receiver goes on acknowledging. Any other failure
+// (a full disk, an I/O error) is the disk's: new exports are refused
+// with ErrWritesFailing until a write succeeds again.
+func sessionBound(err error) bool {
+	for _, e := range []error{recorder.ErrLeaseHeld, recorder.ErrCorrupt, recorder.ErrUnsupportedVersion, recorder.ErrTornTail, recorder.ErrTooLarge, recorder.ErrNotStarted} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func (pt *pendingTrace) first() time.Time {

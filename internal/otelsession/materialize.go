@@ -153,7 +153,7 @@ func (in *Ingester) keepDecoded(b *wireBody) {
 // the trace was written into before, else the open session whose
 // conversation its first model call extends (session.Extends, the proxy's
 // rule), else a new one.
-func (in *Ingester) writeTrace(pt *pendingTrace) error {
+func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 	for _, sp := range pt.spans {
 		if b := sp.expand(); b != nil {
 			in.keepDecoded(b)
@@ -200,6 +200,11 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			in.forget(s)
+		}
+	}()
 	// Spans the session has already (sent again after it was evicted, or
 	// after a restart) add nothing.
 	fresh := ms[:0]
@@ -268,6 +273,28 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 	in.byTrace[pt.id] = s
 	in.touched[s.id] = true
 	return nil
+}
+
+// forget drops s from memory after a write into it failed: what the
+// mapping added to its conversation was not written, and its writer may
+// be failed. The next trace for it reads it again from its log, with a
+// new writer.
+func (in *Ingester) forget(s *sess) {
+	if s.w != nil {
+		s.w.Close()
+		s.w = nil
+	}
+	if in.sessions[s.id] == s {
+		delete(in.sessions, s.id)
+	}
+	if s.key != "" && in.byKey[s.key] == s {
+		delete(in.byKey, s.key)
+	}
+	for t := range s.traces {
+		if in.byTrace[t] == s {
+			delete(in.byTrace, t)
+		}
+	}
 }
 
 // keep puts what maps to no event into the attrs of the first model_call

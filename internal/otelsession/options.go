@@ -48,6 +48,10 @@ type Options struct {
 	Recorder recorder.Options
 	// Clock is time.Now when nil (Settle is measured with it).
 	Clock func() time.Time
+	// Logf is told what an operator should see while the Ingester runs:
+	// a trace that could not be written and was set aside, writing that
+	// resumed, a damaged session skipped. Nil says nothing.
+	Logf func(format string, args ...any)
 	// NoBackground turns off the goroutine that writes settled traces
 	// every Settle/2; the caller calls Flush (tests, import).
 	NoBackground bool
@@ -75,6 +79,9 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
 	return o
 }
 
@@ -86,6 +93,11 @@ var (
 	// ErrMalformed: the bytes given to TracesWire are not an OTLP
 	// protobuf trace export (a client error: 400, INVALID_ARGUMENT).
 	ErrMalformed = errors.New("not an OTLP protobuf trace export")
+	// ErrWritesFailing: the last attempt to write sessions failed (a
+	// full disk, an I/O error); nothing of the request was taken, so
+	// the spool does not grow past what the disk can take back. A
+	// receiver answers 503 with Retry-After (UNAVAILABLE over gRPC).
+	ErrWritesFailing = errors.New("otelsession: sessions cannot be written now; retry later")
 	// ErrClosed: the Ingester was closed.
 	ErrClosed = errors.New("otelsession: ingester closed")
 )
