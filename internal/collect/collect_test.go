@@ -458,7 +458,11 @@ func TestBackPressure(t *testing.T) {
 	body := exportBody(t, stubs(5, 100))
 	g := &gate{held: make(chan struct{}), release: make(chan struct{})}
 	// Room for one request in flight, not two.
-	srv := newServer(t, Config{Sink: g, MaxInflightBytes: int64(len(body)) * (decodedFactor + 1) * 3 / 2, RetryAfter: 2 * time.Second})
+	cost, err := otelsession.DecodeCost(otelsession.SignalTraces, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, Config{Sink: g, MaxInflightBytes: (int64(len(body)) + cost) * 3 / 2, RetryAfter: 2 * time.Second})
 	httpAddr, grpcAddr := start(t, srv)
 	done := make(chan int)
 	go func() {

@@ -17,17 +17,20 @@
 // a google.rpc.Status in that encoding:
 //
 //	200  accepted (maybe partially: partial_success)
-//	400  not an OTLP request (undecodable protobuf or JSON, bad ids)
+//	400  not an OTLP request (undecodable protobuf or JSON, bad ids,
+//	     values nested deeper than otelsession.MaxDepth)
 //	401  a token is configured and the request does not carry it
 //	403  no token is configured and a web page sent the request
 //	404  not /v1/traces or /v1/logs
 //	405  not POST
-//	413  over the request limit, before or after gunzip (a gzip bomb)
+//	413  over the request limit, before or after gunzip (a gzip bomb),
+//	     or what it would take decoded is over MaxInflightBytes
 //	415  neither application/x-protobuf nor application/json, or a
 //	     Content-Encoding other than gzip
 //	429  back-pressure: the in-flight memory budget is spent, or the Sink
 //	     is busy (ErrBusy); Retry-After
-//	503  the Sink failed (disk, closing); Retry-After, retryable
+//	503  the Sink failed (disk, closing), or cannot write sessions now
+//	     (otelsession.ErrWritesFailing); Retry-After, retryable
 //
 // Over gRPC the same cases are INVALID_ARGUMENT, UNAUTHENTICATED,
 // RESOURCE_EXHAUSTED (over the size limit: no RetryInfo, not retryable),
@@ -38,8 +41,11 @@
 //
 // Every request is hostile until decoded: the body is read up to
 // Config.MaxRequestBytes, gunzipped up to Config.MaxDecodedBytes, and its
-// memory (wire bytes plus the decoded message, estimated) is reserved
-// from Config.MaxInflightBytes before decoding; a request that does not
+// memory (wire bytes plus what decoding will allocate, counted on the
+// bytes by otelsession.DecodeCost / JSONDecodeCost: messages, values,
+// strings) is reserved from Config.MaxInflightBytes before decoding, on
+// HTTP and on gRPC alike (gRPC's codec counts and reserves before it
+// decodes); a request that does not
 // fit now is answered 429 (gRPC RESOURCE_EXHAUSTED + RetryInfo) so the
 // exporter backs off instead of the collector growing. Limits on what a
 // session may hold (spans, attribute sizes) are the Sink's.

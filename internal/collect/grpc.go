@@ -11,7 +11,10 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/gzip" // exporters' OTEL_EXPORTER_OTLP_COMPRESSION=gzip
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -29,7 +32,8 @@ import (
 func (s *Server) GRPC(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(s.cfg.MaxDecodedBytes)),
-		grpc.UnaryInterceptor(s.grpcAuth),
+		grpc.ForceServerCodecV2(grpcCodec{s: s, base: encoding.GetCodecV2(grpcproto.Name)}),
+		grpc.UnaryInterceptor(s.grpcUnary),
 	}, opts...)
 	g := grpc.NewServer(opts...)
 	coltracepb.RegisterTraceServiceServer(g, grpcTraces{s: s})
@@ -71,15 +75,8 @@ func (l grpcLogs) Export(ctx context.Context, req *collogspb.ExportLogsServiceRe
 // grpcExport is one gRPC export: the in-flight budget, the Sink, the
 // counts and the forward.
 func (s *Server) grpcExport(ctx context.Context, g signal, req proto.Message, sink func() (otelsession.Result, error)) (otelsession.Result, error) {
-	// gRPC has read and decoded the message already; what it holds is
-	// reserved now, so a burst beyond the budget is pushed back as the
-	// HTTP side pushes it.
-	size := int64(proto.Size(req))
-	cost := (decodedFactor + 1) * size
-	if !s.budget.tryAcquire(cost) {
-		return otelsession.Result{}, s.grpcThrottle(fmt.Sprintf("%d MiB of exports in flight", s.cfg.MaxInflightBytes>>20))
-	}
-	defer s.budget.release(cost)
+	// What decoding it holds was reserved before it was decoded
+	// (grpcCodec), and is released when the call ends (grpcUnary).
 	s.stats.requests.Add(1)
 	res, err := sink()
 	if errors.Is(err, ErrBusy) {
@@ -110,9 +107,85 @@ func (s *Server) grpcThrottle(why string) error {
 	return st.Err()
 }
 
+// grpcDecode is what grpcCodec did with one request message: the bytes
+// of the budget its decoding holds, or why it was not decoded.
+type grpcDecode struct {
+	cost int64
+	err  error
+}
+
+// grpcCodec is gRPC's protobuf codec with OTLP's exports bounded: it
+// counts what decoding an export will allocate on its bytes
+// (otelsession.DecodeCost) and reserves that from the in-flight budget
+// before decoding, as the HTTP side does. An export it refuses is left
+// undecoded, its status kept for grpcUnary to answer (an error returned
+// from a codec reaches the client as INTERNAL).
+type grpcCodec struct {
+	s    *Server
+	base encoding.CodecV2
+}
+
+func (c grpcCodec) Name() string { return c.base.Name() }
+
+func (c grpcCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+
+func (c grpcCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	var g signal
+	switch v.(type) {
+	case *coltracepb.ExportTraceServiceRequest:
+		g = traces
+	case *collogspb.ExportLogsServiceRequest:
+		g = logs
+	default:
+		return c.base.Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	b := buf.ReadOnlyData()
+	s := c.s
+	cost, err := otelsession.DecodeCost(g.String(), b)
+	switch {
+	case err != nil:
+		s.stats.invalid.Add(1)
+		s.decodes.Store(v, grpcDecode{err: status.Errorf(codes.InvalidArgument, "agentctl collect: %s export: %s", g, clip(err.Error(), 500))})
+		return nil
+	case cost > s.cfg.MaxInflightBytes:
+		s.stats.invalid.Add(1)
+		s.decodes.Store(v, grpcDecode{err: status.Errorf(codes.ResourceExhausted, "agentctl collect: the %s export would take %d bytes decoded, over the %d-byte limit: export smaller batches", g, cost, s.cfg.MaxInflightBytes)})
+		return nil
+	case !s.budget.tryAcquire(cost):
+		s.decodes.Store(v, grpcDecode{err: s.grpcThrottle(fmt.Sprintf("%d MiB of exports in flight", s.cfg.MaxInflightBytes>>20))})
+		return nil
+	}
+	if err := proto.Unmarshal(b, v.(proto.Message)); err != nil {
+		s.budget.release(cost)
+		return err
+	}
+	s.decodes.Store(v, grpcDecode{cost: cost})
+	return nil
+}
+
+// grpcUnary ends what grpcCodec began for the call's message (its
+// refusal answered, its reservation released when the call ends) and
+// checks the token.
+func (s *Server) grpcUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	var d grpcDecode
+	if x, ok := s.decodes.LoadAndDelete(req); ok {
+		d = x.(grpcDecode)
+	}
+	defer s.budget.release(d.cost)
+	if err := s.grpcAuth(ctx); err != nil {
+		return nil, err
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return handler(ctx, req)
+}
+
 // grpcAuth checks the token on every call: metadata "authorization:
 // Bearer TOKEN" (OTEL_EXPORTER_OTLP_HEADERS) or x-agentctl-token.
-func (s *Server) grpcAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (s *Server) grpcAuth(ctx context.Context) error {
 	if s.cfg.Token != "" {
 		md, _ := metadata.FromIncomingContext(ctx)
 		got := first(md.Get("x-agentctl-token"))
@@ -121,10 +194,10 @@ func (s *Server) grpcAuth(ctx context.Context, req any, info *grpc.UnaryServerIn
 		}
 		if !loopback.TokenOK(got, s.cfg.Token) {
 			s.stats.invalid.Add(1)
-			return nil, status.Error(codes.Unauthenticated, "agentctl collect: this collector needs its token: set OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN")
+			return status.Error(codes.Unauthenticated, "agentctl collect: this collector needs its token: set OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN")
 		}
 	}
-	return handler(ctx, req)
+	return nil
 }
 
 func first(v []string) string {

@@ -126,8 +126,18 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 			return &httpError{http.StatusBadRequest, "agentctl collect: Content-Encoding gzip: " + err.Error()}
 		}
 	}
-	// The decoded message and, for gzip, the plain bytes.
-	more := decodedFactor * int64(len(raw))
+	// What decoding will build, counted on the bytes before anything is
+	// decoded (empty messages cost fifty times their bytes), and for
+	// gzip the plain bytes.
+	var more int64
+	if mt == ctJSON {
+		more, err = otelsession.JSONDecodeCost(raw)
+	} else {
+		more, err = otelsession.DecodeCost(g.String(), raw)
+	}
+	if err != nil {
+		return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + clip(err.Error(), 500)}
+	}
 	if enc == "gzip" {
 		more += int64(len(raw))
 	}

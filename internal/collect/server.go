@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,12 +20,6 @@ const (
 	DefaultMaxInflightBytes = 512 << 20
 	DefaultRetryAfter       = time.Second
 )
-
-// decodedFactor estimates the memory a decoded request holds per byte of
-// its protobuf encoding (the Go message's structs, slices and strings),
-// for the in-flight budget: measured at 2.2-2.8 on GenAI spans (long
-// string attributes) and up to 4 on spans of many small attributes.
-const decodedFactor = 4
 
 // Config says how a Server answers.
 type Config struct {
@@ -58,6 +53,10 @@ type Server struct {
 	cfg    Config
 	budget budget
 	stats  counters
+	// decodes holds, per gRPC request message, what its decoding
+	// reserved of the budget or why it was refused (grpcCodec), until
+	// the call ends (grpcUnary).
+	decodes sync.Map
 }
 
 // New checks cfg and fills its defaults.

@@ -33,6 +33,11 @@ import (
 const (
 	MaxFileBytes    = 1 << 30 // a file or object, compressed or not
 	MaxMessageBytes = 64 << 20
+	// DefaultMaxDecodedBytes bounds what decoding one message may
+	// allocate (Options.MaxDecodedBytes), counted on its bytes before it
+	// is decoded (otelsession.DecodeCost): 64 MiB of empty messages would
+	// take gigabytes.
+	DefaultMaxDecodedBytes = 512 << 20
 )
 
 // RecordFile is the record of what was imported, in the home.
@@ -79,6 +84,10 @@ type Options struct {
 	Mapping otelsession.Options
 	// Store opens an s3:// source; remote.NewS3 when nil.
 	Store func(ctx context.Context, url string) (remote.Store, error)
+	// MaxDecodedBytes bounds what decoding one message may allocate; a
+	// file holding a larger one is reported with an error, the rest of
+	// it not read. DefaultMaxDecodedBytes when 0.
+	MaxDecodedBytes int64
 }
 
 // source is a place to read files from.
@@ -122,6 +131,10 @@ func Import(ctx context.Context, st recorder.Store, src string, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
+	limit := opts.MaxDecodedBytes
+	if limit <= 0 {
+		limit = DefaultMaxDecodedBytes
+	}
 	mo := opts.Mapping
 	mo.Source, mo.NoBackground = "import", true
 	in, err := otelsession.NewIngester(st, mo)
@@ -160,7 +173,7 @@ func Import(ctx context.Context, st recorder.Store, src string, opts Options) (*
 			rep.Skipped++
 			continue
 		}
-		if err := ingestFile(ctx, in, e.name, b, &fr); err != nil {
+		if err := ingestFile(ctx, in, e.name, b, &fr, limit); err != nil {
 			fr.Error = err.Error()
 		}
 		if fr.Signal == "metrics" {
@@ -189,7 +202,7 @@ func Import(ctx context.Context, st recorder.Store, src string, opts Options) (*
 }
 
 // ingestFile decodes one file's messages and hands them to in.
-func ingestFile(ctx context.Context, in *otelsession.Ingester, name string, b []byte, fr *FileReport) error {
+func ingestFile(ctx context.Context, in *otelsession.Ingester, name string, b []byte, fr *FileReport, limit int64) error {
 	b, err := decompress(b)
 	if err != nil {
 		return err
@@ -218,6 +231,15 @@ func ingestFile(ctx context.Context, in *otelsession.Ingester, name string, b []
 		fr.Rejected = append(fr.Rejected, res.Rejected...)
 		return nil
 	}
+	bounded := func(cost int64, err error) error {
+		if err != nil {
+			return err
+		}
+		if cost > limit {
+			return fmt.Errorf("a message that would take %d bytes decoded (counted on its bytes: messages, values, strings), over the %d-byte limit; not read", cost, limit)
+		}
+		return nil
+	}
 	t := bytes.TrimLeft(b, " \t\r\n")
 	isJSON := len(t) > 0 && t[0] == '{'
 	if n := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(name), ".gz"), ".zst"); !isJSON && (strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".jsonl")) {
@@ -232,6 +254,9 @@ func ingestFile(ctx context.Context, in *otelsession.Ingester, name string, b []
 			l := bytes.TrimSpace(sc.Bytes())
 			if len(l) == 0 {
 				continue
+			}
+			if err := bounded(otelsession.JSONDecodeCost(l)); err != nil {
+				return fmt.Errorf("line %d: %w", line, err)
 			}
 			sig := signal
 			if sig == "" {
@@ -270,6 +295,18 @@ func ingestFile(ctx context.Context, in *otelsession.Ingester, name string, b []
 			return fmt.Errorf("a protobuf message of %d bytes, over the %d limit", len(msg), MaxMessageBytes)
 		}
 		sig := signal
+		if err := bounded(decodeCost(sig, msg)); errors.Is(err, otelsession.ErrMalformed) {
+			// Not decoded at all: what the decoder would have built
+			// before it met the damage is not bounded.
+			switch sig {
+			case "":
+				return fmt.Errorf("neither OTLP protobuf traces nor logs: %w", err)
+			default:
+				return fmt.Errorf("not OTLP protobuf %s: %w", sig, err)
+			}
+		} else if err != nil {
+			return err
+		}
 		tr := &coltracepb.ExportTraceServiceRequest{}
 		if sig == "" || sig == "traces" {
 			if err := proto.Unmarshal(msg, tr); err != nil {
@@ -292,6 +329,26 @@ func ingestFile(ctx context.Context, in *otelsession.Ingester, name string, b []
 		}
 	}
 	return nil
+}
+
+// decodeCost is otelsession.DecodeCost of a message of signal sig, or
+// when the file does not say, of the signal its bytes can be (the most
+// of the two).
+func decodeCost(sig string, msg []byte) (int64, error) {
+	if sig != "" {
+		return otelsession.DecodeCost(sig, msg)
+	}
+	ct, terr := otelsession.DecodeCost(otelsession.SignalTraces, msg)
+	cl, lerr := otelsession.DecodeCost(otelsession.SignalLogs, msg)
+	switch {
+	case terr != nil && lerr != nil:
+		return 0, terr
+	case terr != nil:
+		return cl, nil
+	case lerr != nil:
+		return ct, nil
+	}
+	return max(ct, cl), nil
 }
 
 // frames splits a protobuf file: the file exporter's messages, each after

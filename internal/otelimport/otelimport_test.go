@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/internal/otelsession"
 	"github.com/agentctl/agentctl/internal/recorder"
@@ -324,5 +326,75 @@ func TestImportSeaweedFS(t *testing.T) {
 	}
 	if len(rep.Files) != 0 || rep.Skipped == 0 || len(rep.Sessions) != 0 {
 		t.Fatalf("second import: files %+v skipped %d sessions %v; want nothing read", rep.Files, rep.Skipped, rep.Sessions)
+	}
+}
+
+// TestImportDecodeBounded: a file of a million empty messages (70 KiB
+// gzipped, 130 MB and more decoded), protobuf or JSON, is reported with
+// an error before it is decoded, and the heap does not grow by more than
+// the limit meanwhile; the good file beside it is imported.
+func TestImportDecodeBounded(t *testing.T) {
+	const n = 1 << 20
+	dir := t.TempDir()
+	var empty []byte
+	for range n {
+		empty = append(empty, 0x0a, 0x00) // resource_spans {}
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write(empty)
+	zw.Close()
+	os.WriteFile(filepath.Join(dir, "bomb-traces.pb.gz"), zb.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "bomb.pb"), empty, 0o644)
+	os.WriteFile(filepath.Join(dir, "bomb-logs.json"), []byte(`{"resourceLogs":[`+strings.TrimSuffix(strings.Repeat("{},", n/2), ",")+"]}\n"), 0o644)
+	tr, _ := capture(t, "vercel-genai", "http-json")
+	os.WriteFile(filepath.Join(dir, "good-traces.json"), tr[0], 0o644)
+	const limit = 32 << 20
+	o := opts()
+	o.MaxDecodedBytes = limit
+	var rep *Report
+	var err error
+	var before, peak runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > peak.HeapAlloc {
+				peak = m
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	rep, err = Import(context.Background(), recorder.Store{Root: t.TempDir()}, dir, o)
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := int64(peak.HeapAlloc) - int64(before.HeapAlloc); grew > limit {
+		t.Errorf("the heap grew by %d MiB, over the %d MiB limit", grew>>20, limit>>20)
+	}
+	for _, f := range rep.Files {
+		base := filepath.Base(f.Name)
+		switch {
+		case strings.HasPrefix(base, "bomb"):
+			if !strings.Contains(f.Error, "decoded") {
+				t.Errorf("%s: error %q, want it refused for what it would take decoded", base, f.Error)
+			}
+		case f.Error != "" || f.Accepted == 0:
+			t.Errorf("%s: %+v, want it imported", base, f)
+		}
+	}
+	if len(rep.Files) != 4 {
+		t.Errorf("%d files reported, want 4", len(rep.Files))
 	}
 }

@@ -105,7 +105,11 @@
 // in: past either a request is refused whole with ErrBusy, so the
 // receiver answers 429 / RESOURCE_EXHAUSTED). A refusal
 // names its reason ("attribute gen_ai.input.messages is 3 MiB, over the 1
-// MiB limit"). The seen-set keeps a key per span of the live sessions and
+// MiB limit"). What decoding an export will allocate is bounded before
+// it is decoded: DecodeCost (protobuf) and JSONDecodeCost count it on
+// the bytes (messages by type, repeated elements, strings), and refuse
+// nesting past MaxDepth; a receiver reserves that, or refuses the export
+// (package collect, `import otlp`). The seen-set keeps a key per span of the live sessions and
 // the pending traces.
 //
 // # Concurrency

@@ -428,6 +428,10 @@ const protoRecursionLimit = 10000
 type schema struct {
 	kinds []protoreflect.Kind // 0: not a field, or not a string or message
 	subs  []*schema
+	// What DecodeCost needs: every field's shape, and the size of the
+	// Go struct the type decodes into.
+	fields []fieldCost
+	size   int64
 }
 
 // newSchema is the schema of md and of every message type below it.
@@ -446,7 +450,8 @@ func buildSchema(md protoreflect.MessageDescriptor, built map[protoreflect.FullN
 	for i := range fds.Len() {
 		top = max(top, int(fds.Get(i).Number()))
 	}
-	sc.kinds, sc.subs = make([]protoreflect.Kind, top+1), make([]*schema, top+1)
+	sc.kinds, sc.subs, sc.fields = make([]protoreflect.Kind, top+1), make([]*schema, top+1), make([]fieldCost, top+1)
+	sc.costInfo(md)
 	for i := range fds.Len() {
 		fd := fds.Get(i)
 		if fd.IsMap() {
