@@ -806,3 +806,59 @@ func TestCollectDrainsOnSIGTERM(t *testing.T) {
 		t.Errorf("model calls %v, want the drained export's 4 in the session", calls)
 	}
 }
+
+// A trace for a session another process holds (its lease) is set aside
+// while collect writes the others, said on stderr, and written once the
+// lease is released; SIGTERM then exits 0 with every span once.
+func TestCollectSetsAsideHeldSession(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	c := startCollector(t, home)
+	if code, err := postTraces(c.http, conversation(201, 2)); code != 200 {
+		t.Fatalf("export: %d %v", code, err)
+	}
+	c.stop(t)
+	st := recorder.Store{Root: home}
+	ids, err := st.IDs()
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("sessions %v (%v), want one", ids, err)
+	}
+	lease, err := recorder.AcquireLease(st.SessionDir(ids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = startCollector(t, home)
+	held, other := conversation(201, 4), conversation(202, 2)
+	for _, req := range []*coltracepb.ExportTraceServiceRequest{held, other} {
+		if code, err := postTraces(c.http, req); code != 200 {
+			t.Fatalf("export while a session is held: %d %v; want 200", code, err)
+		}
+	}
+	landed := func(req *coltracepb.ExportTraceServiceRequest) bool {
+		got := modelCalls(t, home)
+		for _, k := range spanKeys(req) {
+			if got[k] != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(40 * time.Second); !ok(); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 40s\nstderr: %s", what, c.stderr.String())
+			}
+		}
+	}
+	wait("the other conversation written beside the held session", func() bool { return landed(other) })
+	wait("stderr says a trace was set aside", func() bool { return strings.Contains(c.stderr.String(), "set aside") })
+	if landed(held) {
+		t.Fatalf("the held session was written into")
+	}
+	lease.Release()
+	wait("the held conversation written once its lease is released", func() bool { return landed(held) })
+	c.stop(t)
+	if !landed(held) || !landed(other) {
+		t.Errorf("after SIGTERM: a span is not in a session exactly once")
+	}
+}
