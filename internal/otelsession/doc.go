@@ -78,7 +78,9 @@
 // left (ones no live Ingester holds the lease of), writing what they hold
 // that the sessions do not. A spool file cut short by the crash is read
 // to its last whole frame (that frame was never acknowledged); one
-// damaged in the middle stops NewIngester with an error that says where.
+// damaged in the middle does not stop NewIngester: what comes before the
+// damage is written, and the file, said through Options.Logf, is kept
+// as <dir>.damaged for a human (later starts skip it).
 // A span seen before, pending or written, in this run or an earlier one,
 // is answered as accepted and adds nothing; so is a content log record of
 // a span an earlier run wrote (log records carry no id of their own;

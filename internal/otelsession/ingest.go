@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +80,9 @@ type spoolGen struct {
 	w     *spoolFile      // nil for one a killed run left
 	lease *recorder.Lease // a left one's, taken at recovery
 	refs  int
+	// damaged: a left one that could not be read whole; once what was
+	// read of it is written it is kept as <dir>.damaged, not removed.
+	damaged bool
 
 	rmu sync.Mutex
 	rf  *os.File // opened to read frames back (pending spans)
@@ -111,6 +115,11 @@ func (g *spoolGen) close() {
 		g.lease.Release()
 	}
 }
+
+// damagedSuffix marks a spool folder set aside: a left spool file that
+// could not be read whole, kept for a human once what was read of it is
+// written. Recovery skips it.
+const damagedSuffix = ".damaged"
 
 // SpoolDir is where an Ingester keeps what it accepted but has not yet
 // written into a session, below the home: spool files, each in a folder
@@ -360,6 +369,9 @@ func (in *Ingester) recoverSpool() error {
 			}
 			continue
 		}
+		if strings.HasSuffix(e.Name(), damagedSuffix) {
+			continue // set aside by an earlier start, for a human
+		}
 		dir := filepath.Join(in.spoolRoot(), e.Name())
 		// A spool another live Ingester holds (collect running while an
 		// import runs on the same home) is its own: left alone.
@@ -373,10 +385,19 @@ func (in *Ingester) recoverSpool() error {
 		g := &spoolGen{dir: dir, lease: lease}
 		in.gens = append(in.gens, g)
 		err = readSpool(filepath.Join(dir, spoolName), func(kind byte, off int64, payload []byte) error {
-			return in.acceptFrame(g, kind, off, payload)
+			if err := in.acceptFrame(g, kind, off, payload); err != nil {
+				// A whole frame that is not what it should be: the
+				// others are still read.
+				g.damaged = true
+				in.opts.Logf("agentctl %s: the spool %s holds a frame at byte %d that cannot be read (%v); the rest is written, and the file is kept as %s%s", in.opts.Source, dir, off, err, dir, damagedSuffix)
+			}
+			return nil
 		})
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("otelsession: read the spool: %w (what it holds was acknowledged and is not in sessions yet; move %s aside to start without it)", err, dir)
+			// One damaged spool file does not stop the start: what was
+			// read before the damage is written, the file set aside.
+			g.damaged = true
+			in.opts.Logf("agentctl %s: %v: what comes before the damage is written; the file is kept as %s%s (what comes after it was acknowledged and is not in a session)", in.opts.Source, err, dir, damagedSuffix)
 		}
 	}
 	in.mu.Lock()
@@ -934,6 +955,10 @@ func (in *Ingester) rotate() {
 			in.cur = nil
 		}
 		g.close()
+		if g.damaged {
+			os.Rename(g.dir, g.dir+damagedSuffix)
+			continue
+		}
 		os.RemoveAll(g.dir)
 	}
 	in.gens = kept

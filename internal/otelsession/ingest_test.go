@@ -539,3 +539,72 @@ func TestAttributeOverRecord(t *testing.T) {
 		t.Errorf("%d events, an event cut with its note: %v; want the session written with the long text cut and noted", len(evs), cut)
 	}
 }
+
+// TestDamagedSpoolStarts: a spool file a killed run left, damaged in the
+// middle, does not stop the start: what comes before the damage is
+// written, the file is kept aside (and said), and the next start does not
+// read it again.
+func TestDamagedSpoolStarts(t *testing.T) {
+	home := t.TempDir()
+	opts := testOpts()
+	opts.Settle = time.Hour
+	in, err := NewIngester(recorder.Store{Root: home}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exps := loadCapture(t, filepath.Join(captures, "otel-openai", "http-protobuf"))
+	feed(t, in, exps)
+	// A killed run: its spool copied as the crash left it, one byte of
+	// the last frame but one flipped.
+	home2 := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(home, SpoolDir, "*", spoolName))
+	if len(files) != 1 {
+		t.Fatalf("spool files %v, want one", files)
+	}
+	var offs []int64
+	if err := readSpool(files[0], func(kind byte, off int64, payload []byte) error {
+		offs = append(offs, off)
+		return nil
+	}); err != nil || len(offs) < 2 {
+		t.Fatalf("frames at %v (%v), want two or more", offs, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[offs[len(offs)-2]+frameHeader+3] ^= 0xff
+	dir := filepath.Join(home2, SpoolDir, filepath.Base(filepath.Dir(files[0])))
+	os.MkdirAll(dir, 0o700)
+	if err := os.WriteFile(filepath.Join(dir, spoolName), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	opts2 := testOpts()
+	opts2.Logf = func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }
+	in2, err := NewIngester(recorder.Store{Root: home2}, opts2)
+	if err != nil {
+		t.Fatalf("start with a damaged spool: %v", err)
+	}
+	if err := in2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "damaged") || !strings.Contains(said[0], ".damaged") {
+		t.Errorf("said %q, want one line naming the damage and where the file is kept", said)
+	}
+	if _, err := os.Stat(dir + ".damaged"); err != nil {
+		t.Errorf("the damaged spool is not kept aside: %v", err)
+	}
+	if ids, _ := (recorder.Store{Root: home2}).IDs(); len(offs) > 2 && len(ids) == 0 {
+		t.Errorf("nothing written of the frames before the damage")
+	}
+	said = nil
+	in3, err := NewIngester(recorder.Store{Root: home2}, opts2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in3.Close()
+	if len(said) != 0 {
+		t.Errorf("the next start said %q: the file set aside was read again", said)
+	}
+	in.Close()
+}
