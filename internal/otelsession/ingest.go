@@ -214,7 +214,7 @@ func (in *Ingester) recoverSessions() error {
 		if _, err := in.sessOf(r.id, r.key); err != nil { // its header is read
 			// One damaged session does not stop the others: a trace for
 			// it is set aside until it is repaired.
-			in.opts.Logf("%v", err)
+			in.opts.Logf("agentctl %s: %v", in.opts.Source, err)
 		}
 	}
 	return nil
@@ -255,7 +255,7 @@ func (in *Ingester) load(id string) (*sess, error) {
 func (in *Ingester) sessOf(id, key string) (*sess, error) {
 	evs, _, err := in.st.Load(id)
 	if err != nil {
-		return nil, fmt.Errorf("otelsession: read collected session %s: %w (repair or move it aside, then start again)", id, err)
+		return nil, fmt.Errorf("otelsession: read collected session %s: %w (repair it or move it aside; its traces wait in the spool meanwhile)", id, err)
 	}
 	s := newSess(id, key)
 	s.onDisk = true
