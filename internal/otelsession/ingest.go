@@ -1011,10 +1011,10 @@ func (in *Ingester) flush(force bool) error {
 	in.pendingBytes -= doneBytes
 	was := in.failing
 	switch {
-	case ioErr != nil && !wrote:
+	case wrote, len(ready) > 0 && ioErr == nil:
+		in.failing = nil // the disk takes writes (a session's own failure is not the disk's)
+	case ioErr != nil:
 		in.failing = ioErr
-	case wrote:
-		in.failing = nil
 	}
 	now2 := in.failing
 	in.mu.Unlock()
