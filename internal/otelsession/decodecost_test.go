@@ -184,3 +184,30 @@ func TestDecodeCostRefuses(t *testing.T) {
 		t.Errorf("JSON nested %d deep: %v, want ErrTooDeep", 2*MaxDepth, err)
 	}
 }
+
+// BenchmarkDecodeCost compares the count an HTTP export now costs before
+// it is taken with the wire check TracesWire makes and with decoding.
+func BenchmarkDecodeCost(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join(captures, "openllmetry", "http-protobuf", "001-traces.pb"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("DecodeCost", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for range b.N {
+			DecodeCost(SignalTraces, body)
+		}
+	})
+	b.Run("checkWire", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for range b.N {
+			checkWire(body, traceRequestSchema(), func([]byte) {})
+		}
+	})
+	b.Run("Unmarshal", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for range b.N {
+			proto.Unmarshal(body, &coltracepb.ExportTraceServiceRequest{})
+		}
+	})
+}
