@@ -78,6 +78,36 @@ func sessionKey(sp *span) string {
 // order they are read.
 var sessionKeys = []string{"session.id", "gen_ai.conversation.id", "ai.telemetry.metadata.sessionId", "ai.telemetry.metadata.session_id", "traceloop.association.properties.session_id"}
 
+// originKeys are the resource attributes that tell one client process
+// from another (the OpenTelemetry SDKs' resource detectors set them). Two
+// users of one app ask the same first question: their keyless traces
+// extend each other's conversations, and only these tell them apart.
+var originKeys = []string{"service.namespace", "service.name", "service.instance.id", "host.id", "host.name", "process.pid", "container.id", "k8s.pod.uid"}
+
+// origin is the process a span came from, as its resource names it: the
+// values of originKeys it has, in JSON (an object, keys sorted, as the
+// header keeps it); "" when it has none. Traces whose conversations
+// match but whose origins differ are not one session.
+func origin(sp *span) string {
+	o := map[string]string{}
+	for _, k := range originKeys {
+		if v := sp.Resource.str(k); v != "" {
+			o[k] = v
+		}
+	}
+	return originOf(o)
+}
+
+// originOf is the origin of a set of resource values (a span's, or the
+// ones a session's header kept).
+func originOf(o map[string]string) string {
+	if len(o) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(o) // keys sorted
+	return string(b)
+}
+
 // operation decides what a span is, by the first convention that says.
 func operation(sp *span) (op, conv string) {
 	a := sp.Attrs

@@ -23,7 +23,10 @@ const FormatOTLP = "otlp"
 type sess struct {
 	id  string
 	key string // the session.id / gen_ai.conversation.id it is named by; "" when grouped by trace
-	w   *recorder.Session
+	// origin is the process that started it (origin): a keyless trace
+	// joins it by content only from the same origin.
+	origin string
+	w      *recorder.Session
 	// onDisk: the log exists (an earlier run wrote it): it is opened for
 	// appending, not created.
 	onDisk  bool
@@ -149,9 +152,10 @@ func (in *Ingester) keepDecoded(b *wireBody) {
 
 // writeTrace writes one settled trace into its session: the session the
 // trace's spans name (session.id / gen_ai.conversation.id), else the one
-// the trace was written into before, else the open session whose
-// conversation its first model call extends (session.Extends, the proxy's
-// rule), else a new one.
+// the trace was written into before, else the open session of the same
+// origin (the client process, by its resource) whose conversation its
+// first model call extends (session.Extends, the proxy's rule), else a
+// new one.
 func (in *Ingester) writeTrace(pt *pendingTrace) error {
 	for _, sp := range pt.spans {
 		if b := sp.expand(); b != nil {
@@ -294,8 +298,8 @@ func marshal(v any) json.RawMessage {
 
 // sessionFor finds the session a trace goes to among the live ones, else
 // on disk (an evicted one, or one an earlier run wrote: the id derives
-// from the key or the trace), else the live session whose conversation it
-// extends, else a new one.
+// from the key or the trace), else the live session of its origin whose
+// conversation it extends, else a new one.
 func (in *Ingester) sessionFor(traceID, key string, ms []mapped) (*sess, error) {
 	if key != "" {
 		if s := in.byKey[key]; s != nil {
@@ -313,13 +317,18 @@ func (in *Ingester) sessionFor(traceID, key string, ms []mapped) (*sess, error) 
 	if s, err := in.load(id); s != nil || err != nil {
 		return s, err
 	}
+	from := ""
+	if len(ms) > 0 {
+		from = origin(ms[0].sp)
+	}
 	for _, m := range ms {
 		if m.c.op != opChat || !m.c.hasInput {
 			continue
 		}
+		from = origin(m.sp)
 		var best *sess
 		for _, s := range in.sessions {
-			if s.key == "" && len(s.history) > 0 && session.Extends(s.history, m.c.input) && (best == nil || len(s.history) > len(best.history) || (len(s.history) == len(best.history) && s.id < best.id)) {
+			if s.key == "" && s.origin == from && len(s.history) > 0 && session.Extends(s.history, m.c.input) && (best == nil || len(s.history) > len(best.history) || (len(s.history) == len(best.history) && s.id < best.id)) {
 				best = s
 			}
 		}
@@ -328,7 +337,11 @@ func (in *Ingester) sessionFor(traceID, key string, ms []mapped) (*sess, error) 
 		}
 		break
 	}
-	return in.loadOrNew(id, "")
+	s, err := in.loadOrNew(id, "")
+	if s != nil && !s.onDisk {
+		s.origin = from
+	}
+	return s, err
 }
 
 func (in *Ingester) loadOrNew(id, key string) (*sess, error) {
@@ -436,6 +449,9 @@ func (in *Ingester) header(s *sess, pt *pendingTrace, ms []mapped) session.Event
 	}
 	if service != "" {
 		a["service_name"] = service
+	}
+	if s.origin != "" {
+		a["otel_origin"] = json.RawMessage(s.origin)
 	}
 	if len(convs) > 0 {
 		var cs []string
