@@ -59,6 +59,7 @@ type call struct {
 	toolArgs   json.RawMessage
 	toolResult string
 	hasResult  bool
+	toolFailed bool // the result says the tool failed (a ToolMessage's status error)
 
 	agentName string
 }
@@ -228,6 +229,7 @@ func read(sp *span, logs []*logRec) call {
 		if len(c.tools) == 0 {
 			c.tools = toolNames(a)
 		}
+		synthesizeCallIDs(&c)
 		if c.respID == "" && c.convention == convOpenInference {
 			// OpenInference keeps the provider's response as output.value.
 			var out struct {
@@ -259,8 +261,93 @@ func read(sp *span, logs []*logRec) call {
 			}
 		}
 		c.toolResult = unquote(c.toolResult)
+		if content, id, failed, ok := toolMessage(c.toolResult); ok {
+			c.toolResult, c.toolFailed = content, failed
+			if c.toolCallID == "" {
+				c.toolCallID = id
+			}
+		}
 	}
 	return c
+}
+
+// toolMessage reads a tool result that is LangChain's serialized
+// ToolMessage (OpenInference's LangChain instrumentation writes the
+// tool's return value so, alone or as {"output": …}): the tool's output
+// (kwargs.content), the call it answers (kwargs.tool_call_id) and whether
+// it failed (kwargs.status "error"). ok is false for anything else.
+func toolMessage(s string) (content, callID string, failed, ok bool) {
+	if !strings.Contains(s, "ToolMessage") {
+		return "", "", false, false
+	}
+	var v struct {
+		LC     int             `json:"lc"`
+		Type   string          `json:"type"`
+		ID     []string        `json:"id"`
+		Kwargs map[string]any  `json:"kwargs"`
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return "", "", false, false
+	}
+	if v.LC == 0 && len(v.Output) > 0 {
+		return toolMessage(string(v.Output))
+	}
+	if v.LC == 0 || v.Type != "constructor" || len(v.ID) == 0 || v.ID[len(v.ID)-1] != "ToolMessage" || v.Kwargs == nil {
+		return "", "", false, false
+	}
+	callID, _ = v.Kwargs["tool_call_id"].(string)
+	status, _ := v.Kwargs["status"].(string)
+	return textOf(v.Kwargs["content"]), callID, status == "error", true
+}
+
+// synthesizeCallIDs gives the tool calls of a model call's conversation
+// that carry no id (OpenInference's LangChain instrumentation writes none)
+// one, and each tool message that names no call the id of the call it
+// answers. Without it every such call is the call "": the second one and
+// its result collapse into the first. The id derives from the call's
+// place in the conversation (the message's index, the call's index in
+// it), which the next request repeats, so call N's answer and request
+// N+1's copy of it agree, across traces and restarts. A tool message
+// answers, in order, the first call of the assistant message before it
+// that no earlier tool message answered: of its tool, when it names one.
+func synthesizeCallIDs(c *call) {
+	var open []session.ToolCall // calls of the last assistant message not answered yet
+	for i := range c.input {
+		m := &c.input[i]
+		switch m.Role {
+		case session.RoleAssistant:
+			m.ToolCalls = withCallIDs(m.ToolCalls, i)
+			open = append(open[:0], m.ToolCalls...)
+		case session.RoleTool:
+			k := -1
+			for j, tc := range open {
+				if m.ToolCallID != "" && tc.ID == m.ToolCallID || m.ToolCallID == "" && (m.Name == "" || tc.Name == m.Name) {
+					k = j
+					break
+				}
+			}
+			if k < 0 {
+				continue
+			}
+			if m.ToolCallID == "" {
+				m.ToolCallID = open[k].ID
+			}
+			open = append(open[:k], open[k+1:]...)
+		}
+	}
+	c.output.ToolCalls = withCallIDs(c.output.ToolCalls, len(c.input))
+}
+
+// withCallIDs gives each call of the message at index msg of a
+// conversation that has no id its synthesized one (synthesizeCallIDs).
+func withCallIDs(tcs []session.ToolCall, msg int) []session.ToolCall {
+	for j := range tcs {
+		if tcs[j].ID == "" {
+			tcs[j].ID = fmt.Sprintf("otlp-call-%d-%d", msg, j)
+		}
+	}
+	return tcs
 }
 
 // unquote reads a tool result that an SDK wrote JSON-encoded a second
@@ -847,5 +934,3 @@ func describeSpan(sp *span, op, conv string) map[string]any {
 	}
 	return m
 }
-
-var _ = fmt.Sprintf

@@ -79,22 +79,35 @@ func (s *sess) noteCalls(tcs []session.ToolCall) {
 	}
 }
 
-// callFor finds the call a tool span answers: by id, else the latest
-// unanswered call of that tool.
+// callFor finds the call a tool span answers: by id, else, in order,
+// the first unanswered call of that tool. An id no call of the session
+// has (the model call's telemetry gave its calls none, and they have
+// synthesized ones) is matched in order too, when a call is unanswered.
 func (s *sess) callFor(id, name string) (string, string) {
 	if id != "" {
-		if n := s.tools[id]; n != "" && name == "" {
-			name = n
+		if n, ok := s.tools[id]; ok {
+			if name == "" {
+				name = n
+			}
+			return id, name
 		}
-		return id, name
 	}
-	for i := len(s.calls) - 1; i >= 0; i-- {
-		c := s.calls[i]
+	for _, c := range s.calls {
 		if !s.results[c.ID] && (name == "" || c.Name == name) {
 			return c.ID, c.Name
 		}
 	}
-	return "", name
+	return id, name
+}
+
+// args are the arguments of call id as the model gave them.
+func (s *sess) args(id string) json.RawMessage {
+	for i := len(s.calls) - 1; i >= 0; i-- {
+		if s.calls[i].ID == id {
+			return s.calls[i].Args
+		}
+	}
+	return nil
 }
 
 // answered reports whether the call a tool span answers already has its
@@ -102,7 +115,7 @@ func (s *sess) callFor(id, name string) (string, string) {
 // that call): by id, or, for a span without one, when every call of
 // that tool has one.
 func (s *sess) answered(id, name string) bool {
-	if id != "" {
+	if _, known := s.tools[id]; id != "" && (known || s.results[id]) {
 		return s.results[id]
 	}
 	found := false
@@ -627,19 +640,34 @@ func (s *sess) tool(sp *span, c call) []session.Event {
 		id = "otlp-" + sp.SpanID
 	}
 	s.results[id] = true
-	attrs := marshal(map[string]any{"recorded_by": "otlp", "convention": c.convention, "trace_id": sp.TraceID, "span_id": sp.SpanID, "span_name": sp.Name})
+	a := map[string]any{"recorded_by": "otlp", "convention": c.convention, "trace_id": sp.TraceID, "span_id": sp.SpanID, "span_name": sp.Name}
+	if c.toolCallID != "" && c.toolCallID != id {
+		// The span's own id for the call, which the model call's
+		// telemetry did not give (its calls have synthesized ids).
+		a["source_call_id"] = c.toolCallID
+	}
+	if !c.hasResult {
+		a["content_captured"] = false
+	}
 	st := session.ResultOK
 	res := session.Event{TS: sp.End, Kind: session.KindToolResult, CallID: id, Tool: name, Output: c.toolResult,
-		LatencyMS: sp.End.Sub(sp.Start).Milliseconds(), Attrs: attrs}
+		LatencyMS: sp.End.Sub(sp.Start).Milliseconds(), Attrs: marshal(a)}
 	if sp.Err != "" {
 		st, res.Error = session.ResultError, sp.Err
+	} else if c.toolFailed {
+		st, res.Error = session.ResultError, c.toolResult
 	}
 	res.Status = st
-	if !c.hasResult {
-		res.Attrs = marshal(map[string]any{"recorded_by": "otlp", "convention": c.convention, "trace_id": sp.TraceID, "span_id": sp.SpanID, "span_name": sp.Name, "content_captured": false})
+	args := c.toolArgs
+	if len(args) == 0 || args[0] != '{' {
+		// The model's arguments, where the span has none or not as an
+		// object (LangChain's TOOL span gives its input as text).
+		if ca := s.args(id); len(ca) > 0 {
+			args = ca
+		}
 	}
 	return []session.Event{
-		{TS: sp.Start, Kind: session.KindToolIntent, CallID: id, Tool: name, Args: c.toolArgs},
+		{TS: sp.Start, Kind: session.KindToolIntent, CallID: id, Tool: name, Args: args},
 		res,
 	}
 }
