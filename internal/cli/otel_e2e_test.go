@@ -421,4 +421,12 @@ func TestOTelLangChainEndToEnd(t *testing.T) {
 	if len(calls) != 2 || intents != 2 || rows[0].ToolCalls != 2 || q != `{"n":2,"with_args":2}` {
 		t.Errorf("calls in show %d, intents %d, sessions.tool_calls %d, tool_calls view %s; want 2 each", len(calls), intents, rows[0].ToolCalls, q)
 	}
+
+	// The app against a replay of the collected session, offline: the
+	// calls' synthesized ids are the ones it sends back.
+	off := []string{"OTEL_TRACES_EXPORTER=none", "OTEL_LOGS_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "AGENT_TASK=" + oteltest.TwoOrdersTask}
+	rout, rerr, err := runUnderProxy(t, chome, []string{"--replay", id, "--session", "replayed"}, dir, oteltest.LangChain, off...)
+	if err != nil || strings.TrimSpace(rout) != truth.Final || strings.Contains(rerr, "DIVERGED") {
+		t.Errorf("the app against proxy --replay %s: %v, answered %q (want %q)\nstderr:\n%s", id, err, rout, truth.Final, rerr)
+	}
 }
