@@ -474,6 +474,11 @@ func TestLangChainToolCallsWithoutIDs(t *testing.T) {
 			t.Errorf("result %d is %s %s %q (%s), want call %s's output %q", i, results[i].CallID, results[i].Tool, results[i].Output, results[i].Status, calls[i].ID, wantOut[i])
 		}
 	}
+	for _, e := range evs {
+		if (e.Kind == session.KindModelCall || e.Kind == session.KindSessionStarted) && e.Provider != "openai" {
+			t.Errorf("%s has provider %q, want openai (LangChain's metadata.ls_provider)", e.Kind, e.Provider)
+		}
+	}
 	st := session.Fold(evs)
 	if len(st.Calls) != 2 {
 		t.Errorf("the fold counts %d calls, want 2", len(st.Calls))

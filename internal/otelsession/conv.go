@@ -193,6 +193,16 @@ func read(sp *span, logs []*logRec) call {
 		}
 	}
 	c.provider = a.str("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "ai.model.provider")
+	if c.provider == "" && c.convention == convOpenInference {
+		// LangChain's run metadata, which OpenInference keeps as
+		// metadata (JSON): ls_provider names the provider.
+		var md struct {
+			Provider string `json:"ls_provider"`
+		}
+		if json.Unmarshal([]byte(a.str("metadata")), &md) == nil {
+			c.provider = md.Provider
+		}
+	}
 	c.reqModel = a.str("gen_ai.request.model", "llm.model_name", "ai.model.id")
 	c.respModel = a.str("gen_ai.response.model", "ai.response.model", "llm.model_name")
 	c.respID = a.str("gen_ai.response.id", "ai.response.id")
