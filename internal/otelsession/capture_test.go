@@ -474,6 +474,9 @@ func TestLangChainToolCallsWithoutIDs(t *testing.T) {
 			t.Errorf("result %d is %s %s %q (%s), want call %s's output %q", i, results[i].CallID, results[i].Tool, results[i].Output, results[i].Status, calls[i].ID, wantOut[i])
 		}
 	}
+	if evs[0].System != truth[0].System || truth[0].System == "" {
+		t.Errorf("system prompt %q, the model server's %q", evs[0].System, truth[0].System)
+	}
 	for _, e := range evs {
 		if (e.Kind == session.KindModelCall || e.Kind == session.KindSessionStarted) && e.Provider != "openai" {
 			t.Errorf("%s has provider %q, want openai (LangChain's metadata.ls_provider)", e.Kind, e.Provider)

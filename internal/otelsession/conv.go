@@ -755,6 +755,7 @@ func readOpenInference(c *call, a attrs) {
 	}
 	in, ok := read("llm.input_messages.")
 	if ok {
+		fillLangChainContent(in, a.str("input.value"))
 		c.hasInput = true
 		for _, m := range in {
 			if m.Role == session.RoleSystem {
@@ -775,6 +776,42 @@ func readOpenInference(c *call, a attrs) {
 	}
 	if c.provider == "" {
 		c.provider = a.str("llm.provider", "llm.system")
+	}
+}
+
+// langChainRoles are LangChain's message classes and the roles they are.
+var langChainRoles = map[string]string{"SystemMessage": session.RoleSystem, "HumanMessage": session.RoleUser,
+	"AIMessage": session.RoleAssistant, "ToolMessage": session.RoleTool}
+
+// fillLangChainContent gives the messages OpenInference's LangChain
+// instrumentation wrote without content (a message whose content is a
+// list of parts, as createAgent's system prompt is, gets only its role)
+// their text from input.value, LangChain's serialized messages
+// ({"messages": [[{lc, type, id: [..., "SystemMessage"], kwargs:
+// {content}}, ...]]}), the one at the same index and of the same role.
+func fillLangChainContent(msgs []session.Message, inputValue string) {
+	empty := false
+	for _, m := range msgs {
+		empty = empty || (m.Content == "" && len(m.ToolCalls) == 0)
+	}
+	if !empty || !strings.Contains(inputValue, `"lc"`) {
+		return
+	}
+	var v struct {
+		Messages [][]struct {
+			ID     []string       `json:"id"`
+			Kwargs map[string]any `json:"kwargs"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal([]byte(inputValue), &v) != nil || len(v.Messages) != 1 || len(v.Messages[0]) != len(msgs) {
+		return
+	}
+	for i, lc := range v.Messages[0] {
+		m := &msgs[i]
+		if m.Content != "" || len(m.ToolCalls) > 0 || len(lc.ID) == 0 || langChainRoles[lc.ID[len(lc.ID)-1]] != m.Role {
+			continue
+		}
+		m.Content = textOf(lc.Kwargs["content"])
 	}
 }
 
