@@ -243,14 +243,6 @@ func (in *Ingester) sessOf(id, key string) (*sess, error) {
 	s := newSess(id, key)
 	s.onDisk = true
 	s.restore(evs)
-	if len(evs) > 0 && evs[0].Kind == session.KindSessionStarted {
-		var h struct {
-			Origin map[string]string `json:"otel_origin"`
-		}
-		if json.Unmarshal(evs[0].Attrs, &h) == nil {
-			s.origin = originOf(h.Origin)
-		}
-	}
 	for _, e := range evs {
 		type ids struct {
 			TraceID string `json:"trace_id"`

@@ -46,10 +46,18 @@ func newSess(id, key string) *sess {
 		traces: map[string]bool{}, spans: map[string]bool{}, before: map[string]bool{}}
 }
 
-// restore rebuilds the conversation of a session an earlier run wrote.
+// restore rebuilds the conversation of a session an earlier run wrote,
+// and the origin its header kept.
 func (s *sess) restore(evs []session.Event) {
 	for _, e := range evs {
 		switch e.Kind {
+		case session.KindSessionStarted:
+			var h struct {
+				Origin map[string]string `json:"otel_origin"`
+			}
+			if json.Unmarshal(e.Attrs, &h) == nil {
+				s.origin = originOf(h.Origin)
+			}
 		case session.KindAssistantMessage:
 			s.noteCalls(e.ToolCalls)
 		case session.KindToolResult:
