@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -348,5 +349,84 @@ func TestOTelEmittersContentOff(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOTelLangChainEndToEnd: LangChain.js's createAgent traced by
+// OpenInference's LangChain instrumentation (fixtures/otel/langchain-agent.mjs)
+// asks the scripted model about two orders; the model calls lookup_order
+// twice in one answer. Its telemetry gives the calls no ids and the
+// results as serialized ToolMessages; the session a real `agentctl collect`
+// writes must still hold both calls, each with the tool's real output as
+// the app sent it back to the model, and show, sessions and query must
+// count the same calls.
+//
+// Needs the emitters .ci/run installs (AGENTCTL_NPM_OTEL; unset: skipped).
+func TestOTelLangChainEndToEnd(t *testing.T) {
+	dir := oteltest.PrepareApps(t)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "langchain", "package.json")); err != nil {
+		t.Fatalf("%s has no langchain (install fixtures/otel/npm's lock there): %v", oteltest.NPMEnv, err)
+	}
+	chome, mhome := t.TempDir(), t.TempDir()
+	c := startCollector(t, chome)
+	env := append(oteltest.ExportEnv(c.http, oteltest.HTTPProtobuf), "AGENT_TASK="+oteltest.TwoOrdersTask)
+	out, stderr, err := runUnderProxy(t, mhome, []string{"--script", oteltest.TwoOrdersScript(), "--session", "truth"}, dir, oteltest.LangChain, env...)
+	if err != nil {
+		t.Fatalf("the app under the scripted model: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	c.stop(t)
+
+	truth := conversationOf(t, showEvents(t, mhome, "truth"))
+	if len(truth.Calls) != 2 || len(truth.Tools) != 2 || truth.Final != strings.TrimSpace(out) {
+		t.Fatalf("the model server saw %+v, want two calls, two tool results and the answer %q", truth, out)
+	}
+	ids := sessionIDs(t, chome)
+	if len(ids) != 1 {
+		t.Fatalf("collect wrote %d sessions (%v), want the one conversation\ncollect stderr:\n%s", len(ids), ids, c.stderr.String())
+	}
+	id := ids[0]
+	evs := showEvents(t, chome, id)
+	got := conversationOf(t, evs)
+	if !reflect.DeepEqual(got.Tools, truth.Tools) {
+		t.Errorf("the collected tool results are not the ones the app sent the model:\ncollected: %+v\nserver:    %+v", got.Tools, truth.Tools)
+	}
+	if !reflect.DeepEqual(got, truth) {
+		t.Errorf("the collected session is not the conversation the model server saw:\ncollected: %+v\nserver:    %+v", got, truth)
+	}
+	// Every way of counting the calls agrees: show's tool calls and
+	// intents, the sessions list, the tool_calls view.
+	calls, intents := map[string]bool{}, 0
+	for _, e := range evs {
+		for _, tc := range e.ToolCalls {
+			if tc.ID == "" {
+				t.Errorf("a tool call without an id: %+v", e)
+			}
+			calls[tc.ID] = true
+		}
+		if e.Kind == session.KindToolIntent {
+			intents++
+			if !calls[e.CallID] {
+				t.Errorf("intent for call %s, which no assistant message made", e.CallID)
+			}
+		}
+	}
+	var rows []struct {
+		SessionID string `json:"session_id"`
+		ToolCalls int    `json:"tool_calls"`
+	}
+	if err := json.Unmarshal([]byte(agentctlOut(t, chome, "sessions", "--json")), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("sessions --json: %v %+v", err, rows)
+	}
+	q := queryOne(t, chome, fmt.Sprintf("select count(*) as n, count(args) as with_args from tool_calls where session_id = '%s'", id))
+	if len(calls) != 2 || intents != 2 || rows[0].ToolCalls != 2 || q != `{"n":2,"with_args":2}` {
+		t.Errorf("calls in show %d, intents %d, sessions.tool_calls %d, tool_calls view %s; want 2 each", len(calls), intents, rows[0].ToolCalls, q)
+	}
+
+	// The app against a replay of the collected session, offline: the
+	// calls' synthesized ids are the ones it sends back.
+	off := []string{"OTEL_TRACES_EXPORTER=none", "OTEL_LOGS_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "AGENT_TASK=" + oteltest.TwoOrdersTask}
+	rout, rerr, err := runUnderProxy(t, chome, []string{"--replay", id, "--session", "replayed"}, dir, oteltest.LangChain, off...)
+	if err != nil || strings.TrimSpace(rout) != truth.Final || strings.Contains(rerr, "DIVERGED") {
+		t.Errorf("the app against proxy --replay %s: %v, answered %q (want %q)\nstderr:\n%s", id, err, rout, truth.Final, rerr)
 	}
 }

@@ -131,7 +131,10 @@ type proxyResult struct {
 	// COMMAND's exit status, absent without one or when interrupted.
 	Ended         []proxy.Ended `json:"ended"`
 	AgentExitCode *int          `json:"agent_exit_code,omitempty"`
-	ExitCode      int           `json:"exit_code"`
+	// Warnings: what the user should check, e.g. that no model call
+	// came through while the COMMAND ran.
+	Warnings []string `json:"warnings,omitempty"`
+	ExitCode int      `json:"exit_code"`
 }
 
 func isLoopback(host string) bool { return proxy.LoopbackHost(host) }
@@ -282,8 +285,14 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 
 	code := ExitOK
 	var cmdErr error
+	var cmdEnv spec.AgentEnv
 	if len(opts.Command) > 0 {
-		code, cmdErr = proxyCommand(ctx, f, opts, base)
+		cmdEnv = spec.AgentEnv{Base: base + "/s/" + opts.Session, SessionID: opts.Session}
+		if opts.Session == "" {
+			id := recorder.NewSessionID()
+			cmdEnv = spec.AgentEnv{Base: base + "/s/" + id, SessionID: id}
+		}
+		code, cmdErr = proxyCommand(ctx, f, opts, cmdEnv)
 	} else {
 		<-ctx.Done()
 	}
@@ -301,6 +310,9 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	}
 	if len(opts.Command) > 0 && !interrupted {
 		res.AgentExitCode = &code
+		if len(res.Sessions) == 0 && cmdErr == nil {
+			res.Warnings = append(res.Warnings, noModelCall(opts.Command[0], cmdEnv))
+		}
 	}
 	if replay != nil {
 		res.Diverged, res.Findings = replay.Diverged(), replay.Findings()
@@ -351,6 +363,9 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 			}
 			fmt.Fprintf(out, "%s: session %s turn %d: %s\n", what, fd.SessionID, fd.Turn, fd.What)
 		}
+		for _, w := range res.Warnings {
+			fmt.Fprintf(f.Err, "agentctl proxy: %s\n", w)
+		}
 	}
 	if cmdErr != nil {
 		return cmdErr
@@ -398,17 +413,29 @@ func finishProxy(srv *proxy.Server, opts *proxyOptions, interrupted bool, code i
 	return srv.Finish(session.StatusDone, fmt.Sprintf("the agent %s exited with status 0", opts.Command[0]))
 }
 
-// proxyCommand runs the agent with the SDKs' base-URL variables pointing
-// at one session of the proxy, and returns its exit code.
-func proxyCommand(ctx context.Context, f *Factory, opts *proxyOptions, base string) (int, error) {
-	id := opts.Session
-	if id == "" {
-		id = recorder.NewSessionID()
+// noModelCall is the warning for a COMMAND that ended with no model call
+// through the proxy: most often its client does not read the base-URL
+// variables it was given (some take a flag or a config file instead), so
+// the run went to the provider unrecorded, or made no call at all.
+func noModelCall(command string, env spec.AgentEnv) string {
+	var given []string
+	for _, v := range env.Vars() {
+		if strings.HasPrefix(v, "OPENAI_BASE_URL=") || strings.HasPrefix(v, "ANTHROPIC_BASE_URL=") {
+			given = append(given, v)
+		}
 	}
-	sbase := base + "/s/" + id
+	return fmt.Sprintf("no model call came through the proxy while %s ran, so nothing was recorded. "+
+		"It was given %s (also OPENAI_API_BASE, AGENTCTL_PROXY_URL): check that its model client honours them "+
+		"(some SDKs and CLIs take the base URL from a flag or a config file instead, or a value already set in that config wins) "+
+		"and that it calls a model at all", command, strings.Join(given, " and "))
+}
+
+// proxyCommand runs the agent with the SDKs' base-URL variables (env)
+// pointing at one session of the proxy, and returns its exit code.
+func proxyCommand(ctx context.Context, f *Factory, opts *proxyOptions, agentEnv spec.AgentEnv) (int, error) {
 	cmd := exec.CommandContext(ctx, opts.Command[0], opts.Command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = f.In, f.Out, f.Err
-	env := append(os.Environ(), spec.AgentEnv{Base: sbase, SessionID: id}.Vars()...)
+	env := append(os.Environ(), agentEnv.Vars()...)
 	if opts.Upstream == "" {
 		// No provider is reached: the SDKs still want a key to start.
 		for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {

@@ -414,3 +414,81 @@ func golden(t *testing.T, path string, evs []session.Event) {
 }
 
 var _ = time.Second
+
+// TestLangChainToolCallsWithoutIDs maps the real capture of LangChain.js's
+// agent traced by OpenInference (testdata/otel/langchain: two lookup_order
+// calls in one answer). Its LLM spans give the calls no tool_call.id and
+// the next request's tool messages no tool_call_id; its TOOL spans' output
+// is LangChain's serialized ToolMessage. The session must still hold two
+// calls with ids of their own, each with one intent and one result whose
+// output is the tool's (the model server's record: what the app sent
+// back), and the fold must count two calls, each answered.
+func TestLangChainToolCallsWithoutIDs(t *testing.T) {
+	dir := filepath.Join(captures, "langchain", "http-json")
+	truth := readJSONL(t, filepath.Join(dir, "model-server.jsonl"))
+	_, got := ingestAll(t, loadCapture(t, dir))
+	evs := oneSession(t, got)
+	var calls []session.ToolCall
+	var intents, results []session.Event
+	for _, e := range evs {
+		switch e.Kind {
+		case session.KindAssistantMessage:
+			calls = append(calls, e.ToolCalls...)
+		case session.KindToolIntent:
+			intents = append(intents, e)
+		case session.KindToolResult:
+			results = append(results, e)
+		}
+	}
+	var wantCalls []session.ToolCall
+	var wantOut []string
+	for _, e := range truth {
+		switch e.Kind {
+		case session.KindAssistantMessage:
+			wantCalls = append(wantCalls, e.ToolCalls...)
+		case session.KindToolResult:
+			wantOut = append(wantOut, e.Output)
+		}
+	}
+	if len(calls) != 2 || len(wantCalls) != 2 {
+		t.Fatalf("calls %s, the model server's %s; want 2 each", js(calls), js(wantCalls))
+	}
+	ids := map[string]bool{}
+	for i, c := range calls {
+		if c.ID == "" || ids[c.ID] {
+			t.Errorf("call %d has id %q: want an id of its own", i, c.ID)
+		}
+		ids[c.ID] = true
+		if c.Name != wantCalls[i].Name || js(c.Args) != js(wantCalls[i].Args) {
+			t.Errorf("call %d is %s, the model server's %s", i, js(c), js(wantCalls[i]))
+		}
+	}
+	if len(intents) != 2 || len(results) != 2 {
+		t.Fatalf("%d tool_intent and %d tool_result events, want 2 each:\n%s", len(intents), len(results), encodeAll(t, evs))
+	}
+	for i := range 2 {
+		if intents[i].CallID != calls[i].ID || js(intents[i].Args) != js(calls[i].Args) {
+			t.Errorf("intent %d is %s(%s) for call %s, want call %s's args %s", i, intents[i].Tool, intents[i].Args, intents[i].CallID, calls[i].ID, calls[i].Args)
+		}
+		if results[i].CallID != calls[i].ID || results[i].Tool != "lookup_order" || results[i].Output != wantOut[i] || results[i].Status != session.ResultOK {
+			t.Errorf("result %d is %s %s %q (%s), want call %s's output %q", i, results[i].CallID, results[i].Tool, results[i].Output, results[i].Status, calls[i].ID, wantOut[i])
+		}
+	}
+	if evs[0].System != truth[0].System || truth[0].System == "" {
+		t.Errorf("system prompt %q, the model server's %q", evs[0].System, truth[0].System)
+	}
+	for _, e := range evs {
+		if (e.Kind == session.KindModelCall || e.Kind == session.KindSessionStarted) && e.Provider != "openai" {
+			t.Errorf("%s has provider %q, want openai (LangChain's metadata.ls_provider)", e.Kind, e.Provider)
+		}
+	}
+	st := session.Fold(evs)
+	if len(st.Calls) != 2 {
+		t.Errorf("the fold counts %d calls, want 2", len(st.Calls))
+	}
+	for _, c := range st.Calls {
+		if c.ResultSeq == 0 {
+			t.Errorf("call %s has no result in the fold", c.ID)
+		}
+	}
+}

@@ -59,6 +59,7 @@ type call struct {
 	toolArgs   json.RawMessage
 	toolResult string
 	hasResult  bool
+	toolFailed bool // the result says the tool failed (a ToolMessage's status error)
 
 	agentName string
 }
@@ -77,6 +78,36 @@ func sessionKey(sp *span) string {
 // sessionKeys are the attributes that name a span's session, in the
 // order they are read.
 var sessionKeys = []string{"session.id", "gen_ai.conversation.id", "ai.telemetry.metadata.sessionId", "ai.telemetry.metadata.session_id", "traceloop.association.properties.session_id"}
+
+// originKeys are the resource attributes that tell one client process
+// from another (the OpenTelemetry SDKs' resource detectors set them). Two
+// users of one app ask the same first question: their keyless traces
+// extend each other's conversations, and only these tell them apart.
+var originKeys = []string{"service.namespace", "service.name", "service.instance.id", "host.id", "host.name", "process.pid", "container.id", "k8s.pod.uid"}
+
+// origin is the process a span came from, as its resource names it: the
+// values of originKeys it has, in JSON (an object, keys sorted, as the
+// header keeps it); "" when it has none. Traces whose conversations
+// match but whose origins differ are not one session.
+func origin(sp *span) string {
+	o := map[string]string{}
+	for _, k := range originKeys {
+		if v := sp.Resource.str(k); v != "" {
+			o[k] = v
+		}
+	}
+	return originOf(o)
+}
+
+// originOf is the origin of a set of resource values (a span's, or the
+// ones a session's header kept).
+func originOf(o map[string]string) string {
+	if len(o) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(o) // keys sorted
+	return string(b)
+}
 
 // operation decides what a span is, by the first convention that says.
 func operation(sp *span) (op, conv string) {
@@ -162,6 +193,16 @@ func read(sp *span, logs []*logRec) call {
 		}
 	}
 	c.provider = a.str("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "ai.model.provider")
+	if c.provider == "" && c.convention == convOpenInference {
+		// LangChain's run metadata, which OpenInference keeps as
+		// metadata (JSON): ls_provider names the provider.
+		var md struct {
+			Provider string `json:"ls_provider"`
+		}
+		if json.Unmarshal([]byte(a.str("metadata")), &md) == nil {
+			c.provider = md.Provider
+		}
+	}
 	c.reqModel = a.str("gen_ai.request.model", "llm.model_name", "ai.model.id")
 	c.respModel = a.str("gen_ai.response.model", "ai.response.model", "llm.model_name")
 	c.respID = a.str("gen_ai.response.id", "ai.response.id")
@@ -198,6 +239,7 @@ func read(sp *span, logs []*logRec) call {
 		if len(c.tools) == 0 {
 			c.tools = toolNames(a)
 		}
+		synthesizeCallIDs(&c)
 		if c.respID == "" && c.convention == convOpenInference {
 			// OpenInference keeps the provider's response as output.value.
 			var out struct {
@@ -229,8 +271,93 @@ func read(sp *span, logs []*logRec) call {
 			}
 		}
 		c.toolResult = unquote(c.toolResult)
+		if content, id, failed, ok := toolMessage(c.toolResult); ok {
+			c.toolResult, c.toolFailed = content, failed
+			if c.toolCallID == "" {
+				c.toolCallID = id
+			}
+		}
 	}
 	return c
+}
+
+// toolMessage reads a tool result that is LangChain's serialized
+// ToolMessage (OpenInference's LangChain instrumentation writes the
+// tool's return value so, alone or as {"output": …}): the tool's output
+// (kwargs.content), the call it answers (kwargs.tool_call_id) and whether
+// it failed (kwargs.status "error"). ok is false for anything else.
+func toolMessage(s string) (content, callID string, failed, ok bool) {
+	if !strings.Contains(s, "ToolMessage") {
+		return "", "", false, false
+	}
+	var v struct {
+		LC     int             `json:"lc"`
+		Type   string          `json:"type"`
+		ID     []string        `json:"id"`
+		Kwargs map[string]any  `json:"kwargs"`
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return "", "", false, false
+	}
+	if v.LC == 0 && len(v.Output) > 0 {
+		return toolMessage(string(v.Output))
+	}
+	if v.LC == 0 || v.Type != "constructor" || len(v.ID) == 0 || v.ID[len(v.ID)-1] != "ToolMessage" || v.Kwargs == nil {
+		return "", "", false, false
+	}
+	callID, _ = v.Kwargs["tool_call_id"].(string)
+	status, _ := v.Kwargs["status"].(string)
+	return textOf(v.Kwargs["content"]), callID, status == "error", true
+}
+
+// synthesizeCallIDs gives the tool calls of a model call's conversation
+// that carry no id (OpenInference's LangChain instrumentation writes none)
+// one, and each tool message that names no call the id of the call it
+// answers. Without it every such call is the call "": the second one and
+// its result collapse into the first. The id derives from the call's
+// place in the conversation (the message's index, the call's index in
+// it), which the next request repeats, so call N's answer and request
+// N+1's copy of it agree, across traces and restarts. A tool message
+// answers, in order, the first call of the assistant message before it
+// that no earlier tool message answered: of its tool, when it names one.
+func synthesizeCallIDs(c *call) {
+	var open []session.ToolCall // calls of the last assistant message not answered yet
+	for i := range c.input {
+		m := &c.input[i]
+		switch m.Role {
+		case session.RoleAssistant:
+			m.ToolCalls = withCallIDs(m.ToolCalls, i)
+			open = append(open[:0], m.ToolCalls...)
+		case session.RoleTool:
+			k := -1
+			for j, tc := range open {
+				if m.ToolCallID != "" && tc.ID == m.ToolCallID || m.ToolCallID == "" && (m.Name == "" || tc.Name == m.Name) {
+					k = j
+					break
+				}
+			}
+			if k < 0 {
+				continue
+			}
+			if m.ToolCallID == "" {
+				m.ToolCallID = open[k].ID
+			}
+			open = append(open[:k], open[k+1:]...)
+		}
+	}
+	c.output.ToolCalls = withCallIDs(c.output.ToolCalls, len(c.input))
+}
+
+// withCallIDs gives each call of the message at index msg of a
+// conversation that has no id its synthesized one (synthesizeCallIDs).
+func withCallIDs(tcs []session.ToolCall, msg int) []session.ToolCall {
+	for j := range tcs {
+		if tcs[j].ID == "" {
+			tcs[j].ID = fmt.Sprintf("otlp-call-%d-%d", msg, j)
+		}
+	}
+	return tcs
 }
 
 // unquote reads a tool result that an SDK wrote JSON-encoded a second
@@ -628,6 +755,7 @@ func readOpenInference(c *call, a attrs) {
 	}
 	in, ok := read("llm.input_messages.")
 	if ok {
+		fillLangChainContent(in, a.str("input.value"))
 		c.hasInput = true
 		for _, m := range in {
 			if m.Role == session.RoleSystem {
@@ -648,6 +776,42 @@ func readOpenInference(c *call, a attrs) {
 	}
 	if c.provider == "" {
 		c.provider = a.str("llm.provider", "llm.system")
+	}
+}
+
+// langChainRoles are LangChain's message classes and the roles they are.
+var langChainRoles = map[string]string{"SystemMessage": session.RoleSystem, "HumanMessage": session.RoleUser,
+	"AIMessage": session.RoleAssistant, "ToolMessage": session.RoleTool}
+
+// fillLangChainContent gives the messages OpenInference's LangChain
+// instrumentation wrote without content (a message whose content is a
+// list of parts, as createAgent's system prompt is, gets only its role)
+// their text from input.value, LangChain's serialized messages
+// ({"messages": [[{lc, type, id: [..., "SystemMessage"], kwargs:
+// {content}}, ...]]}), the one at the same index and of the same role.
+func fillLangChainContent(msgs []session.Message, inputValue string) {
+	empty := false
+	for _, m := range msgs {
+		empty = empty || (m.Content == "" && len(m.ToolCalls) == 0)
+	}
+	if !empty || !strings.Contains(inputValue, `"lc"`) {
+		return
+	}
+	var v struct {
+		Messages [][]struct {
+			ID     []string       `json:"id"`
+			Kwargs map[string]any `json:"kwargs"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal([]byte(inputValue), &v) != nil || len(v.Messages) != 1 || len(v.Messages[0]) != len(msgs) {
+		return
+	}
+	for i, lc := range v.Messages[0] {
+		m := &msgs[i]
+		if m.Content != "" || len(m.ToolCalls) > 0 || len(lc.ID) == 0 || langChainRoles[lc.ID[len(lc.ID)-1]] != m.Role {
+			continue
+		}
+		m.Content = textOf(lc.Kwargs["content"])
 	}
 }
 
@@ -817,5 +981,3 @@ func describeSpan(sp *span, op, conv string) map[string]any {
 	}
 	return m
 }
-
-var _ = fmt.Sprintf

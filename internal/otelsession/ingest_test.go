@@ -608,3 +608,87 @@ func TestDamagedSpoolStarts(t *testing.T) {
 	}
 	in.Close()
 }
+
+// traceIDs gives the trace ids of exps' spans in the order they first
+// appear.
+func traceIDs(exps []export) [][]byte {
+	var ids [][]byte
+	seen := map[string]bool{}
+	for _, e := range exps {
+		for _, rs := range e.traces.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, s := range ss.GetSpans() {
+					if !seen[string(s.GetTraceId())] {
+						seen[string(s.GetTraceId())] = true
+						ids = append(ids, s.GetTraceId())
+					}
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// TestKeylessClientsKeptApart: two processes (the otel-openai app run
+// twice, captured over HTTP/JSON and gRPC: different process.pid and
+// service.instance.id) hold the same conversation, as two users asking
+// the same first question do, with no session key; each model call is
+// its own trace. Written interleaved (the first call of each, then the
+// second of each), in both orders, each process's calls still join into
+// one session, and that session is the one its capture alone gives: the
+// content alone does not join traces of different processes.
+func TestKeylessClientsKeptApart(t *testing.T) {
+	a := loadCapture(t, filepath.Join(captures, "otel-openai", "http-json"))
+	b := loadCapture(t, filepath.Join(captures, "otel-openai", "grpc"))
+	_, wantA := ingestAll(t, a)
+	_, wantB := ingestAll(t, b)
+	want := []string{encodeAll(t, oneSession(t, wantA)), encodeAll(t, oneSession(t, wantB))}
+	// byTraces splits a capture into its traces' parts, in trace order.
+	byTraces := func(exps []export) [][]export {
+		var parts [][]export
+		for _, id := range traceIDs(exps) {
+			var part []export
+			for _, e := range exps {
+				in, _ := byTrace(e, id)
+				part = append(part, in)
+			}
+			parts = append(parts, part)
+		}
+		return parts
+	}
+	pa, pb := byTraces(a), byTraces(b)
+	if len(pa) != 2 || len(pb) != 2 {
+		t.Fatalf("traces %d and %d, want 2 each (one per model call)", len(pa), len(pb))
+	}
+	for _, order := range [][2][][]export{{pa, pb}, {pb, pa}} {
+		st := recorder.Store{Root: t.TempDir()}
+		in, err := NewIngester(st, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			for _, parts := range order {
+				feed(t, in, parts[i])
+				if err := in.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := in.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := loadAll(t, st)
+		if len(got) != 2 {
+			t.Fatalf("%d sessions, want 2 (one per process)", len(got))
+		}
+		var have []string
+		for _, evs := range got {
+			have = append(have, encodeAll(t, evs))
+		}
+		for _, w := range want {
+			if !slices.Contains(have, w) {
+				t.Errorf("no session is the one its process's capture alone gives:\nwant: %s\nhave: %s", w, strings.Join(have, "\n---\n"))
+			}
+		}
+	}
+}

@@ -24,7 +24,10 @@ const FormatOTLP = "otlp"
 type sess struct {
 	id  string
 	key string // the session.id / gen_ai.conversation.id it is named by; "" when grouped by trace
-	w   *recorder.Session
+	// origin is the process that started it (origin): a keyless trace
+	// joins it by content only from the same origin.
+	origin string
+	w      *recorder.Session
 	// onDisk: the log exists (an earlier run wrote it): it is opened for
 	// appending, not created.
 	onDisk  bool
@@ -44,10 +47,18 @@ func newSess(id, key string) *sess {
 		traces: map[string]bool{}, spans: map[string]bool{}, before: map[string]bool{}}
 }
 
-// restore rebuilds the conversation of a session an earlier run wrote.
+// restore rebuilds the conversation of a session an earlier run wrote,
+// and the origin its header kept.
 func (s *sess) restore(evs []session.Event) {
 	for _, e := range evs {
 		switch e.Kind {
+		case session.KindSessionStarted:
+			var h struct {
+				Origin map[string]string `json:"otel_origin"`
+			}
+			if json.Unmarshal(e.Attrs, &h) == nil {
+				s.origin = originOf(h.Origin)
+			}
 		case session.KindAssistantMessage:
 			s.noteCalls(e.ToolCalls)
 		case session.KindToolResult:
@@ -77,22 +88,35 @@ func (s *sess) noteCalls(tcs []session.ToolCall) {
 	}
 }
 
-// callFor finds the call a tool span answers: by id, else the latest
-// unanswered call of that tool.
+// callFor finds the call a tool span answers: by id, else, in order,
+// the first unanswered call of that tool. An id no call of the session
+// has (the model call's telemetry gave its calls none, and they have
+// synthesized ones) is matched in order too, when a call is unanswered.
 func (s *sess) callFor(id, name string) (string, string) {
 	if id != "" {
-		if n := s.tools[id]; n != "" && name == "" {
-			name = n
+		if n, ok := s.tools[id]; ok {
+			if name == "" {
+				name = n
+			}
+			return id, name
 		}
-		return id, name
 	}
-	for i := len(s.calls) - 1; i >= 0; i-- {
-		c := s.calls[i]
+	for _, c := range s.calls {
 		if !s.results[c.ID] && (name == "" || c.Name == name) {
 			return c.ID, c.Name
 		}
 	}
-	return "", name
+	return id, name
+}
+
+// args are the arguments of call id as the model gave them.
+func (s *sess) args(id string) json.RawMessage {
+	for i := len(s.calls) - 1; i >= 0; i-- {
+		if s.calls[i].ID == id {
+			return s.calls[i].Args
+		}
+	}
+	return nil
 }
 
 // answered reports whether the call a tool span answers already has its
@@ -100,7 +124,7 @@ func (s *sess) callFor(id, name string) (string, string) {
 // that call): by id, or, for a span without one, when every call of
 // that tool has one.
 func (s *sess) answered(id, name string) bool {
-	if id != "" {
+	if _, known := s.tools[id]; id != "" && (known || s.results[id]) {
 		return s.results[id]
 	}
 	found := false
@@ -150,9 +174,10 @@ func (in *Ingester) keepDecoded(b *wireBody) {
 
 // writeTrace writes one settled trace into its session: the session the
 // trace's spans name (session.id / gen_ai.conversation.id), else the one
-// the trace was written into before, else the open session whose
-// conversation its first model call extends (session.Extends, the proxy's
-// rule), else a new one.
+// the trace was written into before, else the open session of the same
+// origin (the client process, by its resource) whose conversation its
+// first model call extends (session.Extends, the proxy's rule), else a
+// new one.
 func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 	for _, sp := range pt.spans {
 		if b := sp.expand(); b != nil {
@@ -403,8 +428,8 @@ func marshal(v any) json.RawMessage {
 
 // sessionFor finds the session a trace goes to among the live ones, else
 // on disk (an evicted one, or one an earlier run wrote: the id derives
-// from the key or the trace), else the live session whose conversation it
-// extends, else a new one.
+// from the key or the trace), else the live session of its origin whose
+// conversation it extends, else a new one.
 func (in *Ingester) sessionFor(traceID, key string, ms []mapped) (*sess, error) {
 	if key != "" {
 		if s := in.byKey[key]; s != nil {
@@ -422,13 +447,18 @@ func (in *Ingester) sessionFor(traceID, key string, ms []mapped) (*sess, error) 
 	if s, err := in.load(id); s != nil || err != nil {
 		return s, err
 	}
+	from := ""
+	if len(ms) > 0 {
+		from = origin(ms[0].sp)
+	}
 	for _, m := range ms {
 		if m.c.op != opChat || !m.c.hasInput {
 			continue
 		}
+		from = origin(m.sp)
 		var best *sess
 		for _, s := range in.sessions {
-			if s.key == "" && len(s.history) > 0 && session.Extends(s.history, m.c.input) && (best == nil || len(s.history) > len(best.history) || (len(s.history) == len(best.history) && s.id < best.id)) {
+			if s.key == "" && s.origin == from && len(s.history) > 0 && session.Extends(s.history, m.c.input) && (best == nil || len(s.history) > len(best.history) || (len(s.history) == len(best.history) && s.id < best.id)) {
 				best = s
 			}
 		}
@@ -437,7 +467,11 @@ func (in *Ingester) sessionFor(traceID, key string, ms []mapped) (*sess, error) 
 		}
 		break
 	}
-	return in.loadOrNew(id, "")
+	s, err := in.loadOrNew(id, "")
+	if s != nil && !s.onDisk {
+		s.origin = from
+	}
+	return s, err
 }
 
 func (in *Ingester) loadOrNew(id, key string) (*sess, error) {
@@ -545,6 +579,9 @@ func (in *Ingester) header(s *sess, pt *pendingTrace, ms []mapped) session.Event
 	}
 	if service != "" {
 		a["service_name"] = service
+	}
+	if s.origin != "" {
+		a["otel_origin"] = json.RawMessage(s.origin)
 	}
 	if len(convs) > 0 {
 		var cs []string
@@ -720,19 +757,34 @@ func (s *sess) tool(sp *span, c call) []session.Event {
 		id = "otlp-" + sp.SpanID
 	}
 	s.results[id] = true
-	attrs := marshal(map[string]any{"recorded_by": "otlp", "convention": c.convention, "trace_id": sp.TraceID, "span_id": sp.SpanID, "span_name": sp.Name})
+	a := map[string]any{"recorded_by": "otlp", "convention": c.convention, "trace_id": sp.TraceID, "span_id": sp.SpanID, "span_name": sp.Name}
+	if c.toolCallID != "" && c.toolCallID != id {
+		// The span's own id for the call, which the model call's
+		// telemetry did not give (its calls have synthesized ids).
+		a["source_call_id"] = c.toolCallID
+	}
+	if !c.hasResult {
+		a["content_captured"] = false
+	}
 	st := session.ResultOK
 	res := session.Event{TS: sp.End, Kind: session.KindToolResult, CallID: id, Tool: name, Output: c.toolResult,
-		LatencyMS: sp.End.Sub(sp.Start).Milliseconds(), Attrs: attrs}
+		LatencyMS: sp.End.Sub(sp.Start).Milliseconds(), Attrs: marshal(a)}
 	if sp.Err != "" {
 		st, res.Error = session.ResultError, sp.Err
+	} else if c.toolFailed {
+		st, res.Error = session.ResultError, c.toolResult
 	}
 	res.Status = st
-	if !c.hasResult {
-		res.Attrs = marshal(map[string]any{"recorded_by": "otlp", "convention": c.convention, "trace_id": sp.TraceID, "span_id": sp.SpanID, "span_name": sp.Name, "content_captured": false})
+	args := c.toolArgs
+	if len(args) == 0 || args[0] != '{' {
+		// The model's arguments, where the span has none or not as an
+		// object (LangChain's TOOL span gives its input as text).
+		if ca := s.args(id); len(ca) > 0 {
+			args = ca
+		}
 	}
 	return []session.Event{
-		{TS: sp.Start, Kind: session.KindToolIntent, CallID: id, Tool: name, Args: c.toolArgs},
+		{TS: sp.Start, Kind: session.KindToolIntent, CallID: id, Tool: name, Args: args},
 		res,
 	}
 }

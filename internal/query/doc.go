@@ -28,7 +28,8 @@
 //	            parent's task intent) and forked_from (a fork's)
 //	tool_calls  one row per call (its id and requesting message) that was
 //	            dispatched or answered: its last tool_intent joined with its
-//	            last tool_result, and a later reconciliation's outcome
+//	            last tool_result, and a later reconciliation's outcome; args
+//	            are the intent's, else the requesting message's
 //	eval_runs   one row per eval report sealed into the history (package
 //	            history, EvalRow), the home's and a remote's, a report in
 //	            both read once: report_digest, suite, branch, commit,

@@ -507,25 +507,27 @@ FROM (
 // that reuses an id makes two calls, not one. Each call's latest
 // tool_intent and latest tool_result are paired; status is the status of
 // that result or the outcome of a later reconciled event, and pending with
-// neither. One refused before dispatch has a result and no intent.
+// neither. One refused before dispatch has a result and no intent. args
+// are the intent's, else the requesting message's (as session.State's
+// Call.Args): the proxy and the importers record no intent.
 const toolCallsView = `CREATE OR REPLACE VIEW tool_calls AS
 WITH req AS (
-  SELECT a.session_id, u.c.id AS call_id, a.seq AS request_seq
-  FROM events a, unnest(from_json(nullif(a.tool_calls, ''), '[{"id":"VARCHAR"}]')) AS u(c)
+  SELECT a.session_id, u.c.id AS call_id, a.seq AS request_seq, nullif(u.c.args::VARCHAR, 'null') AS request_args
+  FROM events a, unnest(from_json(nullif(a.tool_calls, ''), '[{"id":"VARCHAR","args":"JSON"}]')) AS u(c)
   WHERE a.kind = 'assistant_message' AND a.tool_calls IS NOT NULL
 ), ce AS (
   SELECT * FROM events WHERE kind IN ('tool_intent', 'tool_result', 'reconciled')
 ), ev AS (
-  SELECT ce.*, req.request_seq FROM ce ASOF LEFT JOIN req
+  SELECT ce.*, req.request_seq, req.request_args FROM ce ASOF LEFT JOIN req
     ON ce.session_id = req.session_id AND ce.call_id = req.call_id AND ce.seq > req.request_seq
 ), i AS (
-  SELECT session_id, call_id, request_seq, arg_max(tool, seq) AS tool, arg_max(args, seq) AS args,
-    arg_max(idempotency_key, seq) AS idempotency_key, max(seq) AS intent_seq, arg_max(ts, seq) AS intent_ts
+  SELECT session_id, call_id, request_seq, arg_max(tool, seq) AS tool,
+    coalesce(arg_max(nullif(args, ''), seq), any_value(request_args)) AS args, arg_max(idempotency_key, seq) AS idempotency_key, max(seq) AS intent_seq, arg_max(ts, seq) AS intent_ts
   FROM ev WHERE kind = 'tool_intent' GROUP BY session_id, call_id, request_seq
 ), r AS (
   SELECT session_id, call_id, request_seq, arg_max(tool, seq) AS tool, max(seq) AS result_seq, arg_max(ts, seq) AS result_ts,
     arg_max(status, seq) AS status, arg_max(latency_ms, seq) AS latency_ms, arg_max(error, seq) AS error,
-    arg_max(output, seq) AS output, arg_max(artifact, seq) AS artifact
+    arg_max(output, seq) AS output, arg_max(artifact, seq) AS artifact, any_value(request_args) AS request_args
   FROM ev WHERE kind = 'tool_result' GROUP BY session_id, call_id, request_seq
 ), rc AS (
   SELECT session_id, call_id, request_seq, max(seq) AS reconciled_seq, arg_max(outcome, seq) AS outcome
@@ -533,7 +535,7 @@ WITH req AS (
 ), c AS (
   SELECT coalesce(i.session_id, r.session_id) AS session_id, coalesce(i.call_id, r.call_id) AS call_id,
     coalesce(i.request_seq, r.request_seq) AS request_seq,
-    coalesce(i.tool, r.tool) AS tool, i.args, i.idempotency_key, i.intent_seq, i.intent_ts,
+    coalesce(i.tool, r.tool) AS tool, coalesce(i.args, r.request_args) AS args, i.idempotency_key, i.intent_seq, i.intent_ts,
     r.result_seq, r.result_ts, r.status, r.latency_ms, r.error, r.output, r.artifact
   FROM i FULL OUTER JOIN r ON i.session_id = r.session_id AND i.call_id = r.call_id AND i.request_seq IS NOT DISTINCT FROM r.request_seq
 )

@@ -271,7 +271,46 @@ func (c *ccImport) chain() {
 		}
 		i = j
 	}
+	linesOfChainMessages(c.recs, c.onChain)
 	resultsOfChain(c.recs, c.onChain)
+}
+
+// linesOfChainMessages adds to onChain the assistant lines of messages the
+// chain holds that hang beside it. Claude Code 2.1.x runs a call while the
+// rest of its message streams and writes the call's progress lines into
+// the chain, so a later tool_use line of the message can hang off a
+// progress line the chain to the last message does not pass. A line whose
+// message.id is on the chain is part of that message, not a rewind (a
+// rewind asks the model again: a new message). Only lines that make calls
+// the chain does not make are taken; one that repeats them is a copy.
+func linesOfChainMessages(recs []ccRec, onChain map[int]bool) {
+	msgs := map[string]bool{}
+	for i, r := range recs {
+		if onChain[i] && r.l.Type == "assistant" && r.l.Message != nil && r.l.Message.ID != "" {
+			msgs[r.l.Message.ID] = true
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	called, _ := callsOfChain(recs, onChain)
+	for i, r := range recs {
+		if onChain[i] || r.l.UUID == "" || r.l.Type != "assistant" || r.l.Message == nil || !msgs[r.l.Message.ID] {
+			continue
+		}
+		ids := ccCallIDs(r.l)
+		copied := len(ids) == 0
+		for _, id := range ids {
+			copied = copied || called[id]
+		}
+		if copied {
+			continue
+		}
+		onChain[i] = true
+		for _, id := range ids {
+			called[id] = true
+		}
+	}
 }
 
 // flushBranch notes the branch lines gathered so far as one fork.
@@ -570,13 +609,8 @@ func callsOfChain(recs []ccRec, onChain map[int]bool) (called, answered map[stri
 		if !onChain[i] {
 			continue
 		}
-		if r.l.Type == "assistant" && r.l.Message != nil {
-			for _, x := range rawBlocks(r.l.Message.Content) {
-				var bl ccBlock
-				if json.Unmarshal(x, &bl) == nil && (bl.Type == "tool_use" || bl.Type == "server_tool_use") {
-					called[bl.ID] = true
-				}
-			}
+		for _, id := range ccCallIDs(r.l) {
+			called[id] = true
 		}
 		if ids, ok := ccResultIDs(r.l); ok {
 			for _, id := range ids {
@@ -585,6 +619,21 @@ func callsOfChain(recs []ccRec, onChain map[int]bool) (called, answered map[stri
 		}
 	}
 	return called, answered
+}
+
+// ccCallIDs gives the calls an assistant line makes.
+func ccCallIDs(l ccLine) []string {
+	if l.Type != "assistant" || l.Message == nil {
+		return nil
+	}
+	var ids []string
+	for _, x := range rawBlocks(l.Message.Content) {
+		var bl ccBlock
+		if json.Unmarshal(x, &bl) == nil && (bl.Type == "tool_use" || bl.Type == "server_tool_use") {
+			ids = append(ids, bl.ID)
+		}
+	}
+	return ids
 }
 
 // ccResultIDs gives the calls a user line answers, when it holds only

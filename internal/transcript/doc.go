@@ -62,7 +62,9 @@
 //	                 rewinds: parentUuid chains that are not the one
 //	                 leading to the last message; a result that hangs off
 //	                 its own parallel call's line, as 2.1.x writes them, is
-//	                 the conversation's, not a branch)
+//	                 the conversation's, not a branch, and so is a call's
+//	                 line whose message.id is on the chain though it hangs
+//	                 off a progress line)
 //	subagent         a sub-agent imported as a child session
 //	not_imported     a record, or a file it refers to (an ATIF sub-agent
 //	                 trajectory), that could not be read or was refused

@@ -782,34 +782,7 @@ func TestClaudeCodeParallelResults(t *testing.T) {
 	for _, rel := range []string{fasthooks, "claude-code/codemie-ai__codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"} {
 		t.Run(rel, func(t *testing.T) {
 			p := derive(t, rel, "derived-2.1-results-off-their-calls.jsonl", func(l []string) []string { return as21(t, l) })
-			calls, results := rawCalls(t, p)
-			ss, err := transcript.Import(transcript.FormatClaudeCode, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := ss[0]
-			for _, n := range s.Report.Notes {
-				if n.Code == transcript.CodeFork || n.Code == transcript.CodeNoResult {
-					t.Errorf("note %+v", n)
-				}
-			}
-			if got := s.Report.Counts[string(session.KindToolIntent)]; got != calls {
-				t.Errorf("%d calls imported, the source has %d", got, calls)
-			}
-			if got := s.Report.Counts[string(session.KindToolResult)]; got != results {
-				t.Errorf("%d results imported, the source has %d", got, results)
-			}
-			st := session.Fold(s.Events)
-			for _, e := range s.Events {
-				if e.Kind == session.KindToolIntent {
-					if c := st.Call(e.CallID); c == nil || c.ResultSeq == 0 {
-						t.Errorf("call %s has no result", e.CallID)
-					}
-				}
-			}
-			if rep := replaycheck.Verify(s.ID(), s.Events, replaycheck.VerifyOptions{}); len(rep.Problems) > 0 {
-				t.Errorf("verify: %s", rep.Text())
-			}
+			checkEveryCallAnswered(t, p)
 		})
 	}
 	t.Run("rewind", func(t *testing.T) {
@@ -840,6 +813,80 @@ func TestClaudeCodeParallelResults(t *testing.T) {
 			t.Errorf("the rewound branch's call was imported: %+v", c)
 		}
 	})
+}
+
+// checkEveryCallAnswered imports the Claude Code file p and checks that
+// nothing in it reads as a rewind: every call and result of the source is
+// imported, each call has its result, and verify finds nothing pending.
+func checkEveryCallAnswered(t *testing.T, p string) {
+	t.Helper()
+	calls, results := rawCalls(t, p)
+	ss, err := transcript.Import(transcript.FormatClaudeCode, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	for _, n := range s.Report.Notes {
+		if n.Code == transcript.CodeFork || n.Code == transcript.CodeNoResult {
+			t.Errorf("note %+v", n)
+		}
+	}
+	if got := s.Report.Counts[string(session.KindToolIntent)]; got != calls {
+		t.Errorf("%d calls imported, the source has %d", got, calls)
+	}
+	if got := s.Report.Counts[string(session.KindToolResult)]; got != results {
+		t.Errorf("%d results imported, the source has %d", got, results)
+	}
+	st := session.Fold(s.Events)
+	for _, e := range s.Events {
+		if e.Kind == session.KindToolIntent {
+			if c := st.Call(e.CallID); c == nil || c.ResultSeq == 0 {
+				t.Errorf("call %s has no result", e.CallID)
+			}
+		}
+	}
+	if rep := replaycheck.Verify(s.ID(), s.Events, replaycheck.VerifyOptions{}); len(rep.Problems) > 0 {
+		t.Errorf("verify: %s", rep.Text())
+	}
+}
+
+// TestClaudeCodeParallelCallOffProgress: Claude Code 2.1.x runs a call
+// while the rest of its message streams, and writes the call's progress
+// line (a PostToolUse hook_progress, parentToolUseID naming the call) into
+// the chain; the message's next tool_use line can hang off that progress
+// line while the one after it hangs off the first call's line, so the
+// chain to the last message passes the message by that line. It is part of
+// its message (same message.id as lines on the chain), not a rewind: its
+// call and its result are imported. Derived from the real fasthooks
+// session's three-call message (lines 44-46) in the 2.1.x shape: a
+// progress line in the shape 2.1.x writes is inserted after the first
+// call's line, the second call's line re-parented onto it, the third onto
+// the first call's line.
+func TestClaudeCodeParallelCallOffProgress(t *testing.T) {
+	p := derive(t, fasthooks, "derived-2.1-call-off-progress.jsonl", func(l []string) []string {
+		l = as21(t, l)
+		first, second, third := "888a6c2d-"+uuidTail(l, "888a6c2d"), "413ec6a2", "54fea1cf"
+		const progress = "9b7e2a10-5c1d-4f3e-8a2b-6d0c4e1f7a93"
+		reparent := regexp.MustCompile(`^\{"parentUuid":"[^"]+"`)
+		var out []string
+		for _, line := range l {
+			switch {
+			case strings.Contains(line, `"uuid":"`+second):
+				line = reparent.ReplaceAllString(line, `{"parentUuid":"`+progress+`"`)
+			case strings.Contains(line, `"uuid":"`+third):
+				line = reparent.ReplaceAllString(line, `{"parentUuid":"`+first+`"`)
+			}
+			out = append(out, line)
+			if strings.Contains(line, `"uuid":"`+first) {
+				out = append(out, `{"parentUuid":"`+first+`","isSidechain":false,"userType":"external","cwd":"/workspace","sessionId":"c45af7b1-cb7c-4e51-93db-8cbb250a877a","version":"2.0.76","gitBranch":"","type":"progress","data":{"type":"hook_progress","hookEvent":"PostToolUse","hookName":"PostToolUse:Write","command":"callback"},"parentToolUseID":"toolu_0121Xkn9uW9TJCnTjQjc656P","toolUseID":"toolu_0121Xkn9uW9TJCnTjQjc656P","timestamp":"2026-01-02T19:20:28.300Z","uuid":"`+progress+`"}`)
+			}
+		}
+		if len(out) != len(l)+1 {
+			t.Fatal("the first call's line is not in the file")
+		}
+		return out
+	})
+	checkEveryCallAnswered(t, p)
 }
 
 // TestATIFObservationsWithoutCallID: Harbor's terminus-2 writes results

@@ -48,6 +48,23 @@ var Emitters = []Emitter{
 		Convention: "Vercel AI SDK, @ai-sdk/otel LegacyOpenTelemetry: ai.generateText*, ai.toolCall, ai.prompt.messages"},
 }
 
+// LangChain is LangChain.js's own agent loop (createAgent) traced by
+// OpenInference's LangChain instrumentation. It is not one of Emitters:
+// it runs TwoOrdersScript (two tool calls in one answer), the case its
+// telemetry gets wrong (tool calls without ids, results as serialized
+// ToolMessages), and is captured once, over HTTP/JSON
+// (testdata/otel/langchain).
+var LangChain = Emitter{Name: "langchain", Script: "langchain-agent.mjs",
+	Packages:   []string{"langchain", "@langchain/core", "@langchain/openai", "@arizeai/openinference-instrumentation-langchain"},
+	Convention: "OpenInference for LangChain.js (LLM spans whose tool calls have no tool_call.id, TOOL spans whose output is a serialized ToolMessage, CHAIN spans)"}
+
+// TwoOrdersTask is the task LangChain is run with.
+const TwoOrdersTask = "Where are my orders A-1042 and A-1043?"
+
+// TwoOrdersScript is the scripted model LangChain talks to: two
+// lookup_order calls in one answer, then the answer.
+func TwoOrdersScript() string { return testenv.Fixture("otel", "model-two-orders.yaml") }
+
 // EmitterNamed is the emitter called name.
 func EmitterNamed(name string) (Emitter, bool) {
 	for _, e := range Emitters {

@@ -277,7 +277,90 @@ Trace ids, timestamps, the process id and the host differ per run.
 	}
 	sort.Strings(v)
 	fmt.Fprintf(&b, "\nThe SDK and exporters: %s.\n", strings.Join(v, ", "))
+	fmt.Fprint(&b, langChainReadme(t))
 	if err := os.WriteFile(filepath.Join(capturesDir(), "README.md"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLangChainCapture runs the LangChain app (oteltest.LangChain) once,
+// over HTTP/JSON, against the two-orders model and the capturing
+// receiver, and checks what arrived: the app answered, the model server
+// saw two calls, the exports name both orders. With -update it writes
+// testdata/otel/langchain/http-json/ (the mapping's test reads it).
+func TestLangChainCapture(t *testing.T) {
+	dir := oteltest.PrepareApps(t)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "langchain", "package.json")); err != nil {
+		t.Fatalf("%s has no langchain (install fixtures/otel/npm's lock there): %v", oteltest.NPMEnv, err)
+	}
+	rcv := oteltest.StartReceiver(t)
+	home := t.TempDir()
+	for _, kv := range append(oteltest.ExportEnv(rcv.Endpoint(oteltest.HTTPJSON), oteltest.HTTPJSON), "AGENT_TASK="+oteltest.TwoOrdersTask) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	args := append([]string{"proxy", "--script", oteltest.TwoOrdersScript(), "--json", "--session", "langchain", "--"}, oteltest.Command(dir, oteltest.LangChain)...)
+	r := testcli.RunContext(context.Background(), t, home, args...)
+	if r.Code != 0 {
+		t.Fatalf("agentctl %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
+	}
+	const twoAnswer = "A-1042 shipped with DHL on 2026-11-28; A-1043 is still being packed."
+	if strings.TrimSpace(r.Stdout) != twoAnswer {
+		t.Errorf("the app answered %q, want %q", r.Stdout, twoAnswer)
+	}
+	show := testcli.Must(t, home, "show", "--json", "langchain").Stdout
+	if n := strings.Count(show, `"kind":"model_call"`); n != 2 {
+		t.Errorf("the model server saw %d calls, want 2:\n%s", n, show)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var reqs []oteltest.Request
+	for {
+		reqs = rcv.Requests()
+		var text strings.Builder
+		for _, q := range reqs {
+			b, err := q.Decoded()
+			if err != nil {
+				t.Fatal(err)
+			}
+			text.Write(b)
+		}
+		if strings.Contains(text.String(), "A-1043") && strings.Contains(text.String(), "still being packed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the exports never named both orders and the answer")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if *update {
+		out := filepath.Join(capturesDir(), oteltest.LangChain.Name, oteltest.HTTPJSON.Dir())
+		if err := os.RemoveAll(out); err != nil {
+			t.Fatal(err)
+		}
+		writeCapture(t, out, reqs, show)
+		readme := filepath.Join(capturesDir(), "README.md")
+		b, err := os.ReadFile(readme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, _, _ := strings.Cut(string(b), "\n"+oteltest.LangChain.Name+"/")
+		if err := os.WriteFile(readme, []byte(strings.TrimRight(head, "\n")+"\n"+langChainReadme(t)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// langChainReadme is testdata/otel/README.md's paragraph on the LangChain
+// capture (TestLangChainCapture).
+func langChainReadme(t *testing.T) string {
+	t.Helper()
+	v, err := oteltest.Versions(oteltest.LangChain.Packages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(`
+%s/http-json (fixtures/otel/%s, written by `+"`go test ./internal/otelsession/oteltest -run TestLangChainCapture -update -count=1`"+`):
+%s, with %s. It runs fixtures/otel/model-two-orders.yaml (two
+lookup_order calls in one answer) for the task %q, once, over HTTP/JSON.
+`, oteltest.LangChain.Name, oteltest.LangChain.Script, oteltest.LangChain.Convention, strings.Join(v, ", "), oteltest.TwoOrdersTask)
 }
