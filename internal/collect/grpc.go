@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip" // exporters' OTEL_EXPORTER_OTLP_COMPRESSION=gzip
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -30,6 +32,13 @@ func (s *Server) GRPC(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(s.cfg.MaxDecodedBytes)),
 		grpc.UnaryInterceptor(s.grpcAuth),
+		// A connection that never finishes its handshake, or carries no
+		// call for IdleTimeout, is closed; a client may not ping more
+		// than every 10 s to keep one open.
+		grpc.ConnectionTimeout(min(s.cfg.ReadTimeout, 10*time.Second)),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: s.cfg.IdleTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxConcurrentStreams(100),
 	}, opts...)
 	g := grpc.NewServer(opts...)
 	coltracepb.RegisterTraceServiceServer(g, grpcTraces{s: s})
@@ -77,13 +86,13 @@ func (s *Server) grpcExport(ctx context.Context, g signal, req proto.Message, si
 	size := int64(proto.Size(req))
 	cost := (decodedFactor + 1) * size
 	if !s.budget.tryAcquire(cost) {
-		return otelsession.Result{}, s.grpcThrottle(fmt.Sprintf("%d MiB of exports in flight", s.cfg.MaxInflightBytes>>20))
+		return otelsession.Result{}, s.grpcThrottle(fmt.Sprintf("%d MiB of exports in flight", s.cfg.MaxInflightBytes>>20), 0)
 	}
 	defer s.budget.release(cost)
 	s.stats.requests.Add(1)
 	res, err := sink()
 	if errors.Is(err, ErrBusy) {
-		return otelsession.Result{}, s.grpcThrottle("too many spans waiting to be written")
+		return otelsession.Result{}, s.grpcThrottle("too many spans waiting to be written", retryAfter(err))
 	}
 	if err != nil {
 		s.stats.sinkErrors.Add(1)
@@ -103,10 +112,13 @@ func (s *Server) grpcExport(ctx context.Context, g signal, req proto.Message, si
 
 // grpcThrottle is back-pressure over gRPC: RESOURCE_EXHAUSTED with a
 // RetryInfo, which the OTLP specification makes retryable.
-func (s *Server) grpcThrottle(why string) error {
+func (s *Server) grpcThrottle(why string, retry time.Duration) error {
 	s.stats.throttled.Add(1)
+	if retry <= 0 {
+		retry = s.cfg.RetryAfter
+	}
 	st, _ := status.New(codes.ResourceExhausted, "agentctl collect: busy ("+why+"): retry").
-		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(s.cfg.RetryAfter)})
+		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retry)})
 	return st.Err()
 }
 
