@@ -112,6 +112,35 @@ func (g *spoolGen) close() {
 // of its own (see spool.go and the package documentation).
 const SpoolDir = "otlp-spool"
 
+// collectLock is the folder under SpoolDir whose lease the one collector
+// of a home holds (LockCollector); it holds no spool.
+const collectLock = "collect.lock"
+
+// LockCollector makes the caller the one collector of the home st: a
+// second `collect` on the same home (another port) would acknowledge
+// spans it holds without writing them, as sessions this one has live.
+// It fails, naming the holder, when another process holds it; release
+// frees it (a crash does too).
+func LockCollector(st recorder.Store) (release func(), err error) {
+	dir := filepath.Join(st.Root, SpoolDir, collectLock)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("otelsession: make %s: %w", dir, err)
+	}
+	l, err := recorder.AcquireLease(dir)
+	var held *recorder.LeaseHeldError
+	if errors.As(err, &held) {
+		who := "another process"
+		if held.Holder.PID != 0 {
+			who = fmt.Sprintf("pid %d on %s, since %s", held.Holder.PID, held.Holder.Host, held.Holder.AcquiredAt.Format(time.RFC3339))
+		}
+		return nil, fmt.Errorf("another agentctl collect (%s) is collecting into %s: one collector per home; stop it, or point this one at another home (--home)", who, st.Root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() { l.Release() }, nil
+}
+
 // The event kinds of the spool earlier versions wrote (a recorder log
 // under otlp-spool/sessions/, each request as OTLP JSON), read at
 // recovery so what they acknowledged is not lost to an upgrade.
@@ -344,6 +373,9 @@ func (in *Ingester) recoverSpool() error {
 	}
 	for _, e := range entries {
 		if !e.IsDir() {
+			continue
+		}
+		if e.Name() == collectLock {
 			continue
 		}
 		if e.Name() == "sessions" {
