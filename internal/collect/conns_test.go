@@ -13,10 +13,14 @@ import (
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/agentctl/agentctl/internal/otelsession"
 )
 
 // serve runs srv as collect does (HTTPServer on Listener, GRPC on
@@ -248,5 +252,46 @@ func TestEarlyAnswerReadsBody(t *testing.T) {
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil || resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("answer: %v %v, want 429", resp, err)
+	}
+}
+
+// busyFor is a Sink's ErrBusy that says how long its backlog takes.
+type busyFor time.Duration
+
+func (b busyFor) Error() string             { return "busy" }
+func (b busyFor) Is(target error) bool      { return target == ErrBusy }
+func (b busyFor) RetryAfter() time.Duration { return time.Duration(b) }
+
+type busySink struct{ Memory }
+
+func (b *busySink) Traces(context.Context, *coltracepb.ExportTraceServiceRequest) (otelsession.Result, error) {
+	return otelsession.Result{}, fmt.Errorf("ingester: %w", busyFor(7*time.Second))
+}
+
+// Retry-After (and gRPC's RetryInfo) is what the Sink's backlog takes,
+// not a fixed second.
+func TestRetryAfterFromBacklog(t *testing.T) {
+	srv := newServer(t, Config{Sink: &busySink{}})
+	httpAddr, grpcAddr := serve(t, srv)
+	resp, out := post(t, "http://"+httpAddr+"/v1/traces", ctProtobuf, "", exportBody(t, stubs(35, 1)), nil)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" || !strings.Contains(string(out), "retry after 7 s") {
+		t.Errorf("busy sink: %s Retry-After %q %q, want 429 with Retry-After 7", resp.Status, resp.Header.Get("Retry-After"), out)
+	}
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := &coltracepb.ExportTraceServiceRequest{}
+	proto.Unmarshal(exportBody(t, stubs(35, 1)), req)
+	_, err = coltracepb.NewTraceServiceClient(conn).Export(context.Background(), req)
+	var delay time.Duration
+	for _, d := range status.Convert(err).Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			delay = ri.RetryDelay.AsDuration()
+		}
+	}
+	if delay != 7*time.Second {
+		t.Errorf("gRPC RetryInfo %v, want 7s", delay)
 	}
 }

@@ -39,6 +39,8 @@ type Ingester struct {
 	pending      map[string]*pendingTrace       // by trace id
 	npending     int                            // records reserved, spooled or pending, not yet written
 	pendingBytes int64                          // what the pending records weighed in the spool
+	reservedB    int64                          // what requests between reserve and place weigh (their exports' size)
+	writeRate    float64                        // bytes of spool written into sessions per second, lately (Retry-After)
 	count        map[string]int                 // spans accepted per grouping (session key, else trace) of live sessions
 
 	spoolMu sync.Mutex
@@ -63,6 +65,7 @@ type pendingTrace struct {
 	spans []*span
 	logs  []*logRec
 	last  time.Time         // when its latest record arrived
+	began time.Time         // when its first record arrived (the oldest is written first at the cap)
 	gens  map[*spoolGen]int // how many of its records each spool file holds
 	bytes int64             // their share of the spool frames they came in
 }
@@ -640,36 +643,153 @@ func (in *Ingester) Logs(ctx context.Context, req *collogspb.ExportLogsServiceRe
 	return in.ingest(ctx, logRecords(req, in.opts))
 }
 
+// roomWait bounds how long a request waits for room under the pending
+// caps (the oldest traces written, or requests in flight placed) before
+// it is refused with ErrBusy: under an exporter's 10 s timeout.
+const roomWait = 5 * time.Second
+
 func (in *Ingester) ingest(ctx context.Context, r *records) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	res, fresh, err := in.reserve(r)
+	w := r.weight()
+	var (
+		res     Result
+		fresh   []int
+		err     error
+		waiting time.Time
+	)
+	for {
+		res, fresh, err = in.reserve(r, w)
+		if !errors.Is(err, errFull) {
+			break
+		}
+		// At the cap: the oldest pending traces are written now rather
+		// than at their settle time, so a burst is slowed by the
+		// writing, not refused while the collector idles.
+		wrote, werr := in.makeRoom(w, len(r.keys))
+		if werr != nil {
+			return Result{}, werr
+		}
+		if wrote {
+			continue
+		}
+		// The room is held by requests being spooled: they are placed
+		// (and can be written) in a moment.
+		if waiting.IsZero() {
+			waiting = time.Now()
+		} else if time.Since(waiting) > roomWait {
+			return Result{}, in.busy()
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	if err != nil || len(fresh) == 0 {
 		return res, err
 	}
 	sp, err := in.spoolAppend(r, fresh)
 	if err != nil {
-		in.unreserve(r, fresh)
+		in.unreserve(r, fresh, w)
 		return Result{}, err
 	}
 	in.mu.Lock()
 	in.place(sp.r, sp.fresh, sp.gen, sp.size)
+	in.reservedB -= w
 	in.mu.Unlock()
 	return res, nil
 }
 
+// weight is what r's export weighs against MaxPendingBytes until it is
+// placed: its size as it came.
+func (r *records) weight() int64 {
+	if r.wire != nil {
+		return int64(len(r.wire))
+	}
+	if r.req != nil {
+		return int64(proto.Size(r.req))
+	}
+	return 0
+}
+
+// errFull: the request does not fit under the pending caps now.
+var errFull = errors.New("otelsession: pending caps full")
+
+// busyError is ErrBusy with the wait it suggests: the backlog over the
+// rate sessions are written at lately.
+type busyError struct{ after time.Duration }
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("%v (about %s of writing queued)", ErrBusy, e.after)
+}
+func (e *busyError) Is(target error) bool { return target == ErrBusy }
+
+// RetryAfter is how long the exporter should wait (Retry-After).
+func (e *busyError) RetryAfter() time.Duration { return e.after }
+
+func (in *Ingester) busy() error {
+	in.mu.Lock()
+	backlog, rate := in.pendingBytes+in.reservedB, in.writeRate
+	in.mu.Unlock()
+	after := in.opts.Settle
+	if rate > 0 {
+		after = time.Duration(float64(backlog) / rate * float64(time.Second))
+	}
+	return &busyError{after: min(max(after, time.Second), time.Minute).Round(time.Second)}
+}
+
+// makeRoom writes the pending traces that arrived first until a request
+// of weight w and n records fits under the caps, and says whether it
+// wrote any (none: the room is held by requests not yet placed, or
+// another request made it meanwhile).
+func (in *Ingester) makeRoom(w int64, n int) (bool, error) {
+	in.matMu.Lock()
+	defer in.matMu.Unlock()
+	in.mu.Lock()
+	overB := in.pendingBytes + in.reservedB + w - in.opts.MaxPendingBytes
+	overN := in.npending + n - in.opts.MaxPending
+	if overB <= 0 && overN <= 0 {
+		in.mu.Unlock()
+		return true, nil // made by another request: try again
+	}
+	all := make([]*pendingTrace, 0, len(in.pending))
+	for _, pt := range in.pending {
+		all = append(all, pt)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].began.Before(all[j].began) })
+	var ready []*pendingTrace
+	for _, pt := range all {
+		if overB <= 0 && overN <= 0 {
+			break
+		}
+		ready = append(ready, pt)
+		delete(in.pending, pt.id)
+		overB -= pt.bytes
+		overN -= len(pt.spans) + len(pt.logs)
+	}
+	in.mu.Unlock()
+	if len(ready) == 0 {
+		return false, nil
+	}
+	return true, in.write(ready)
+}
+
 // reserve checks r against what was seen and the limits, and marks the
 // new records seen; fresh are their indexes.
-func (in *Ingester) reserve(r *records) (Result, []int, error) {
+func (in *Ingester) reserve(r *records, w int64) (Result, []int, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed {
 		return Result{}, nil, ErrClosed
 	}
 	n := len(r.keys)
-	if (in.npending+n > in.opts.MaxPending || in.pendingBytes >= in.opts.MaxPendingBytes) && in.npending > 0 {
-		return Result{}, nil, ErrBusy
+	// The caps count what is pending and what requests being spooled
+	// will add, so concurrent requests cannot all pass them at once; a
+	// request alone may pass them (else a large one never would).
+	if (in.npending+n > in.opts.MaxPending || in.pendingBytes+in.reservedB+w > in.opts.MaxPendingBytes) && (in.npending > 0 || in.reservedB > 0) && in.anyNew(r) {
+		return Result{}, nil, errFull
 	}
 	res := Result{Rejected: r.rejected}
 	var fresh []int
@@ -691,7 +811,22 @@ func (in *Ingester) reserve(r *records) (Result, []int, error) {
 		res.Accepted++
 	}
 	in.npending += len(fresh)
+	if len(fresh) > 0 {
+		in.reservedB += w
+	}
 	return res, fresh, nil
+}
+
+// anyNew says whether r holds a record not seen (a retry of what was
+// taken passes the caps: it adds nothing). Caller holds mu.
+func (in *Ingester) anyNew(r *records) bool {
+	for i, k := range r.keys {
+		tid, _ := in.ids(r, i)
+		if _, ok := in.seen[tid][k]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // see marks key of trace tid seen. Caller holds mu.
@@ -711,9 +846,10 @@ func (in *Ingester) ids(r *records, i int) (string, string) {
 	return r.spans[i].TraceID, r.spans[i].SpanID
 }
 
-func (in *Ingester) unreserve(r *records, fresh []int) {
+func (in *Ingester) unreserve(r *records, fresh []int, w int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.reservedB -= w
 	for _, i := range fresh {
 		tid, _ := in.ids(r, i)
 		delete(in.seen[tid], r.keys[i])
@@ -732,7 +868,7 @@ func (in *Ingester) place(r *records, fresh []int, g *spoolGen, size int) {
 		tid, _ := in.ids(r, i)
 		pt := in.pending[tid]
 		if pt == nil {
-			pt = &pendingTrace{id: tid, gens: map[*spoolGen]int{}}
+			pt = &pendingTrace{id: tid, gens: map[*spoolGen]int{}, began: now}
 			in.pending[tid] = pt
 		}
 		pt.gens[g]++
@@ -968,12 +1104,32 @@ func (in *Ingester) flush(force bool) error {
 	in.mu.Lock()
 	var ready []*pendingTrace
 	for id, pt := range in.pending {
-		if force || now.Sub(pt.last) >= in.opts.Settle {
+		if force || in.settled(pt, now) {
 			ready = append(ready, pt)
 			delete(in.pending, id)
 		}
 	}
 	in.mu.Unlock()
+	return in.write(ready)
+}
+
+// settled says whether pt is ready to be written at now: quiet for
+// Settle, or, when it holds content log records but no span yet, quiet
+// for SpanWait (an SDK exports log records sooner than spans, and a
+// span only once its call ended: written alone, the content would start
+// a session of its own). Caller holds mu.
+func (in *Ingester) settled(pt *pendingTrace, now time.Time) bool {
+	wait := in.opts.Settle
+	if len(pt.spans) == 0 && len(pt.logs) > 0 {
+		wait = max(wait, in.opts.SpanWait)
+	}
+	return now.Sub(pt.last) >= wait
+}
+
+// write writes the traces ready into their sessions, the earliest first,
+// as one pass. Caller holds matMu.
+func (in *Ingester) write(ready []*pendingTrace) error {
+	began := time.Now()
 	sort.Slice(ready, func(i, j int) bool { return ready[i].first().Before(ready[j].first()) })
 	var errs []error
 	done, doneBytes := 0, int64(0)
@@ -997,6 +1153,14 @@ func (in *Ingester) flush(force bool) error {
 	in.mu.Lock()
 	in.npending -= done
 	in.pendingBytes -= doneBytes
+	if d := time.Since(began).Seconds(); doneBytes > 0 && d > 0 {
+		rate := float64(doneBytes) / d
+		if in.writeRate == 0 {
+			in.writeRate = rate
+		} else {
+			in.writeRate = 0.7*in.writeRate + 0.3*rate
+		}
+	}
 	in.mu.Unlock()
 	for _, b := range in.decoded {
 		b.release()

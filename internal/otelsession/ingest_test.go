@@ -2,6 +2,7 @@ package otelsession
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -298,7 +299,8 @@ func TestBusy(t *testing.T) {
 	exps := loadCapture(t, filepath.Join(captures, "vercel-genai", "http-protobuf"))
 	opts := testOpts()
 	opts.MaxPending = 3
-	in, err := NewIngester(recorder.Store{Root: t.TempDir()}, opts)
+	st := recorder.Store{Root: t.TempDir()}
+	in, err := NewIngester(st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,14 +311,134 @@ func TestBusy(t *testing.T) {
 			t.Fatalf("part %d: %v", i, err)
 		}
 	}
-	if _, err := in.Traces(context.Background(), parts[3].traces); !errors.Is(err, ErrBusy) {
-		t.Fatalf("4th pending span: %v, want ErrBusy", err)
+	// At the cap the oldest pending trace is written now, not refused.
+	if _, err := in.Traces(context.Background(), parts[3].traces); err != nil {
+		t.Fatalf("4th pending span: %v, want it taken (the oldest written to make room)", err)
 	}
-	if err := in.Flush(); err != nil {
+	if ids, _ := st.IDs(); len(ids) == 0 {
+		t.Error("no session written to make room at the cap")
+	}
+	in.mu.Lock()
+	n := in.npending
+	in.mu.Unlock()
+	if n > 3 {
+		t.Errorf("%d records pending, over MaxPending 3", n)
+	}
+	// Refused, the exporter is told to wait what the backlog takes at
+	// the rate sessions were written lately.
+	in.mu.Lock()
+	saved := in.pendingBytes
+	in.pendingBytes, in.writeRate = 30<<20, 3<<20
+	in.mu.Unlock()
+	err = in.busy()
+	var ra interface{ RetryAfter() time.Duration }
+	if !errors.Is(err, ErrBusy) || !errors.As(err, &ra) || ra.RetryAfter() != 10*time.Second {
+		t.Errorf("busy() = %v, want ErrBusy asking for 10s (30 MiB at 3 MiB/s)", err)
+	}
+	in.mu.Lock()
+	in.pendingBytes = saved
+	in.mu.Unlock()
+}
+
+// bigExport is an OTLP protobuf trace export of about size bytes: traces
+// of 50 spans, each with a 10 KB attribute, ids from seed.
+func bigExport(t testing.TB, seed byte, size int) []byte {
+	t.Helper()
+	req := &coltracepb.ExportTraceServiceRequest{}
+	ss := &tracepb.ScopeSpans{}
+	req.ResourceSpans = []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{ss}}}
+	val := strings.Repeat("select * from orders where id = ? -- ", 10_000/38)
+	start := uint64(time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC).UnixNano())
+	for i := 0; proto.Size(req) < size; i++ {
+		tid := make([]byte, 16)
+		tid[0], tid[1], tid[2] = seed, byte(i/50>>8), byte(i/50)
+		sid := make([]byte, 8)
+		sid[0], sid[6], sid[7] = seed, byte(i>>8), byte(i)
+		ss.Spans = append(ss.Spans, &tracepb.Span{TraceId: tid, SpanId: sid, Name: "db.query",
+			StartTimeUnixNano: start + uint64(i), EndTimeUnixNano: start + uint64(i) + 1000,
+			Attributes: []*commonpb.KeyValue{{Key: "db.statement", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: val}}}}})
+	}
+	b, err := proto.Marshal(req)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Traces(context.Background(), parts[3].traces); err != nil {
-		t.Fatalf("after Flush: %v", err)
+	return b
+}
+
+// Concurrent 6 MB exports, as 8 OpenTelemetry SDK apps send them, are
+// all taken while the collector has time to write them: at the pending
+// cap the oldest traces are written instead of the exports refused, and
+// the cap holds for requests in flight together.
+func TestConcurrentLargeExports(t *testing.T) {
+	opts := testOpts()
+	opts.NoBackground = false // settle by time, as collect does
+	st := recorder.Store{Root: t.TempDir()}
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	const apps, each = 8, 2
+	var bodies [apps][each][]byte
+	spans := 0
+	for a := range apps {
+		for e := range each {
+			bodies[a][e] = bigExport(t, byte(1+a*each+e), 6<<20)
+			var req coltracepb.ExportTraceServiceRequest
+			proto.Unmarshal(bodies[a][e], &req)
+			spans += len(req.ResourceSpans[0].ScopeSpans[0].Spans)
+		}
+	}
+	stop := make(chan struct{})
+	peak := make(chan int64)
+	go func() {
+		most := int64(0)
+		for {
+			select {
+			case <-stop:
+				peak <- most
+				return
+			case <-time.After(time.Millisecond):
+			}
+			in.mu.Lock()
+			most = max(most, in.pendingBytes+in.reservedB)
+			in.mu.Unlock()
+		}
+	}()
+	errs := make(chan error, apps*each)
+	for a := range apps {
+		go func() {
+			for e := range each {
+				_, err := in.TracesWire(context.Background(), bodies[a][e])
+				errs <- err
+			}
+		}()
+	}
+	for range apps * each {
+		if err := <-errs; err != nil {
+			t.Errorf("export: %v, want it taken", err)
+		}
+	}
+	close(stop)
+	// One export alone may pass the cap; two together may not.
+	if p := <-peak; p > opts.withDefaults().MaxPendingBytes+7<<20 {
+		t.Errorf("pending and in flight peaked at %d MiB, over the %d MiB cap and one export", p>>20, opts.withDefaults().MaxPendingBytes>>20)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, evs := range loadAll(t, st) {
+		for _, e := range evs {
+			var a struct {
+				Kept []json.RawMessage `json:"otel_spans"`
+			}
+			json.Unmarshal(e.Attrs, &a)
+			got += len(a.Kept)
+		}
+	}
+	if got != spans {
+		t.Errorf("%d spans in sessions, want all %d", got, spans)
 	}
 }
 

@@ -40,6 +40,13 @@ type Options struct {
 	// arrive, so the session's events are in conversation order. Default
 	// 2s; Close and Flush write everything at once.
 	Settle time.Duration
+	// SpanWait is how long a trace that holds content log records but
+	// no span yet waits for one (quiet that long, it is written as it
+	// is): an SDK exports log records every second but spans every 5 s,
+	// and a model call's span only when the call ends, so its content
+	// comes first by the exporters' batch delay plus the call's latency.
+	// Default 60s; a trace with a span waits Settle.
+	SpanWait time.Duration
 	// Source names who fed the spans, in each header's attrs
 	// (otlp_source): "collect", "import".
 	Source string
@@ -71,6 +78,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Settle <= 0 {
 		o.Settle = 2 * time.Second
+	}
+	if o.SpanWait <= 0 {
+		o.SpanWait = time.Minute
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
