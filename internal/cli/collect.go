@@ -35,6 +35,8 @@ type collectOptions struct {
 	// Per-session limits, the Ingester's.
 	MaxSpansPerSession int
 	MaxAttributeBytes  int
+	// SpanWait is how long content log records wait for their span.
+	SpanWait time.Duration
 
 	// DrainTimeout bounds the drain after SIGTERM.
 	DrainTimeout time.Duration
@@ -107,6 +109,7 @@ the sessions and exits 0. Progress (sessions, spans/s) goes to stderr;
 	fl.IntVar(&opts.MaxConns, "max-conns", collect.DefaultMaxConns, "connections served at once per port; more wait")
 	fl.IntVar(&opts.MaxSpansPerSession, "max-spans-per-session", 0, "spans one session may take; more are refused (0: the mapping's default)")
 	fl.IntVar(&opts.MaxAttributeBytes, "max-attribute-bytes", 0, "largest attribute value kept (0: the mapping's default)")
+	fl.DurationVar(&opts.SpanWait, "span-wait", time.Minute, "how long a trace's content log records wait for its span before they are written alone (past the exporters' span batch delay plus a model call's latency)")
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long exports in flight may take to finish")
 	fl.DurationVar(&opts.ProgressEvery, "progress", 10*time.Second, "how often a progress line goes to stderr when it is not a terminal (0: never)")
 	return cmd

@@ -27,7 +27,7 @@ func openCollectSink(f *Factory, opts *collectOptions) (collect.Sink, func() err
 		unlock()
 		return nil, nil, fmt.Errorf("collect: list the home's sessions: %w", err)
 	}
-	in, err := otelsession.NewIngester(st, otelsession.Options{MaxSpansPerSession: opts.MaxSpansPerSession, MaxAttrBytes: opts.MaxAttributeBytes, Source: "collect"})
+	in, err := otelsession.NewIngester(st, otelsession.Options{MaxSpansPerSession: opts.MaxSpansPerSession, MaxAttrBytes: opts.MaxAttributeBytes, SpanWait: opts.SpanWait, Source: "collect"})
 	if err != nil {
 		unlock()
 		return nil, nil, fmt.Errorf("collect: open the OTLP mapping over %s: %w", f.Home, err)

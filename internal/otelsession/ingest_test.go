@@ -620,3 +620,75 @@ func TestEviction(t *testing.T) {
 		t.Errorf("%d sessions with eviction, want %d", len(got), len(want))
 	}
 }
+
+// TestContentWaitsForSpan: the OpenTelemetry OpenAI instrumentation's
+// content log records are exported (every 1 s) before their spans (every
+// 5 s, once the call ended): a trace holding only log records past
+// Settle is not written alone but waits for its span (SpanWait), and the
+// session is what all of it at once makes. Past SpanWait it is written
+// as it is.
+func TestContentWaitsForSpan(t *testing.T) {
+	exps := loadCapture(t, filepath.Join(captures, "otel-openai", "http-protobuf"))
+	_, want := ingestAll(t, exps)
+	var logs, traces []export
+	for _, e := range exps {
+		if e.logs != nil {
+			logs = append(logs, e)
+		} else {
+			traces = append(traces, e)
+		}
+	}
+	if len(logs) == 0 || len(traces) == 0 {
+		t.Fatal("the capture has no log records or no spans")
+	}
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	st := recorder.Store{Root: t.TempDir()}
+	opts := testOpts()
+	opts.Clock = func() time.Time { return now }
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(t, in, logs)
+	// The model call takes 3 s, and its span leaves 5 s after it ended.
+	for range 8 {
+		now = now.Add(time.Second)
+		if err := in.flush(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids, _ := st.IDs(); len(ids) != 0 {
+		t.Fatalf("%d sessions written from content records alone, before their spans came", len(ids))
+	}
+	feed(t, in, traces)
+	now = now.Add(opts.withDefaults().Settle)
+	if err := in.flush(false); err != nil {
+		t.Fatal(err)
+	}
+	got := loadAll(t, st)
+	if len(got) != len(want) {
+		t.Fatalf("%d sessions, want %d", len(got), len(want))
+	}
+	for id, evs := range want {
+		if a, b := encodeAll(t, evs), encodeAll(t, got[id]); a != b {
+			t.Errorf("session %s, content before spans:\n got: %s\nwant: %s", id, b, a)
+		}
+	}
+	in.Close()
+
+	// A span that never comes: the content is written after SpanWait.
+	st2 := recorder.Store{Root: t.TempDir()}
+	in2, err := NewIngester(st2, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in2.Close()
+	feed(t, in2, logs)
+	now = now.Add(opts.withDefaults().SpanWait)
+	if err := in2.flush(false); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := st2.IDs(); len(ids) == 0 {
+		t.Error("content records whose span never came are not written after SpanWait")
+	}
+}
