@@ -54,6 +54,7 @@ type Ingester struct {
 	byKey    map[string]*sess // session key → live session
 	byTrace  map[string]*sess // trace id → live session
 	pass     uint64           // write passes so far: the sessions' recency
+	loads    int              // sessions read back from their log since NewIngester (eviction's cost)
 	decoded  []*wireBody      // exports decoded lately, the last maxDecoded: traces of one export are written one after another
 
 	stop chan struct{}
@@ -272,6 +273,7 @@ func (in *Ingester) sessOf(id, key string) (*sess, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otelsession: read collected session %s: %w (repair or move it aside, then start again)", id, err)
 	}
+	in.loads++
 	s := newSess(id, key)
 	s.onDisk = true
 	s.restore(evs)
@@ -311,19 +313,25 @@ func (in *Ingester) live(s *sess) {
 	for t := range s.traces {
 		in.byTrace[t] = s
 	}
-	s.used = in.pass
+	s.used, s.usedAt = in.pass, in.opts.Clock()
 }
 
 // evict closes the sessions written longest ago until at most
 // Options.MaxLiveSessions are live, forgetting what they hold (their
 // conversation, their spans seen): a long collect keeps bounded memory and
 // open files however many sessions it writes. A session with a trace
-// still pending stays. An evicted session is read again if a trace comes
-// for it.
+// still pending stays, and so does one written within EvictIdle unless
+// 4x MaxLiveSessions are live: evicting a conversation that goes on
+// means reading its whole log back for its next trace, and with more
+// conversations going on than MaxLiveSessions, evicting on every pass
+// read each one back every pass. An evicted session is read again if a
+// trace comes for it.
 func (in *Ingester) evict() error {
 	if len(in.sessions) <= in.opts.MaxLiveSessions {
 		return nil
 	}
+	now := in.opts.Clock()
+	hard := 4 * in.opts.MaxLiveSessions
 	all := make([]*sess, 0, len(in.sessions))
 	for _, s := range in.sessions {
 		all = append(all, s)
@@ -344,7 +352,7 @@ func (in *Ingester) evict() error {
 				break
 			}
 		}
-		if busy {
+		if busy || (n <= hard && now.Sub(s.usedAt) < in.opts.EvictIdle) {
 			continue
 		}
 		if s.w != nil {

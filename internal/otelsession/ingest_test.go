@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -584,6 +585,7 @@ func TestEviction(t *testing.T) {
 		st := recorder.Store{Root: t.TempDir()}
 		opts := testOpts()
 		opts.MaxLiveSessions = live
+		opts.EvictIdle = time.Nanosecond // every session idle enough: evicted as soon as over the count
 		in, err := NewIngester(st, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -690,5 +692,69 @@ func TestContentWaitsForSpan(t *testing.T) {
 	}
 	if ids, _ := st2.IDs(); len(ids) == 0 {
 		t.Error("content records whose span never came are not written after SpanWait")
+	}
+}
+
+// TestEvictionNoThrash: more conversations going on at once than
+// MaxLiveSessions are not evicted and read back on every write pass
+// (collect's CPU per span grew 2.7x past 64 live conversations): a
+// session is evicted only once idle for EvictIdle, and the sessions are
+// what keeping everything live writes.
+func TestEvictionNoThrash(t *testing.T) {
+	var rounds [][]export
+	for _, em := range []string{"vercel-genai", "vercel-legacy", "openinference"} {
+		for i, p := range split(loadCapture(t, filepath.Join(captures, em, "http-protobuf"))) {
+			if i == len(rounds) {
+				rounds = append(rounds, nil)
+			}
+			rounds[i] = append(rounds[i], p)
+		}
+	}
+	run := func(live int) (map[string][]session.Event, *Ingester) {
+		now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+		st := recorder.Store{Root: t.TempDir()}
+		opts := testOpts()
+		opts.MaxLiveSessions = live
+		opts.Clock = func() time.Time { return now }
+		in, err := NewIngester(st, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { in.Close() })
+		// A span of each conversation a round, each round written
+		// before the next (3 s apart: past Settle).
+		for _, r := range rounds {
+			feed(t, in, r)
+			now = now.Add(3 * time.Second)
+			if err := in.flush(false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := loadAll(t, st)
+		// Idle past EvictIdle, they go.
+		now = now.Add(opts.withDefaults().EvictIdle)
+		if err := in.flush(false); err != nil {
+			t.Fatal(err)
+		}
+		return got, in
+	}
+	want, _ := run(100)
+	got, in := run(1)
+	if in.loads != 0 {
+		t.Errorf("%d sessions read back from their logs over %d passes, want 0 (conversations evicted while going on)", in.loads, len(rounds))
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d sessions, want %d", len(got), len(want))
+	}
+	// An unmapped span's note is stamped when written (wall clock).
+	wall := regexp.MustCompile(`"ts":"[^"]*","kind":"error","reason":"unmapped_spans"`)
+	for id, evs := range want {
+		a, b := wall.ReplaceAllString(encodeAll(t, evs), "WALL"), wall.ReplaceAllString(encodeAll(t, got[id]), "WALL")
+		if a != b {
+			t.Errorf("session %s:\n got: %s\nwant: %s", id, b, a)
+		}
+	}
+	if n := len(in.sessions); n > 1 {
+		t.Errorf("%d sessions live after EvictIdle, want at most MaxLiveSessions 1", n)
 	}
 }

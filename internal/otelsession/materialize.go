@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/internal/pricing"
 	"github.com/agentctl/agentctl/internal/recorder"
@@ -36,6 +37,7 @@ type sess struct {
 	spans   map[string]bool // trace_id/span_id of the spans written into it
 	before  map[string]bool // the ones of those read from its log (load)
 	used    uint64          // the write pass it was last written in
+	usedAt  time.Time       // and when (Options.Clock): eviction waits for EvictIdle
 }
 
 func newSess(id, key string) *sess {
@@ -260,7 +262,7 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 		s.spans[sp.TraceID+"/"+sp.SpanID] = true
 	}
 	s.traces[pt.id] = true
-	s.used = in.pass
+	s.used, s.usedAt = in.pass, in.opts.Clock()
 	in.byTrace[pt.id] = s
 	in.touched[s.id] = true
 	return nil

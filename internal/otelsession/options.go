@@ -30,6 +30,10 @@ type Options struct {
 	// evicted session's conversation in a trace of its own (no session
 	// key) then starts a new session. Default 64.
 	MaxLiveSessions int
+	// EvictIdle is how long a live session must go unwritten before it
+	// may be evicted (beyond MaxLiveSessions; past 4x MaxLiveSessions
+	// the least recent go regardless). Default 2m.
+	EvictIdle time.Duration
 	// MaxPendingBytes bounds the same by weight (the records' share of
 	// the spool frames they came in), so the memory they hold stays
 	// bounded whatever the spans' size. Default 16 MiB.
@@ -78,6 +82,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Settle <= 0 {
 		o.Settle = 2 * time.Second
+	}
+	if o.EvictIdle <= 0 {
+		o.EvictIdle = 2 * time.Minute
 	}
 	if o.SpanWait <= 0 {
 		o.SpanWait = time.Minute
