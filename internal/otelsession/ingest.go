@@ -1125,10 +1125,11 @@ func (in *Ingester) flush(force bool) error {
 // Settle, or, when it holds content log records but no span yet, quiet
 // for SpanWait (an SDK exports log records sooner than spans, and a
 // span only once its call ended: written alone, the content would start
-// a session of its own). Caller holds mu.
+// a session of its own); records of a trace already written wait Settle
+// only. Caller holds matMu and mu.
 func (in *Ingester) settled(pt *pendingTrace, now time.Time) bool {
 	wait := in.opts.Settle
-	if len(pt.spans) == 0 && len(pt.logs) > 0 {
+	if len(pt.spans) == 0 && len(pt.logs) > 0 && in.byTrace[pt.id] == nil {
 		wait = max(wait, in.opts.SpanWait)
 	}
 	return now.Sub(pt.last) >= wait
