@@ -1122,17 +1122,37 @@ func (in *Ingester) flush(force bool) error {
 }
 
 // settled says whether pt is ready to be written at now: quiet for
-// Settle, or, when it holds content log records but no span yet, quiet
-// for SpanWait (an SDK exports log records sooner than spans, and a
-// span only once its call ended: written alone, the content would start
-// a session of its own); records of a trace already written wait Settle
-// only. Caller holds matMu and mu.
+// Settle, or, when it holds content log records whose span has not come,
+// quiet for SpanWait (an SDK exports log records sooner than spans, and a
+// span only once its call ended: written without it, the content would
+// start a session of its own, or be kept aside in attrs). Caller holds
+// matMu and mu.
 func (in *Ingester) settled(pt *pendingTrace, now time.Time) bool {
 	wait := in.opts.Settle
-	if len(pt.spans) == 0 && len(pt.logs) > 0 && in.byTrace[pt.id] == nil {
+	if in.awaitsSpan(pt) {
 		wait = max(wait, in.opts.SpanWait)
 	}
 	return now.Sub(pt.last) >= wait
+}
+
+// awaitsSpan says whether a log record of pt names a span neither pt
+// nor the session its trace went to holds. Caller holds matMu and mu.
+func (in *Ingester) awaitsSpan(pt *pendingTrace) bool {
+	if len(pt.logs) == 0 {
+		return false
+	}
+	have := make(map[string]bool, len(pt.spans))
+	for _, sp := range pt.spans {
+		have[sp.SpanID] = true
+	}
+	s := in.byTrace[pt.id]
+	for _, l := range pt.logs {
+		if l.SpanID == "" || have[l.SpanID] || (s != nil && s.spans[pt.id+"/"+l.SpanID]) {
+			continue
+		}
+		return true
+	}
+	return false
 }
 
 // write writes the traces ready into their sessions, the earliest first,

@@ -1,6 +1,7 @@
 package otelsession
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -756,5 +757,111 @@ func TestEvictionNoThrash(t *testing.T) {
 	}
 	if n := len(in.sessions); n > 1 {
 		t.Errorf("%d sessions live after EvictIdle, want at most MaxLiveSessions 1", n)
+	}
+}
+
+// oneTraceCalls are the otel-openai capture's model calls as one trace
+// (an app with a span around its conversation): for each call, in order,
+// a logs export of its content records and a trace export of its span.
+func oneTraceCalls(t *testing.T) (logs []*collogspb.ExportLogsServiceRequest, spans []*coltracepb.ExportTraceServiceRequest) {
+	t.Helper()
+	tid := []byte("one-conversation")
+	byspan := map[string]*collogspb.ExportLogsServiceRequest{}
+	for _, e := range loadCapture(t, filepath.Join(captures, "otel-openai", "http-protobuf")) {
+		if e.logs != nil {
+			for _, rl := range e.logs.ResourceLogs {
+				for _, sl := range rl.ScopeLogs {
+					for _, l := range sl.LogRecords {
+						l.TraceId = tid
+						k := string(l.SpanId)
+						if byspan[k] == nil {
+							byspan[k] = &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{Resource: rl.Resource, ScopeLogs: []*logspb.ScopeLogs{{Scope: sl.Scope}}}}}
+						}
+						rls := byspan[k].ResourceLogs[0].ScopeLogs[0]
+						rls.LogRecords = append(rls.LogRecords, l)
+					}
+				}
+			}
+			continue
+		}
+		req := e.traces
+		if req == nil {
+			req = &coltracepb.ExportTraceServiceRequest{}
+			if err := proto.Unmarshal(e.wire, req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, sp := range ss.Spans {
+					sp.TraceId = tid
+					spans = append(spans, &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{Resource: rs.Resource, ScopeSpans: []*tracepb.ScopeSpans{{Scope: ss.Scope, Spans: []*tracepb.Span{sp}}}}}})
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(spans, func(a, b *coltracepb.ExportTraceServiceRequest) int {
+		return cmp.Compare(a.ResourceSpans[0].ScopeSpans[0].Spans[0].StartTimeUnixNano, b.ResourceSpans[0].ScopeSpans[0].Spans[0].StartTimeUnixNano)
+	})
+	for _, r := range spans {
+		sp := r.ResourceSpans[0].ScopeSpans[0].Spans[0]
+		if byspan[string(sp.SpanId)] == nil {
+			t.Fatalf("no content records of span %x", sp.SpanId)
+		}
+		logs = append(logs, byspan[string(sp.SpanId)])
+	}
+	if len(spans) != 2 {
+		t.Fatalf("%d model calls in the capture, want 2", len(spans))
+	}
+	return logs, spans
+}
+
+// TestContentWaitsForItsSpanInATrace: in a conversation that is one
+// trace, the next call's content records come while the trace is quiet
+// (its span leaves 5 s after the call ended, the call takes 3 s): the
+// trace waits for that span rather than being written with the content
+// set aside in attrs, and the session is what all of it at once makes.
+func TestContentWaitsForItsSpanInATrace(t *testing.T) {
+	logs, spans := oneTraceCalls(t)
+	want := func() string {
+		st := recorder.Store{Root: t.TempDir()}
+		in, err := NewIngester(st, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range spans {
+			in.Logs(context.Background(), logs[i])
+			in.Traces(context.Background(), spans[i])
+		}
+		if err := in.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return encodeAll(t, oneSession(t, loadAll(t, st)))
+	}()
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	st := recorder.Store{Root: t.TempDir()}
+	opts := testOpts()
+	opts.Clock = func() time.Time { return now }
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	step := func(d time.Duration) {
+		now = now.Add(d)
+		if err := in.flush(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.Logs(context.Background(), logs[0])
+	step(time.Second)
+	in.Traces(context.Background(), spans[0])
+	in.Logs(context.Background(), logs[1])
+	step(3 * time.Second) // quiet past Settle: call 2's span not here yet
+	step(3 * time.Second)
+	in.Traces(context.Background(), spans[1])
+	step(3 * time.Second)
+	if got := encodeAll(t, oneSession(t, loadAll(t, st))); got != want {
+		t.Errorf("content before its span in one trace:\n got: %s\nwant: %s", got, want)
 	}
 }
