@@ -70,10 +70,12 @@
 // A span seen before, pending or written, in this run or an earlier one,
 // is answered as accepted and adds nothing; so is a content log record of
 // a span an earlier run wrote (log records carry no id of their own;
-// within a run they are told apart by their bytes). A content record that
-// arrives after its span was written (later than Settle) cannot be placed
-// in the conversation any more: it is kept in the attrs of the session's
-// next events (otel_spans, late_log_record), not dropped.
+// within a run they are told apart by their bytes). The content records
+// of a model call that arrive after its span was written join the
+// conversation then (what the call's input adds, its answer; attrs
+// late_content), unless the conversation went on past that call: then
+// they are kept in the attrs of the session's next events (otel_spans,
+// late_log_record), not dropped.
 //
 // Memory stays bounded however long collect runs: after each write pass
 // the sessions written longest ago beyond Options.MaxLiveSessions, and

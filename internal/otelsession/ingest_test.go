@@ -865,3 +865,73 @@ func TestContentWaitsForItsSpanInATrace(t *testing.T) {
 		t.Errorf("content before its span in one trace:\n got: %s\nwant: %s", got, want)
 	}
 }
+
+// TestLateContentJoins: content records that come after their call's
+// span was written (a log exporter held back, past SpanWait) join the
+// conversation, the tool's result and the answer as events, instead of
+// being set aside in attrs; a call's content that comes once the
+// conversation went on past it stays aside.
+func TestLateContentJoins(t *testing.T) {
+	logs, spans := oneTraceCalls(t)
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	st := recorder.Store{Root: t.TempDir()}
+	opts := testOpts()
+	opts.Clock = func() time.Time { return now }
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	step := func() {
+		now = now.Add(3 * time.Second)
+		if err := in.flush(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.Logs(context.Background(), logs[0])
+	in.Traces(context.Background(), spans[0])
+	step()
+	in.Traces(context.Background(), spans[1]) // its content held back
+	step()
+	in.Logs(context.Background(), logs[1])
+	step()
+	evs := oneSession(t, loadAll(t, st))
+	var answer, result bool
+	for _, e := range evs {
+		if e.Kind == session.KindAssistantMessage && strings.Contains(e.Text, "shipped with DHL") {
+			answer = true
+		}
+		if e.Kind == session.KindToolResult && strings.Contains(e.Output, "A-1042") {
+			result = true
+		}
+		if strings.Contains(string(e.Attrs), "late_log_record") {
+			t.Errorf("content set aside in attrs: %s", e.Attrs)
+		}
+	}
+	if !answer || !result {
+		t.Errorf("late content not in the conversation (answer %v, tool result %v):\n%s", answer, result, encodeAll(t, evs))
+	}
+	// Call 1's content again, now that the conversation went on past
+	// it: set aside, not a second copy of the conversation.
+	in.mu.Lock()
+	for tid := range in.seen {
+		for k := range in.seen[tid] {
+			if strings.HasPrefix(k, "log/") {
+				delete(in.seen[tid], k)
+			}
+		}
+	}
+	in.mu.Unlock()
+	in.Logs(context.Background(), logs[0])
+	step()
+	again := oneSession(t, loadAll(t, st))
+	users := 0
+	for _, e := range again {
+		if e.Kind == session.KindUserMessage {
+			users++
+		}
+	}
+	if users != 1 || !strings.Contains(encodeAll(t, again[len(evs):]), "late_log_record") {
+		t.Errorf("stale content: %d user messages, want 1 and the records kept in attrs:\n%s", users, encodeAll(t, again[len(evs):]))
+	}
+}

@@ -229,6 +229,8 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 			kept = append(kept, describeSpan(m.sp, m.c.op, m.c.convention))
 		}
 	}
+	var lateOf map[string][]*logRec // span id → records of a span written before
+	var lateOrder []string
 	for _, l := range late {
 		// A content record whose span is not in this trace's batch: its
 		// span was written before (a late record), or never came.
@@ -239,10 +241,25 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 			continue
 		}
 		if s.spans[l.TraceID+"/"+l.SpanID] {
-			kept = append(kept, map[string]any{"late_log_record": l.Event, "trace_id": l.TraceID, "span_id": l.SpanID, "note": "arrived after its span was written; its content is not in the conversation"})
+			if lateOf == nil {
+				lateOf = map[string][]*logRec{}
+			}
+			if lateOf[l.SpanID] == nil {
+				lateOrder = append(lateOrder, l.SpanID)
+			}
+			lateOf[l.SpanID] = append(lateOf[l.SpanID], l)
 			continue
 		}
 		kept = append(kept, map[string]any{"log_record": l.Event, "trace_id": l.TraceID, "span_id": l.SpanID, "body": l.Body, "attributes": map[string]any(l.Attrs)})
+	}
+	for _, sid := range lateOrder {
+		if more, ok := s.lateContent(lateOf[sid]); ok {
+			evs = append(evs, more...)
+			continue
+		}
+		for _, l := range lateOf[sid] {
+			kept = append(kept, map[string]any{"late_log_record": l.Event, "trace_id": l.TraceID, "span_id": l.SpanID, "note": "arrived after its span was written, and the conversation went on past it: its content is not in the conversation"})
+		}
 	}
 	if len(kept) > 0 {
 		evs = keep(evs, kept)
@@ -266,6 +283,43 @@ func (in *Ingester) writeTrace(pt *pendingTrace) error {
 	in.byTrace[pt.id] = s
 	in.touched[s.id] = true
 	return nil
+}
+
+// lateContent maps the content records of a model call whose span was
+// written before they came (its model_call has no content) into the
+// conversation: what its input adds and its answer, as chat would have
+// written them, without a second model_call. Only while the
+// conversation has not gone on past that call (its input extends the
+// conversation so far); else ok is false and they are kept in attrs.
+func (s *sess) lateContent(logs []*logRec) (evs []session.Event, ok bool) {
+	first, last := logs[0].Time, logs[0].Time
+	for _, l := range logs {
+		if l.Time.Before(first) {
+			first = l.Time
+		}
+		if l.Time.After(last) {
+			last = l.Time
+		}
+	}
+	sp := &span{TraceID: logs[0].TraceID, SpanID: logs[0].SpanID, Start: first, End: last, Attrs: attrs{"gen_ai.operation.name": "chat"}}
+	c := read(sp, logs)
+	if c.op != opChat || (!c.hasInput && !c.hasOutput) || (c.hasInput && len(s.history) > 0 && !session.Extends(s.history, c.input)) {
+		return nil, false
+	}
+	if !c.hasInput {
+		// An answer alone: it answers the conversation so far.
+		c.input, c.hasInput = s.history, true
+	}
+	evs = s.chat(sp, c)
+	evs = evs[:len(evs)-1] // the model_call: written with the span
+	s.turns--
+	for i := range evs {
+		a := map[string]any{}
+		_ = json.Unmarshal(evs[i].Attrs, &a)
+		a["recorded_by"], a["late_content"], a["trace_id"], a["span_id"] = "otlp", true, sp.TraceID, sp.SpanID
+		evs[i].Attrs = marshal(a)
+	}
+	return evs, true
 }
 
 // keep puts what maps to no event into the attrs of the first model_call
