@@ -15,8 +15,10 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -293,5 +295,36 @@ func TestRetryAfterFromBacklog(t *testing.T) {
 	}
 	if delay != 7*time.Second {
 		t.Errorf("gRPC RetryInfo %v, want 7s", delay)
+	}
+}
+
+// The token holds on gRPC as on HTTP, through collect's listeners: a
+// call without it is UNAUTHENTICATED and stores nothing.
+func TestGRPCNeedsToken(t *testing.T) {
+	mem := &Memory{}
+	_, grpcAddr := serve(t, newServer(t, Config{Sink: mem, Token: "s3cret"}))
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := &coltracepb.ExportTraceServiceRequest{}
+	proto.Unmarshal(exportBody(t, stubs(36, 2)), req)
+	for _, tc := range []struct {
+		md   []string
+		want codes.Code
+	}{
+		{nil, codes.Unauthenticated},
+		{[]string{"authorization", "Bearer wrong"}, codes.Unauthenticated},
+		{[]string{"authorization", "Bearer s3cret"}, codes.OK},
+	} {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), tc.md...)
+		_, err := coltracepb.NewTraceServiceClient(conn).Export(ctx, req)
+		if status.Code(err) != tc.want {
+			t.Errorf("export with metadata %q: %v, want %v", tc.md, err, tc.want)
+		}
+	}
+	if n := len(mem.Spans()); n != 2 {
+		t.Errorf("%d spans stored, want the 2 of the call with the token", n)
 	}
 }
