@@ -400,3 +400,137 @@ func sampleAnon(pid int, peak *float64) (stop func()) {
 	}()
 	return func() { close(done); <-finished }
 }
+
+const (
+	sdkApps        = 8       // OpenTelemetry SDK apps exporting at once
+	sdkExports     = 2       // exports each sends back to back
+	sdkExportBytes = 6 << 20 // the JS SDK's default batch of 512 spans at ~12 KB a span
+)
+
+// sdkBodies are the 6 MB exports of one app: 512 spans each, a 12 KB
+// attribute a span (a db.statement, a tool's output), traces of 64.
+func sdkBodies(app int) [][]byte {
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", fmt.Sprintf("sdk-app-%d", app)), str("telemetry.sdk.language", "nodejs")}}
+	scope := &commonpb.InstrumentationScope{Name: "bench/collect/sdk", Version: "1"}
+	rng := rand.New(rand.NewPCG(uint64(app), 11))
+	t0 := uint64(time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC).UnixNano())
+	var out [][]byte
+	for e := range sdkExports {
+		var spans []*tracepb.Span
+		for k := range batchSpans {
+			tid := make([]byte, 16)
+			binary.BigEndian.PutUint64(tid, uint64(app+1))
+			binary.BigEndian.PutUint64(tid[8:], uint64(e*batchSpans+k)/64+1)
+			sid := make([]byte, 8)
+			binary.BigEndian.PutUint64(sid, uint64(app+1)<<40|uint64(e*batchSpans+k)+1)
+			start := t0 + uint64(e*batchSpans+k)*uint64(time.Millisecond)
+			spans = append(spans, &tracepb.Span{TraceId: tid, SpanId: sid, Name: "pg.query", StartTimeUnixNano: start, EndTimeUnixNano: start + uint64(time.Millisecond),
+				Kind: tracepb.Span_SPAN_KIND_CLIENT, Attributes: []*commonpb.KeyValue{str("db.system", "postgresql"), str("db.statement", prose(rng, sdkExportBytes/batchSpans))}})
+		}
+		b, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Scope: scope, Spans: spans}}}}})
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// sdkExport sends one export as the OpenTelemetry JS SDK's OTLP/HTTP
+// exporter does (otlp-exporter-base): a 10 s timeout per attempt, up to
+// 5 attempts on 429/502/503/504 or a network error, waiting Retry-After
+// when given, else 1 s growing 1.5x to 5 s (jittered). It reports
+// whether the export was acknowledged; if not its spans are dropped.
+func sdkExport(client *http.Client, url string, body []byte, rng *rand.Rand) bool {
+	backoff := time.Second
+	for attempt := 1; ; attempt++ {
+		resp, err := client.Post(url+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+		retry := time.Duration(rng.Float64() * float64(backoff))
+		if err == nil {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return true
+			}
+			switch resp.StatusCode {
+			case 429, 502, 503, 504:
+			default:
+				return false
+			}
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+				retry = time.Duration(s) * time.Second
+			}
+		}
+		if attempt == 5 {
+			return false
+		}
+		time.Sleep(retry)
+		backoff = min(time.Duration(float64(backoff)*1.5), 5*time.Second)
+	}
+}
+
+// BenchmarkSDKBurst: 8 SDK-shaped apps each export two 6 MB batches at
+// once, as a fleet of OpenTelemetry JS services with the default batch
+// processor does after a busy second; spans dropped (exports the
+// exporters gave up on: goal 0) and the wall time until the last was
+// acknowledged.
+func BenchmarkSDKBurst(b *testing.B) {
+	for _, target := range []string{"agentctl", "jaeger"} {
+		b.Run("target="+target, func(b *testing.B) {
+			if os.Getenv(jaegertest.BinEnv) == "" && target == "jaeger" {
+				b.Skipf("$%s is not set", jaegertest.BinEnv)
+			}
+			var bin string
+			if target == "agentctl" {
+				bin = agentctlBin(b)
+			}
+			bodies := make([][][]byte, sdkApps)
+			for a := range sdkApps {
+				bodies[a] = sdkBodies(a)
+			}
+			var dropped, walls float64
+			runs := 0
+			for b.Loop() {
+				var url string
+				var c *collector
+				if target == "agentctl" {
+					c = startCollect(b, bin)
+					url = c.http
+				} else {
+					url = "http://" + jaegertest.Start(b).HTTP
+				}
+				var lost sync.WaitGroup
+				var mu sync.Mutex
+				n := 0
+				t0 := time.Now()
+				for a := range sdkApps {
+					lost.Add(1)
+					go func() {
+						defer lost.Done()
+						client := &http.Client{Timeout: 10 * time.Second}
+						rng := rand.New(rand.NewPCG(uint64(a), 3))
+						for _, body := range bodies[a] {
+							if !sdkExport(client, url, body, rng) {
+								mu.Lock()
+								n += batchSpans
+								mu.Unlock()
+							}
+						}
+					}()
+				}
+				lost.Wait()
+				walls += time.Since(t0).Seconds()
+				dropped += float64(n)
+				runs++
+				if c != nil {
+					sum := c.stop(b)
+					if st, _ := sum["stats"].(map[string]any); st["spans"] != float64(sdkApps*sdkExports*batchSpans-n) {
+						b.Fatalf("agentctl collect stored %v spans, want the %d acknowledged", st["spans"], sdkApps*sdkExports*batchSpans-n)
+					}
+				}
+			}
+			b.ReportMetric(dropped/float64(runs), "spans-dropped")
+			b.ReportMetric(walls/float64(runs), "wall-s")
+		})
+	}
+}

@@ -29,9 +29,14 @@ type collectOptions struct {
 	MaxRequestBytes  int64
 	MaxDecodedBytes  int64
 	MaxInflightBytes int64
+	ReadTimeout      time.Duration
+	IdleTimeout      time.Duration
+	MaxConns         int
 	// Per-session limits, the Ingester's.
 	MaxSpansPerSession int
 	MaxAttributeBytes  int
+	// SpanWait is how long content log records wait for their span.
+	SpanWait time.Duration
 
 	// DrainTimeout bounds the drain after SIGTERM.
 	DrainTimeout time.Duration
@@ -62,7 +67,10 @@ sessions' logs; a retried export adds nothing. Spans refused (over a
 limit, unmappable) come back as OTLP's partial_success, each with its
 reason. Bounded: request size before and after gunzip, memory in flight
 across requests (over it: 429 / RESOURCE_EXHAUSTED with Retry-After, so
-exporters back off), spans per session and attribute sizes.
+exporters back off), spans per session and attribute sizes, the time a
+request may take to arrive (--read-timeout; a body that sends nothing
+for 10s is cut), idle connections (--idle-timeout) and connections per
+port (--max-conns). One collect per home: a second is refused.
 
 Only loopback by default; any other address needs --token, which
 clients send as Authorization: Bearer TOKEN
@@ -96,8 +104,12 @@ the sessions and exits 0. Progress (sessions, spans/s) goes to stderr;
 	fl.Int64Var(&opts.MaxRequestBytes, "max-request-bytes", collect.DefaultMaxRequestBytes, "largest request body as sent")
 	fl.Int64Var(&opts.MaxDecodedBytes, "max-decoded-bytes", collect.DefaultMaxDecodedBytes, "largest request after gunzip (and gRPC message)")
 	fl.Int64Var(&opts.MaxInflightBytes, "max-inflight-bytes", collect.DefaultMaxInflightBytes, "memory of all requests in flight; beyond it exporters are told to retry later")
+	fl.DurationVar(&opts.ReadTimeout, "read-timeout", collect.DefaultReadTimeout, "time a request may take to arrive, headers and body (a body sending nothing for 10s is cut sooner)")
+	fl.DurationVar(&opts.IdleTimeout, "idle-timeout", collect.DefaultIdleTimeout, "close a connection (HTTP or gRPC) idle this long")
+	fl.IntVar(&opts.MaxConns, "max-conns", collect.DefaultMaxConns, "connections served at once per port; more wait")
 	fl.IntVar(&opts.MaxSpansPerSession, "max-spans-per-session", 0, "spans one session may take; more are refused (0: the mapping's default)")
 	fl.IntVar(&opts.MaxAttributeBytes, "max-attribute-bytes", 0, "largest attribute value kept (0: the mapping's default)")
+	fl.DurationVar(&opts.SpanWait, "span-wait", time.Minute, "how long a trace's content log records wait for its span before they are written alone (past the exporters' span batch delay plus a model call's latency)")
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long exports in flight may take to finish")
 	fl.DurationVar(&opts.ProgressEvery, "progress", 10*time.Second, "how often a progress line goes to stderr when it is not a terminal (0: never)")
 	return cmd
@@ -152,7 +164,8 @@ func collectRun(ctx context.Context, f *Factory, opts *collectOptions) error {
 		return err
 	}
 	srv, err := collect.New(collect.Config{Sink: sink, Token: opts.Token, MaxRequestBytes: opts.MaxRequestBytes,
-		MaxDecodedBytes: opts.MaxDecodedBytes, MaxInflightBytes: opts.MaxInflightBytes, Forward: fw, Logf: logf})
+		MaxDecodedBytes: opts.MaxDecodedBytes, MaxInflightBytes: opts.MaxInflightBytes, Forward: fw, Logf: logf,
+		ReadTimeout: opts.ReadTimeout, IdleTimeout: opts.IdleTimeout, MaxConns: opts.MaxConns})
 	if err != nil {
 		closeSink()
 		return err
@@ -171,9 +184,9 @@ func collectRun(ctx context.Context, f *Factory, opts *collectOptions) error {
 			return fmt.Errorf("collect: listen on %s (--listen): %w", opts.Listen, err)
 		}
 		info.HTTP = ln.Addr().String()
-		hs = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+		hs = srv.HTTPServer()
 		go func() {
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := hs.Serve(srv.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				fails <- fmt.Errorf("collect: serve HTTP on %s: %w", info.HTTP, err)
 			}
 		}()
@@ -190,7 +203,7 @@ func collectRun(ctx context.Context, f *Factory, opts *collectOptions) error {
 		info.GRPC = ln.Addr().String()
 		g = srv.GRPC()
 		go func() {
-			if err := g.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			if err := g.Serve(srv.GRPCListener(ln, info.HTTP)); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 				fails <- fmt.Errorf("collect: serve gRPC on %s: %w", info.GRPC, err)
 			}
 		}()

@@ -17,12 +17,15 @@ func TestCollectFlags(t *testing.T) {
 		want collectOptions
 	}{
 		{nil, collectOptions{Listen: "127.0.0.1:4318", GRPC: "127.0.0.1:4317", MaxRequestBytes: collect.DefaultMaxRequestBytes,
-			MaxDecodedBytes: collect.DefaultMaxDecodedBytes, MaxInflightBytes: collect.DefaultMaxInflightBytes, DrainTimeout: 30 * time.Second, ProgressEvery: 10 * time.Second}},
+			MaxDecodedBytes: collect.DefaultMaxDecodedBytes, MaxInflightBytes: collect.DefaultMaxInflightBytes, DrainTimeout: 30 * time.Second, ProgressEvery: 10 * time.Second,
+			ReadTimeout: collect.DefaultReadTimeout, IdleTimeout: collect.DefaultIdleTimeout, MaxConns: collect.DefaultMaxConns, SpanWait: time.Minute}},
 		{[]string{"--listen", "0.0.0.0:4318", "--grpc", "off", "--token", "t", "--forward", "http://j:4318", "--json",
 			"--max-request-bytes", "1000", "--max-decoded-bytes", "2000", "--max-inflight-bytes", "3000",
-			"--max-spans-per-session", "50", "--max-attribute-bytes", "60", "--drain-timeout", "2s", "--progress", "0"},
+			"--max-spans-per-session", "50", "--max-attribute-bytes", "60", "--drain-timeout", "2s", "--progress", "0",
+			"--read-timeout", "5s", "--idle-timeout", "6s", "--max-conns", "7", "--span-wait", "8s"},
 			collectOptions{Listen: "0.0.0.0:4318", GRPC: "off", Token: "t", Forward: "http://j:4318", JSON: true, MaxRequestBytes: 1000,
-				MaxDecodedBytes: 2000, MaxInflightBytes: 3000, MaxSpansPerSession: 50, MaxAttributeBytes: 60, DrainTimeout: 2 * time.Second}},
+				MaxDecodedBytes: 2000, MaxInflightBytes: 3000, MaxSpansPerSession: 50, MaxAttributeBytes: 60, DrainTimeout: 2 * time.Second,
+				ReadTimeout: 5 * time.Second, IdleTimeout: 6 * time.Second, MaxConns: 7, SpanWait: 8 * time.Second}},
 	} {
 		cmd, got := capture(newCollectCmd)()
 		cmd.SetArgs(tc.args)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentctl/agentctl/internal/collect"
 	"github.com/agentctl/agentctl/internal/otelsession"
-	"github.com/agentctl/agentctl/internal/recorder"
 )
 
 // openCollectSink opens what collect writes into: the OTLP mapping over
@@ -19,27 +18,32 @@ import (
 // (its spool of acknowledged spans is written into sessions first).
 func openCollectSink(f *Factory, opts *collectOptions) (collect.Sink, func() error, error) {
 	st := f.Store()
+	unlock, err := otelsession.LockCollector(st)
+	if err != nil {
+		return nil, nil, fmt.Errorf("collect: %w", err)
+	}
 	before, err := st.IDs()
 	if err != nil {
+		unlock()
 		return nil, nil, fmt.Errorf("collect: list the home's sessions: %w", err)
 	}
-	in, err := otelsession.NewIngester(st, otelsession.Options{MaxSpansPerSession: opts.MaxSpansPerSession, MaxAttrBytes: opts.MaxAttributeBytes, Source: "collect",
+	in, err := otelsession.NewIngester(st, otelsession.Options{MaxSpansPerSession: opts.MaxSpansPerSession, MaxAttrBytes: opts.MaxAttributeBytes, SpanWait: opts.SpanWait, Source: "collect",
 		Logf: func(format string, args ...any) { fmt.Fprintf(f.Err, format+"\n", args...) }})
 	if err != nil {
+		unlock()
 		return nil, nil, fmt.Errorf("collect: open the OTLP mapping over %s: %w", f.Home, err)
 	}
-	s := &ingesterSink{in: in, st: st, before: map[string]bool{}}
+	s := &ingesterSink{in: in, before: map[string]bool{}}
 	for _, id := range before {
 		s.before[id] = true
 	}
-	return s, in.Close, nil
+	return s, func() error { defer unlock(); return in.Close() }, nil
 }
 
 // ingesterSink is the Ingester as collect's Sink: its ErrBusy becomes
 // collect's back-pressure, and it counts the sessions this run created.
 type ingesterSink struct {
 	in     *otelsession.Ingester
-	st     recorder.Store
 	before map[string]bool
 }
 
@@ -76,15 +80,12 @@ func busy(err error) error {
 	return err
 }
 
-// Sessions counts the sessions in the home that were not there when
-// collect started (sessions it extended are not counted again).
+// Sessions counts the sessions this collect wrote that were not there
+// when it started (sessions it extended are not counted again, nor ones
+// other commands made meanwhile).
 func (s *ingesterSink) Sessions() int {
-	ids, err := s.st.IDs()
-	if err != nil {
-		return 0
-	}
 	n := 0
-	for _, id := range ids {
+	for _, id := range s.in.Sessions() {
 		if !s.before[id] {
 			n++
 		}

@@ -430,3 +430,52 @@ func TestOTelLangChainEndToEnd(t *testing.T) {
 		t.Errorf("the app against proxy --replay %s: %v, answered %q (want %q)\nstderr:\n%s", id, err, rout, truth.Final, rerr)
 	}
 }
+
+// TestOTelContentBeforeSpans: the OpenTelemetry OpenAI instrumentation
+// sends message content as log records (exported every 1 s) and its
+// spans every 5 s, a call's span once the call ended; with model calls
+// of 3 s and the SDK's own export intervals, the content of a call
+// reaches collect seconds before its span. It must still be one session
+// holding the conversation the model server saw (the user's message,
+// the tool call and its result, the answer), not a session per call
+// without them.
+func TestOTelContentBeforeSpans(t *testing.T) {
+	dir := oteltest.PrepareApps(t)
+	e, _ := oteltest.EmitterNamed("otel-openai")
+	script := filepath.Join(t.TempDir(), "slow-model.yaml")
+	b, err := os.ReadFile(oteltest.ModelScript())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every turn of the scripted model takes 3 s.
+	slow := strings.ReplaceAll(string(b), "    usage:", "    delay: 3s\n    usage:")
+	if strings.Count(slow, "delay: 3s") != 2 {
+		t.Fatalf("fixtures/otel/model.yaml changed shape: %s", b)
+	}
+	if err := os.WriteFile(script, []byte(slow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chome, mhome := t.TempDir(), t.TempDir()
+	c := startCollector(t, chome)
+	// The SDK's default batch delays (spans 5 s, log records 1 s).
+	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + c.http, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_TRACES_EXPORTER=otlp", "OTEL_LOGS_EXPORTER=otlp", "OTEL_METRICS_EXPORTER=none"}
+	began := time.Now()
+	out, stderr, err := runUnderProxy(t, mhome, []string{"--script", script, "--session", "truth"}, dir, e, env...)
+	if err != nil {
+		t.Fatalf("the app under the slow scripted model: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	if d := time.Since(began); d < 6*time.Second {
+		t.Fatalf("the app took %s, want the two 3 s calls", d)
+	}
+	c.stop(t)
+	truth := conversationOf(t, showEvents(t, mhome, "truth"))
+	ids := sessionIDs(t, chome)
+	if len(ids) != 1 {
+		t.Fatalf("collect wrote %d sessions (%v), want the one conversation\ncollect stderr:\n%s", len(ids), ids, c.stderr.String())
+	}
+	got := conversationOf(t, showEvents(t, chome, ids[0]))
+	if !reflect.DeepEqual(got, truth) {
+		t.Errorf("the collected session is not the conversation the model server saw:\ncollected: %+v\nserver:    %+v", got, truth)
+	}
+}

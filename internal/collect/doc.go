@@ -23,12 +23,15 @@
 //	403  no token is configured and a web page sent the request
 //	404  not /v1/traces or /v1/logs
 //	405  not POST
+//	408  the body stalled (nothing for Config.StallTimeout) or did not
+//	     arrive within Config.ReadTimeout: cut, its budget released
 //	413  over the request limit, before or after gunzip (a gzip bomb),
 //	     or what it would take decoded is over MaxInflightBytes
 //	415  neither application/x-protobuf nor application/json, or a
 //	     Content-Encoding other than gzip
 //	429  back-pressure: the in-flight memory budget is spent, or the Sink
-//	     is busy (ErrBusy); Retry-After
+//	     is busy (ErrBusy); Retry-After, the Sink's estimate of its
+//	     backlog when its error has a RetryAfter method
 //	503  the Sink failed (disk, closing), or cannot write sessions now
 //	     (otelsession.ErrWritesFailing); Retry-After, retryable
 //
@@ -47,8 +50,20 @@
 // HTTP and on gRPC alike (gRPC's codec counts and reserves before it
 // decodes); a request that does not
 // fit now is answered 429 (gRPC RESOURCE_EXHAUSTED + RetryInfo) so the
-// exporter backs off instead of the collector growing. Limits on what a
-// session may hold (spans, attribute sizes) are the Sink's.
+// exporter backs off instead of the collector growing. A refused export's
+// body is still read (not kept) before the answer: an answer and a close
+// while the exporter writes is a broken pipe to it, not a 429.
+//
+// Clients that connect and do not send cannot hold the collector either:
+// a request's headers must come within 10 s, its body must not stall for
+// Config.StallTimeout nor take longer than Config.ReadTimeout; an idle
+// connection is closed after Config.IdleTimeout (HTTP keep-alive, gRPC
+// MaxConnectionIdle; a gRPC handshake within 10 s); each listener serves
+// Config.MaxConns connections at once (Listener, GRPCListener). Serve
+// HTTP with HTTPServer. The gRPC listener answers a client that speaks
+// HTTP/1 (an OTLP/HTTP exporter pointed at the gRPC port) with a 400
+// naming the HTTP port, and logs it. Limits on what a session may hold
+// (spans, attribute sizes) are the Sink's.
 //
 // # Forwarding
 //
@@ -62,9 +77,10 @@
 //
 //	srv, err := collect.New(collect.Config{Sink: ingester})
 //	...
-//	go http.Serve(httpListener, srv)
+//	hs := srv.HTTPServer()
+//	go hs.Serve(srv.Listener(httpListener))
 //	g := srv.GRPC()
-//	go g.Serve(grpcListener)
+//	go g.Serve(srv.GRPCListener(grpcListener, httpListener.Addr().String()))
 //	// on SIGTERM: httpServer.Shutdown, g.GracefulStop, forwarder Close,
 //	// then ingester.Close (seal).
 //

@@ -41,7 +41,8 @@ type ForwardConfig struct {
 // workers is not kept (OTLP does not need it).
 type Forwarder struct {
 	cfg    ForwardConfig
-	base   string
+	base   string // where exports go, credentials and all
+	shown  string // base as every message and Stats name it: no password
 	client *http.Client
 	q      chan fwdItem
 	queued atomic.Int64
@@ -74,7 +75,11 @@ type ForwardStats struct {
 func NewForwarder(cfg ForwardConfig) (*Forwarder, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("collect: forward URL %q: want http://HOST:PORT or https://HOST:PORT, an OTLP/HTTP collector's base", cfg.URL)
+		shown := "the forward URL"
+		if err == nil {
+			shown = fmt.Sprintf("forward URL %q", u.Redacted())
+		}
+		return nil, fmt.Errorf("collect: %s: want http://HOST:PORT or https://HOST:PORT, an OTLP/HTTP collector's base", shown)
 	}
 	if cfg.MaxQueueBytes <= 0 {
 		cfg.MaxQueueBytes = 64 << 20
@@ -88,8 +93,19 @@ func NewForwarder(cfg ForwardConfig) (*Forwarder, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	f := &Forwarder{cfg: cfg, base: strings.TrimRight(cfg.URL, "/"), client: &http.Client{Timeout: cfg.Timeout},
+	f := &Forwarder{cfg: cfg, base: strings.TrimRight(cfg.URL, "/"), shown: strings.TrimRight(u.Redacted(), "/"),
 		q: make(chan fwdItem, 4096), stop: make(chan struct{})}
+	// A redirect to another host would send the exports (and the
+	// URL's credentials, the configured headers) somewhere not asked for.
+	f.client = &http.Client{Timeout: cfg.Timeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if req.URL.Host != u.Host || req.URL.Scheme != u.Scheme {
+			return fmt.Errorf("refused a redirect to another host, %s://%s: forward to it directly if it is the collector meant", req.URL.Scheme, req.URL.Host)
+		}
+		if len(via) >= 3 {
+			return errors.New("stopped after 3 redirects")
+		}
+		return nil
+	}}
 	for range cfg.Workers {
 		f.wg.Add(1)
 		go f.work()
@@ -135,13 +151,13 @@ func (f *Forwarder) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		close(f.stop)
 		<-done
-		return fmt.Errorf("collect: forward to %s: %d bytes of exports not sent before the deadline", f.base, f.queued.Load())
+		return fmt.Errorf("collect: forward to %s: %d bytes of exports not sent before the deadline", f.shown, f.queued.Load())
 	}
 }
 
 // Stats returns the counts so far.
 func (f *Forwarder) Stats() ForwardStats {
-	return ForwardStats{URL: f.base, Sent: f.sent.Load(), Dropped: f.dropped.Load(), Failed: f.failed.Load(), Queued: f.queued.Load()}
+	return ForwardStats{URL: f.shown, Sent: f.sent.Load(), Dropped: f.dropped.Load(), Failed: f.failed.Load(), Queued: f.queued.Load()}
 }
 
 func (f *Forwarder) work() {
@@ -158,15 +174,25 @@ func (f *Forwarder) work() {
 		if err == nil {
 			f.sent.Add(1)
 			if f.down.Swap(false) {
-				f.cfg.Logf("agentctl collect: forward to %s works again", f.base)
+				f.cfg.Logf("agentctl collect: forward to %s works again", f.shown)
 			}
 			continue
 		}
 		f.failed.Add(1)
 		if !f.down.Swap(true) {
-			f.cfg.Logf("agentctl collect: forward to %s failing, its exports are dropped until it answers (what is collected here is kept): %v", f.base, err)
+			f.cfg.Logf("agentctl collect: forward to %s failing, its exports are dropped until it answers (what is collected here is kept): %v", f.shown, redactURLs(err, f.base, f.shown))
 		}
 	}
+}
+
+// redactURLs is err's text with the forward URL as shown: an error of the
+// HTTP client names the URL it asked (net/http masks the password, but
+// not in every path, and the text is what the log keeps).
+func redactURLs(err error, base, shown string) string {
+	if base == shown {
+		return err.Error()
+	}
+	return strings.ReplaceAll(err.Error(), base, shown)
 }
 
 // errRetryable marks a send the target may take later.

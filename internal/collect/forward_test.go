@@ -3,11 +3,13 @@ package collect
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,5 +173,44 @@ func TestForwardURL(t *testing.T) {
 		if _, err := NewForwarder(ForwardConfig{URL: u}); err == nil || !strings.Contains(err.Error(), "OTLP/HTTP") {
 			t.Errorf("NewForwarder(%q) = %v, want an error naming what is wanted", u, err)
 		}
+	}
+}
+
+// The forward URL's password is in no message and no count, and a
+// redirect to another host is refused (the exports, the URL's
+// credentials and the headers would go there).
+func TestForwardCredentialsStayHome(t *testing.T) {
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer target.Close()
+	var mu sync.Mutex
+	var logged []string
+	u := strings.Replace(target.URL, "http://", "http://otlp:hunter2secret@", 1)
+	fw, err := NewForwarder(ForwardConfig{URL: u, Logf: func(f string, a ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Enqueue(traces, ctProtobuf, "", []byte("x"))
+	cerr := fw.Close(context.Background())
+	st := fw.Stats()
+	if n := elsewhere.Load(); n != 0 || st.Failed != 1 {
+		t.Errorf("a redirect to another host: %d requests reached it, stats %+v; want none, 1 failed", n, st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(append(logged, st.URL, fmt.Sprint(cerr)), "\n")
+	if strings.Contains(all, "hunter2secret") || !strings.Contains(all, "another host") || !strings.Contains(st.URL, "otlp:xxxxx@") {
+		t.Errorf("messages and stats %q: want the password masked and the refused redirect named", all)
+	}
+	if _, err := NewForwarder(ForwardConfig{URL: "ftp://otlp:hunter2secret@h"}); err == nil || strings.Contains(err.Error(), "hunter2secret") {
+		t.Errorf("NewForwarder with a bad URL: %v, want an error without the password", err)
 	}
 }

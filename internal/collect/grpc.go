@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/gzip" // exporters' OTEL_EXPORTER_OTLP_COMPRESSION=gzip
 	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -34,6 +36,13 @@ func (s *Server) GRPC(opts ...grpc.ServerOption) *grpc.Server {
 		grpc.MaxRecvMsgSize(int(s.cfg.MaxDecodedBytes)),
 		grpc.ForceServerCodecV2(grpcCodec{s: s, base: encoding.GetCodecV2(grpcproto.Name)}),
 		grpc.UnaryInterceptor(s.grpcUnary),
+		// A connection that never finishes its handshake, or carries no
+		// call for IdleTimeout, is closed; a client may not ping more
+		// than every 10 s to keep one open.
+		grpc.ConnectionTimeout(min(s.cfg.ReadTimeout, 10*time.Second)),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: s.cfg.IdleTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxConcurrentStreams(100),
 	}, opts...)
 	g := grpc.NewServer(opts...)
 	coltracepb.RegisterTraceServiceServer(g, grpcTraces{s: s})
@@ -80,7 +89,7 @@ func (s *Server) grpcExport(ctx context.Context, g signal, req proto.Message, si
 	s.stats.requests.Add(1)
 	res, err := sink()
 	if errors.Is(err, ErrBusy) {
-		return otelsession.Result{}, s.grpcThrottle("too many spans waiting to be written")
+		return otelsession.Result{}, s.grpcThrottle("too many spans waiting to be written", retryAfter(err))
 	}
 	if err != nil {
 		s.stats.sinkErrors.Add(1)
@@ -100,10 +109,13 @@ func (s *Server) grpcExport(ctx context.Context, g signal, req proto.Message, si
 
 // grpcThrottle is back-pressure over gRPC: RESOURCE_EXHAUSTED with a
 // RetryInfo, which the OTLP specification makes retryable.
-func (s *Server) grpcThrottle(why string) error {
+func (s *Server) grpcThrottle(why string, retry time.Duration) error {
 	s.stats.throttled.Add(1)
+	if retry <= 0 {
+		retry = s.cfg.RetryAfter
+	}
 	st, _ := status.New(codes.ResourceExhausted, "agentctl collect: busy ("+why+"): retry").
-		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(s.cfg.RetryAfter)})
+		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retry)})
 	return st.Err()
 }
 
@@ -154,7 +166,7 @@ func (c grpcCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		s.decodes.Store(v, grpcDecode{err: status.Errorf(codes.ResourceExhausted, "agentctl collect: the %s export would take %d bytes decoded, over the %d-byte limit: export smaller batches", g, cost, s.cfg.MaxInflightBytes)})
 		return nil
 	case !s.budget.tryAcquire(cost):
-		s.decodes.Store(v, grpcDecode{err: s.grpcThrottle(fmt.Sprintf("%d MiB of exports in flight", s.cfg.MaxInflightBytes>>20))})
+		s.decodes.Store(v, grpcDecode{err: s.grpcThrottle(fmt.Sprintf("%d MiB of exports in flight", s.cfg.MaxInflightBytes>>20), 0)})
 		return nil
 	}
 	if err := proto.Unmarshal(b, v.(proto.Message)); err != nil {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -32,8 +34,9 @@ const (
 // httpError is a failed export: its status code and the message the
 // exporter logs.
 type httpError struct {
-	code int
-	msg  string
+	code  int
+	msg   string
+	retry time.Duration // Retry-After of a 429 or 503; 0: Config.RetryAfter
 }
 
 // ServeHTTP answers POST /v1/traces and /v1/logs.
@@ -42,6 +45,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == ctJSON {
 		ct = ctJSON // errors are answered in the request's encoding where it has one
 	}
+	// The body's deadlines: no byte for StallTimeout, or not whole by
+	// ReadTimeout, cuts the upload, and what it reserved is released.
+	body := &deadlineBody{rc: http.NewResponseController(w), r: r.Body, stall: s.cfg.StallTimeout, by: time.Now().Add(s.cfg.ReadTimeout)}
+	r.Body = body
 	if herr := s.serveHTTP(w, r); herr != nil {
 		switch herr.code {
 		case http.StatusTooManyRequests:
@@ -52,7 +59,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.stats.invalid.Add(1)
 		}
 		if herr.code == http.StatusTooManyRequests || herr.code == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", strconv.Itoa(s.retryAfterSeconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(s.retryAfterSeconds(herr.retry)))
+		}
+		// An answer before the body is read is a broken pipe to an
+		// exporter still writing it (it reports a network error, not
+		// our status): read the rest, without keeping it, unless it is
+		// over the limit anyway or the upload stalled.
+		if body.err == nil && r.ContentLength <= s.cfg.MaxRequestBytes {
+			io.Copy(io.Discard, io.LimitReader(r.Body, s.cfg.MaxRequestBytes+1))
+		}
+		if body.err != nil || r.ContentLength > s.cfg.MaxRequestBytes {
+			w.Header().Set("Connection", "close")
 		}
 		writeStatus(w, ct, herr.code, herr.msg)
 	}
@@ -66,24 +83,24 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 	case "/v1/logs":
 		g = logs
 	case "/v1/metrics":
-		return &httpError{http.StatusNotFound, "agentctl collect takes traces and logs, not metrics: point only the traces and logs exporters here (OTEL_METRICS_EXPORTER=none, or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT elsewhere)"}
+		return &httpError{code: http.StatusNotFound, msg: "agentctl collect takes traces and logs, not metrics: point only the traces and logs exporters here (OTEL_METRICS_EXPORTER=none, or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT elsewhere)"}
 	default:
-		return &httpError{http.StatusNotFound, fmt.Sprintf("agentctl collect: no %s here: OTLP/HTTP exports go to /v1/traces and /v1/logs", clip(r.URL.Path, 100))}
+		return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("agentctl collect: no %s here: OTLP/HTTP exports go to /v1/traces and /v1/logs", clip(r.URL.Path, 100))}
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return &httpError{http.StatusMethodNotAllowed, "agentctl collect: " + g.path() + " takes POST"}
+		return &httpError{code: http.StatusMethodNotAllowed, msg: "agentctl collect: " + g.path() + " takes POST"}
 	}
 	if herr := s.authorize(r); herr != nil {
 		return herr
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || (mt != ctProtobuf && mt != ctJSON) {
-		return &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("agentctl collect: Content-Type %q: want application/x-protobuf or application/json", clip(r.Header.Get("Content-Type"), 100))}
+		return &httpError{code: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("agentctl collect: Content-Type %q: want application/x-protobuf or application/json", clip(r.Header.Get("Content-Type"), 100))}
 	}
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	if enc != "" && enc != "identity" && enc != "gzip" {
-		return &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("agentctl collect: Content-Encoding %q: want gzip or none", clip(enc, 100))}
+		return &httpError{code: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("agentctl collect: Content-Encoding %q: want gzip or none", clip(enc, 100))}
 	}
 	if r.ContentLength > s.cfg.MaxRequestBytes {
 		return s.tooLarge("is", r.ContentLength, s.cfg.MaxRequestBytes)
@@ -96,7 +113,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		reserved = s.cfg.MaxRequestBytes
 	}
 	if !s.budget.tryAcquire(reserved) {
-		return s.throttle()
+		return s.throttle(0)
 	}
 	defer func() { s.budget.release(reserved) }()
 	body, err := readBody(r, s.cfg.MaxRequestBytes)
@@ -108,7 +125,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		defer putBody(body)
 	}
 	if err != nil {
-		return &httpError{http.StatusBadRequest, "agentctl collect: read the request body: " + err.Error()}
+		if isTimeout(err) {
+			return &httpError{code: http.StatusRequestTimeout, msg: fmt.Sprintf("agentctl collect: the request body stalled (nothing for %s, or not whole in %s): cut", s.cfg.StallTimeout, s.cfg.ReadTimeout)}
+		}
+		return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: read the request body: " + err.Error()}
 	}
 	if int64(len(body)) > s.cfg.MaxRequestBytes {
 		return s.tooLarge("is", int64(len(body)), s.cfg.MaxRequestBytes)
@@ -123,7 +143,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 			if errors.Is(err, errTooLarge) {
 				return s.tooLarge("decompresses to", s.cfg.MaxDecodedBytes+1, s.cfg.MaxDecodedBytes)
 			}
-			return &httpError{http.StatusBadRequest, "agentctl collect: Content-Encoding gzip: " + err.Error()}
+			return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: Content-Encoding gzip: " + err.Error()}
 		}
 	}
 	// What decoding will build, counted on the bytes before anything is
@@ -136,7 +156,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		more, err = otelsession.DecodeCost(g.String(), raw)
 	}
 	if err != nil {
-		return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + clip(err.Error(), 500)}
+		return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: " + g.path() + ": " + clip(err.Error(), 500)}
 	}
 	if enc == "gzip" {
 		more += int64(len(raw))
@@ -145,7 +165,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		return s.tooLarge("decodes to", more, s.cfg.MaxInflightBytes)
 	}
 	if !s.budget.tryAcquire(more) {
-		return s.throttle()
+		return s.throttle(0)
 	}
 	reserved += more
 
@@ -159,12 +179,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		if ws, ok := s.cfg.Sink.(WireSink); ok && mt != ctJSON {
 			res, err = ws.TracesWire(r.Context(), raw)
 			if errors.Is(err, otelsession.ErrMalformed) {
-				return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + clip(err.Error(), 500)}
+				return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: " + g.path() + ": " + clip(err.Error(), 500)}
 			}
 		} else {
 			req, derr := decodeTraces(raw, mt)
 			if derr != nil {
-				return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + derr.Error()}
+				return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: " + g.path() + ": " + derr.Error()}
 			}
 			res, err = s.cfg.Sink.Traces(r.Context(), req)
 		}
@@ -174,7 +194,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 	case logs:
 		req, derr := decodeLogs(raw, mt)
 		if derr != nil {
-			return &httpError{http.StatusBadRequest, "agentctl collect: " + g.path() + ": " + derr.Error()}
+			return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: " + g.path() + ": " + derr.Error()}
 		}
 		if ws, ok := s.cfg.Sink.(WireSink); ok && mt != ctJSON {
 			res, err = ws.LogsWire(r.Context(), req, raw)
@@ -186,13 +206,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		}
 	}
 	if errors.Is(err, ErrBusy) {
-		return s.throttle()
+		return s.throttle(retryAfter(err))
 	}
 	if err != nil {
 		if r.Context().Err() == nil && !errors.Is(err, otelsession.ErrWritesFailing) { // that one the Sink said once
 			s.cfg.Logf("agentctl collect: %s export not stored (the exporter will retry): %v", g, err)
 		}
-		return &httpError{http.StatusServiceUnavailable, fmt.Sprintf("agentctl collect: %s not stored, retry: %v", g, err)}
+		return &httpError{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("agentctl collect: %s not stored, retry: %v", g, err)}
 	}
 	s.account(g, res)
 	if s.cfg.Forward != nil {
@@ -200,7 +220,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 	}
 	out, err := encode(resp, mt)
 	if err != nil {
-		return &httpError{http.StatusInternalServerError, "agentctl collect: encode the response: " + err.Error()}
+		return &httpError{code: http.StatusInternalServerError, msg: "agentctl collect: encode the response: " + err.Error()}
 	}
 	w.Header().Set("Content-Type", mt)
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
@@ -213,7 +233,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 func (s *Server) authorize(r *http.Request) *httpError {
 	if s.cfg.Token == "" {
 		if why := loopback.BrowserRequest(r); why != "" {
-			return &httpError{http.StatusForbidden, "agentctl collect: refused: " + why +
+			return &httpError{code: http.StatusForbidden, msg: "agentctl collect: refused: " + why +
 				"; a collector without a token serves only programs on this machine: start it with --token and send Authorization: Bearer TOKEN"}
 		}
 		return nil
@@ -223,17 +243,49 @@ func (s *Server) authorize(r *http.Request) *httpError {
 		got = strings.TrimSpace(a[7:])
 	}
 	if !loopback.TokenOK(got, s.cfg.Token) {
-		return &httpError{http.StatusUnauthorized, "agentctl collect: this collector needs its token: set OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN (or send X-Agentctl-Token)"}
+		return &httpError{code: http.StatusUnauthorized, msg: "agentctl collect: this collector needs its token: set OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN (or send X-Agentctl-Token)"}
 	}
 	return nil
 }
 
-func (s *Server) throttle() *httpError {
-	return &httpError{http.StatusTooManyRequests, fmt.Sprintf("agentctl collect: busy (exports in flight over %d MiB, or spans waiting to be written): retry after %d s", s.cfg.MaxInflightBytes>>20, s.retryAfterSeconds())}
+// throttle is back-pressure, retry (0: Config.RetryAfter) from now.
+func (s *Server) throttle(retry time.Duration) *httpError {
+	return &httpError{code: http.StatusTooManyRequests, retry: retry,
+		msg: fmt.Sprintf("agentctl collect: busy (exports in flight over %d MiB, or spans waiting to be written): retry after %d s", s.cfg.MaxInflightBytes>>20, s.retryAfterSeconds(retry))}
 }
 
 func (s *Server) tooLarge(what string, n, limit int64) *httpError {
-	return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("agentctl collect: the request %s %d bytes or more, over the %d-byte limit: export smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE) or raise the collector's limit", what, n, limit)}
+	return &httpError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("agentctl collect: the request %s %d bytes or more, over the %d-byte limit: export smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE) or raise the collector's limit", what, n, limit)}
+}
+
+// deadlineBody is a request body read under deadlines: each Read must
+// bring something within stall, and the whole body come by by.
+type deadlineBody struct {
+	rc    *http.ResponseController
+	r     io.ReadCloser
+	stall time.Duration
+	by    time.Time
+	err   error // a read that failed other than at the end (a timeout)
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	d := time.Now().Add(b.stall)
+	if d.After(b.by) {
+		d = b.by
+	}
+	b.rc.SetReadDeadline(d) // where not supported (HTTP/2), none
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *deadlineBody) Close() error { return b.r.Close() }
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // errTooLarge: the gzip stream inflates past the limit.
@@ -361,6 +413,8 @@ func grpcCode(httpCode int) codes.Code {
 		return codes.ResourceExhausted
 	case http.StatusServiceUnavailable:
 		return codes.Unavailable
+	case http.StatusRequestTimeout:
+		return codes.DeadlineExceeded
 	}
 	return codes.Internal
 }

@@ -19,6 +19,18 @@ const (
 	DefaultMaxDecodedBytes  = 64 << 20
 	DefaultMaxInflightBytes = 512 << 20
 	DefaultRetryAfter       = time.Second
+	// DefaultReadTimeout bounds how long one request may take to arrive,
+	// headers and body: 20 MiB in a minute is 2.8 Mbit/s.
+	DefaultReadTimeout = time.Minute
+	// DefaultStallTimeout is how long a request's body may send nothing
+	// before the upload is cut (its budget released).
+	DefaultStallTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes a connection (HTTP keep-alive, gRPC) that
+	// has carried no request for this long.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxConns bounds the connections served at once per listener,
+	// well under the usual 1,024 file descriptors.
+	DefaultMaxConns = 512
 )
 
 // Config says how a Server answers.
@@ -40,6 +52,18 @@ type Config struct {
 	MaxInflightBytes int64
 	// RetryAfter is what a refused exporter is told to wait.
 	RetryAfter time.Duration
+	// ReadTimeout bounds the time a request may take to arrive, headers
+	// and body; StallTimeout the time its body may send nothing. Past
+	// either the upload is cut and what it reserved is released, so
+	// clients that stall cannot hold the in-flight budget.
+	ReadTimeout  time.Duration
+	StallTimeout time.Duration
+	// IdleTimeout closes a connection that has carried no request for
+	// this long (HTTP keep-alive and gRPC's MaxConnectionIdle).
+	IdleTimeout time.Duration
+	// MaxConns bounds the connections each listener serves at once
+	// (Listener); more wait to be accepted.
+	MaxConns int
 	// Forward, if set, gets a copy of every accepted export.
 	Forward *Forwarder
 	// Logf, if set, is told of what an operator should see (a failing
@@ -78,6 +102,19 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = DefaultRetryAfter
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = DefaultStallTimeout
+	}
+	cfg.StallTimeout = min(cfg.StallTimeout, cfg.ReadTimeout)
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -199,9 +236,22 @@ func rejectionMessage(g signal, rej []otelsession.Rejection) string {
 	return b.String()
 }
 
-// retryAfterSeconds is RetryAfter as the header's whole seconds (at
-// least 1).
-func (s *Server) retryAfterSeconds() int {
-	n := int((s.cfg.RetryAfter + time.Second - 1) / time.Second)
+// retryAfterSeconds is d (0: Config.RetryAfter) as the header's whole
+// seconds (at least 1).
+func (s *Server) retryAfterSeconds(d time.Duration) int {
+	if d <= 0 {
+		d = s.cfg.RetryAfter
+	}
+	n := int((d + time.Second - 1) / time.Second)
 	return max(n, 1)
+}
+
+// retryAfter is how long a busy Sink asks exporters to wait (its error's
+// RetryAfter method, sized from its backlog), or 0 for Config.RetryAfter.
+func retryAfter(err error) time.Duration {
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		return ra.RetryAfter()
+	}
+	return 0
 }

@@ -43,8 +43,12 @@
 //     as they came when all of them are taken and none needs redacting.
 //     A pending span keeps only its ids, times and session keys in
 //     memory, and where its export's frame is in the spool.
-//  2. Write. A trace whose last record arrived Options.Settle ago (2s),
-//     or every pending trace on Flush and Close, is written into its
+//  2. Write. A trace whose last record arrived Options.Settle ago (2s)
+//     (Options.SpanWait, 1m, when it holds content log records but no
+//     span yet: SDKs export log records sooner than spans, and a model
+//     call's span only once the call ended), the oldest pending traces
+//     when a request would pass the pending caps, or every pending trace
+//     on Flush and Close, is written into its
 //     session: its spans sorted by start time, each content log record
 //     joined to its span by trace and span id (the spans decoded from
 //     their spool frame first), mapped to events appended
@@ -84,13 +88,16 @@
 // A span seen before, pending or written, in this run or an earlier one,
 // is answered as accepted and adds nothing; so is a content log record of
 // a span an earlier run wrote (log records carry no id of their own;
-// within a run they are told apart by their bytes). A content record that
-// arrives after its span was written (later than Settle) cannot be placed
-// in the conversation any more: it is kept in the attrs of the session's
-// next events (otel_spans, late_log_record), not dropped.
+// within a run they are told apart by their bytes). The content records
+// of a model call that arrive after its span was written join the
+// conversation then (what the call's input adds, its answer; attrs
+// late_content), unless the conversation went on past that call: then
+// they are kept in the attrs of the session's next events (otel_spans,
+// late_log_record), not dropped.
 //
 // Memory stays bounded however long collect runs: after each write pass
-// the sessions written longest ago beyond Options.MaxLiveSessions are
+// the sessions written longest ago beyond Options.MaxLiveSessions, and
+// unwritten for Options.EvictIdle (any beyond 4x MaxLiveSessions), are
 // closed and forgotten (conversation, span ids seen); a trace that comes
 // back for one reads it again from its log (its id derives from the
 // session key or the trace id), and the spans it already holds are
@@ -104,8 +111,11 @@
 // session key, else per trace), one attribute (MaxAttrBytes, a span or
 // record with a larger one is refused whole) and what waits in memory to
 // be written (MaxPending records, MaxPendingBytes of the exports they came
-// in: past either a request is refused whole with ErrBusy, so the
-// receiver answers 429 / RESOURCE_EXHAUSTED). A refusal
+// in, counting requests being spooled: at either the oldest pending
+// traces are written at once; a request that still finds no room within
+// 5 s, held by requests in flight, is refused whole with ErrBusy, which
+// says how long the backlog takes to write, so the receiver answers 429
+// / RESOURCE_EXHAUSTED with that Retry-After). A refusal
 // names its reason ("attribute gen_ai.input.messages is 3 MiB, over the 1
 // MiB limit"). What decoding an export will allocate is bounded before
 // it is decoded: DecodeCost (protobuf) and JSONDecodeCost count it on

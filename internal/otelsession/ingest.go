@@ -40,6 +40,8 @@ type Ingester struct {
 	pending      map[string]*pendingTrace       // by trace id
 	npending     int                            // records reserved, spooled or pending, not yet written
 	pendingBytes int64                          // what the pending records weighed in the spool
+	reservedB    int64                          // what requests between reserve and place weigh (their exports' size)
+	writeRate    float64                        // bytes of spool written into sessions per second, lately (Retry-After)
 	count        map[string]int                 // spans accepted per grouping (session key, else trace) of live sessions
 	failing      error                          // the last write pass's failure to write (not one session's): new exports are refused until a write succeeds
 
@@ -54,6 +56,7 @@ type Ingester struct {
 	byKey    map[string]*sess // session key → live session
 	byTrace  map[string]*sess // trace id → live session
 	pass     uint64           // write passes so far: the sessions' recency
+	loads    int              // sessions read back from their log since NewIngester (eviction's cost)
 	decoded  []*wireBody      // exports decoded lately, the last maxDecoded: traces of one export are written one after another
 
 	stop chan struct{}
@@ -65,6 +68,7 @@ type pendingTrace struct {
 	spans []*span
 	logs  []*logRec
 	last  time.Time // when its latest record arrived
+	began time.Time // when its first record arrived (the oldest is written first at the cap)
 	// A trace whose write failed is set aside: tried again at retryAt
 	// (sooner on Flush), fails times so far, while the others are written.
 	retryAt time.Time
@@ -125,6 +129,35 @@ const damagedSuffix = ".damaged"
 // written into a session, below the home: spool files, each in a folder
 // of its own (see spool.go and the package documentation).
 const SpoolDir = "otlp-spool"
+
+// collectLock is the folder under SpoolDir whose lease the one collector
+// of a home holds (LockCollector); it holds no spool.
+const collectLock = "collect.lock"
+
+// LockCollector makes the caller the one collector of the home st: a
+// second `collect` on the same home (another port) would acknowledge
+// spans it holds without writing them, as sessions this one has live.
+// It fails, naming the holder, when another process holds it; release
+// frees it (a crash does too).
+func LockCollector(st recorder.Store) (release func(), err error) {
+	dir := filepath.Join(st.Root, SpoolDir, collectLock)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("otelsession: make %s: %w", dir, err)
+	}
+	l, err := recorder.AcquireLease(dir)
+	var held *recorder.LeaseHeldError
+	if errors.As(err, &held) {
+		who := "another process"
+		if held.Holder.PID != 0 {
+			who = fmt.Sprintf("pid %d on %s, since %s", held.Holder.PID, held.Holder.Host, held.Holder.AcquiredAt.Format(time.RFC3339))
+		}
+		return nil, fmt.Errorf("another agentctl collect (%s) is collecting into %s: one collector per home; stop it, or point this one at another home (--home)", who, st.Root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() { l.Release() }, nil
+}
 
 // The event kinds of the spool earlier versions wrote (a recorder log
 // under otlp-spool/sessions/, each request as OTLP JSON), read at
@@ -257,6 +290,7 @@ func (in *Ingester) sessOf(id, key string) (*sess, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otelsession: read collected session %s: %w (repair it or move it aside; its traces wait in the spool meanwhile)", id, err)
 	}
+	in.loads++
 	s := newSess(id, key)
 	s.onDisk = true
 	s.restore(evs)
@@ -296,19 +330,25 @@ func (in *Ingester) live(s *sess) {
 	for t := range s.traces {
 		in.byTrace[t] = s
 	}
-	s.used = in.pass
+	s.used, s.usedAt = in.pass, in.opts.Clock()
 }
 
 // evict closes the sessions written longest ago until at most
 // Options.MaxLiveSessions are live, forgetting what they hold (their
 // conversation, their spans seen): a long collect keeps bounded memory and
 // open files however many sessions it writes. A session with a trace
-// still pending stays. An evicted session is read again if a trace comes
-// for it.
+// still pending stays, and so does one written within EvictIdle unless
+// 4x MaxLiveSessions are live: evicting a conversation that goes on
+// means reading its whole log back for its next trace, and with more
+// conversations going on than MaxLiveSessions, evicting on every pass
+// read each one back every pass. An evicted session is read again if a
+// trace comes for it.
 func (in *Ingester) evict() error {
 	if len(in.sessions) <= in.opts.MaxLiveSessions {
 		return nil
 	}
+	now := in.opts.Clock()
+	hard := 4 * in.opts.MaxLiveSessions
 	all := make([]*sess, 0, len(in.sessions))
 	for _, s := range in.sessions {
 		all = append(all, s)
@@ -329,7 +369,7 @@ func (in *Ingester) evict() error {
 				break
 			}
 		}
-		if busy {
+		if busy || (n <= hard && now.Sub(s.usedAt) < in.opts.EvictIdle) {
 			continue
 		}
 		if s.w != nil {
@@ -361,6 +401,9 @@ func (in *Ingester) recoverSpool() error {
 	}
 	for _, e := range entries {
 		if !e.IsDir() {
+			continue
+		}
+		if e.Name() == collectLock {
 			continue
 		}
 		if e.Name() == "sessions" {
@@ -637,28 +680,142 @@ func (in *Ingester) Logs(ctx context.Context, req *collogspb.ExportLogsServiceRe
 	return in.ingest(ctx, logRecords(req, in.opts))
 }
 
+// roomWait bounds how long a request waits for room under the pending
+// caps (the oldest traces written, or requests in flight placed) before
+// it is refused with ErrBusy: under an exporter's 10 s timeout.
+const roomWait = 5 * time.Second
+
 func (in *Ingester) ingest(ctx context.Context, r *records) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	res, fresh, err := in.reserve(r)
+	w := r.weight()
+	var (
+		res     Result
+		fresh   []int
+		err     error
+		waiting time.Time
+	)
+	for {
+		res, fresh, err = in.reserve(r, w)
+		if !errors.Is(err, errFull) {
+			break
+		}
+		// At the cap: the oldest pending traces are written now rather
+		// than at their settle time, so a burst is slowed by the
+		// writing, not refused while the collector idles.
+		wrote, werr := in.makeRoom(w, len(r.keys))
+		if werr != nil {
+			return Result{}, werr
+		}
+		if wrote {
+			continue
+		}
+		// The room is held by requests being spooled: they are placed
+		// (and can be written) in a moment.
+		if waiting.IsZero() {
+			waiting = time.Now()
+		} else if time.Since(waiting) > roomWait {
+			return Result{}, in.busy()
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	if err != nil || len(fresh) == 0 {
 		return res, err
 	}
 	sp, err := in.spoolAppend(r, fresh)
 	if err != nil {
-		in.unreserve(r, fresh)
+		in.unreserve(r, fresh, w)
 		return Result{}, err
 	}
 	in.mu.Lock()
 	in.place(sp.r, sp.fresh, sp.gen, sp.size)
+	in.reservedB -= w
 	in.mu.Unlock()
 	return res, nil
 }
 
+// weight is what r's export weighs against MaxPendingBytes until it is
+// placed: its size as it came.
+func (r *records) weight() int64 {
+	if r.wire != nil {
+		return int64(len(r.wire))
+	}
+	if r.req != nil {
+		return int64(proto.Size(r.req))
+	}
+	return 0
+}
+
+// errFull: the request does not fit under the pending caps now.
+var errFull = errors.New("otelsession: pending caps full")
+
+// busyError is ErrBusy with the wait it suggests: the backlog over the
+// rate sessions are written at lately.
+type busyError struct{ after time.Duration }
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("%v (about %s of writing queued)", ErrBusy, e.after)
+}
+func (e *busyError) Is(target error) bool { return target == ErrBusy }
+
+// RetryAfter is how long the exporter should wait (Retry-After).
+func (e *busyError) RetryAfter() time.Duration { return e.after }
+
+func (in *Ingester) busy() error {
+	in.mu.Lock()
+	backlog, rate := in.pendingBytes+in.reservedB, in.writeRate
+	in.mu.Unlock()
+	after := in.opts.Settle
+	if rate > 0 {
+		after = time.Duration(float64(backlog) / rate * float64(time.Second))
+	}
+	return &busyError{after: min(max(after, time.Second), time.Minute).Round(time.Second)}
+}
+
+// makeRoom writes the pending traces that arrived first until a request
+// of weight w and n records fits under the caps, and says whether it
+// wrote any (none: the room is held by requests not yet placed, or
+// another request made it meanwhile).
+func (in *Ingester) makeRoom(w int64, n int) (bool, error) {
+	in.matMu.Lock()
+	defer in.matMu.Unlock()
+	in.mu.Lock()
+	overB := in.pendingBytes + in.reservedB + w - in.opts.MaxPendingBytes
+	overN := in.npending + n - in.opts.MaxPending
+	if overB <= 0 && overN <= 0 {
+		in.mu.Unlock()
+		return true, nil // made by another request: try again
+	}
+	all := make([]*pendingTrace, 0, len(in.pending))
+	for _, pt := range in.pending {
+		all = append(all, pt)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].began.Before(all[j].began) })
+	var ready []*pendingTrace
+	for _, pt := range all {
+		if overB <= 0 && overN <= 0 {
+			break
+		}
+		ready = append(ready, pt)
+		delete(in.pending, pt.id)
+		overB -= pt.bytes
+		overN -= len(pt.spans) + len(pt.logs)
+	}
+	in.mu.Unlock()
+	if len(ready) == 0 {
+		return false, nil
+	}
+	return true, in.write(ready)
+}
+
 // reserve checks r against what was seen and the limits, and marks the
 // new records seen; fresh are their indexes.
-func (in *Ingester) reserve(r *records) (Result, []int, error) {
+func (in *Ingester) reserve(r *records, w int64) (Result, []int, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed {
@@ -668,8 +825,11 @@ func (in *Ingester) reserve(r *records) (Result, []int, error) {
 		return Result{}, nil, fmt.Errorf("%w: %v", ErrWritesFailing, in.failing)
 	}
 	n := len(r.keys)
-	if (in.npending+n > in.opts.MaxPending || in.pendingBytes >= in.opts.MaxPendingBytes) && in.npending > 0 {
-		return Result{}, nil, ErrBusy
+	// The caps count what is pending and what requests being spooled
+	// will add, so concurrent requests cannot all pass them at once; a
+	// request alone may pass them (else a large one never would).
+	if (in.npending+n > in.opts.MaxPending || in.pendingBytes+in.reservedB+w > in.opts.MaxPendingBytes) && (in.npending > 0 || in.reservedB > 0) && in.anyNew(r) {
+		return Result{}, nil, errFull
 	}
 	res := Result{Rejected: r.rejected}
 	var fresh []int
@@ -691,7 +851,22 @@ func (in *Ingester) reserve(r *records) (Result, []int, error) {
 		res.Accepted++
 	}
 	in.npending += len(fresh)
+	if len(fresh) > 0 {
+		in.reservedB += w
+	}
 	return res, fresh, nil
+}
+
+// anyNew says whether r holds a record not seen (a retry of what was
+// taken passes the caps: it adds nothing). Caller holds mu.
+func (in *Ingester) anyNew(r *records) bool {
+	for i, k := range r.keys {
+		tid, _ := in.ids(r, i)
+		if _, ok := in.seen[tid][k]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // see marks key of trace tid seen. Caller holds mu.
@@ -711,9 +886,10 @@ func (in *Ingester) ids(r *records, i int) (string, string) {
 	return r.spans[i].TraceID, r.spans[i].SpanID
 }
 
-func (in *Ingester) unreserve(r *records, fresh []int) {
+func (in *Ingester) unreserve(r *records, fresh []int, w int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.reservedB -= w
 	for _, i := range fresh {
 		tid, _ := in.ids(r, i)
 		delete(in.seen[tid], r.keys[i])
@@ -732,7 +908,7 @@ func (in *Ingester) place(r *records, fresh []int, g *spoolGen, size int) {
 		tid, _ := in.ids(r, i)
 		pt := in.pending[tid]
 		if pt == nil {
-			pt = &pendingTrace{id: tid, gens: map[*spoolGen]int{}}
+			pt = &pendingTrace{id: tid, gens: map[*spoolGen]int{}, began: now}
 			in.pending[tid] = pt
 		}
 		pt.gens[g]++
@@ -978,12 +1154,53 @@ func (in *Ingester) flush(force bool) error {
 		if !force && now.Before(pt.retryAt) {
 			continue // set aside after a failed write: not yet
 		}
-		if force || now.Sub(pt.last) >= in.opts.Settle {
+		if force || in.settled(pt, now) {
 			ready = append(ready, pt)
 			delete(in.pending, id)
 		}
 	}
 	in.mu.Unlock()
+	return in.write(ready)
+}
+
+// settled says whether pt is ready to be written at now: quiet for
+// Settle, or, when it holds content log records whose span has not come,
+// quiet for SpanWait (an SDK exports log records sooner than spans, and a
+// span only once its call ended: written without it, the content would
+// start a session of its own, or be kept aside in attrs). Caller holds
+// matMu and mu.
+func (in *Ingester) settled(pt *pendingTrace, now time.Time) bool {
+	wait := in.opts.Settle
+	if in.awaitsSpan(pt) {
+		wait = max(wait, in.opts.SpanWait)
+	}
+	return now.Sub(pt.last) >= wait
+}
+
+// awaitsSpan says whether a log record of pt names a span neither pt
+// nor the session its trace went to holds. Caller holds matMu and mu.
+func (in *Ingester) awaitsSpan(pt *pendingTrace) bool {
+	if len(pt.logs) == 0 {
+		return false
+	}
+	have := make(map[string]bool, len(pt.spans))
+	for _, sp := range pt.spans {
+		have[sp.SpanID] = true
+	}
+	s := in.byTrace[pt.id]
+	for _, l := range pt.logs {
+		if l.SpanID == "" || have[l.SpanID] || (s != nil && s.spans[pt.id+"/"+l.SpanID]) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// write writes the traces ready into their sessions, the earliest first,
+// as one pass. Caller holds matMu.
+func (in *Ingester) write(ready []*pendingTrace) error {
+	began := time.Now()
 	sort.Slice(ready, func(i, j int) bool { return ready[i].first().Before(ready[j].first()) })
 	var errs []error
 	var ioErr error // a failure to write, not one session's
@@ -997,7 +1214,7 @@ func (in *Ingester) flush(force bool) error {
 			if !sessionBound(err) && ioErr == nil {
 				ioErr = err
 			}
-			in.setAside(pt, now)
+			in.setAside(pt, began)
 			continue
 		}
 		wrote = true
@@ -1017,6 +1234,14 @@ func (in *Ingester) flush(force bool) error {
 		in.failing = ioErr
 	}
 	now2 := in.failing
+	if d := time.Since(began).Seconds(); doneBytes > 0 && d > 0 {
+		rate := float64(doneBytes) / d
+		if in.writeRate == 0 {
+			in.writeRate = rate
+		} else {
+			in.writeRate = 0.7*in.writeRate + 0.3*rate
+		}
+	}
 	in.mu.Unlock()
 	for _, b := range in.decoded {
 		b.release()

@@ -1,12 +1,15 @@
 package otelsession
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -298,7 +301,8 @@ func TestBusy(t *testing.T) {
 	exps := loadCapture(t, filepath.Join(captures, "vercel-genai", "http-protobuf"))
 	opts := testOpts()
 	opts.MaxPending = 3
-	in, err := NewIngester(recorder.Store{Root: t.TempDir()}, opts)
+	st := recorder.Store{Root: t.TempDir()}
+	in, err := NewIngester(st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,14 +313,134 @@ func TestBusy(t *testing.T) {
 			t.Fatalf("part %d: %v", i, err)
 		}
 	}
-	if _, err := in.Traces(context.Background(), parts[3].traces); !errors.Is(err, ErrBusy) {
-		t.Fatalf("4th pending span: %v, want ErrBusy", err)
+	// At the cap the oldest pending trace is written now, not refused.
+	if _, err := in.Traces(context.Background(), parts[3].traces); err != nil {
+		t.Fatalf("4th pending span: %v, want it taken (the oldest written to make room)", err)
 	}
-	if err := in.Flush(); err != nil {
+	if ids, _ := st.IDs(); len(ids) == 0 {
+		t.Error("no session written to make room at the cap")
+	}
+	in.mu.Lock()
+	n := in.npending
+	in.mu.Unlock()
+	if n > 3 {
+		t.Errorf("%d records pending, over MaxPending 3", n)
+	}
+	// Refused, the exporter is told to wait what the backlog takes at
+	// the rate sessions were written lately.
+	in.mu.Lock()
+	saved := in.pendingBytes
+	in.pendingBytes, in.writeRate = 30<<20, 3<<20
+	in.mu.Unlock()
+	err = in.busy()
+	var ra interface{ RetryAfter() time.Duration }
+	if !errors.Is(err, ErrBusy) || !errors.As(err, &ra) || ra.RetryAfter() != 10*time.Second {
+		t.Errorf("busy() = %v, want ErrBusy asking for 10s (30 MiB at 3 MiB/s)", err)
+	}
+	in.mu.Lock()
+	in.pendingBytes = saved
+	in.mu.Unlock()
+}
+
+// bigExport is an OTLP protobuf trace export of about size bytes: traces
+// of 50 spans, each with a 10 KB attribute, ids from seed.
+func bigExport(t testing.TB, seed byte, size int) []byte {
+	t.Helper()
+	req := &coltracepb.ExportTraceServiceRequest{}
+	ss := &tracepb.ScopeSpans{}
+	req.ResourceSpans = []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{ss}}}
+	val := strings.Repeat("select * from orders where id = ? -- ", 10_000/38)
+	start := uint64(time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC).UnixNano())
+	for i := 0; proto.Size(req) < size; i++ {
+		tid := make([]byte, 16)
+		tid[0], tid[1], tid[2] = seed, byte(i/50>>8), byte(i/50)
+		sid := make([]byte, 8)
+		sid[0], sid[6], sid[7] = seed, byte(i>>8), byte(i)
+		ss.Spans = append(ss.Spans, &tracepb.Span{TraceId: tid, SpanId: sid, Name: "db.query",
+			StartTimeUnixNano: start + uint64(i), EndTimeUnixNano: start + uint64(i) + 1000,
+			Attributes: []*commonpb.KeyValue{{Key: "db.statement", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: val}}}}})
+	}
+	b, err := proto.Marshal(req)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Traces(context.Background(), parts[3].traces); err != nil {
-		t.Fatalf("after Flush: %v", err)
+	return b
+}
+
+// Concurrent 6 MB exports, as 8 OpenTelemetry SDK apps send them, are
+// all taken while the collector has time to write them: at the pending
+// cap the oldest traces are written instead of the exports refused, and
+// the cap holds for requests in flight together.
+func TestConcurrentLargeExports(t *testing.T) {
+	opts := testOpts()
+	opts.NoBackground = false // settle by time, as collect does
+	st := recorder.Store{Root: t.TempDir()}
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	const apps, each = 8, 2
+	var bodies [apps][each][]byte
+	spans := 0
+	for a := range apps {
+		for e := range each {
+			bodies[a][e] = bigExport(t, byte(1+a*each+e), 6<<20)
+			var req coltracepb.ExportTraceServiceRequest
+			proto.Unmarshal(bodies[a][e], &req)
+			spans += len(req.ResourceSpans[0].ScopeSpans[0].Spans)
+		}
+	}
+	stop := make(chan struct{})
+	peak := make(chan int64)
+	go func() {
+		most := int64(0)
+		for {
+			select {
+			case <-stop:
+				peak <- most
+				return
+			case <-time.After(time.Millisecond):
+			}
+			in.mu.Lock()
+			most = max(most, in.pendingBytes+in.reservedB)
+			in.mu.Unlock()
+		}
+	}()
+	errs := make(chan error, apps*each)
+	for a := range apps {
+		go func() {
+			for e := range each {
+				_, err := in.TracesWire(context.Background(), bodies[a][e])
+				errs <- err
+			}
+		}()
+	}
+	for range apps * each {
+		if err := <-errs; err != nil {
+			t.Errorf("export: %v, want it taken", err)
+		}
+	}
+	close(stop)
+	// One export alone may pass the cap; two together may not.
+	if p := <-peak; p > opts.withDefaults().MaxPendingBytes+7<<20 {
+		t.Errorf("pending and in flight peaked at %d MiB, over the %d MiB cap and one export", p>>20, opts.withDefaults().MaxPendingBytes>>20)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, evs := range loadAll(t, st) {
+		for _, e := range evs {
+			var a struct {
+				Kept []json.RawMessage `json:"otel_spans"`
+			}
+			json.Unmarshal(e.Attrs, &a)
+			got += len(a.Kept)
+		}
+	}
+	if got != spans {
+		t.Errorf("%d spans in sessions, want all %d", got, spans)
 	}
 }
 
@@ -462,6 +586,7 @@ func TestEviction(t *testing.T) {
 		st := recorder.Store{Root: t.TempDir()}
 		opts := testOpts()
 		opts.MaxLiveSessions = live
+		opts.EvictIdle = time.Nanosecond // every session idle enough: evicted as soon as over the count
 		in, err := NewIngester(st, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -496,6 +621,318 @@ func TestEviction(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d sessions with eviction, want %d", len(got), len(want))
+	}
+}
+
+// TestContentWaitsForSpan: the OpenTelemetry OpenAI instrumentation's
+// content log records are exported (every 1 s) before their spans (every
+// 5 s, once the call ended): a trace holding only log records past
+// Settle is not written alone but waits for its span (SpanWait), and the
+// session is what all of it at once makes. Past SpanWait it is written
+// as it is.
+func TestContentWaitsForSpan(t *testing.T) {
+	exps := loadCapture(t, filepath.Join(captures, "otel-openai", "http-protobuf"))
+	_, want := ingestAll(t, exps)
+	var logs, traces []export
+	for _, e := range exps {
+		if e.logs != nil {
+			logs = append(logs, e)
+		} else {
+			traces = append(traces, e)
+		}
+	}
+	if len(logs) == 0 || len(traces) == 0 {
+		t.Fatal("the capture has no log records or no spans")
+	}
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	st := recorder.Store{Root: t.TempDir()}
+	opts := testOpts()
+	opts.Clock = func() time.Time { return now }
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(t, in, logs)
+	// The model call takes 3 s, and its span leaves 5 s after it ended.
+	for range 8 {
+		now = now.Add(time.Second)
+		if err := in.flush(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids, _ := st.IDs(); len(ids) != 0 {
+		t.Fatalf("%d sessions written from content records alone, before their spans came", len(ids))
+	}
+	feed(t, in, traces)
+	now = now.Add(opts.withDefaults().Settle)
+	if err := in.flush(false); err != nil {
+		t.Fatal(err)
+	}
+	got := loadAll(t, st)
+	if len(got) != len(want) {
+		t.Fatalf("%d sessions, want %d", len(got), len(want))
+	}
+	for id, evs := range want {
+		if a, b := encodeAll(t, evs), encodeAll(t, got[id]); a != b {
+			t.Errorf("session %s, content before spans:\n got: %s\nwant: %s", id, b, a)
+		}
+	}
+	in.Close()
+
+	// A span that never comes: the content is written after SpanWait.
+	st2 := recorder.Store{Root: t.TempDir()}
+	in2, err := NewIngester(st2, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in2.Close()
+	feed(t, in2, logs)
+	now = now.Add(opts.withDefaults().SpanWait)
+	if err := in2.flush(false); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := st2.IDs(); len(ids) == 0 {
+		t.Error("content records whose span never came are not written after SpanWait")
+	}
+}
+
+// TestEvictionNoThrash: more conversations going on at once than
+// MaxLiveSessions are not evicted and read back on every write pass
+// (collect's CPU per span grew 2.7x past 64 live conversations): a
+// session is evicted only once idle for EvictIdle, and the sessions are
+// what keeping everything live writes.
+func TestEvictionNoThrash(t *testing.T) {
+	var rounds [][]export
+	for _, em := range []string{"vercel-genai", "vercel-legacy", "openinference"} {
+		for i, p := range split(loadCapture(t, filepath.Join(captures, em, "http-protobuf"))) {
+			if i == len(rounds) {
+				rounds = append(rounds, nil)
+			}
+			rounds[i] = append(rounds[i], p)
+		}
+	}
+	run := func(live int) (map[string][]session.Event, *Ingester) {
+		now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+		st := recorder.Store{Root: t.TempDir()}
+		opts := testOpts()
+		opts.MaxLiveSessions = live
+		opts.Clock = func() time.Time { return now }
+		in, err := NewIngester(st, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { in.Close() })
+		// A span of each conversation a round, each round written
+		// before the next (3 s apart: past Settle).
+		for _, r := range rounds {
+			feed(t, in, r)
+			now = now.Add(3 * time.Second)
+			if err := in.flush(false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := loadAll(t, st)
+		// Idle past EvictIdle, they go.
+		now = now.Add(opts.withDefaults().EvictIdle)
+		if err := in.flush(false); err != nil {
+			t.Fatal(err)
+		}
+		return got, in
+	}
+	want, _ := run(100)
+	got, in := run(1)
+	if in.loads != 0 {
+		t.Errorf("%d sessions read back from their logs over %d passes, want 0 (conversations evicted while going on)", in.loads, len(rounds))
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d sessions, want %d", len(got), len(want))
+	}
+	// An unmapped span's note is stamped when written (wall clock).
+	wall := regexp.MustCompile(`"ts":"[^"]*","kind":"error","reason":"unmapped_spans"`)
+	for id, evs := range want {
+		a, b := wall.ReplaceAllString(encodeAll(t, evs), "WALL"), wall.ReplaceAllString(encodeAll(t, got[id]), "WALL")
+		if a != b {
+			t.Errorf("session %s:\n got: %s\nwant: %s", id, b, a)
+		}
+	}
+	if n := len(in.sessions); n > 1 {
+		t.Errorf("%d sessions live after EvictIdle, want at most MaxLiveSessions 1", n)
+	}
+}
+
+// oneTraceCalls are the otel-openai capture's model calls as one trace
+// (an app with a span around its conversation): for each call, in order,
+// a logs export of its content records and a trace export of its span.
+func oneTraceCalls(t *testing.T) (logs []*collogspb.ExportLogsServiceRequest, spans []*coltracepb.ExportTraceServiceRequest) {
+	t.Helper()
+	tid := []byte("one-conversation")
+	byspan := map[string]*collogspb.ExportLogsServiceRequest{}
+	for _, e := range loadCapture(t, filepath.Join(captures, "otel-openai", "http-protobuf")) {
+		if e.logs != nil {
+			for _, rl := range e.logs.ResourceLogs {
+				for _, sl := range rl.ScopeLogs {
+					for _, l := range sl.LogRecords {
+						l.TraceId = tid
+						k := string(l.SpanId)
+						if byspan[k] == nil {
+							byspan[k] = &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{Resource: rl.Resource, ScopeLogs: []*logspb.ScopeLogs{{Scope: sl.Scope}}}}}
+						}
+						rls := byspan[k].ResourceLogs[0].ScopeLogs[0]
+						rls.LogRecords = append(rls.LogRecords, l)
+					}
+				}
+			}
+			continue
+		}
+		req := e.traces
+		if req == nil {
+			req = &coltracepb.ExportTraceServiceRequest{}
+			if err := proto.Unmarshal(e.wire, req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, sp := range ss.Spans {
+					sp.TraceId = tid
+					spans = append(spans, &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{Resource: rs.Resource, ScopeSpans: []*tracepb.ScopeSpans{{Scope: ss.Scope, Spans: []*tracepb.Span{sp}}}}}})
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(spans, func(a, b *coltracepb.ExportTraceServiceRequest) int {
+		return cmp.Compare(a.ResourceSpans[0].ScopeSpans[0].Spans[0].StartTimeUnixNano, b.ResourceSpans[0].ScopeSpans[0].Spans[0].StartTimeUnixNano)
+	})
+	for _, r := range spans {
+		sp := r.ResourceSpans[0].ScopeSpans[0].Spans[0]
+		if byspan[string(sp.SpanId)] == nil {
+			t.Fatalf("no content records of span %x", sp.SpanId)
+		}
+		logs = append(logs, byspan[string(sp.SpanId)])
+	}
+	if len(spans) != 2 {
+		t.Fatalf("%d model calls in the capture, want 2", len(spans))
+	}
+	return logs, spans
+}
+
+// TestContentWaitsForItsSpanInATrace: in a conversation that is one
+// trace, the next call's content records come while the trace is quiet
+// (its span leaves 5 s after the call ended, the call takes 3 s): the
+// trace waits for that span rather than being written with the content
+// set aside in attrs, and the session is what all of it at once makes.
+func TestContentWaitsForItsSpanInATrace(t *testing.T) {
+	logs, spans := oneTraceCalls(t)
+	want := func() string {
+		st := recorder.Store{Root: t.TempDir()}
+		in, err := NewIngester(st, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range spans {
+			in.Logs(context.Background(), logs[i])
+			in.Traces(context.Background(), spans[i])
+		}
+		if err := in.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return encodeAll(t, oneSession(t, loadAll(t, st)))
+	}()
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	st := recorder.Store{Root: t.TempDir()}
+	opts := testOpts()
+	opts.Clock = func() time.Time { return now }
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	step := func(d time.Duration) {
+		now = now.Add(d)
+		if err := in.flush(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.Logs(context.Background(), logs[0])
+	step(time.Second)
+	in.Traces(context.Background(), spans[0])
+	in.Logs(context.Background(), logs[1])
+	step(3 * time.Second) // quiet past Settle: call 2's span not here yet
+	step(3 * time.Second)
+	in.Traces(context.Background(), spans[1])
+	step(3 * time.Second)
+	if got := encodeAll(t, oneSession(t, loadAll(t, st))); got != want {
+		t.Errorf("content before its span in one trace:\n got: %s\nwant: %s", got, want)
+	}
+}
+
+// TestLateContentJoins: content records that come after their call's
+// span was written (a log exporter held back, past SpanWait) join the
+// conversation, the tool's result and the answer as events, instead of
+// being set aside in attrs; a call's content that comes once the
+// conversation went on past it stays aside.
+func TestLateContentJoins(t *testing.T) {
+	logs, spans := oneTraceCalls(t)
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	st := recorder.Store{Root: t.TempDir()}
+	opts := testOpts()
+	opts.Clock = func() time.Time { return now }
+	in, err := NewIngester(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	step := func() {
+		now = now.Add(3 * time.Second)
+		if err := in.flush(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.Logs(context.Background(), logs[0])
+	in.Traces(context.Background(), spans[0])
+	step()
+	in.Traces(context.Background(), spans[1]) // its content held back
+	step()
+	in.Logs(context.Background(), logs[1])
+	step()
+	evs := oneSession(t, loadAll(t, st))
+	var answer, result bool
+	for _, e := range evs {
+		if e.Kind == session.KindAssistantMessage && strings.Contains(e.Text, "shipped with DHL") {
+			answer = true
+		}
+		if e.Kind == session.KindToolResult && strings.Contains(e.Output, "A-1042") {
+			result = true
+		}
+		if strings.Contains(string(e.Attrs), "late_log_record") {
+			t.Errorf("content set aside in attrs: %s", e.Attrs)
+		}
+	}
+	if !answer || !result {
+		t.Errorf("late content not in the conversation (answer %v, tool result %v):\n%s", answer, result, encodeAll(t, evs))
+	}
+	// Call 1's content again, now that the conversation went on past
+	// it: set aside, not a second copy of the conversation.
+	in.mu.Lock()
+	for tid := range in.seen {
+		for k := range in.seen[tid] {
+			if strings.HasPrefix(k, "log/") {
+				delete(in.seen[tid], k)
+			}
+		}
+	}
+	in.mu.Unlock()
+	in.Logs(context.Background(), logs[0])
+	step()
+	again := oneSession(t, loadAll(t, st))
+	users := 0
+	for _, e := range again {
+		if e.Kind == session.KindUserMessage {
+			users++
+		}
+	}
+	if users != 1 || !strings.Contains(encodeAll(t, again[len(evs):]), "late_log_record") {
+		t.Errorf("stale content: %d user messages, want 1 and the records kept in attrs:\n%s", users, encodeAll(t, again[len(evs):]))
 	}
 }
 

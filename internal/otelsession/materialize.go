@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/internal/pricing"
@@ -40,6 +41,7 @@ type sess struct {
 	spans   map[string]bool // trace_id/span_id of the spans written into it
 	before  map[string]bool // the ones of those read from its log (load)
 	used    uint64          // the write pass it was last written in
+	usedAt  time.Time       // and when (Options.Clock): eviction waits for EvictIdle
 }
 
 func newSess(id, key string) *sess {
@@ -258,6 +260,8 @@ func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 			kept = append(kept, describeSpan(m.sp, m.c.op, m.c.convention))
 		}
 	}
+	var lateOf map[string][]*logRec // span id → records of a span written before
+	var lateOrder []string
 	for _, l := range late {
 		// A content record whose span is not in this trace's batch: its
 		// span was written before (a late record), or never came.
@@ -268,10 +272,25 @@ func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 			continue
 		}
 		if s.spans[l.TraceID+"/"+l.SpanID] {
-			kept = append(kept, map[string]any{"late_log_record": l.Event, "trace_id": l.TraceID, "span_id": l.SpanID, "note": "arrived after its span was written; its content is not in the conversation"})
+			if lateOf == nil {
+				lateOf = map[string][]*logRec{}
+			}
+			if lateOf[l.SpanID] == nil {
+				lateOrder = append(lateOrder, l.SpanID)
+			}
+			lateOf[l.SpanID] = append(lateOf[l.SpanID], l)
 			continue
 		}
 		kept = append(kept, map[string]any{"log_record": l.Event, "trace_id": l.TraceID, "span_id": l.SpanID, "body": l.Body, "attributes": map[string]any(l.Attrs)})
+	}
+	for _, sid := range lateOrder {
+		if more, ok := s.lateContent(lateOf[sid]); ok {
+			evs = append(evs, more...)
+			continue
+		}
+		for _, l := range lateOf[sid] {
+			kept = append(kept, map[string]any{"late_log_record": l.Event, "trace_id": l.TraceID, "span_id": l.SpanID, "note": "arrived after its span was written, and the conversation went on past it: its content is not in the conversation"})
+		}
 	}
 	if len(kept) > 0 {
 		evs = keep(evs, kept)
@@ -294,7 +313,7 @@ func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 		s.spans[sp.TraceID+"/"+sp.SpanID] = true
 	}
 	s.traces[pt.id] = true
-	s.used = in.pass
+	s.used, s.usedAt = in.pass, in.opts.Clock()
 	in.byTrace[pt.id] = s
 	in.touched[s.id] = true
 	return nil
@@ -320,6 +339,43 @@ func (in *Ingester) forget(s *sess) {
 			delete(in.byTrace, t)
 		}
 	}
+}
+
+// lateContent maps the content records of a model call whose span was
+// written before they came (its model_call has no content) into the
+// conversation: what its input adds and its answer, as chat would have
+// written them, without a second model_call. Only while the
+// conversation has not gone on past that call (its input extends the
+// conversation so far); else ok is false and they are kept in attrs.
+func (s *sess) lateContent(logs []*logRec) (evs []session.Event, ok bool) {
+	first, last := logs[0].Time, logs[0].Time
+	for _, l := range logs {
+		if l.Time.Before(first) {
+			first = l.Time
+		}
+		if l.Time.After(last) {
+			last = l.Time
+		}
+	}
+	sp := &span{TraceID: logs[0].TraceID, SpanID: logs[0].SpanID, Start: first, End: last, Attrs: attrs{"gen_ai.operation.name": "chat"}}
+	c := read(sp, logs)
+	if c.op != opChat || (!c.hasInput && !c.hasOutput) || (c.hasInput && len(s.history) > 0 && !session.Extends(s.history, c.input)) {
+		return nil, false
+	}
+	if !c.hasInput {
+		// An answer alone: it answers the conversation so far.
+		c.input, c.hasInput = s.history, true
+	}
+	evs = s.chat(sp, c)
+	evs = evs[:len(evs)-1] // the model_call: written with the span
+	s.turns--
+	for i := range evs {
+		a := map[string]any{}
+		_ = json.Unmarshal(evs[i].Attrs, &a)
+		a["recorded_by"], a["late_content"], a["trace_id"], a["span_id"] = "otlp", true, sp.TraceID, sp.SpanID
+		evs[i].Attrs = marshal(a)
+	}
+	return evs, true
 }
 
 // keep puts what maps to no event into the attrs of the first model_call

@@ -30,6 +30,10 @@ type Options struct {
 	// evicted session's conversation in a trace of its own (no session
 	// key) then starts a new session. Default 64.
 	MaxLiveSessions int
+	// EvictIdle is how long a live session must go unwritten before it
+	// may be evicted (beyond MaxLiveSessions; past 4x MaxLiveSessions
+	// the least recent go regardless). Default 2m.
+	EvictIdle time.Duration
 	// MaxPendingBytes bounds the same by weight (the records' share of
 	// the spool frames they came in), so the memory they hold stays
 	// bounded whatever the spans' size. Default 16 MiB.
@@ -40,6 +44,13 @@ type Options struct {
 	// arrive, so the session's events are in conversation order. Default
 	// 2s; Close and Flush write everything at once.
 	Settle time.Duration
+	// SpanWait is how long a trace that holds content log records but
+	// no span yet waits for one (quiet that long, it is written as it
+	// is): an SDK exports log records every second but spans every 5 s,
+	// and a model call's span only when the call ends, so its content
+	// comes first by the exporters' batch delay plus the call's latency.
+	// Default 60s; a trace with a span waits Settle.
+	SpanWait time.Duration
 	// Source names who fed the spans, in each header's attrs
 	// (otlp_source): "collect", "import".
 	Source string
@@ -75,6 +86,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Settle <= 0 {
 		o.Settle = 2 * time.Second
+	}
+	if o.EvictIdle <= 0 {
+		o.EvictIdle = 2 * time.Minute
+	}
+	if o.SpanWait <= 0 {
+		o.SpanWait = time.Minute
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
