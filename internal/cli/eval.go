@@ -205,7 +205,7 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 		return err
 	}
 	if jsonPath != "-" && opts.JUnit != "-" && opts.Gate.Summary != "-" {
-		writeEvalSummary(f.Out, rep)
+		writeEvalSummary(termsafe.Writer(f.Out), rep)
 		if rep.Comparison != nil {
 			writeComparison(termsafe.Writer(f.Out), rep.Comparison) // the baseline may come from anywhere
 		}
@@ -226,7 +226,7 @@ func evalProgress(f *Factory, opts *evalOptions, total int, cfg *evals.Config) f
 		bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(f.Err), progressbar.OptionSetDescription("eval"),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
 		cfg.Progress = func(p evals.Progress) {
-			bar.Describe(fmt.Sprintf("eval %s", clip(p.Scenario, 30)))
+			bar.Describe(fmt.Sprintf("eval %s", termsafe.Line(clip(p.Scenario, 30))))
 			_ = bar.Set(p.Done)
 		}
 		return func() { _ = bar.Finish() }
@@ -242,7 +242,7 @@ func evalProgress(f *Factory, opts *evalOptions, total int, cfg *evals.Config) f
 				line += ": " + fs[0].Assertion
 			}
 		}
-		fmt.Fprintln(f.Err, line)
+		fmt.Fprintln(f.Err, termsafe.Line(line))
 	}
 	return func() {}
 }
@@ -304,13 +304,13 @@ func writeEvalSummary(w io.Writer, rep *evals.Report) {
 		}
 		shard = " shard " + strings.Join(p, ",")
 	}
-	fmt.Fprintf(w, "eval %s%s: %d scenarios, %d runs\n", rep.Suite, shard, len(rep.Scenarios), rep.Runs)
+	fmt.Fprintf(w, "eval %s%s: %d scenarios, %d runs\n", termsafe.Line(rep.Suite), shard, len(rep.Scenarios), rep.Runs)
 	width := 0
 	for _, sc := range rep.Scenarios {
-		width = max(width, len(sc.Name))
+		width = max(width, len(termsafe.Line(sc.Name)))
 	}
 	for _, sc := range rep.Scenarios {
-		fmt.Fprintf(w, "%-6s %-*s %d/%d runs passed (need %d)\n", evalWord(sc.OK), width, sc.Name, sc.Passed, sc.Repeat, sc.Need)
+		fmt.Fprintf(w, "%-6s %-*s %d/%d runs passed (need %d)\n", evalWord(sc.OK), width, termsafe.Line(sc.Name), sc.Passed, sc.Repeat, sc.Need)
 		for _, r := range sc.Runs {
 			if r.OK {
 				continue
@@ -319,9 +319,9 @@ func writeEvalSummary(w io.Writer, rep *evals.Report) {
 			if sc.OK {
 				tol = " (tolerated by the threshold)"
 			}
-			fmt.Fprintf(w, "  #%d session %s, status %s%s\n", r.Repeat, orDash(r.SessionID), orDash(r.Status), tol)
+			fmt.Fprintf(w, "  #%d session %s, status %s%s\n", r.Repeat, termsafe.Line(orDash(r.SessionID)), termsafe.Line(orDash(r.Status)), tol)
 			for _, x := range r.Failures() {
-				fmt.Fprintf(w, "    FAILED %s: %s\n", x.Assertion, x.Message)
+				fmt.Fprintf(w, "    FAILED %s: %s\n", termsafe.Line(x.Assertion), termsafe.Line(x.Message))
 			}
 			if r.SessionID != "" && !sc.OK {
 				for _, h := range strings.Split(evals.Hints(rep.Home, r.SessionID), "\n") {
@@ -330,7 +330,7 @@ func writeEvalSummary(w io.Writer, rep *evals.Report) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "eval %s: %d passed, %d failed (%d of %d runs ok) in %.1fs\n", rep.Suite, rep.Passed, rep.Failed, rep.RunsOK, rep.Runs,
+	fmt.Fprintf(w, "eval %s: %d passed, %d failed (%d of %d runs ok) in %.1fs\n", termsafe.Line(rep.Suite), rep.Passed, rep.Failed, rep.RunsOK, rep.Runs,
 		float64(rep.Millis)/1000)
 }
 
@@ -466,7 +466,7 @@ func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
 	}
 	sealEvalReport(f, rep, &opts.History)
 	if jsonPath != "-" && opts.JUnit != "-" {
-		writeEvalSummary(f.Out, rep)
+		writeEvalSummary(termsafe.Writer(f.Out), rep)
 	}
 	if !rep.OK {
 		return withCode(ExitChecksFailed, nil)

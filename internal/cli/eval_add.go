@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/evals"
 	"github.com/agentctl/agentctl/internal/spec"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 type evalAddOptions struct {
@@ -105,6 +106,6 @@ func evalAddRun(f *Factory, opts *evalAddOptions) error {
 		copied = "already copied"
 	}
 	_, err = fmt.Fprintf(f.Out, "added scenario %s to %s (line %d): session %s %s into %s (%d sessions)\n",
-		res.Scenario, res.Suite, res.Line, res.SessionID, copied, res.Fixture, res.Sessions)
+		termsafe.Line(res.Scenario), res.Suite, res.Line, termsafe.Line(res.SessionID), copied, res.Fixture, res.Sessions)
 	return err
 }

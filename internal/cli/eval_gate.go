@@ -139,13 +139,13 @@ func writeMarkdownSummary(f *Factory, g gateOptions, rep *evals.Report, cmp *eva
 // scenario that is not unchanged, then the counts and the cost delta.
 func writeComparison(w io.Writer, c *evals.Comparison) {
 	b := c.Baseline
-	fmt.Fprintf(w, "\nagainst the baseline %s", b.SuitePath)
+	fmt.Fprintf(w, "\nagainst the baseline %s", termsafe.Line(b.SuitePath))
 	var p []string
 	if b.Branch != "" {
-		p = append(p, "branch "+b.Branch)
+		p = append(p, "branch "+termsafe.Line(b.Branch))
 	}
 	if b.Commit != "" {
-		p = append(p, "commit "+clip(b.Commit, 12))
+		p = append(p, "commit "+termsafe.Line(clip(b.Commit, 12)))
 	}
 	if !b.Started.IsZero() {
 		p = append(p, "started "+b.Started.UTC().Format("2006-01-02T15:04:05Z"))
@@ -155,19 +155,19 @@ func writeComparison(w io.Writer, c *evals.Comparison) {
 	}
 	fmt.Fprintf(w, ", alpha %g, tolerance %s:\n", c.Alpha, c.Tolerance)
 	for _, n := range c.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		fmt.Fprintf(w, "note: %s\n", termsafe.Line(n))
 	}
 	width := 0
 	for _, d := range c.Scenarios {
 		width = max(width, len(d.Name))
 	}
 	for _, d := range c.Scenarios {
-		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("%-9s %-*s %-13s %s", strings.ToUpper(string(d.Verdict)), width, d.Name, passRates(d), means(d)), " "))
+		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("%-9s %-*s %-13s %s", strings.ToUpper(string(d.Verdict)), width, termsafe.Line(d.Name), passRates(d), means(d)), " "))
 		if d.Verdict == evals.Unchanged {
 			continue
 		}
 		for _, r := range d.Reasons {
-			fmt.Fprintf(w, "    %s\n", r)
+			fmt.Fprintf(w, "    %s\n", termsafe.Line(r))
 		}
 		if d.Verdict == evals.Regressed {
 			for _, id := range d.ReplaySessions() {

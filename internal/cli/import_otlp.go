@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/otelimport"
 	"github.com/agentctl/agentctl/internal/otelsession"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 // formatOTLP is `agentctl import otlp`: OpenTelemetry at rest, through
@@ -43,7 +44,7 @@ func importOTLPRun(ctx context.Context, f *Factory, opts *importOptions) error {
 			}
 		case opts.Quiet:
 			for _, id := range rep.Sessions {
-				fmt.Fprintln(f.Out, id)
+				fmt.Fprintln(f.Out, termsafe.Line(id))
 			}
 		default:
 			writeOTLPImport(f, rep)
@@ -59,23 +60,23 @@ func writeOTLPImport(f *Factory, rep *otelimport.Report) {
 	for _, fr := range rep.Files {
 		switch {
 		case fr.Error != "":
-			fmt.Fprintf(f.Out, "skipped %s: %s\n", fr.Name, fr.Error)
+			fmt.Fprintf(f.Out, "skipped %s: %s\n", termsafe.Line(fr.Name), termsafe.Line(fr.Error))
 		case fr.Signal == "metrics":
-			fmt.Fprintf(f.Out, "ignored %s: metrics (sessions come from traces and logs)\n", fr.Name)
+			fmt.Fprintf(f.Out, "ignored %s: metrics (sessions come from traces and logs)\n", termsafe.Line(fr.Name))
 		default:
-			fmt.Fprintf(f.Out, "read %s: %d %s messages, %d spans or log records\n", fr.Name, fr.Messages, fr.Signal, fr.Accepted)
+			fmt.Fprintf(f.Out, "read %s: %d %s messages, %d spans or log records\n", termsafe.Line(fr.Name), fr.Messages, fr.Signal, fr.Accepted)
 		}
 		for _, r := range fr.Rejected {
-			fmt.Fprintf(f.Out, "  rejected span %s/%s: %s\n", r.TraceID, r.SpanID, r.Reason)
+			fmt.Fprintf(f.Out, "  rejected span %s/%s: %s\n", termsafe.Line(r.TraceID), termsafe.Line(r.SpanID), termsafe.Line(r.Reason))
 		}
 	}
 	if rep.Skipped > 0 {
 		fmt.Fprintf(f.Out, "%d files already imported, unchanged: not read again\n", rep.Skipped)
 	}
 	for _, id := range rep.Sessions {
-		fmt.Fprintf(f.Out, "imported %s as %s\n", rep.Source, id)
+		fmt.Fprintf(f.Out, "imported %s as %s\n", termsafe.Line(rep.Source), termsafe.Line(id))
 	}
 	if len(rep.Sessions) == 0 {
-		fmt.Fprintf(f.Out, "imported %s: no new spans\n", rep.Source)
+		fmt.Fprintf(f.Out, "imported %s: no new spans\n", termsafe.Line(rep.Source))
 	}
 }

@@ -55,38 +55,45 @@ func (v *liveView) Event(e session.Event) {
 	v.endText()
 	switch e.Kind {
 	case session.KindSessionStarted:
-		fmt.Fprintf(v.w, "session %s: %s on %s/%s\n", e.SessionID, e.Name, e.Provider, e.Model)
+		v.printf("session %s: %s on %s/%s", e.SessionID, e.Name, e.Provider, e.Model)
 	case session.KindUserMessage:
-		fmt.Fprintf(v.w, "user: %s\n", clip(e.Text, 200))
+		v.printf("user: %s", clip(e.Text, 200))
 	case session.KindAssistantMessage:
 		v.turn++
 		if e.Text != "" && !v.tty {
-			fmt.Fprintf(v.w, "turn %d: %s\n", v.turn, clip(e.Text, 200))
+			v.printf("turn %d: %s", v.turn, clip(e.Text, 200))
 		}
 		if e.Refusal != "" {
-			fmt.Fprintf(v.w, "turn %d: refused: %s\n", v.turn, clip(e.Refusal, 200))
+			v.printf("turn %d: refused: %s", v.turn, clip(e.Refusal, 200))
 		}
 		if e.FinishReason == "length" {
-			fmt.Fprintf(v.w, "turn %d: cut at the output cap (finish_reason length)\n", v.turn)
+			v.printf("turn %d: cut at the output cap (finish_reason length)", v.turn)
 		}
 		for _, c := range e.ToolCalls {
-			fmt.Fprintf(v.w, "turn %d: → %s %s\n", v.turn, c.Name, clip(string(c.Args), 120))
+			v.printf("turn %d: → %s %s", v.turn, c.Name, clip(string(c.Args), 120))
 		}
 	case session.KindModelCall:
 		v.tokens += e.InputTokens + e.OutputTokens
 		v.cost += e.CostUSD
-		fmt.Fprintf(v.w, "        model %s: %d in / %d out (total %d tokens, $%.4f)\n", e.Model, e.InputTokens, e.OutputTokens, v.tokens, v.cost)
+		v.printf("        model %s: %d in / %d out (total %d tokens, $%.4f)", e.Model, e.InputTokens, e.OutputTokens, v.tokens, v.cost)
 		if e.Error != "" {
-			fmt.Fprintf(v.w, "        model call failed: %s\n", clip(e.Error, 200))
+			v.printf("        model call failed: %s", clip(e.Error, 200))
 		}
 	case session.KindToolResult:
 		v.toolRuns++
-		fmt.Fprintf(v.w, "        %s\n", describe(e))
+		v.printf("        %s", describe(e))
 	case session.KindApprovalRequest, session.KindApprovalGranted, session.KindApprovalDenied,
 		session.KindCompaction, session.KindBudgetExceeded, session.KindEvaluation, session.KindReconciled,
 		session.KindInterrupted, session.KindError, session.KindModelChanged, session.KindBudgetChanged:
-		fmt.Fprintf(v.w, "%s: %s\n", strings.ReplaceAll(string(e.Kind), "_", " "), describe(e))
+		v.printf("%s: %s", strings.ReplaceAll(string(e.Kind), "_", " "), describe(e))
 	case session.KindSessionFinished:
-		fmt.Fprintf(v.w, "finished: %s\n", describe(e))
+		v.printf("finished: %s", describe(e))
 	}
+}
+
+// printf prints one line of the view: what it quotes of a session (a tool
+// name, a model's text, an error) can neither break it nor start a line of
+// a CI log (see termsafe.Line).
+func (v *liveView) printf(format string, args ...any) {
+	fmt.Fprintln(v.w, termsafe.Line(fmt.Sprintf(format, args...)))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/recorder"
 	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 func newReplayCmd(f *Factory) *cobra.Command {
@@ -125,7 +126,7 @@ func replayVerifyRun(f *Factory, opts *replayVerifyOptions) error {
 			}
 		}
 	} else {
-		writeVerify(f.Out, reps)
+		writeVerify(termsafe.Writer(f.Out), reps)
 	}
 	if corrupt != nil {
 		// The report says which log; the exit code and hint are the ones
@@ -175,7 +176,7 @@ func writeVerify(w io.Writer, reps []replaycheck.Report) {
 		} else if r.Error != "" {
 			first = "error"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.SessionID, r.Status, r.Events, r.ModelCalls, r.Checked, first)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", termsafe.Line(r.SessionID), termsafe.Line(r.Status), r.Events, r.ModelCalls, r.Checked, termsafe.Line(first))
 		counts[r.Status]++
 		events += r.Events
 	}

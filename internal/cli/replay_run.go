@@ -15,6 +15,7 @@ import (
 	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 type replayRunOptions struct {
@@ -124,7 +125,7 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 			return e
 		}
 	} else {
-		writeReplayRun(f.Out, rep, opts.Keep)
+		writeReplayRun(termsafe.Writer(f.Out), rep, opts.Keep)
 		if imported {
 			fmt.Fprintf(f.Out, "  %s: no spec; the recorded results stood in for its tools (--spec FILE re-runs them)\n", standInWhat(evs[0]))
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/runner"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 // Streams are the process's standard streams, injected for tests.
@@ -139,9 +140,10 @@ func Main(ctx context.Context, args []string, s Streams) int {
 		b, _ := json.Marshal(out)
 		fmt.Fprintln(s.Err, string(b))
 	} else {
-		fmt.Fprintf(s.Err, "agentctl: %v\n", err)
+		// An error may quote a session's or a report's strings.
+		fmt.Fprintf(s.Err, "agentctl: %s\n", termsafe.String(err.Error()))
 		if hint != "" {
-			fmt.Fprintln(s.Err, hint)
+			fmt.Fprintln(s.Err, termsafe.String(hint))
 		}
 		var ue usageError
 		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {

@@ -87,7 +87,7 @@ func sessionsRun(f *Factory, opts *sessionsOptions) error {
 		if s.Provider != "" {
 			model = s.Provider + "/" + s.Model
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.SessionID, s.Name, formatTime(s.Started), status, model, s.Events)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", termsafe.Line(s.SessionID), termsafe.Line(s.Name), formatTime(s.Started), termsafe.Line(status), termsafe.Line(model), s.Events)
 	}
 	return tw.Flush()
 }

@@ -138,7 +138,7 @@ func showFollowRun(ctx context.Context, f *Factory, opts *showOptions) error {
 
 // writeTimelineLine prints one event as "seq  time  kind  details".
 func writeTimelineLine(w io.Writer, e session.Event) {
-	fmt.Fprintf(w, "%5d  %s  %-17s %s\n", e.Seq, e.TS.Local().Format("15:04:05.000"), termsafe.String(string(e.Kind)), termsafe.String(describe(e)))
+	fmt.Fprintf(w, "%5d  %s  %-17s %s\n", e.Seq, e.TS.Local().Format("15:04:05.000"), termsafe.Line(string(e.Kind)), termsafe.Line(describe(e)))
 }
 
 // describe is the human summary of one event: what a reader needs to follow

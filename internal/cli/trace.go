@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentctl/agentctl/internal/recorder/otlp"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 type traceOptions struct {
@@ -66,7 +67,7 @@ func traceRun(f *Factory, opts *traceOptions) error {
 		return otlp.WriteJSON(f.Out, spans)
 	}
 	w := bufio.NewWriter(f.Out)
-	fmt.Fprintf(w, "trace %s (session %s, %d spans)\n", otlp.TraceID(id), id, len(spans))
+	fmt.Fprintf(w, "trace %s (session %s, %d spans)\n", otlp.TraceID(id), termsafe.Line(id), len(spans))
 	writeSpanTree(w, spans)
 	return w.Flush()
 }
@@ -95,9 +96,11 @@ func writeSpanTree(w io.Writer, spans tracetest.SpanStubs) {
 		s := spans[i]
 		status := ""
 		if s.Status.Code == codes.Error {
-			status = "  error: " + clip(s.Status.Description, 100)
+			status = "  error: " + termsafe.Line(clip(s.Status.Description, 100))
 		}
-		fmt.Fprintf(w, "%s%s  %s%s\n", strings.Repeat("  ", depth), s.Name,
+		// A span's name and status come from the session (a tool's name,
+		// an error): escaped, on one line.
+		fmt.Fprintf(w, "%s%s  %s%s\n", strings.Repeat("  ", depth), termsafe.Line(s.Name),
 			s.EndTime.Sub(s.StartTime).Round(time.Millisecond), status)
 		ix := children[s.SpanContext.SpanID()]
 		byStart(ix)

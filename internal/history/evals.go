@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/vfs"
 )
 
 // EvalDir is the folder of the history that holds eval reports' rows (see
@@ -163,7 +165,7 @@ func (h *History) EvalFiles() ([]string, error) {
 // ReadEvalRows reads every row of an eval report file. A damaged file
 // fails with an error matching ErrCorruptFile that names it.
 func ReadEvalRows(path string) ([]EvalRow, error) {
-	b, err := os.ReadFile(path)
+	b, err := vfs.ReadRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("history: read %s: %w", path, err)
 	}

@@ -138,7 +138,7 @@ func ReadRows(path string) ([]Row, error) {
 func readRowsSum(path string, f FileEntry) ([]Row, error) {
 	// One read of the whole file: parquet-go would otherwise issue a read
 	// per page and column, and history files are small or read whole.
-	b, err := os.ReadFile(path)
+	b, err := vfs.ReadRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("history: read %s: %w", path, err)
 	}
@@ -193,7 +193,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // (FileEntry.CRC32C): CRC-32C of its bytes, as 8 hex digits, read in one
 // streaming pass.
 func FileSum(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := vfs.OpenRegular(path)
 	if err != nil {
 		return "", fmt.Errorf("history: checksum %s: %w", path, err)
 	}

@@ -128,7 +128,7 @@ func newManifest() *Manifest {
 // none; version 2 is the same without that field.
 func LoadManifest(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(p)
+	b, err := vfs.ReadRegular(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return loadManifestV1(dir)
 	}
@@ -156,7 +156,7 @@ func LoadManifest(dir string) (*Manifest, error) {
 // which in a fresh process costs 5-10 ms of the query's ~100.
 func LoadManifestChanging(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(p)
+	b, err := vfs.ReadRegular(p)
 	if err != nil || len(b) == 0 || b[0] == '{' {
 		return LoadManifest(dir)
 	}
@@ -169,7 +169,7 @@ func LoadManifestChanging(dir string) (*Manifest, error) {
 
 func loadManifestV1(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, manifestFileV1)
-	b, err := os.ReadFile(p)
+	b, err := vfs.ReadRegular(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return newManifest(), nil
 	}

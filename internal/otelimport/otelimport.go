@@ -480,7 +480,10 @@ func (t tree) list(ctx context.Context) ([]entry, error) {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".") || !otlpName(d.Name()) {
+		// A named pipe, a device or a socket is listed so that reading it
+		// says why it was not imported; a link is not followed.
+		special := d.Type()&(fs.ModeNamedPipe|fs.ModeDevice|fs.ModeCharDevice|fs.ModeSocket) != 0
+		if (!d.Type().IsRegular() && !special) || strings.HasPrefix(d.Name(), ".") || !otlpName(d.Name()) {
 			return nil
 		}
 		fi, err := d.Info()
@@ -507,18 +510,11 @@ func otlpName(n string) bool {
 }
 
 func (t tree) read(ctx context.Context, e entry) ([]byte, error) {
-	f, err := os.Open(e.key)
+	f, err := vfs.OpenRegular(e.key)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, err

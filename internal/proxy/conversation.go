@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/provider"
+	"github.com/agentctl/agentctl/internal/redact"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -233,12 +234,12 @@ type callRecord struct {
 	sync   func() error // makes the artifacts durable
 }
 
-func (rc *callRecord) modelCall(status int) session.Event {
+func (rc *callRecord) modelCall(status int, red *redact.Redactor) session.Event {
 	c := rc.call
 	if rc.conv.digester == nil {
 		rc.conv.digester = session.NewDigester()
 	}
-	e := session.Event{Kind: session.KindModelCall, Provider: c.Provider, Model: c.Model, RequestDigest: c.digestWith(rc.conv.digester),
+	e := session.Event{Kind: session.KindModelCall, Provider: c.Provider, Model: c.Model, RequestDigest: c.digestWith(rc.conv.digester, red.String),
 		LatencyMS: time.Since(rc.began).Milliseconds(), MaxTokens: c.MaxTokens}
 	a := obj{"recorded_by": "proxy", "api": string(c.API), "path": c.Path, "stream": c.Stream, "status": status, "turn": c.Turn}
 	if c.RawQuery != "" {
@@ -327,7 +328,7 @@ func (rc *callRecord) append(s *Server, evs ...session.Event) {
 // an unreachable upstream. The history moves to the request's messages
 // (their events are written), not past them.
 func (rc *callRecord) fail(s *Server, status int, typ, msg string, body []byte) {
-	e := rc.modelCall(status)
+	e := rc.modelCall(status, s.red)
 	e.Error, e.ErrorType = msg, typ
 	rc.artifacts(s, body)
 	rc.nameArtifacts(false)
@@ -354,7 +355,7 @@ func (rc *callRecord) keepInputs() {
 // client that went away) and its model_call, and moves the history on.
 func (rc *callRecord) finish(s *Server, status int, header http.Header, resp provider.Response, perr, serr error, disconnected bool) {
 	c, cv := rc.call, rc.conv
-	e := rc.modelCall(status)
+	e := rc.modelCall(status, s.red)
 	rc.nameArtifacts(strings.HasPrefix(header.Get("Content-Type"), "text/event-stream"))
 	if resp.Model != "" {
 		e.Model = resp.Model

@@ -89,19 +89,31 @@ func (c *Call) Digest() string {
 	return session.Digest(c.projection(), tools)
 }
 
-// digestWith is Digest through a conversation's Digester. The Digester
-// tells messages apart by seq, and a request's messages have none, so
-// each gets its position as seq.
-func (c *Call) digestWith(d *session.Digester) string {
+// digestWith is Digest through a conversation's Digester, of the request
+// as the log holds it: every string passed through red, as the recorder
+// passes every string of every event, so that replay verify, which
+// projects the request from the log, computes the same digest. The
+// Digester tells messages apart by seq, and a request's messages have
+// none, so each gets its position as seq.
+func (c *Call) digestWith(d *session.Digester, red func(string) string) string {
 	msgs := c.projection()
 	numbered := make([]session.Message, len(msgs))
 	for i, m := range msgs {
+		m.Content, m.ToolCallID, m.Name = red(m.Content), red(m.ToolCallID), red(m.Name)
+		if len(m.ToolCalls) > 0 {
+			calls := make([]session.ToolCall, len(m.ToolCalls))
+			for j, tc := range m.ToolCalls {
+				tc.ID, tc.Name, tc.Args = red(tc.ID), red(tc.Name), session.MapJSONStrings(tc.Args, red)
+				calls[j] = tc
+			}
+			m.ToolCalls = calls
+		}
 		m.Seq = int64(i + 1)
 		numbered[i] = m
 	}
-	tools := c.Tools
-	if tools == nil {
-		tools = []string{}
+	tools := make([]string, len(c.Tools))
+	for i, t := range c.Tools {
+		tools[i] = red(t)
 	}
 	return d.Digest(numbered, tools)
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/termsafe"
+	"github.com/agentctl/agentctl/internal/vfs"
 )
 
 // Views lists the views every query can use, in the order they are
@@ -310,6 +312,15 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 				}
 			})
 			if err != nil && mayBeGone[id] && errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if errors.Is(err, vfs.ErrNotRegular) {
+				// Someone put a named pipe or a device where the log
+				// goes: not read (it could block every reader), not a
+				// session.
+				mu.Lock()
+				fmt.Fprintf(d.warn, "agentctl: warning: skipping session %s: %v\n", termsafe.Line(id), err)
+				mu.Unlock()
 				return
 			}
 			if errors.Is(err, recorder.ErrNotStarted) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/vfs"
 )
 
 // FollowPoll is how often Follow looks for events appended since it last
@@ -25,7 +26,7 @@ const FollowPoll = 200 * time.Millisecond
 // read error (a log damaged before its end: ErrCorrupt).
 func (s Store) Follow(ctx context.Context, id string, fn func(session.Event) error) error {
 	path := s.LogPath(id)
-	f, err := os.Open(path)
+	f, err := vfs.OpenRegular(path)
 	if err != nil {
 		return s.notStarted(id, fmt.Errorf("recorder: follow: %w", err))
 	}

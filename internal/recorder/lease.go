@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/vfs"
 )
 
 // Lease is the right to write one session: an exclusive flock on the
@@ -205,9 +207,9 @@ func (l *Lease) Release() error {
 // taking it or writing anything: a session with no session_finished and no
 // live writer crashed. A session with no lease file has no writer.
 func Live(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, LeaseFile))
+	f, err := vfs.OpenRegular(filepath.Join(dir, LeaseFile))
 	if err != nil {
-		return false
+		return false // a named pipe there is no lease
 	}
 	defer f.Close()
 	// The lock is taken on our own open file description and dropped by

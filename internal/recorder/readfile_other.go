@@ -2,12 +2,16 @@
 
 package recorder
 
-import "os"
+import (
+	"os"
+
+	"github.com/agentctl/agentctl/internal/vfs"
+)
 
 type rawFile struct{ *os.File }
 
 func openSized(path string) (*rawFile, int64, error) {
-	f, err := os.Open(path)
+	f, err := vfs.OpenRegular(path)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -28,6 +28,7 @@ type needle struct {
 	at   int
 	name string
 	pat  *pattern
+	rank int // the pattern's place in patterns
 }
 
 // span is one secret found in a text: b[start:end], called name.
@@ -35,6 +36,7 @@ type span struct {
 	start, end int
 	name       string
 	pat        bool
+	rank       int
 }
 
 // formatIndex holds the token formats' needles only.
@@ -58,7 +60,7 @@ func newIndex(values []Secret) *index {
 	}
 	for i := range patterns {
 		for _, l := range patterns[i].lits {
-			add(needle{lit: l, name: patterns[i].name, pat: &patterns[i]})
+			add(needle{lit: l, name: patterns[i].name, pat: &patterns[i], rank: i})
 		}
 	}
 	return ix
@@ -88,7 +90,7 @@ func anchor(lit string) int {
 // spans returns the secrets of b, in order and with overlapping ones
 // merged: each merged span keeps the name of the match
 // that starts first (at the same start: a known value before a format,
-// then the longer).
+// then the longer, then the format first in patterns).
 func (ix *index) spans(b []byte) []span {
 	var found []span
 	for i := 0; i+1 < len(b); i += 2 {
@@ -108,8 +110,8 @@ func (ix *index) spans(b []byte) []span {
 			if n.pat.word && start > 0 && isWord(b[start-1]) {
 				continue
 			}
-			if loc := n.pat.re.FindIndex(b[start:]); loc != nil {
-				found = append(found, span{start: start, end: start + loc[1], name: n.name, pat: true})
+			if s, e, ok := n.pat.match(b[start:]); ok {
+				found = append(found, span{start: start + s, end: start + e, name: n.name, pat: true, rank: n.rank})
 			}
 		}
 	}
@@ -126,7 +128,10 @@ func (ix *index) spans(b []byte) []span {
 			}
 			return -1
 		}
-		return cmp.Compare(b.end, a.end)
+		if c := cmp.Compare(b.end, a.end); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rank, b.rank)
 	})
 	out := found[:1]
 	for _, s := range found[1:] {

@@ -20,11 +20,22 @@
 // PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, PRIVATE, AUTH, COOKIE or
 // SESSION (but not the desktop's SSH_AUTH_SOCK, XDG_SESSION_* and the
 // like), with a value of at least 4 bytes. The name in the marker is the
-// variable's. Formats (see patterns): OpenAI (sk-…, sk-proj-…), Anthropic
-// (sk-ant-…), GitHub (ghp_…, gho_…, ghu_…, ghs_…, ghr_…, github_pat_…),
-// AWS access key ids (AKIA…, ASIA…), Slack (xox?-…), Google API keys
-// (AIza…), JWTs (three base64url parts starting eyJ) and PEM private key
-// blocks.
+// variable's. Formats (see patterns, the one table of them): OpenAI
+// (sk-…, sk-proj-…), Anthropic (sk-ant-…), GitHub (ghp_…, gho_…, ghu_…,
+// ghs_…, ghr_…, github_pat_…), AWS access key ids (AKIA…, ASIA…) and
+// secret access keys (40 characters after an access key id, or under a
+// name such as aws_secret_access_key= or "SecretAccessKey"), Slack
+// (xox?-…), Google API keys (AIza…), JWTs (three base64url parts starting
+// eyJ), PEM private key blocks, Stripe (sk_live_…, rk_live_…, and _test_),
+// Hugging Face (hf_…), Azure (AccountKey=, SharedAccessKey=, a SAS sig=),
+// the values of API-key headers (x-api-key:, api-key:,
+// Ocp-Apim-Subscription-Key:), bearer tokens of any shape (Bearer …),
+// basic credentials (Basic base64 of user:password) and the password of a
+// URL (postgres://user:password@host). Of a header, a URL or a named key
+// only the value becomes a marker ("Authorization: Bearer
+// [REDACTED:bearer_token]"). A format that could be ordinary text asks for
+// what ordinary text lacks: a digit in a bearer token or header value, both
+// cases in a Hugging Face token, a decoded colon in basic credentials.
 //
 // Every match is found, overlapping ones included, in one pass over the
 // text (see index); overlapping matches become one marker, named after
@@ -49,7 +60,9 @@
 package redact
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/base64"
 	"regexp"
 	"slices"
 	"strings"
@@ -70,20 +83,58 @@ type Redactor struct {
 }
 
 // pattern is a token format. Every match starts with one of lits; a match
-// of a pattern with word set starts at a word boundary.
+// of a pattern with word set starts at a word boundary. The secret is the
+// whole match of re, or its first group when it has one (the value of a
+// header, the password of a URL: the rest of the match says what it is,
+// and is kept). A pattern with valid takes only a secret valid accepts; one
+// with find takes what find returns instead of re's match.
 type pattern struct {
-	name string
-	lits []string
-	word bool
-	re   *regexp.Regexp // anchored at the start of the text
+	name  string
+	lits  []string
+	word  bool
+	re    *regexp.Regexp // anchored at the start of the text
+	valid func(secret []byte) bool
+	find  func(b []byte) (start, end int, ok bool)
 }
 
 func newPattern(name string, word bool, re string, lits ...string) pattern {
 	return pattern{name: name, lits: lits, word: word, re: regexp.MustCompile(`^(?:` + re + `)`)}
 }
 
-// patterns are the token formats, the more specific first: of two matches
-// at the same place the first one's name is reported.
+// with returns p taking only the secrets valid accepts.
+func (p pattern) with(valid func([]byte) bool) pattern { p.valid = valid; return p }
+
+// match returns the secret of the match of p at the start of b.
+func (p *pattern) match(b []byte) (start, end int, ok bool) {
+	if p.find != nil {
+		return p.find(b)
+	}
+	loc := p.re.FindSubmatchIndex(b)
+	if loc == nil {
+		return 0, 0, false
+	}
+	start, end = loc[0], loc[1]
+	if len(loc) > 2 && loc[2] >= 0 {
+		start, end = loc[2], loc[3]
+	}
+	if start == end || (p.valid != nil && !p.valid(b[start:end])) {
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
+// Pieces of the formats below. A value (of a header, a key) may be quoted,
+// also inside a JSON string (\"), and is made of token characters: never
+// of a marker's brackets, so that a marker is not redacted again.
+const (
+	sep      = `(?:\\?["'])?[ \t]*[:=][ \t]*(?:\\?["'])?`
+	token68  = `[A-Za-z0-9\-._~+/]`
+	base64ch = `[A-Za-z0-9+/]`
+)
+
+// patterns are the token formats: the one table of what is redacted
+// without being known. The more specific come first: of two matches of the
+// same text the first one's name is reported.
 var patterns = []pattern{
 	newPattern("private_key", false, `(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)`, "-----BEGIN"),
 	newPattern("anthropic_key", true, `sk-ant-[A-Za-z0-9_\-]{16,}`, "sk-ant-"),
@@ -93,6 +144,81 @@ var patterns = []pattern{
 	newPattern("slack_token", true, `xox[abposr]-[A-Za-z0-9\-]{10,}`, "xox"),
 	newPattern("google_api_key", true, `AIza[0-9A-Za-z_\-]{35}`, "AIza"),
 	newPattern("jwt", true, `eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`, "eyJ"),
+	newPattern("stripe_key", true, `[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`, "sk_live_", "rk_live_", "sk_test_", "rk_test_"),
+	newPattern("huggingface_token", true, `hf_[A-Za-z0-9]{30,}`, "hf_").with(mixedCase),
+	// An AWS secret access key is 40 characters of base64 with nothing to
+	// tell it by: taken under a name that says what it is, or after an
+	// access key id (aws_secret_beside).
+	newPattern("aws_secret_access_key", false, `(?:aws_secret_access_key|AWS_SECRET_ACCESS_KEY|aws_secret_key|AWS_SECRET_KEY|SecretAccessKey|secretAccessKey)`+sep+`(`+base64ch+`{16,}=*)`,
+		"aws_secret_access_key", "AWS_SECRET_ACCESS_KEY", "aws_secret_key", "AWS_SECRET_KEY", "SecretAccessKey", "secretAccessKey"),
+	{name: "aws_secret_access_key", lits: []string{"AKIA", "ASIA"}, word: true, find: awsSecretBeside},
+	newPattern("azure_key", false, `(?:AccountKey|SharedAccessKey)=(`+base64ch+`{20,}={0,2})`, "AccountKey=", "SharedAccessKey="),
+	newPattern("azure_key", false, `[?&]sig=([A-Za-z0-9%+/=]{16,})`, "?sig=", "&sig="),
+	newPattern("api_key_header", true, `(?i:api-key|subscription-key)`+sep+`(`+token68+`{12,}=*)`,
+		"api-key", "Api-Key", "API-Key", "API-KEY", "Api-key", "api-Key", "subscription-key", "Subscription-Key", "SUBSCRIPTION-KEY").with(hasDigit),
+	// Last: a JWT or a provider's key after "Bearer" keeps its own name.
+	newPattern("bearer_token", true, `(?i:bearer)[ \t]+(`+token68+`{16,}=*)`, "Bearer", "bearer", "BEARER").with(hasDigit),
+	newPattern("basic_auth", true, `(?i:basic)[ \t]+(`+base64ch+`{6,}={0,2})`, "Basic", "basic", "BASIC").with(basicCredentials),
+	// user:password@ after a URL's scheme (postgres://, https://, redis://).
+	newPattern("url_password", false, `://[^\s:/@?#\[\]]*:([^\s/@?#\[\]]+)@`, "://"),
+}
+
+// hasDigit tells a token from a word.
+func hasDigit(b []byte) bool {
+	return slices.ContainsFunc(b, func(c byte) bool { return c >= '0' && c <= '9' })
+}
+
+// mixedCase tells a random token from an identifier.
+func mixedCase(b []byte) bool {
+	return slices.ContainsFunc(b, func(c byte) bool { return c >= 'A' && c <= 'Z' }) &&
+		slices.ContainsFunc(b, func(c byte) bool { return c >= 'a' && c <= 'z' })
+}
+
+// basicCredentials reports whether b is the base64 of user:password, as
+// HTTP basic authentication sends them.
+func basicCredentials(b []byte) bool {
+	d, err := base64.StdEncoding.DecodeString(string(b))
+	if err != nil {
+		d, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(string(b), "="))
+	}
+	i := bytes.IndexByte(d, ':')
+	if err != nil || i < 0 || i == len(d)-1 {
+		return false
+	}
+	return !slices.ContainsFunc(d, func(c byte) bool { return c < 0x20 || c == 0x7f })
+}
+
+// besideWindow is how far after an AWS access key id its secret is looked
+// for: a CSV row, a credentials file, an "id secret" line.
+const besideWindow = 256
+
+// awsSecretBeside finds the secret access key that follows the access key
+// id at the start of b: the first run of exactly 40 base64 characters
+// within besideWindow bytes with upper and lower case letters and a digit
+// or a slash or plus (a hexadecimal git hash has no upper case).
+func awsSecretBeside(b []byte) (start, end int, ok bool) {
+	const idLen = 20
+	if len(b) < idLen || (len(b) > idLen && isWord(b[idLen])) ||
+		slices.ContainsFunc(b[4:idLen], func(c byte) bool { return (c < 'A' || c > 'Z') && (c < '0' || c > '9') }) {
+		return 0, 0, false
+	}
+	in := func(c byte) bool { return isWord(c) && c != '_' || c == '/' || c == '+' }
+	stop := min(len(b), idLen+besideWindow)
+	for i := idLen; i < stop; {
+		if !in(b[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(b) && in(b[j]) {
+			j++
+		}
+		if j-i == 40 && mixedCase(b[i:j]) && slices.ContainsFunc(b[i:j], func(c byte) bool { return c >= '0' && c <= '9' || c == '/' || c == '+' }) {
+			return i, j, true
+		}
+		i = j
+	}
+	return 0, 0, false
 }
 
 // MinValue is the shortest known value New accepts: shorter ones would
