@@ -435,16 +435,6 @@ func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
 	return res
 }
 
-// ScopeSQL is run before a sql assertion's query: the views events,
-// sessions and tool_calls of a schema of their own hold only the
-// scenario's session, and come first in the search path, so the query
-// names them as usual.
-const ScopeSQL = `CREATE SCHEMA IF NOT EXISTS scenario;
-CREATE OR REPLACE VIEW scenario.events AS SELECT * FROM main.events WHERE session_id = %[1]s;
-CREATE OR REPLACE VIEW scenario.sessions AS SELECT * FROM main.sessions WHERE session_id = %[1]s;
-CREATE OR REPLACE VIEW scenario.tool_calls AS SELECT * FROM main.tool_calls WHERE session_id = %[1]s;
-SET search_path = 'scenario,main';`
-
 // sql runs a sql assertion over the home's views scoped to the session.
 // It passes when the first column of the first row is true (a boolean
 // true, a non-zero number, or the text true/t/yes/1).
@@ -454,8 +444,9 @@ func (e *engine) sql(ctx context.Context, a *Assertion, id string) Result {
 		return fail(a, "open the history: %v", err)
 	}
 	defer db.Close()
-	if _, err := db.Query(ctx, fmt.Sprintf(ScopeSQL, "'"+strings.ReplaceAll(id, "'", "''")+"'")); err != nil {
-		return fail(a, "scope the views to the session: %v", err)
+	// The views hold the run's session only, through every reload.
+	if err := db.Scope(ctx, id); err != nil {
+		return fail(a, "%v", err)
 	}
 	// The suite's SQL reads the run's rows, not the machine's files.
 	if err := db.Confine(ctx); err != nil {

@@ -23,12 +23,12 @@ const evalColumns = `NULL::VARCHAR AS record, NULL::VARCHAR AS report_digest, NU
 // of every eval report file (package history, EvalRow). eval_results
 // carries its run's suite, branch, commit and started, so "pass rate of a
 // scenario on main over the last 30 runs" needs no join.
-const evalViews = `CREATE OR REPLACE VIEW eval_runs AS
+const evalViews = `CREATE OR REPLACE VIEW main.eval_runs AS
 SELECT report_digest, suite, suite_path, suite_sha256, branch, "commit", started, ms, complete, ok,
   scenarios, scenarios_passed, scenarios_failed, runs, runs_ok, nullif(shards, '') AS shards,
   nullif(filter, '') AS filter, report
 FROM ($SRC) WHERE record = 'run';
-CREATE OR REPLACE VIEW eval_results AS
+CREATE OR REPLACE VIEW main.eval_results AS
 SELECT report_digest, suite, branch, "commit", started, scenario, scenario_index, "repeat", passed,
   scenario_ok, status, nullif(error, '') AS error, failed, failed_assertions, session_id, cost_usd,
   tokens, tool_calls, ms
