@@ -51,10 +51,13 @@
 //     reader filters with NOT IN instead of consulting the session map.
 //  3. Seal writes the session's file, then swaps in a manifest pointing the
 //     session at it. An earlier per-session file of that session is removed
-//     after the swap; in a segment, the session is marked dropped instead,
-//     and the next compaction leaves its old rows out. So sealing twice
-//     never duplicates rows, and a resumed session's re-seal replaces what
-//     was sealed before.
+//     after the swap; a segment that held its rows is written again
+//     without them (supersede) and swapped in by the same manifest. So
+//     sealing twice never duplicates rows, a resumed session's re-seal
+//     replaces what was sealed before, and every row of a listed file is
+//     live: a reader of the listed files alone counts each event once. (A
+//     manifest written before this rule may still list dropped sessions
+//     per file, its D lines; the next seal or compaction rewrites them.)
 //  4. Compact writes the new segments, swaps the manifest, then removes the
 //     merged files. A crash before the swap leaves unlisted segments; after
 //     it, unlisted old files. Readers never see either; the next Compact
