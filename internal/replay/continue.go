@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -65,7 +66,7 @@ var extracted struct {
 func extractDefault(dir string) error {
 	extracted.Lock()
 	defer extracted.Unlock()
-	if extracted.dirs[dir] {
+	if _, err := os.Stat(filepath.Join(dir, fixtures.DefaultAgent)); err == nil && extracted.dirs[dir] {
 		return nil
 	}
 	if _, err := fixtures.Extract(dir); err != nil {
