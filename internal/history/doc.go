@@ -22,8 +22,9 @@
 // file of EvalRow rows under evals/, partitioned by the UTC date the eval
 // started: one row with record = 'run' (suite, suite_path, suite_sha256,
 // branch, commit, started, ms, complete, ok, scenarios, scenarios_passed,
-// scenarios_failed, runs, runs_ok, shards, filter, and report: the whole
-// report as JSON), then one row with record = 'result' per scenario
+// scenarios_failed, runs, runs_ok, shards, filter, report: the whole
+// report as JSON, and signature: an ed25519 signature of the report's
+// bytes when the sealing job held a key; see evals.SigningKeyEnv), then one row with record = 'result' per scenario
 // repeat (scenario, scenario_index, repeat, passed, scenario_ok, status,
 // error, failed, failed_assertions as a JSON array, session_id,
 // cost_usd, tokens, tool_calls, ms), each carrying the run's columns
