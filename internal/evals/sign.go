@@ -30,11 +30,12 @@ import (
 const (
 	// SigningKeyEnv holds the ed25519 private key that signs the reports
 	// this process seals: base64 of its 32-byte seed (or 64-byte key), or
-	// a PKCS #8 PEM block (openssl genpkey -algorithm ed25519).
+	// a PKCS #8 PEM block (openssl genpkey -algorithm ed25519) or its
+	// base64 body.
 	SigningKeyEnv = "AGENTCTL_REPORT_KEY"
 	// TrustedKeysEnv lists the ed25519 public keys whose signatures make
-	// a report a baseline: base64 of 32 bytes, or PEM (openssl pkey
-	// -pubout), several separated by commas. Unset, any report is taken,
+	// a report a baseline: base64 of 32 bytes, PEM (openssl pkey -pubout)
+	// or its base64 body, several separated by commas. Unset, any report is taken,
 	// as before signing existed.
 	TrustedKeysEnv = "AGENTCTL_REPORT_PUBKEY"
 )
@@ -65,6 +66,14 @@ func ParseSigningKey(s string) (*Signer, error) {
 		key = ek
 	} else {
 		b, err := base64.StdEncoding.DecodeString(s)
+		if err == nil && len(b) != ed25519.SeedSize && len(b) != ed25519.PrivateKeySize {
+			// The body of openssl's PEM: the key in its PKCS #8 wrapping.
+			if k, perr := x509.ParsePKCS8PrivateKey(b); perr == nil {
+				if ek, ok := k.(ed25519.PrivateKey); ok {
+					b = ek
+				}
+			}
+		}
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("evals: %s: neither PEM nor base64: %w", SigningKeyEnv, err)
@@ -128,8 +137,16 @@ func ParseTrustedKeys(s string) (*TrustedKeys, error) {
 			continue
 		}
 		b, err := base64.StdEncoding.DecodeString(f)
+		if err == nil && len(b) != ed25519.PublicKeySize {
+			// The body of openssl's PEM: the key in its DER wrapping.
+			if k, perr := x509.ParsePKIXPublicKey(b); perr == nil {
+				if ek, ok := k.(ed25519.PublicKey); ok {
+					b = ek
+				}
+			}
+		}
 		if err != nil || len(b) != ed25519.PublicKeySize {
-			return nil, fmt.Errorf("evals: %s: %q is not an ed25519 public key (base64 of %d bytes, or PEM)", TrustedKeysEnv, f, ed25519.PublicKeySize)
+			return nil, fmt.Errorf("evals: %s: %q is not an ed25519 public key (base64 of %d bytes, or of its DER, or PEM)", TrustedKeysEnv, f, ed25519.PublicKeySize)
 		}
 		t.keys[keyID(b)] = ed25519.PublicKey(b)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -125,4 +126,38 @@ func TestParseKeys(t *testing.T) {
 	if s.Public() != signer(t, 1).Public() {
 		t.Errorf("PEM key's public = %s, want the seed's", s.Public())
 	}
+	// The PEM bodies alone, one line each, as an environment variable
+	// holds them best.
+	body := strings.Split(priv, "\n")[1]
+	if s2, err := evals.ParseSigningKey(body); err != nil || s2.Public() != s.Public() {
+		t.Errorf("ParseSigningKey(PEM body) = %v, %v", s2, err)
+	}
+	for _, pk := range []string{s.Public(), spki(t, s.Public())} {
+		tk, err := evals.ParseTrustedKeys(pk)
+		if err != nil {
+			t.Fatalf("ParseTrustedKeys(%s) = %v", pk, err)
+		}
+		if err := tk.Verify([]byte("r"), s.Sign([]byte("r"))); err != nil {
+			t.Errorf("Verify with %s = %v", pk, err)
+		}
+	}
+}
+
+func mustB64(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// spki is the base64 DER a PEM public key holds (openssl pkey -pubout).
+func spki(t *testing.T, pub string) string {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(ed25519.PublicKey(mustB64(t, pub)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(der)
 }
