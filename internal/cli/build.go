@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentctl/agentctl/fixtures"
+	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 )
@@ -26,33 +26,12 @@ func specFromArg(path string) (*spec.Spec, error) {
 
 // sessionSpec is the spec a recorded session goes on with (resume, replay
 // run, replay fork): the file named by specFile or the one the session ran
-// from, never the copy in the header (see spec.ForSession), adjusted by the
-// command's --workspace and --unsandboxed flags; changes lists how it
-// differs from the recorded spec.
-//
-// A recorded spec path inside the agentctl home is refused: a home handed
-// over from elsewhere could carry a spec of its own there, and its header
-// would name it. The embedded default agent, which run extracts into the
-// home, is extracted afresh instead.
+// from, by replay.SpecFile's rule for the home (never the copy in the
+// header; a recorded spec inside the home refused; the embedded default
+// agent extracted afresh), adjusted by the command's --workspace and
+// --unsandboxed flags; changes lists how it differs from the recorded spec.
 func sessionSpec(f *Factory, hdr session.Event, specFile, workspace string, unsandboxed bool) (sp *spec.Spec, changes []string, err error) {
-	if specFile == "" && hdr.SpecPath != "" {
-		home, herr := filepath.Abs(f.Home)
-		if herr != nil {
-			return nil, nil, herr
-		}
-		rec := filepath.Clean(hdr.SpecPath)
-		defaultDir := filepath.Join(home, "default-agent")
-		switch {
-		case rec == filepath.Join(defaultDir, fixtures.DefaultAgent):
-			if _, err := fixtures.Extract(defaultDir); err != nil {
-				return nil, nil, fmt.Errorf("extract the embedded default agent: %w", err)
-			}
-		case rec == home || strings.HasPrefix(rec, home+string(filepath.Separator)):
-			return nil, nil, fmt.Errorf("the session's recorded spec %s is inside the agentctl home, where a home from elsewhere could have placed it; pass --spec FILE with the spec to go on with", rec)
-		}
-	}
-	sp, err = spec.ForSession(hdr, specFile)
-	if err != nil {
+	if sp, _, err = replay.SpecFile(f.Home, hdr, specFile); err != nil {
 		return nil, nil, err
 	}
 	if unsandboxed {

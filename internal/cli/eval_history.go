@@ -42,7 +42,7 @@ func (o *evalHistoryOptions) provenance() evals.Provenance {
 }
 
 // stamp sets the report's branch and commit (see provenance) where it
-// has none, before it is written anywhere.
+// has none, and the CI job writing it, before it is written anywhere.
 func (o *evalHistoryOptions) stamp(rep *evals.Report) {
 	p := o.provenance()
 	if o.Branch != "" || rep.Branch == "" {
@@ -51,6 +51,7 @@ func (o *evalHistoryOptions) stamp(rep *evals.Report) {
 	if o.Commit != "" || rep.Commit == "" {
 		rep.Commit = p.Commit
 	}
+	rep.Writer = evals.DetectWriter(os.Getenv)
 }
 
 // sealEvalReport seals a report of the whole suite (or a merge of its
@@ -61,21 +62,50 @@ func sealEvalReport(f *Factory, rep *evals.Report, o *evalHistoryOptions) {
 	if o.NoHistory || len(rep.Shards) > 0 {
 		return
 	}
-	if _, err := evals.SealReport(history.New(f.Home), rep); err != nil {
+	signer, err := reportSigner()
+	if err != nil {
+		fmt.Fprintf(f.Err, "agentctl: warning: the eval report is not sealed into the history: %v\n", err)
+		return
+	}
+	if _, err := evals.SealReport(history.New(f.Home), rep, signer); err != nil {
 		fmt.Fprintf(f.Err, "agentctl: warning: seal the eval report into the history: %v\n", err)
 	}
 }
 
+// reportSigner is the key of $AGENTCTL_REPORT_KEY that signs the reports
+// this job seals, nil when it is unset (see evals.SigningKeyEnv).
+func reportSigner() (*evals.Signer, error) {
+	k := os.Getenv(evals.SigningKeyEnv)
+	if k == "" {
+		return nil, nil
+	}
+	return evals.ParseSigningKey(k)
+}
+
+// trustedReportKeys are the keys of $AGENTCTL_REPORT_PUBKEY a history
+// baseline must be signed by, nil when it is unset.
+func trustedReportKeys() (*evals.TrustedKeys, error) {
+	k := os.Getenv(evals.TrustedKeysEnv)
+	if k == "" {
+		return nil, nil
+	}
+	return evals.ParseTrustedKeys(k)
+}
+
 // baselineFromHistory is `--baseline history:BRANCH`: the newest complete
 // report of the suite on branch in the home's history, with the remote's
-// (remoteURL, else $AGENTCTL_REMOTE) when one is given.
+// (remoteURL, else $AGENTCTL_REMOTE) when one is given; with
+// $AGENTCTL_REPORT_PUBKEY, the newest one signed by one of its keys.
 func baselineFromHistory(ctx context.Context, f *Factory, suite, branch, remoteURL string) (*evals.Report, error) {
+	trusted, err := trustedReportKeys()
+	if err != nil {
+		return nil, usageError{err}
+	}
 	if remoteURL == "" {
 		remoteURL = os.Getenv(remote.Env)
 	}
 	var db *query.DB
 	var closeDB func()
-	var err error
 	if remoteURL != "" {
 		db, closeDB, err = openRemoteQueryDB(ctx, f, remoteURL)
 	} else {
@@ -85,5 +115,5 @@ func baselineFromHistory(ctx context.Context, f *Factory, suite, branch, remoteU
 		return nil, err
 	}
 	defer closeDB()
-	return evals.BaselineFromHistory(ctx, evals.HistorySource{DB: db, Suite: suite}, branch)
+	return evals.BaselineFromHistory(ctx, evals.HistorySource{DB: db, Suite: suite, Trusted: trusted, Warn: f.Err}, branch)
 }

@@ -44,7 +44,8 @@ Views:
               branch, commit, started, ms, complete (the whole suite, no
               filter, nothing interrupted), ok, scenarios,
               scenarios_passed, scenarios_failed, runs, runs_ok, shards,
-              filter, report (the JSON report)
+              filter, report (the JSON report), signature (its ed25519
+              signature, when the sealing job held $AGENTCTL_REPORT_KEY)
   eval_results one row per scenario repeat of a report: report_digest,
               suite, branch, commit, started, scenario, scenario_index,
               repeat, passed, scenario_ok, status, error, failed,

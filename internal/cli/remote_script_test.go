@@ -63,7 +63,7 @@ func s3Server(ts *testscript.TestScript, neg bool, args []string) {
 
 // s3 ls PREFIX | s3 put KEY FILE | s3 get KEY FILE: look at or change the
 // bucket of $AGENTCTL_REMOTE behind agentctl's back. ls prints one key per
-// line.
+// line; put's KEY given as @FILE is the key that file holds.
 func s3Cmd(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 {
 		ts.Fatalf("usage: s3 ls PREFIX | s3 put KEY FILE | s3 get KEY FILE")
@@ -81,7 +81,11 @@ func s3Cmd(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		fmt.Fprint(ts.Stdout(), b.String())
 	case "put":
-		_, err := st.Put(ctx, args[1], []byte(ts.ReadFile(args[2])), remote.Cond{})
+		key := args[1]
+		if f, ok := strings.CutPrefix(key, "@"); ok {
+			key = strings.TrimSpace(ts.ReadFile(f)) // a key a script computed
+		}
+		_, err := st.Put(ctx, key, []byte(ts.ReadFile(args[2])), remote.Cond{})
 		ts.Check(err)
 	case "get":
 		b, _, err := st.Get(ctx, args[1], remote.MaxObjectBytes)

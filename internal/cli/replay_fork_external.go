@@ -1,16 +1,12 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/agentctl/agentctl/internal/agent"
-	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/replay"
-	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 )
 
@@ -22,42 +18,11 @@ type externalForkOutput struct {
 	Run runOutput `json:"run"`
 }
 
-// replayForkExternal forks an external agent's session: the agent runs
-// again in a fresh workspace from the spec, its model calls up to --from
-// are served from the recording, the rest by the model --model and
-// --script name (the pinned one by default), as replay.ForkExternal does.
-// The flags and output mirror agentctl's own fork; --prompt and
-// --rerun-bash, which act on copied events, have no meaning here.
-func replayForkExternal(ctx context.Context, f *Factory, opts *replayForkOptions, id string, evs []session.Event, sp *spec.Spec) error {
-	if opts.Prompt != "" {
-		return usageError{fmt.Errorf("replay fork %s: --prompt: the session ran an external agent, whose requests come from the program itself (its first message is the spec's prompt, which its replayed calls must match); edit the spec's prompt and use agentctl run instead", id)}
-	}
-	if opts.RerunBash {
-		return usageError{fmt.Errorf("replay fork %s: --rerun-bash: the session ran an external agent, which runs its own tools again in the fork's fresh workspace; drop the flag", id)}
-	}
-	live := *sp
-	if err := forkModel(&live, opts); err != nil {
-		return err
-	}
-	cfg, err := runConfig(f, &live, opts.Quiet || opts.JSON)
-	if err != nil {
-		return fmt.Errorf("replay fork %s: %w", id, err)
-	}
-	backend, err := agent.Backend(&live)
-	if err != nil {
-		return fmt.Errorf("replay fork %s: %w", id, err)
-	}
-	src := f.Store()
-	rep, err := replay.ForkExternal(ctx, replay.ExternalForkConfig{Store: cfg.Store, SessionID: id, Events: evs, From: opts.From,
-		Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(src.SessionDir(id), rel) },
-		Spec:      sp, Live: backend, Provider: live.Model.Provider, Model: live.Model.ID,
-		ForkID: opts.ForkID, Observer: cfg.Observer})
-	flushTelemetry(f, cfg.Observer)
-	if rep.SessionID == "" {
-		return err
-	}
-	sealSession(f, rep.SessionID)
-	if opts.JSON {
+// writeExternalForkRun prints the fork of an external agent's session
+// (replay.ForkExternal, through replay.ForkSession) and the run's outcome,
+// as text or as one --json object; m is the model it went live on.
+func writeExternalForkRun(f *Factory, rep replay.ExternalForkReport, m spec.Model, err error, asJSON bool) error {
+	if asJSON {
 		// reportRun prints the run's object; the fork's goes around it.
 		var buf strings.Builder
 		ff := *f
@@ -70,7 +35,7 @@ func replayForkExternal(ctx context.Context, f *Factory, opts *replayForkOptions
 		}
 		return rerr
 	}
-	writeExternalFork(f.Out, rep, live.Model)
+	writeExternalFork(f.Out, rep, m)
 	return reportRun(f, rep.Result, err, false)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/replay"
+	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 	"github.com/agentctl/agentctl/internal/termsafe"
@@ -272,57 +273,63 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 		return err
 	}
 	if sp.External() {
-		return replayForkExternal(ctx, f, opts, id, evs, sp)
+		if opts.Prompt != "" {
+			return usageError{fmt.Errorf("replay fork %s: --prompt: the session ran an external agent, whose requests come from the program itself (its first message is the spec's prompt, which its replayed calls must match); edit the spec's prompt and use agentctl run instead", id)}
+		}
+		if opts.RerunBash {
+			return usageError{fmt.Errorf("replay fork %s: --rerun-bash: the session ran an external agent, which runs its own tools again in the fork's fresh workspace; drop the flag", id)}
+		}
 	}
-	if err := forkModel(sp, opts); err != nil {
+	live := *sp
+	if err := forkModel(&live, opts); err != nil {
 		return err
 	}
-	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
-	if err != nil {
-		return fmt.Errorf("replay fork %s: %w", id, err)
+	var view runner.Observer
+	if !opts.Quiet && !opts.JSON {
+		view = newLiveView(f.Err)
 	}
-	if imported {
-		cfg.Tools = replay.UnavailableTools(evs)
-	}
-	rep, err := replay.Fork(ctx, replay.ForkConfig{Store: cfg.Store, SessionID: id, Events: evs, From: opts.From, Spec: sp,
-		Provider: cfg.Provider, Tools: cfg.Tools, Prompt: opts.Prompt, ForkID: opts.ForkID, Observer: cfg.Observer,
-		RerunBash: opts.RerunBash, NewProvider: cfg.NewProvider})
-	flushTelemetry(f, cfg.Observer)
-	if rep.SessionID == "" {
+	obs := withTelemetry(f, view)
+	rep, err := replay.ForkSession(ctx, replay.ForkSessionConfig{Store: f.Store(), Recordings: f.Store(), SessionID: id, Events: evs,
+		From: opts.From, Spec: sp, StandIn: imported, Model: &live.Model, Prompt: opts.Prompt, RerunBash: opts.RerunBash,
+		ForkID: opts.ForkID, Observer: obs})
+	flushTelemetry(f, obs)
+	if rep.SessionID() == "" {
 		return err
 	}
-	sealSession(f, rep.SessionID)
+	sealSession(f, rep.SessionID())
+	if rep.External != nil {
+		return writeExternalForkRun(f, *rep.External, rep.Model, err, opts.JSON)
+	}
+	fr := rep.Own
 	if !opts.JSON {
 		note := ""
-		if rep.Rerun > 0 {
-			note += fmt.Sprintf(", %d bash calls run again", rep.Rerun)
+		if fr.Rerun > 0 {
+			note += fmt.Sprintf(", %d bash calls run again", fr.Rerun)
 		}
-		if rep.ModelChanged {
-			note += fmt.Sprintf(", model changed to %s/%s", sp.Model.Provider, sp.Model.ID)
+		if fr.ModelChanged {
+			note += fmt.Sprintf(", model changed to %s/%s", rep.Model.Provider, rep.Model.ID)
 		}
-		if rep.GitSHA != "" {
-			note += ", workspace from the run branch at commit " + rep.GitSHA
+		if fr.GitSHA != "" {
+			note += ", workspace from the run branch at commit " + fr.GitSHA
 		}
 		fmt.Fprintf(f.Out, "forked %s at seq %d into %s (%d events copied, %d workspace edits re-applied, %d custom calls not repeated%s)\n",
-			id, opts.From, rep.SessionID, rep.Copied, rep.Reapplied, rep.Skipped, note)
+			id, opts.From, fr.SessionID, fr.Copied, fr.Reapplied, fr.Skipped, note)
 	}
-	return reportRun(f, rep.Result, err, opts.JSON)
+	return reportRun(f, fr.Result, err, opts.JSON)
 }
 
-// replaySpec is the spec replay run and fork go on with: for a session
-// agentctl ran, the spec file (sessionSpec; a changed one is warned about);
-// for an imported one with no --spec, the minimal spec replay.ImportedSpec
-// makes from its events (imported reports that case).
+// replaySpec is the spec replay run and fork go on with
+// (replay.ContinueSpec): for a session agentctl ran, the spec file (a
+// changed one is warned about); for an imported one with no --spec, the
+// minimal spec replay.ImportedSpec makes from its events (imported reports
+// that case).
 func replaySpec(f *Factory, cmd, id string, evs []session.Event, specFile string) (sp *spec.Spec, imported bool, err error) {
-	if replay.StandIn(evs[0]) != "" && specFile == "" {
-		return replay.ImportedSpec(evs), true, nil
-	}
-	sp, changes, err := sessionSpec(f, evs[0], specFile, "", false)
+	sp, standIn, changes, err := replay.ContinueSpec(f.Home, evs, specFile)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s %s: %w", cmd, id, err)
 	}
 	warnSpecChanges(f, cmd, id, sp, changes)
-	return sp, false, nil
+	return sp, standIn != "", nil
 }
 
 // standInWhat says where a session replayed without a spec came from.

@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/internal/gitsafe"
 	"github.com/agentctl/agentctl/internal/history"
@@ -65,6 +68,44 @@ func DetectProvenance(getenv func(string) string, dir string) Provenance {
 	return p
 }
 
+// Writer is the CI job that wrote a report, as its environment names it.
+type Writer struct {
+	// System is github-actions or gitlab-ci.
+	System     string `json:"system"`
+	Repository string `json:"repository,omitempty"`
+	// Workflow is GitHub's workflow ref (owner/repo/.github/workflows/
+	// file.yml@ref) or GitLab's pipeline id.
+	Workflow string `json:"workflow,omitempty"`
+	Job      string `json:"job,omitempty"`
+	RunID    string `json:"run_id,omitempty"`
+	// Ref is the git ref the job ran on, Event what started it (push,
+	// pull_request, schedule, ...).
+	Ref   string `json:"ref,omitempty"`
+	Event string `json:"event,omitempty"`
+}
+
+// DetectWriter names the CI job running this process (GitHub Actions,
+// GitLab CI), nil outside CI.
+func DetectWriter(getenv func(string) string) *Writer {
+	switch {
+	case getenv("GITHUB_ACTIONS") == "true":
+		return &Writer{System: "github-actions", Repository: getenv("GITHUB_REPOSITORY"), Workflow: getenv("GITHUB_WORKFLOW_REF"),
+			Job: getenv("GITHUB_JOB"), RunID: joinNonEmpty(getenv("GITHUB_RUN_ID"), getenv("GITHUB_RUN_ATTEMPT")),
+			Ref: getenv("GITHUB_REF"), Event: getenv("GITHUB_EVENT_NAME")}
+	case getenv("GITLAB_CI") == "true":
+		return &Writer{System: "gitlab-ci", Repository: getenv("CI_PROJECT_PATH"), Workflow: getenv("CI_PIPELINE_ID"),
+			Job: getenv("CI_JOB_NAME"), RunID: getenv("CI_JOB_ID"), Ref: getenv("CI_COMMIT_REF_NAME"), Event: getenv("CI_PIPELINE_SOURCE")}
+	}
+	return nil
+}
+
+func joinNonEmpty(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "." + b
+}
+
 // repoRoot is the nearest folder at or above dir that holds a .git.
 func repoRoot(dir string) string {
 	d, err := filepath.Abs(dir)
@@ -118,7 +159,10 @@ func ReportDigest(r *Report) ([]byte, string, error) {
 // HistoryRows turns a report into its rows of the history (see
 // history.EvalRow): the run row, then one row per scenario repeat in
 // suite order. The rows' branch and commit are the report's.
-func HistoryRows(r *Report) ([]history.EvalRow, error) {
+//
+// With a signer, the run row carries the signature of the report's bytes
+// (see TrustedKeysEnv for who trusts it).
+func HistoryRows(r *Report, signer *Signer) ([]history.EvalRow, error) {
 	b, digest, err := ReportDigest(r)
 	if err != nil {
 		return nil, err
@@ -133,6 +177,9 @@ func HistoryRows(r *Report) ([]history.EvalRow, error) {
 	run.Record, run.Millis, run.Complete, run.OK = history.EvalRecordRun, r.Millis, r.Complete(), r.OK
 	run.Scenarios, run.ScenariosPassed, run.ScenariosFailed = int64(len(r.Scenarios)), int64(r.Passed), int64(r.Failed)
 	run.Runs, run.RunsOK, run.Shards, run.Filter, run.Report = int64(r.Runs), int64(r.RunsOK), strings.Join(shards, ","), r.Filter, string(b)
+	if signer != nil {
+		run.Signature = signer.Sign(b)
+	}
 	rows := []history.EvalRow{run}
 	for _, sc := range r.Scenarios {
 		for _, x := range sc.Runs {
@@ -153,9 +200,10 @@ func HistoryRows(r *Report) ([]history.EvalRow, error) {
 }
 
 // SealReport writes the report's rows into the history h (see
-// history.History.SealEval): idempotent, the same report twice is one.
-func SealReport(h *history.History, r *Report) (history.EvalSealResult, error) {
-	rows, err := HistoryRows(r)
+// history.History.SealEval), signed by signer when it is not nil:
+// idempotent, the same report twice is one.
+func SealReport(h *history.History, r *Report, signer *Signer) (history.EvalSealResult, error) {
+	rows, err := HistoryRows(r, signer)
 	if err != nil {
 		return history.EvalSealResult{}, err
 	}
@@ -173,9 +221,15 @@ var _ Querier = (*query.DB)(nil)
 // HistorySource is where BaselineFromHistory looks: the eval_runs view of
 // DB, narrowed to the reports of the suite named Suite (all suites when
 // empty).
+//
+// Trusted, when set, are the keys a baseline must be signed by (see
+// TrustedKeysEnv): a report without a signature of one of them is skipped
+// with a warning to Warn naming it.
 type HistorySource struct {
-	DB    Querier
-	Suite string
+	DB      Querier
+	Suite   string
+	Trusted *TrustedKeys
+	Warn    io.Writer
 }
 
 // ErrNoBaseline means the history holds no complete report of the branch.
@@ -195,33 +249,126 @@ func BaselineFromHistory(ctx context.Context, src HistorySource, branch string) 
 	if src.Suite != "" {
 		where += " AND suite = " + sqlString(src.Suite)
 	}
+	if src.Trusted != nil {
+		return signedBaseline(ctx, src, branch, where)
+	}
 	res, err := src.DB.Query(ctx, "SELECT report_digest, report FROM eval_runs WHERE "+where+" ORDER BY started DESC, report_digest LIMIT 1")
 	if err != nil {
 		return nil, fmt.Errorf("evals: history baseline: %w", err)
 	}
 	if len(res.Rows) == 0 {
-		suite := ""
-		if src.Suite != "" {
-			suite = " of suite " + src.Suite
-		}
-		return nil, fmt.Errorf("%w: no complete report%s on branch %q (a report is sealed by agentctl eval of the whole suite, "+
-			"or eval merge of all its shards, run with --branch or in CI on that branch; push it with agentctl history push and read it with --remote)",
-			ErrNoBaseline, suite, branch)
+		return nil, noBaseline(src, branch, "")
 	}
 	digest, _ := res.Rows[0][0].(string)
 	text, _ := res.Rows[0][1].(string)
+	return decodeBaseline(digest, text, branch)
+}
+
+// noBaseline is ErrNoBaseline for branch, saying what was looked for.
+func noBaseline(src HistorySource, branch, signed string) error {
+	suite := ""
+	if src.Suite != "" {
+		suite = " of suite " + src.Suite
+	}
+	return fmt.Errorf("%w: no complete %sreport%s on branch %q (a report is sealed by agentctl eval of the whole suite, "+
+		"or eval merge of all its shards, run with --branch or in CI on that branch; push it with agentctl history push and read it with --remote)",
+		ErrNoBaseline, signed, suite, branch)
+}
+
+// decodeBaseline checks a report's bytes against the digest that names it
+// and decodes them.
+func decodeBaseline(digest, text, branch string) (*Report, error) {
 	sum := sha256.Sum256([]byte(text))
 	if got := hex.EncodeToString(sum[:]); got != digest {
-		return nil, fmt.Errorf("evals: history baseline: the report %.16s of branch %q is damaged (its bytes hash to %.16s)", digest, branch, got)
+		return nil, fmt.Errorf("evals: history baseline: the report %s of branch %q is damaged (its bytes hash to %.16s)", digestName(digest), branch, got)
 	}
 	var r Report
 	if err := json.Unmarshal([]byte(text), &r); err != nil {
-		return nil, fmt.Errorf("evals: history baseline: report %.16s: %w", digest, err)
+		return nil, fmt.Errorf("evals: history baseline: report %s: %w", digestName(digest), err)
 	}
 	if r.Version == 0 || r.Version > ReportVersion {
-		return nil, fmt.Errorf("evals: history baseline: report %.16s has version %d, this agentctl reads up to %d", digest, r.Version, ReportVersion)
+		return nil, fmt.Errorf("evals: history baseline: report %s has version %d, this agentctl reads up to %d", digestName(digest), r.Version, ReportVersion)
 	}
 	return &r, nil
+}
+
+// maxUntrusted bounds the reports with a signature that fails to verify
+// whose bytes a baseline lookup reads before giving up: each costs a read
+// of a whole report, and a flood of them is an attack, not a history.
+const maxUntrusted = 32
+
+// signedBaseline is the newest complete report of branch that a trusted
+// key signed. The branch, suite and completeness in the row are what its
+// writer claimed; those in the signed bytes are checked again.
+func signedBaseline(ctx context.Context, src HistorySource, branch, where string) (*Report, error) {
+	warn := src.Warn
+	if warn == nil {
+		warn = io.Discard
+	}
+	res, err := src.DB.Query(ctx, "SELECT report_digest, coalesce(signature, ''), started FROM eval_runs WHERE "+where+" ORDER BY started DESC, report_digest LIMIT 10000")
+	if err != nil {
+		return nil, fmt.Errorf("evals: history baseline: %w", err)
+	}
+	untrusted := 0
+	for _, row := range res.Rows {
+		digest, _ := row[0].(string)
+		sig, _ := row[1].(string)
+		name := fmt.Sprintf("report %s (started %s)", digestName(digest), startedText(row[2]))
+		if sig == "" {
+			fmt.Fprintf(warn, "agentctl: warning: baseline history:%s: skipping %s: it is not signed, and %s names the keys a baseline must be signed by\n", branchName(branch), name, TrustedKeysEnv)
+			continue
+		}
+		if untrusted++; untrusted > maxUntrusted {
+			return nil, fmt.Errorf("evals: history baseline: more than %d reports of branch %q carry signatures that do not verify: someone who can write to the history is forging reports; remove them and check who holds write access", maxUntrusted, branch)
+		}
+		rr, err := src.DB.Query(ctx, "SELECT report FROM eval_runs WHERE report_digest = "+sqlString(digest)+" AND signature = "+sqlString(sig)+" LIMIT 1")
+		if err != nil {
+			return nil, fmt.Errorf("evals: history baseline: %w", err)
+		}
+		if len(rr.Rows) == 0 {
+			continue
+		}
+		text, _ := rr.Rows[0][0].(string)
+		if err := src.Trusted.Verify([]byte(text), sig); err != nil {
+			fmt.Fprintf(warn, "agentctl: warning: baseline history:%s: skipping %s: its signature does not verify with the keys of %s (forged, tampered with, or signed by another key)\n", branchName(branch), name, TrustedKeysEnv)
+			continue
+		}
+		r, err := decodeBaseline(digest, text, branch)
+		if err != nil {
+			return nil, err
+		}
+		if r.Branch != branch || (src.Suite != "" && r.Suite != src.Suite) || !r.Complete() {
+			fmt.Fprintf(warn, "agentctl: warning: baseline history:%s: skipping %s: its row claims what its signed report does not (branch, suite or completeness)\n", branchName(branch), name)
+			continue
+		}
+		return r, nil
+	}
+	return nil, noBaseline(src, branch, "signed ")
+}
+
+// digestName is a digest as a warning may print it: 16 hex digits, or
+// quoted when the history holds something else there.
+func digestName(d string) string {
+	if len(d) >= 16 && strings.Trim(d[:16], "0123456789abcdef") == "" {
+		return d[:16]
+	}
+	return strconv.QuoteToASCII(d)
+}
+
+func startedText(v any) string {
+	if t, ok := v.(time.Time); ok {
+		return t.UTC().Format(time.RFC3339)
+	}
+	return "unknown"
+}
+
+// branchName is the branch as a warning prints it: quoted when it could
+// break the line or start a workflow command.
+func branchName(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ':' }) {
+		return strconv.QuoteToASCII(s)
+	}
+	return s
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -53,13 +53,13 @@ func TestBaselineFromHistory(t *testing.T) {
 	}
 	for _, s := range seal {
 		s.rep.Branch, s.rep.Commit = s.prov.Branch, s.prov.Commit
-		res, err := evals.SealReport(h, s.rep)
+		res, err := evals.SealReport(h, s.rep, nil)
 		if err != nil || res.Skipped != "" {
 			t.Fatalf("SealReport = %+v, %v", res, err)
 		}
 	}
 	// Sealing again writes nothing: the file is named after the digest.
-	if res, err := evals.SealReport(h, seal[0].rep); err != nil || res.Skipped != "already sealed" {
+	if res, err := evals.SealReport(h, seal[0].rep, nil); err != nil || res.Skipped != "already sealed" {
 		t.Fatalf("SealReport again = %+v, %v, want already sealed", res, err)
 	}
 	// A compaction of the sessions' history leaves the eval files alone.
@@ -120,7 +120,7 @@ func TestBaselineDamaged(t *testing.T) {
 	home := t.TempDir()
 	rep := report("smoke", 1, 1, 1)
 	rep.Branch = "main"
-	rows, err := evals.HistoryRows(rep)
+	rows, err := evals.HistoryRows(rep, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,12 @@ type Report struct {
 	// Branch and Commit say what the suite ran against (CI's variables,
 	// git, or flags), so a later run can take this report as its baseline
 	// by branch; empty when unknown.
-	Branch  string    `json:"branch,omitempty"`
-	Commit  string    `json:"commit,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// Writer says which CI job wrote the report (DetectWriter). It is what
+	// the job's environment said, so it informs and proves nothing alone:
+	// trust comes from a signature (TrustedKeysEnv).
+	Writer  *Writer   `json:"writer,omitempty"`
 	Home    string    `json:"home"`
 	Started time.Time `json:"started"`
 	Millis  int64     `json:"ms"`

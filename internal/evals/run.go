@@ -17,7 +17,6 @@ import (
 	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
-	"github.com/agentctl/agentctl/internal/spec"
 )
 
 // Config is what running a suite needs. Each run's provider, tools and
@@ -334,11 +333,10 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 }
 
 // fork forks the scenario's recorded session after replay.fork_from and
-// goes on live, as `agentctl replay fork` does (replay.Fork): with the
-// scenario's model if it names one, else the session's pinned model; an
-// import or a bare proxied session (replay.StandIn) forks with its
-// minimal spec, whose tools say they cannot run here. The fork is
-// recorded in the eval's home.
+// goes on live, as `agentctl replay fork` does (replay.ForkSession, with
+// the spec replay.ContinueSpec chooses): with the scenario's model if it
+// names one, else the session's pinned model. The fork is recorded in the
+// eval's home.
 func (e *engine) fork(ctx context.Context, sc *Scenario, obs runner.Observer) (string, error) {
 	rp := sc.Replay
 	src := e.cfg.Store
@@ -353,32 +351,19 @@ func (e *engine) fork(ctx context.Context, sc *Scenario, obs runner.Observer) (s
 	if err != nil || len(evs) == 0 {
 		return "", fmt.Errorf("fork %s: read the session: %v", id, err)
 	}
-	standIn := replay.StandIn(evs[0])
-	var sp *spec.Spec
-	if standIn != "" {
-		sp = replay.ImportedSpec(evs)
-	} else if sp, err = spec.ForSession(evs[0], ""); err != nil {
+	sp, standIn, _, err := replay.ContinueSpec(src.Root, evs, "")
+	if err != nil {
 		return "", fmt.Errorf("fork %s: %w", id, err)
-	}
-	if sc.Model != nil {
-		sp.Model = *sc.Model
 	}
 	if rp.WorkspaceFrom != "" {
 		sp.Workspace.From, sp.Workspace.Path = rp.WorkspaceFrom, ""
 	}
-	cfg, err := agent.Config(sp, e.cfg.Store.Root)
-	if err != nil {
-		return "", fmt.Errorf("fork %s: %w", id, err)
-	}
-	if standIn != "" {
-		cfg.Tools = replay.UnavailableTools(evs)
-	}
-	rep, err := replay.Fork(ctx, replay.ForkConfig{Store: e.cfg.Store, SessionID: id, Events: evs, From: rp.ForkFrom, Spec: sp,
-		Provider: cfg.Provider, Tools: cfg.Tools, Prompt: sc.Prompt, Observer: obs, NewProvider: cfg.NewProvider})
-	if rep.SessionID == "" && err == nil {
+	rep, err := replay.ForkSession(ctx, replay.ForkSessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
+		From: rp.ForkFrom, Spec: sp, StandIn: standIn != "", Model: sc.Model, Prompt: sc.Prompt, Observer: obs})
+	if rep.SessionID() == "" && err == nil {
 		err = fmt.Errorf("fork %s: no session was made", id)
 	}
-	return rep.SessionID, err
+	return rep.SessionID(), err
 }
 
 func replayMatches(rp *Replay, sr *replay.SessionReport) Result {
@@ -435,16 +420,6 @@ func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
 	return res
 }
 
-// ScopeSQL is run before a sql assertion's query: the views events,
-// sessions and tool_calls of a schema of their own hold only the
-// scenario's session, and come first in the search path, so the query
-// names them as usual.
-const ScopeSQL = `CREATE SCHEMA IF NOT EXISTS scenario;
-CREATE OR REPLACE VIEW scenario.events AS SELECT * FROM main.events WHERE session_id = %[1]s;
-CREATE OR REPLACE VIEW scenario.sessions AS SELECT * FROM main.sessions WHERE session_id = %[1]s;
-CREATE OR REPLACE VIEW scenario.tool_calls AS SELECT * FROM main.tool_calls WHERE session_id = %[1]s;
-SET search_path = 'scenario,main';`
-
 // sql runs a sql assertion over the home's views scoped to the session.
 // It passes when the first column of the first row is true (a boolean
 // true, a non-zero number, or the text true/t/yes/1).
@@ -454,8 +429,9 @@ func (e *engine) sql(ctx context.Context, a *Assertion, id string) Result {
 		return fail(a, "open the history: %v", err)
 	}
 	defer db.Close()
-	if _, err := db.Query(ctx, fmt.Sprintf(ScopeSQL, "'"+strings.ReplaceAll(id, "'", "''")+"'")); err != nil {
-		return fail(a, "scope the views to the session: %v", err)
+	// The views hold the run's session only, through every reload.
+	if err := db.Scope(ctx, id); err != nil {
+		return fail(a, "%v", err)
 	}
 	// The suite's SQL reads the run's rows, not the machine's files.
 	if err := db.Confine(ctx); err != nil {

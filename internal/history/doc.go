@@ -22,8 +22,9 @@
 // file of EvalRow rows under evals/, partitioned by the UTC date the eval
 // started: one row with record = 'run' (suite, suite_path, suite_sha256,
 // branch, commit, started, ms, complete, ok, scenarios, scenarios_passed,
-// scenarios_failed, runs, runs_ok, shards, filter, and report: the whole
-// report as JSON), then one row with record = 'result' per scenario
+// scenarios_failed, runs, runs_ok, shards, filter, report: the whole
+// report as JSON, and signature: an ed25519 signature of the report's
+// bytes when the sealing job held a key; see evals.SigningKeyEnv), then one row with record = 'result' per scenario
 // repeat (scenario, scenario_index, repeat, passed, scenario_ok, status,
 // error, failed, failed_assertions as a JSON array, session_id,
 // cost_usd, tokens, tool_calls, ms), each carrying the run's columns
@@ -51,10 +52,13 @@
 //     reader filters with NOT IN instead of consulting the session map.
 //  3. Seal writes the session's file, then swaps in a manifest pointing the
 //     session at it. An earlier per-session file of that session is removed
-//     after the swap; in a segment, the session is marked dropped instead,
-//     and the next compaction leaves its old rows out. So sealing twice
-//     never duplicates rows, and a resumed session's re-seal replaces what
-//     was sealed before.
+//     after the swap; a segment that held its rows is written again
+//     without them (supersede) and swapped in by the same manifest. So
+//     sealing twice never duplicates rows, a resumed session's re-seal
+//     replaces what was sealed before, and every row of a listed file is
+//     live: a reader of the listed files alone counts each event once. (A
+//     manifest written before this rule may still list dropped sessions
+//     per file, its D lines; the next seal or compaction rewrites them.)
 //  4. Compact writes the new segments, swaps the manifest, then removes the
 //     merged files. A crash before the swap leaves unlisted segments; after
 //     it, unlisted old files. Readers never see either; the next Compact

@@ -53,6 +53,10 @@ type EvalRow struct {
 	Shards          string `parquet:"shards,optional"`
 	Filter          string `parquet:"filter,optional"`
 	Report          string `parquet:"report,optional"` // the report, JSON
+	// Signature is the signature of Report's bytes by the sealing job's
+	// key (evals.Signer: ed25519:<key id>:<base64>), empty when unsigned.
+	// It is not part of the digest: the same report is one file.
+	Signature string `parquet:"signature,optional"`
 
 	// Result records.
 	Scenario         string  `parquet:"scenario,optional,dict"`

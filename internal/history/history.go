@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,6 +150,12 @@ func (h *History) Seal(ids ...string) ([]SealResult, error) {
 	for i, s := range out {
 		results[i] = s.SealResult
 	}
+	old, err := h.supersede(m)
+	if err != nil {
+		return results, err
+	}
+	retire = append(retire, old...)
+	changed = changed || len(old) > 0
 	snap := h.snapshot(m)
 	if !changed && snap.equal(m.SessionsDir) {
 		return results, nil
@@ -232,6 +239,55 @@ func (h *History) sealOne(m *Manifest, index map[string]int, id string) sealed {
 	final := lastEv.Kind == session.KindSessionFinished && session.Status(lastEv.Status) == session.StatusDone
 	s.entry = SessionEntry{File: rel, LastSeq: last, LogSize: st.Size(), Final: final, Torn: tail.Torn}
 	return s
+}
+
+// supersede writes each segment of m that holds rows of dropped sessions
+// again without them, points m at the new segment, and returns the old
+// ones to retire once m is saved. A file the manifest lists then holds
+// live rows only, so a reader that reads the listed files and nothing
+// else (DuckDB over the paths, as the README says) counts every event
+// once. It costs one segment's rewrite per seal of a session that was
+// compacted and has grown since (a resume), which compaction would do
+// anyway. Per-session files with nothing live left were already taken
+// out by drop.
+func (h *History) supersede(m *Manifest) ([]string, error) {
+	var retire []string
+	n := 0
+	for i := range m.Files {
+		f := m.Files[i]
+		if len(f.Dropped) == 0 {
+			continue
+		}
+		retire = append(retire, f.Path)
+		rows, err := readRowsSum(filepath.Join(h.Dir, filepath.FromSlash(f.Path)), f)
+		if err != nil {
+			return nil, fmt.Errorf("history: write %s again without the rows of re-sealed sessions (%s): %w", f.Path, strings.Join(f.Dropped, ", "), err)
+		}
+		rows = slices.DeleteFunc(rows, func(r Row) bool { return m.Sessions[r.SessionID].File != f.Path })
+		if len(rows) == 0 {
+			m.Files[i].Rows = 0
+			continue
+		}
+		n++
+		rel := path.Join(path.Dir(f.Path), fmt.Sprintf("seg-%08d-s%03d.parquet", m.Generation+1, n))
+		size, sum, err := writeRows(h.fs(), filepath.Join(h.Dir, filepath.FromSlash(rel)), rows, h.NoSync)
+		if err != nil {
+			return nil, fmt.Errorf("history: write %s again without the rows of re-sealed sessions: %w", f.Path, err)
+		}
+		sessions := map[string]bool{}
+		for _, r := range rows {
+			sessions[r.SessionID] = true
+		}
+		for id := range sessions {
+			e := m.Sessions[id]
+			e.File = rel
+			m.Sessions[id] = e
+		}
+		m.Files[i] = FileEntry{Path: rel, Rows: int64(len(rows)), Bytes: size, Sessions: len(sessions), Segment: true, CRC32C: sum}
+	}
+	// A file whose every row was dead holds nothing to list.
+	m.Files = slices.DeleteFunc(m.Files, func(f FileEntry) bool { return f.Rows == 0 && f.Segment })
+	return retire, nil
 }
 
 // drop marks session id's rows in file p as superseded. It returns p if the

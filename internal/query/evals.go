@@ -17,18 +17,18 @@ const evalColumns = `NULL::VARCHAR AS record, NULL::VARCHAR AS report_digest, NU
   NULL::VARCHAR AS report, NULL::VARCHAR AS scenario, NULL::BIGINT AS scenario_index, NULL::BIGINT AS "repeat",
   NULL::BOOLEAN AS passed, NULL::BOOLEAN AS scenario_ok, NULL::VARCHAR AS status, NULL::VARCHAR AS error,
   NULL::BIGINT AS failed, NULL::VARCHAR AS failed_assertions, NULL::VARCHAR AS session_id,
-  NULL::DOUBLE AS cost_usd, NULL::BIGINT AS tokens, NULL::BIGINT AS tool_calls`
+  NULL::DOUBLE AS cost_usd, NULL::BIGINT AS tokens, NULL::BIGINT AS tool_calls, NULL::VARCHAR AS signature`
 
 // evalViews are the eval_runs and eval_results views over $SRC, the rows
 // of every eval report file (package history, EvalRow). eval_results
 // carries its run's suite, branch, commit and started, so "pass rate of a
 // scenario on main over the last 30 runs" needs no join.
-const evalViews = `CREATE OR REPLACE VIEW eval_runs AS
+const evalViews = `CREATE OR REPLACE VIEW main.eval_runs AS
 SELECT report_digest, suite, suite_path, suite_sha256, branch, "commit", started, ms, complete, ok,
   scenarios, scenarios_passed, scenarios_failed, runs, runs_ok, nullif(shards, '') AS shards,
-  nullif(filter, '') AS filter, report
+  nullif(filter, '') AS filter, report, nullif(signature, '') AS signature
 FROM ($SRC) WHERE record = 'run';
-CREATE OR REPLACE VIEW eval_results AS
+CREATE OR REPLACE VIEW main.eval_results AS
 SELECT report_digest, suite, branch, "commit", started, scenario, scenario_index, "repeat", passed,
   scenario_ok, status, nullif(error, '') AS error, failed, failed_assertions, session_id, cost_usd,
   tokens, tool_calls, ms
@@ -79,9 +79,11 @@ func (d *DB) createEvalViews(ctx context.Context) error {
 			paths = append(paths, quote(rp.Path))
 		}
 	}
+	// The typed empty part gives the views every column, those that
+	// files written before a column existed lack (signature) too.
 	src := "SELECT " + evalColumns + " WHERE false"
 	if len(paths) > 0 {
-		src = fmt.Sprintf("SELECT * FROM read_parquet([%s], hive_partitioning = false, union_by_name = true)", strings.Join(paths, ", "))
+		src = fmt.Sprintf("SELECT * FROM read_parquet([%s], hive_partitioning = false, union_by_name = true) UNION ALL BY NAME %s", strings.Join(paths, ", "), src)
 	}
 	if _, err := d.db.ExecContext(ctx, strings.ReplaceAll(evalViews, "$SRC", src)); err != nil {
 		return fmt.Errorf("query: create eval views: %w", err)

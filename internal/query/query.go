@@ -51,6 +51,7 @@ type DB struct {
 	evals   bool                // the eval_runs and eval_results views exist
 	logs    map[string]LogState // sessions read from their logs
 	skipped map[string]bool     // corrupt history files, by absolute path
+	scope   string              // the session the views are scoped to (Scope)
 	checked map[string]string   // history files whose checksum matched: path -> checksum
 }
 
@@ -343,9 +344,15 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 	return werr
 }
 
+// beforeViews, when set by a test, runs as createViews starts.
+var beforeViews func()
+
 func (d *DB) createViews(ctx context.Context, livePath string) error {
 	if err := d.connect(); err != nil {
 		return err
+	}
+	if beforeViews != nil {
+		beforeViews()
 	}
 	var plain []string
 	var parts []string
@@ -381,7 +388,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	// columns are matched by name, and the typed empty part gives the view
 	// every column even when no file has it.
 	parts = append(parts, addedColumns)
-	stmts := []string{"CREATE OR REPLACE VIEW events AS " + strings.Join(parts, "\nUNION ALL BY NAME ")}
+	stmts := []string{"CREATE OR REPLACE VIEW main.events AS " + strings.Join(parts, "\nUNION ALL BY NAME ")}
 	if d.derived {
 		stmts = append(stmts, toolCallsView, d.sessionsView()) // sessions reads tool_calls
 	}
@@ -389,9 +396,11 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 		return fmt.Errorf("query: create views: %w", err)
 	}
 	if d.evals {
-		return d.createEvalViews(ctx)
+		if err := d.createEvalViews(ctx); err != nil {
+			return err
+		}
 	}
-	return nil
+	return d.scopeViews(ctx)
 }
 
 // addedColumns is a part of the events view with no rows and the columns
@@ -424,7 +433,7 @@ func (d *DB) ensureDerived(ctx context.Context, q string) error {
 		return fmt.Errorf("query: create views: %w", err)
 	}
 	d.derived = true
-	return nil
+	return d.scopeViews(ctx)
 }
 
 // sessionsView returns the sessions view's statement with what the log
@@ -473,7 +482,7 @@ func (d *DB) sessionsView() string {
 // sessions agentctl ran); parent_session_id is the header's (a subagent's
 // or a fork's parent), parent_seq a subagent's (its parent's task intent)
 // and forked_from a fork's, NULL when the header has none.
-const sessionsView = `CREATE OR REPLACE VIEW sessions AS
+const sessionsView = `CREATE OR REPLACE VIEW main.sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
   events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd,
@@ -508,8 +517,8 @@ FROM (
     nullif(arg_min(parent_session_id, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), '') AS parent_session_id,
     nullif(arg_min(parent_seq, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS parent_seq,
     nullif(arg_min(forked_from, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS forked_from
-  FROM events GROUP BY session_id
-) LEFT JOIN (SELECT session_id, count(*) AS n FROM tool_calls GROUP BY session_id) t USING (session_id)`
+  FROM main.events GROUP BY session_id
+) LEFT JOIN (SELECT session_id, count(*) AS n FROM main.tool_calls GROUP BY session_id) t USING (session_id)`
 
 // toolCallsView has one row per tool call that was dispatched (an intent)
 // or answered (a result), as session.State's calls: a call is its id and
@@ -521,13 +530,13 @@ FROM (
 // neither. One refused before dispatch has a result and no intent. args
 // are the intent's, else the requesting message's (as session.State's
 // Call.Args): the proxy and the importers record no intent.
-const toolCallsView = `CREATE OR REPLACE VIEW tool_calls AS
+const toolCallsView = `CREATE OR REPLACE VIEW main.tool_calls AS
 WITH req AS (
   SELECT a.session_id, u.c.id AS call_id, a.seq AS request_seq, nullif(u.c.args::VARCHAR, 'null') AS request_args
-  FROM events a, unnest(from_json(nullif(a.tool_calls, ''), '[{"id":"VARCHAR","args":"JSON"}]')) AS u(c)
+  FROM main.events a, unnest(from_json(nullif(a.tool_calls, ''), '[{"id":"VARCHAR","args":"JSON"}]')) AS u(c)
   WHERE a.kind = 'assistant_message' AND a.tool_calls IS NOT NULL
 ), ce AS (
-  SELECT * FROM events WHERE kind IN ('tool_intent', 'tool_result', 'reconciled')
+  SELECT * FROM main.events WHERE kind IN ('tool_intent', 'tool_result', 'reconciled')
 ), ev AS (
   SELECT ce.*, req.request_seq, req.request_args FROM ce ASOF LEFT JOIN req
     ON ce.session_id = req.session_id AND ce.call_id = req.call_id AND ce.seq > req.request_seq
@@ -597,9 +606,7 @@ func (d *DB) retry(ctx context.Context, fn func() error) error {
 		if attempt >= 3 || ctx.Err() != nil {
 			return sqlError(err)
 		}
-		m, merr := d.hist.Manifest()
-		changed := merr == nil && m.Generation != d.m.Generation
-		if !changed && (!fileError(err) || !d.skipCorrupt(err)) {
+		if !d.swapped() && (!fileError(err) || !d.skipCorrupt(err)) {
 			return sqlError(err)
 		}
 		if err := d.reload(ctx); err != nil {
@@ -616,12 +623,30 @@ func (d *DB) reload(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
+		if attempt >= 5 || d.m == nil || d.connErr != nil || errors.Is(err, history.ErrCorruptFile) || !fileError(err) {
+			return err
+		}
+		// A compaction swapped the manifest while the views were being
+		// made: the files it removed are gone, not damaged. Load again.
+		if d.swapped() {
+			continue
+		}
 		// A file that failed its checksum with no logs to stand in for it
 		// (verify) is not skipped here either.
-		if attempt >= 5 || d.m == nil || d.connErr != nil || errors.Is(err, history.ErrCorruptFile) || !fileError(err) || !d.skipCorrupt(err) {
+		if !d.skipCorrupt(err) {
 			return err
 		}
 	}
+}
+
+// swapped reports whether the history's manifest is no longer the one d
+// read: a compaction or a seal has replaced it since.
+func (d *DB) swapped() bool {
+	if d.m == nil {
+		return false
+	}
+	m, err := history.LoadManifestChanging(d.hist.Dir)
+	return err == nil && m.Generation != d.m.Generation
 }
 
 func (d *DB) run(ctx context.Context, q string) (*Result, error) {

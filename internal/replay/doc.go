@@ -31,6 +31,12 @@
 // its calls up to the seq (proxy.Replay with Until) and serving the rest
 // live.
 //
+// Session and ForkSession are the entries the CLI and evals share: each
+// chooses how from the session (agentctl's loop, an external agent, an
+// import), with the spec ContinueSpec chooses by one rule (SpecFile: the
+// file the session ran from, never the log's copy; none inside the home
+// it was recorded in, save the embedded default agent, extracted again).
+//
 // Subagents replay from their own recordings (children.go): Run serves
 // each task call's child with the recorded child's turns and compares its
 // results (RunConfig.Recordings); Fork rebuilds a workspace past a task

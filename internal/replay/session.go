@@ -28,9 +28,10 @@ type SessionConfig struct {
 	SessionID  string
 	Events     []session.Event
 	// Spec is the spec whose tools (or agent program) run. Nil means the
-	// session's own: for an import, ImportedSpec with the recorded
-	// results standing in for its tools; else the spec file the session
-	// ran from (spec.ForSession), never the log's copy.
+	// session's own (ContinueSpec, by the rule of the Recordings home):
+	// for an import, ImportedSpec with the recorded results standing in
+	// for its tools; else the spec file the session ran from, never the
+	// log's copy.
 	Spec *spec.Spec
 	// WorkspaceFrom, if set, is the initial workspace copied instead of
 	// the spec's workspace.from.
@@ -103,13 +104,9 @@ func Session(ctx context.Context, cfg SessionConfig) (SessionReport, error) {
 	}
 	sp, imported := cfg.Spec, ""
 	if sp == nil {
-		if imported = StandIn(evs[0]); imported != "" {
-			sp = ImportedSpec(evs)
-		} else {
-			var err error
-			if sp, err = spec.ForSession(evs[0], ""); err != nil {
-				return SessionReport{}, fmt.Errorf("replay %s: %w", id, err)
-			}
+		var err error
+		if sp, imported, _, err = ContinueSpec(cfg.Recordings.Root, evs, ""); err != nil {
+			return SessionReport{}, fmt.Errorf("replay %s: %w", id, err)
 		}
 	}
 	if cfg.WorkspaceFrom != "" {
