@@ -119,7 +119,7 @@ func TestResolveLatest(t *testing.T) {
 	mk(st, "ff00000000000000", ts(0))
 	mk(st, "0a00000000000000", ts(20)) // newest, though its id sorts first
 	mk(st, "5500000000000000", ts(10))
-	mk(st, "0b00000000000000", ts(20)) // same start: ties go to the smaller id, as in List
+	mk(st, "0b00000000000000", ts(20))                    // same start: ties go to the smaller id, as in List
 	os.MkdirAll(st.SessionDir("fe00000000000000"), 0o755) // never started: no log
 	if got, err := st.Resolve("latest"); got != "0a00000000000000" || err != nil {
 		t.Errorf("Resolve(latest) = %q, %v; want 0a00000000000000", got, err)
