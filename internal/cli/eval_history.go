@@ -70,9 +70,7 @@ func sealEvalReport(f *Factory, rep *evals.Report, o *evalHistoryOptions) {
 // report of the suite on branch in the home's history, with the remote's
 // (remoteURL, else $AGENTCTL_REMOTE) when one is given.
 func baselineFromHistory(ctx context.Context, f *Factory, suite, branch, remoteURL string) (*evals.Report, error) {
-	if remoteURL == "" {
-		remoteURL = os.Getenv(remote.Env)
-	}
+	remoteURL = remote.URL(remoteURL)
 	var db *query.DB
 	var closeDB func()
 	var err error
