@@ -101,9 +101,7 @@ func baselineFromHistory(ctx context.Context, f *Factory, suite, branch, remoteU
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if remoteURL == "" {
-		remoteURL = os.Getenv(remote.Env)
-	}
+	remoteURL = remote.URL(remoteURL)
 	var db *query.DB
 	var closeDB func()
 	if remoteURL != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/internal/query"
+	"github.com/agentctl/agentctl/internal/remote"
 )
 
 type queryOptions struct {
@@ -75,7 +76,7 @@ is skipped with a warning on stderr naming it, and the rest answers.`,
 	}
 	cmd.Flags().StringVar(&opts.File, "file", "", "read the SQL from this file")
 	cmd.Flags().StringVar(&opts.Bundle, "bundle", "", "query one debug bundle (agentctl bundle) instead of the home")
-	cmd.Flags().StringVar(&opts.Remote, "remote", "", "also answer over this S3 remote's history `URL` (s3://bucket/prefix): new objects are downloaded into a local cache first")
+	cmd.Flags().StringVar(&opts.Remote, "remote", "", "also answer over this S3 remote's history `URL` (s3://bucket/prefix): new objects are downloaded into a local cache first (env "+remote.Env+"; not with --bundle)")
 	cmd.Flags().StringVar(&opts.Format, "format", "table", "output format: "+strings.Join(query.Formats, "|"))
 	return cmd
 }
@@ -95,11 +96,12 @@ func queryRun(cmd *cobra.Command, f *Factory, opts *queryOptions) error {
 		q = string(b)
 	}
 	open := func() (*query.DB, func(), error) { return openQueryDB(cmd.Context(), f, opts.Bundle) }
-	if opts.Remote != "" {
-		if opts.Bundle != "" {
-			return usageError{fmt.Errorf("query: --remote and --bundle do not go together")}
-		}
-		open = func() (*query.DB, func(), error) { return openRemoteQueryDB(cmd.Context(), f, opts.Remote) }
+	if opts.Remote != "" && opts.Bundle != "" {
+		return usageError{fmt.Errorf("query: --remote and --bundle do not go together")}
+	}
+	// $AGENTCTL_REMOTE is --remote's default, but not for a bundle.
+	if url := remote.URL(opts.Remote); url != "" && opts.Bundle == "" {
+		open = func() (*query.DB, func(), error) { return openRemoteQueryDB(cmd.Context(), f, url) }
 	}
 	db, closeDB, err := open()
 	if err != nil {

@@ -217,7 +217,10 @@ func openRemoteQueryDB(ctx context.Context, f *Factory, url string) (*query.DB, 
 // replay verify, bundle, view) a --remote flag: the session named by their
 // arguments is fetched from the remote into its cache home, checked like
 // any log from elsewhere, and the command then runs unchanged on that
-// home. The user's home is not touched.
+// home. The user's home is not touched. Without --remote,
+// $AGENTCTL_REMOTE is where sessions the home does not have are looked
+// for: a CI job that sets it for 'history push' still shows its own
+// sessions (not pushed yet) from its home.
 func addRemoteSessionFlags(root *cobra.Command, f *Factory) {
 	for _, path := range [][]string{{"show"}, {"replay", "verify"}, {"bundle"}, {"view"}} {
 		cmd, _, err := root.Find(path)
@@ -225,13 +228,19 @@ func addRemoteSessionFlags(root *cobra.Command, f *Factory) {
 			continue
 		}
 		var url string
-		cmd.Flags().StringVar(&url, "remote", "", "read the session from this S3 remote `URL` (s3://bucket/prefix) instead of the home")
+		cmd.Flags().StringVar(&url, "remote", "", "read the session from this S3 remote `URL` (s3://bucket/prefix) instead of the home (env "+remote.Env+": for a session the home does not have)")
 		run := cmd.RunE
 		cmd.RunE = func(cmd *cobra.Command, args []string) error {
-			if url == "" {
-				return run(cmd, args)
+			u, localErr := url, error(nil)
+			if u == "" {
+				if u = remote.URL(""); u == "" {
+					return run(cmd, args)
+				}
+				if localErr = missingLocally(f, args); localErr == nil {
+					return run(cmd, args)
+				}
 			}
-			r, err := remote.Open(cmd.Context(), url, f.Home, f.Err)
+			r, err := remote.Open(cmd.Context(), u, f.Home, f.Err)
 			if err != nil {
 				return err
 			}
@@ -240,6 +249,9 @@ func addRemoteSessionFlags(root *cobra.Command, f *Factory) {
 				// A damaged log is fetched all the same: the command
 				// reads it as it reads a damaged local one (exit 7).
 				if full[i], err = r.FetchSession(cmd.Context(), ref); err != nil && !errors.Is(err, recorder.ErrCorrupt) {
+					if localErr != nil && errors.Is(err, recorder.ErrNoSession) {
+						return fmt.Errorf("%w; nor has $%s: %v", localErr, remote.Env, err)
+					}
 					return err
 				}
 			}
@@ -247,4 +259,26 @@ func addRemoteSessionFlags(root *cobra.Command, f *Factory) {
 			return run(cmd, full)
 		}
 	}
+}
+
+// missingLocally returns the error of resolving args in the home when none
+// of them names a session there (nor a bundle file, which view reads
+// instead), nil when the command should run on the home: there is a
+// session to read, or no argument names one.
+func missingLocally(f *Factory, args []string) error {
+	var first error
+	st := f.Store()
+	for _, ref := range args {
+		if isBundleFile(ref) {
+			return nil
+		}
+		_, err := st.Resolve(ref)
+		if !errors.Is(err, recorder.ErrNoSession) {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }

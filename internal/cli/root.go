@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/recorder"
@@ -84,7 +85,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 	}
 	root.PersistentFlags().StringVar(&f.Home, "home", home, "agentctl home holding sessions and history (env AGENTCTL_HOME)")
 	root.SetUsageTemplate(root.UsageTemplate() + "\n" + exitCodesHelp + "\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{suggestFlag(cmd, err)} })
 	root.AddCommand(
 		newVersionCmd(f, nil),
 		newSessionsCmd(f, nil),
@@ -123,7 +124,7 @@ func Main(ctx context.Context, args []string, s Streams) int {
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -147,8 +148,62 @@ func Main(ctx context.Context, args []string, s Streams) int {
 		}
 		var ue usageError
 		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
-			fmt.Fprintln(s.Err, "Run 'agentctl --help' for usage.")
+			// The help of the command that was run (for an unknown
+			// command, of the one it was looked up under).
+			if cmd == nil {
+				cmd = root
+			}
+			fmt.Fprintf(s.Err, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
 	}
 	return codeOf(err)
+}
+
+// suggestFlag adds to pflag's "unknown flag: --NAME" the flag of cmd the
+// user most likely meant, as cobra does for a misspelt command: a name
+// within two edits, or one that NAME begins or ends.
+func suggestFlag(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok || name == "" {
+		return err
+	}
+	best, bestDist := "", 3
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Hidden {
+			return
+		}
+		d := editDistance(name, fl.Name)
+		if len(name) >= 3 && (strings.HasPrefix(fl.Name, name) || strings.HasPrefix(name, fl.Name)) {
+			d = min(d, 2)
+		}
+		if d < bestDist || d == bestDist && best != "" && fl.Name < best {
+			best, bestDist = fl.Name, d
+		}
+	})
+	if best == "" {
+		return err
+	}
+	return fmt.Errorf("%w\nDid you mean --%s?", err, best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes
+// (flag names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/duckdb/duckdb-go/v2"
+
 	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
@@ -34,7 +36,7 @@ func Write(w io.Writer, res *Result, format string) error {
 			rec := make([]string, len(row))
 			for i, v := range row {
 				if v != nil {
-					rec[i] = text(v)
+					rec[i] = text(duckValue(v, res.typeOf(i)))
 				}
 			}
 			cw.Write(rec)
@@ -57,7 +59,7 @@ func Write(w io.Writer, res *Result, format string) error {
 				k, _ := json.Marshal(res.Columns[j])
 				b.Write(k)
 				b.WriteByte(':')
-				enc, err := marshal(v)
+				enc, err := marshal(duckValue(v, res.typeOf(j)))
 				if err != nil {
 					return fmt.Errorf("query: column %s: %w", res.Columns[j], err)
 				}
@@ -97,7 +99,7 @@ func writeTable(w io.Writer, res *Result) error {
 				cells[i] = "NULL"
 				continue
 			}
-			s := termsafe.String(strings.NewReplacer("\n", `\n`, "\t", `\t`, "\r", `\r`).Replace(text(v)))
+			s := termsafe.String(strings.NewReplacer("\n", `\n`, "\t", `\t`, "\r", `\r`).Replace(text(duckValue(v, res.typeOf(i)))))
 			if utf8.RuneCountInString(s) > maxCell {
 				s = string([]rune(s)[:maxCell-1]) + "…"
 			}
@@ -110,6 +112,105 @@ func writeTable(w io.Writer, res *Result) error {
 	}
 	_, err := fmt.Fprintf(w, "(%d rows)\n", len(res.Rows))
 	return err
+}
+
+// typeOf is the DuckDB type name of column i, "" when unknown.
+func (r *Result) typeOf(i int) string {
+	if i < len(r.Types) {
+		return r.Types[i]
+	}
+	return ""
+}
+
+// duckValue is where a value the driver returned becomes what every format
+// prints, for the types whose Go value reads differently from DuckDB's own
+// text: a DATE or TIME comes back as a time.Time (a midnight timestamp, a
+// timestamp in year 1) and an INTERVAL as a struct ({3 0 0}). Those are
+// printed as DuckDB casts them to VARCHAR (2026-12-06, 12:34:56, 3 months,
+// 00:01:02), in table, csv and json alike; an INTERVAL inside a list, map
+// or struct too. A DATE or TIME nested in one keeps the timestamp form:
+// only a column's own type is known here.
+func duckValue(v any, typ string) any {
+	switch x := v.(type) {
+	case time.Time:
+		switch typ {
+		case "DATE":
+			return duckDate(x)
+		case "TIME":
+			return duckTime(x)
+		}
+	case duckdb.Interval:
+		return duckInterval(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = duckValue(e, "")
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = duckValue(e, "")
+		}
+		return out
+	}
+	return v
+}
+
+// duckDate prints a date as DuckDB does: YYYY-MM-DD, and a year before 1
+// as its year BC ("0044-03-15 (BC)").
+func duckDate(t time.Time) string {
+	y, m, d := t.Date()
+	if y <= 0 {
+		return fmt.Sprintf("%04d-%02d-%02d (BC)", 1-y, m, d)
+	}
+	return fmt.Sprintf("%04d-%02d-%02d", y, m, d)
+}
+
+// duckTime prints a time of day as DuckDB does: HH:MM:SS, with the
+// fraction of a second when there is one, its trailing zeros cut.
+func duckTime(t time.Time) string {
+	return clock(int64(t.Hour())*3600e6+int64(t.Minute())*60e6+int64(t.Second())*1e6+int64(t.Nanosecond()/1000), false)
+}
+
+// duckInterval prints an interval as DuckDB's cast to VARCHAR does: years,
+// months and days as words ("1 year 2 months 3 days"), then the time as
+// [-]HH:MM:SS[.ffffff], "00:00:00" for an empty interval.
+func duckInterval(iv duckdb.Interval) string {
+	var parts []string
+	word := func(n int64, unit string) {
+		if n == 0 {
+			return
+		}
+		if n != 1 && n != -1 {
+			unit += "s"
+		}
+		parts = append(parts, strconv.FormatInt(n, 10)+" "+unit)
+	}
+	word(int64(iv.Months/12), "year")
+	word(int64(iv.Months%12), "month")
+	word(int64(iv.Days), "day")
+	if iv.Micros != 0 || len(parts) == 0 {
+		parts = append(parts, clock(iv.Micros, true))
+	}
+	return strings.Join(parts, " ")
+}
+
+// clock prints micros as [-]HH:MM:SS[.ffffff]; hours may pass 24 in an
+// interval.
+func clock(micros int64, signed bool) string {
+	sign := ""
+	u := uint64(micros)
+	if signed && micros < 0 {
+		sign, u = "-", uint64(-micros) // two's complement: -MinInt64 is still right as uint64
+	}
+	frac := u % 1e6
+	sec := u / 1e6
+	s := fmt.Sprintf("%s%02d:%02d:%02d", sign, sec/3600, sec/60%60, sec%60)
+	if frac != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%06d", frac), "0")
+	}
+	return s
 }
 
 // text renders a non-NULL value as plain text.

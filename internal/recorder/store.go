@@ -279,8 +279,15 @@ func (s Store) IDs() ([]string, error) {
 	return ids, nil
 }
 
+// Latest is the session reference that names the session started last,
+// as users of other tools type it (git's HEAD, docker's --latest).
+const Latest = "latest"
+
 // Resolve returns the id of the one session whose id is ref or starts with
-// ref. It fails with ErrNoSession or ErrAmbiguous.
+// ref; ref Latest names the session that started last (see Store.Latest)
+// unless a session's id is "latest". Every command that takes a session
+// argument resolves it here, so each accepts the same references. It fails
+// with ErrNoSession, naming the home it looked in, or ErrAmbiguous.
 func (s Store) Resolve(ref string) (string, error) {
 	ids, err := s.IDs()
 	if err != nil {
@@ -295,14 +302,53 @@ func (s Store) Resolve(ref string) (string, error) {
 			matches = append(matches, id)
 		}
 	}
+	if ref == Latest {
+		return s.latest(ids)
+	}
 	switch len(matches) {
 	case 0:
-		return "", fmt.Errorf("%w matches %q; run 'agentctl sessions' to list them", ErrNoSession, ref)
+		return "", fmt.Errorf("%w matches %q in the home %s; run 'agentctl sessions' to list them%s", ErrNoSession, ref, s.absRoot(), homeHint)
 	case 1:
 		return matches[0], nil
 	default:
 		return "", fmt.Errorf("%w %q matches %d sessions: %s; give more of the id", ErrAmbiguous, ref, len(matches), strings.Join(matches, ", "))
 	}
+}
+
+// homeHint ends a "no session" error: the default home is relative to the
+// working folder, so a command run from elsewhere looks in another one.
+const homeHint = " (--home or AGENTCTL_HOME chooses another home)"
+
+// absRoot is the home as an error names it: absolute, since a relative
+// one says nothing about which folder it was relative to.
+func (s Store) absRoot() string {
+	if abs, err := filepath.Abs(s.Root); err == nil {
+		return abs
+	}
+	return s.Root
+}
+
+// latest returns the id of the session among ids whose header started
+// last, ties to the smallest id: the first session List returns. Only
+// headers are read, one record a session. A session whose header cannot
+// be read (it never started, or its first record is damaged) has no start
+// to compare and is passed over.
+func (s Store) latest(ids []string) (string, error) {
+	var best string
+	var bestTS time.Time
+	for _, id := range ids {
+		hdr, err := s.Header(id)
+		if err != nil {
+			continue
+		}
+		if best == "" || hdr.TS.After(bestTS) || hdr.TS.Equal(bestTS) && id < best {
+			best, bestTS = id, hdr.TS
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("%w matches %q: the home %s holds no started session%s", ErrNoSession, Latest, s.absRoot(), homeHint)
+	}
+	return best, nil
 }
 
 // Load reads the log of session id; see ReadFile. A session folder with

@@ -90,12 +90,61 @@ func TestResolve(t *testing.T) {
 		}
 	}
 	_, err := st.Resolve("zz")
-	if want := `recorder: no session matches "zz"; run 'agentctl sessions' to list them`; err.Error() != want {
+	if want := `recorder: no session matches "zz" in the home ` + st.Root + `; run 'agentctl sessions' to list them (--home or AGENTCTL_HOME chooses another home)`; err.Error() != want {
 		t.Errorf("Resolve error = %q, want %q", err, want)
 	}
 	_, err = st.Resolve("a")
 	if !strings.Contains(err.Error(), "ab12000000000000") || !strings.Contains(err.Error(), "ab34000000000000") {
 		t.Errorf("ambiguous error %q does not list the matches", err)
+	}
+}
+
+// TestResolveLatest: "latest" names the session that started last (the
+// first line of 'agentctl sessions'), whatever its id sorts as; a session
+// with no log is passed over, an id that is "latest" itself still wins,
+// and a relative home is named absolutely when nothing matches.
+func TestResolveLatest(t *testing.T) {
+	ts := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	mk := func(st Store, id string, at time.Time) {
+		t.Helper()
+		s, err := st.Create(session.Event{Kind: session.KindSessionStarted, SessionID: id, TS: at}, Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := Store{Root: t.TempDir()}
+	mk(st, "ff00000000000000", ts(0))
+	mk(st, "0a00000000000000", ts(20)) // newest, though its id sorts first
+	mk(st, "5500000000000000", ts(10))
+	mk(st, "0b00000000000000", ts(20))                    // same start: ties go to the smaller id, as in List
+	os.MkdirAll(st.SessionDir("fe00000000000000"), 0o755) // never started: no log
+	if got, err := st.Resolve("latest"); got != "0a00000000000000" || err != nil {
+		t.Errorf("Resolve(latest) = %q, %v; want 0a00000000000000", got, err)
+	}
+	list, err := st.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list[0].SessionID != "0a00000000000000" {
+		t.Errorf("List()[0] = %s; latest must be the first session listed", list[0].SessionID)
+	}
+	mk(st, "latest", ts(-10))
+	if got, err := st.Resolve("latest"); got != "latest" || err != nil {
+		t.Errorf("Resolve(latest) with a session named latest = %q, %v; want it", got, err)
+	}
+
+	empty := Store{Root: t.TempDir()}
+	if _, err := empty.Resolve("latest"); !errors.Is(err, ErrNoSession) || !strings.Contains(err.Error(), empty.Root) {
+		t.Errorf("Resolve(latest) in an empty home = %v; want ErrNoSession naming %s", err, empty.Root)
+	}
+	t.Chdir(t.TempDir())
+	rel := Store{Root: ".agentctl"}
+	abs, _ := filepath.Abs(".agentctl")
+	if _, err := rel.Resolve("zz"); !errors.Is(err, ErrNoSession) || !strings.Contains(err.Error(), " "+abs+";") {
+		t.Errorf("Resolve in a relative home = %v; want the home named as %s", err, abs)
 	}
 }
 

@@ -89,3 +89,42 @@ func TestNoRemote(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingBucket: every operation on a bucket the real server does not
+// have says that the bucket does not exist and how to create it or fix the
+// URL, not that the credentials were refused; the credentials are right.
+func TestMissingBucket(t *testing.T) {
+	srv := weedtest.Start(t)
+	srv.Bucket(t, "runs", "p") // the server is up, its identity in the environment
+	home := makeHome(t, "a", 1)
+	r, err := remote.Open(context.Background(), "s3://nosuch-bucket/p", home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ops := map[string]func() error{
+		"push":  func() error { _, err := r.Push(ctx, remote.PushOptions{}); return err },
+		"pull":  func() error { _, err := r.Pull(ctx); return err },
+		"fetch": func() error { _, err := r.FetchSession(ctx, "a"); return err },
+		"compact": func() error {
+			_, err := r.Compact(ctx, remote.CompactOptions{Lease: time.Minute})
+			return err
+		},
+	}
+	for name, op := range ops {
+		t.Run(name, func(t *testing.T) {
+			err := op()
+			if !errors.Is(err, remote.ErrNoBucket) || errors.Is(err, remote.ErrAuth) {
+				t.Fatalf("%s = %v, want ErrNoBucket and not ErrAuth", name, err)
+			}
+			for _, want := range []string{`bucket "nosuch-bucket" does not exist`, "aws s3 mb s3://nosuch-bucket", "--remote", remote.Env} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "AWS_SECRET_ACCESS_KEY") {
+				t.Errorf("error %q blames the credentials", err)
+			}
+		})
+	}
+}

@@ -32,13 +32,20 @@ type Remote struct {
 	NoSync bool
 }
 
-// Open connects to the S3 remote rawURL (s3://bucket/prefix) for home.
-// An empty rawURL is taken from $AGENTCTL_REMOTE.
-func Open(ctx context.Context, rawURL, home string, warn io.Writer) (*Remote, error) {
-	if rawURL == "" {
-		rawURL = os.Getenv(Env)
+// URL is the remote a command was given: flag (its --remote) when set,
+// else $AGENTCTL_REMOTE, "" when neither names one. Every command that
+// takes --remote asks here, so the variable means the same to each.
+func URL(flag string) string {
+	if flag != "" {
+		return flag
 	}
-	if rawURL == "" {
+	return os.Getenv(Env)
+}
+
+// Open connects to the S3 remote rawURL (s3://bucket/prefix) for home.
+// An empty rawURL is taken from $AGENTCTL_REMOTE (URL).
+func Open(ctx context.Context, rawURL, home string, warn io.Writer) (*Remote, error) {
+	if rawURL = URL(rawURL); rawURL == "" {
 		return nil, fmt.Errorf("remote: no remote given; pass --remote s3://bucket/prefix or set %s", Env)
 	}
 	st, err := NewS3(ctx, rawURL)

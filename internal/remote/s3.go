@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -30,6 +31,8 @@ type S3 struct {
 	Bucket, Prefix string // Prefix is "" or ends with "/"
 	Endpoint       string // "" for AWS itself
 	client         *s3.Client
+	// bucketSeen is set once HeadBucket found the bucket (checkBucket).
+	bucketSeen atomic.Bool
 }
 
 var _ Store = (*S3)(nil)
@@ -115,6 +118,9 @@ func newS3(cfg aws.Config, bucket, prefix, endpoint string) *S3 {
 func (s *S3) String() string { return "s3://" + s.Bucket + "/" + strings.TrimSuffix(s.Prefix, "/") }
 
 func (s *S3) Put(ctx context.Context, key string, body []byte, c Cond) (string, error) {
+	if err := s.checkBucket(ctx, "put", key); err != nil {
+		return "", err
+	}
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.Bucket),
 		Key:           aws.String(s.Prefix + key),
@@ -135,6 +141,9 @@ func (s *S3) Put(ctx context.Context, key string, body []byte, c Cond) (string, 
 }
 
 func (s *S3) Get(ctx context.Context, key string, max int64) ([]byte, string, error) {
+	if err := s.checkBucket(ctx, "get", key); err != nil {
+		return nil, "", err
+	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(s.Prefix + key)})
 	if err != nil {
 		return nil, "", s.wrap(ctx, "get", key, err)
@@ -160,6 +169,9 @@ func (s *S3) Get(ctx context.Context, key string, max int64) ([]byte, string, er
 }
 
 func (s *S3) List(ctx context.Context, prefix string) ([]Object, error) {
+	if err := s.checkBucket(ctx, "list", prefix); err != nil {
+		return nil, err
+	}
 	var out []Object
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(s.Prefix + prefix)})
 	for p.HasMorePages() {
@@ -176,6 +188,9 @@ func (s *S3) List(ctx context.Context, prefix string) ([]Object, error) {
 }
 
 func (s *S3) Delete(ctx context.Context, key string, c Cond) error {
+	if err := s.checkBucket(ctx, "delete", key); err != nil {
+		return err
+	}
 	in := &s3.DeleteObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(s.Prefix + key)}
 	if c.IfMatch != "" {
 		in.IfMatch = aws.String(quoteETag(c.IfMatch))
@@ -224,7 +239,7 @@ func (s *S3) wrap(ctx context.Context, op, key string, err error) error {
 		case code == "NoSuchKey" || code == "NotFound" || (status == 404 && code != "NoSuchBucket"):
 			return fmt.Errorf("remote: %s %s: %w", op, where, ErrNotFound)
 		case code == "NoSuchBucket":
-			return fmt.Errorf("remote: %s %s: bucket %q does not exist (%s); create it or fix --remote / AGENTCTL_REMOTE", op, where, s.Bucket, api.ErrorMessage())
+			return s.noBucket(op, key, api.ErrorMessage())
 		case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "AccessDenied" || code == "ExpiredToken" || status == 403:
 			return fmt.Errorf("remote: %s %s: %w (%s: %s); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE", op, where, ErrAuth, code, api.ErrorMessage())
 		}
@@ -248,6 +263,49 @@ func (s *S3) wrap(ctx context.Context, op, key string, err error) error {
 		return fmt.Errorf("remote: %s %s: %w: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE%s", op, where, ErrAuth, hint)
 	}
 	return fmt.Errorf("remote: %s %s: %w", op, where, err)
+}
+
+// checkBucket fails with ErrNoBucket, before operation op on key is
+// tried, when the store says the bucket does not exist (HeadBucket answers
+// 404), and then asks again at the next operation; once the bucket was
+// found it asks no more. Stores do not say it alike when the operation
+// itself meets a missing bucket: SeaweedFS lists it as empty, answers a
+// write with an internal error (and leaves the bucket half made), others
+// refuse the write as access denied, which reads as a credentials problem.
+// Any other answer to HeadBucket, a refusal or an unreachable endpoint,
+// is left to the operation to report. Concurrent calls are allowed.
+func (s *S3) checkBucket(ctx context.Context, op, key string) error {
+	if s.bucketSeen.Load() {
+		return nil
+	}
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.Bucket)})
+	if err == nil {
+		s.bucketSeen.Store(true)
+		return nil
+	}
+	var re *awshttp.ResponseError
+	var api smithy.APIError
+	if errors.As(err, &re) && re.HTTPStatusCode() == 404 || errors.As(err, &api) && api.ErrorCode() == "NoSuchBucket" {
+		return s.noBucket(op, key, "")
+	}
+	return nil
+}
+
+// noBucket is the error of an operation on a bucket that does not exist:
+// what to create, or which URL and endpoint to check.
+func (s *S3) noBucket(op, key, detail string) error {
+	where := s.String() + "/" + key
+	if detail != "" {
+		detail = " (" + detail + ")"
+	}
+	create := "aws s3 mb s3://" + s.Bucket
+	on := "AWS S3"
+	if s.Endpoint != "" {
+		create += ", with --endpoint-url " + s.Endpoint
+		on = s.Endpoint
+	}
+	return fmt.Errorf("remote: %s %s: %w: bucket %q does not exist on %s%s; create it (%s, or the store's console) or fix the bucket in --remote / %s (and the endpoint in AWS_ENDPOINT_URL)",
+		op, where, ErrNoBucket, s.Bucket, on, detail, create, Env)
 }
 
 func rootCause(err error) error {

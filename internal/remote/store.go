@@ -55,6 +55,8 @@ var (
 	// ErrExists means a conditional write or delete found the key taken
 	// or changed (HTTP 412 Precondition Failed).
 	ErrExists = errors.New("remote: precondition failed: the object exists or changed")
+	// ErrNoBucket means the URL's bucket does not exist on the store.
+	ErrNoBucket = errors.New("remote: no such bucket")
 	// ErrAuth means the store refused the credentials or the request.
 	ErrAuth = errors.New("remote: access denied")
 	// ErrUnreachable means the endpoint could not be reached.

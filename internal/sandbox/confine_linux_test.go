@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -212,5 +213,75 @@ func TestNestedMounts(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "b")); err != nil || string(b) != "b\n" {
 		t.Errorf("the workspace is not writable: %q, %v", b, err)
+	}
+}
+
+// TestHostLinks: the symlinks the host follows on the way to a folder,
+// outermost first, each naming its resolved target, so that making them
+// in the sandbox leads the given path to the bound resolved folder.
+func TestHostLinks(t *testing.T) {
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"real/proj", "other/sub"} {
+		if err := os.MkdirAll(filepath.Join(d, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"link":       "real",      // relative
+		"abs":        d + "/real", // absolute
+		"chain":      "link",      // a link to a link
+		"real/other": "../other",  // a link inside the target of another
+		"loop":       "loop",      // never resolves
+	} {
+		if err := os.Symlink(target, filepath.Join(d, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		path string
+		want []link
+	}{
+		{"real/proj", nil},
+		{"link/proj", []link{{d + "/link", d + "/real"}}},
+		{"abs/proj", []link{{d + "/abs", d + "/real"}}},
+		{"chain/proj", []link{{d + "/chain", d + "/real"}}},
+		{"link/other/sub", []link{{d + "/link", d + "/real"}, {d + "/real/other", d + "/other"}}},
+		{"loop/x", nil},
+		{"missing/x", nil},
+	}
+	for _, tt := range tests {
+		got := hostLinks(filepath.Join(d, tt.path))
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("hostLinks(%s) = %v, want %v", tt.path, got, tt.want)
+		}
+	}
+	if got := hostLinks("link/proj"); got != nil {
+		t.Errorf("hostLinks of a relative path = %v, want none", got)
+	}
+}
+
+// TestProgramThroughSymlinkedFolder: a program named through a symlinked
+// folder, given as a read-only folder as the tools package gives it, runs
+// in the real sandbox, and $HOME named through a symlink is there too.
+func TestProgramThroughSymlinkedFolder(t *testing.T) {
+	needSandbox(t)
+	d := hostDir(t)
+	for _, p := range []string{"real/bin", "realws"} {
+		if err := os.MkdirAll(filepath.Join(d, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(d, "real/bin/tool.sh"), []byte("#!/bin/sh\ncd \"$1\" && echo ran in \"$PWD\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("real", filepath.Join(d, "link"))
+	os.Symlink("realws", filepath.Join(d, "ws"))
+	prog, ws := filepath.Join(d, "link/bin/tool.sh"), filepath.Join(d, "ws")
+	out, err := runIn(t, Config{ReadOnly: []string{filepath.Dir(prog)}}, ws, prog+" "+ws)
+	if err != nil || !strings.Contains(out, "ran in "+ws) {
+		t.Fatalf("program through a symlinked folder: %v: %s", err, out)
 	}
 }

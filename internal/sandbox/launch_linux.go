@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -22,6 +23,7 @@ type initConfig struct {
 	Argv      []string  `json:"argv"`
 	Hide      []string  `json:"hide"`
 	ReadOnly  []string  `json:"read_only,omitempty"`
+	Links     []link    `json:"links,omitempty"`
 	NetDenied bool      `json:"net_denied"`
 	Forwards  []forward `json:"forwards,omitempty"`
 	Memory    int64     `json:"memory"` // RLIMIT_AS, when no cgroup limits memory
@@ -191,7 +193,14 @@ func (c Config) Prepare(workspace, dir string, argv, env []string) (*Launch, err
 			ro = append(ro, r)
 		}
 	}
-	ic := initConfig{Workspace: ws, Dir: rdir, Argv: argv, Hide: resolveHide(hide), ReadOnly: ro, NetDenied: c.networkDenied(),
+	// The workspace and the read-only folders are bound at their resolved
+	// paths; the paths the caller knows them by (a program's folder, $HOME)
+	// may go through symlinks, which are made again in the sandbox.
+	links := hostLinks(workspace)
+	for _, p := range c.ReadOnly {
+		links = append(links, hostLinks(p)...)
+	}
+	ic := initConfig{Workspace: ws, Dir: rdir, Argv: argv, Hide: resolveHide(hide), ReadOnly: ro, Links: links, NetDenied: c.networkDenied(),
 		Memory: c.memory(), CPU: c.cpuSeconds(), Pids: c.pids()}
 	l := &Launch{Path: "/proc/self/exe", Args: []string{"agentctl-sandbox"}, Dir: "/",
 		procs: c.Procs, kind: KindInit, program: argv[0]}
@@ -315,4 +324,57 @@ func within(root, p string) bool {
 		return true
 	}
 	return len(p) > len(root) && p[:len(root)] == root && p[len(root)] == '/'
+}
+
+// link is a symlink of the host made again in the sandbox: Path, an
+// absolute path, names the folder Target (absolute, resolved).
+type link struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
+}
+
+// maxLinks bounds the symlinks followed on one path, as the kernel's
+// ELOOP limit does.
+const maxLinks = 40
+
+// hostLinks lists the symlinks the host follows on the way to the folder p,
+// outermost first, so that p resolves in the sandbox as on the host once
+// each is made there: a tool's program named through a symlinked folder
+// (link/proj/deploy.sh with link -> real) or a workspace under a home given
+// through one, whose resolved folders alone are bound. Each link names its
+// target resolved, so it leads only to what the sandbox shows anyway. A
+// path that does not resolve yields the links up to where it fails.
+func hostLinks(p string) []link {
+	if !filepath.IsAbs(p) {
+		return nil
+	}
+	var out []link
+	p = filepath.Clean(p)
+	for len(out) < maxLinks {
+		parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+		cur, found := "/", false
+		for i, part := range parts {
+			next := filepath.Join(cur, part)
+			fi, err := os.Lstat(next)
+			if err != nil {
+				return out
+			}
+			if fi.Mode()&os.ModeSymlink == 0 {
+				cur = next
+				continue
+			}
+			target, err := filepath.EvalSymlinks(next)
+			if err != nil || !filepath.IsAbs(target) {
+				return out
+			}
+			out = append(out, link{Path: next, Target: target})
+			p = filepath.Join(append([]string{target}, parts[i+1:]...)...)
+			found = true
+			break
+		}
+		if !found {
+			return out
+		}
+	}
+	return out
 }

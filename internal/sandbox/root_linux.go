@@ -141,6 +141,9 @@ type rootView struct {
 //     /dev/null over a file), shallowest first, each over what contains
 //     it: a home hidden around the workspace before the workspace is bound
 //     into it, a home inside the workspace or a read-only folder after;
+//     then the host's symlinks on the way to them (initConfig.Links),
+//     where the sandbox has nothing of that name, so a path the caller
+//     gave through a symlinked folder resolves as on the host;
 //  6. every unix socket found in the kept folders (but /usr, see
 //     unscannedFolders) and in the read-only folders, outside the
 //     workspace, is covered with /dev/null;
@@ -342,6 +345,12 @@ func setupMounts(ic initConfig) (rootView, error) {
 		}
 	}
 
+	// 5b. The host's symlinks on the way to the workspace and the
+	// read-only folders, where the sandbox has nothing by their name.
+	if err := makeLinks(ic.Links); err != nil {
+		return view, err
+	}
+
 	// 6. Sockets in the kept folders and the read-only folders; the
 	// workspace is the tool's own.
 	var scan []string
@@ -385,6 +394,24 @@ func setupMounts(ic initConfig) (rootView, error) {
 		return view, fmt.Errorf("make the root read-only: %w", err)
 	}
 	return view, nil
+}
+
+// makeLinks makes each link in the new root unless something is already
+// at its path (a kept folder, a bound one, a hiding mount, a link made
+// for an earlier path).
+func makeLinks(links []link) error {
+	for _, l := range links {
+		if _, err := os.Lstat(l.Path); err == nil || !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(l.Path), 0o755); err != nil {
+			return fmt.Errorf("link %s: %w", l.Path, err)
+		}
+		if err := os.Symlink(l.Target, l.Path); err != nil {
+			return fmt.Errorf("link %s -> %s: %w", l.Path, l.Target, err)
+		}
+	}
+	return nil
 }
 
 // insideAny reports whether p is one of roots or under one.
