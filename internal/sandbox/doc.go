@@ -53,7 +53,11 @@
 // the PID namespace's own /proc (/proc/sys read-only); the workspace,
 // writable at its own path (its parent folders are empty folders of the
 // new root, so `ls ..` shows only the way to it); and the Config.ReadOnly
-// folders (a custom tool's program folder) at theirs. Nothing else of the
+// folders (a custom tool's program folder) at theirs. Both are bound at
+// their resolved paths, and the host's symlinks on the way to the paths
+// the caller gave are made again (link -> real, when a program is named as
+// link/proj/deploy.sh or $HOME lies under a home given through a link), so
+// those paths resolve inside as outside. Nothing else of the
 // host exists: not /home, /root, /run, /var, /srv, /mnt, /sys, nor the
 // agentctl home. $HOME is the workspace (the tools package sets it); the
 // invoking user's home folder is not in the sandbox unless it is one of
