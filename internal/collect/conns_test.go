@@ -328,3 +328,27 @@ func TestGRPCNeedsToken(t *testing.T) {
 		t.Errorf("%d spans stored, want the 2 of the call with the token", n)
 	}
 }
+
+// TestGRPCTokenBeforeMessage: a call without the token is refused when its
+// headers come, before its message is read: a message over the size limit
+// is answered UNAUTHENTICATED, not RESOURCE_EXHAUSTED (which would mean
+// the collector read it, and would have counted and decoded one within
+// the limit).
+func TestGRPCTokenBeforeMessage(t *testing.T) {
+	mem := &Memory{}
+	body := exportBody(t, stubs(37, 50))
+	_, grpcAddr := serve(t, newServer(t, Config{Sink: mem, Token: "s3cret", MaxRequestBytes: int64(len(body)) / 2, MaxDecodedBytes: int64(len(body)) / 2}))
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := &coltracepb.ExportTraceServiceRequest{}
+	if err := proto.Unmarshal(body, req); err != nil {
+		t.Fatal(err)
+	}
+	_, err = coltracepb.NewTraceServiceClient(conn).Export(context.Background(), req)
+	if status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("an over-limit export without the token: %v, want UNAUTHENTICATED before the message is read", err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -36,6 +37,11 @@ func (s *Server) GRPC(opts ...grpc.ServerOption) *grpc.Server {
 		grpc.MaxRecvMsgSize(int(s.cfg.MaxDecodedBytes)),
 		grpc.ForceServerCodecV2(grpcCodec{s: s, base: encoding.GetCodecV2(grpcproto.Name)}),
 		grpc.UnaryInterceptor(s.grpcUnary),
+		// The token is checked when a call's headers come, before its
+		// message is read, counted or decoded: a client without it costs
+		// the collector no memory (grpcUnary checks again, for a server
+		// built with other options).
+		grpc.InTapHandle(s.grpcTap),
 		// A connection that never finishes its handshake, or carries no
 		// call for IdleTimeout, is closed; a client may not ping more
 		// than every 10 s to keep one open.
@@ -186,7 +192,8 @@ func (s *Server) grpcUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 		d = x.(grpcDecode)
 	}
 	defer s.budget.release(d.cost)
-	if err := s.grpcAuth(ctx); err != nil {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if err := s.grpcAuth(md); err != nil {
 		return nil, err
 	}
 	if d.err != nil {
@@ -195,11 +202,15 @@ func (s *Server) grpcUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 	return handler(ctx, req)
 }
 
+// grpcTap refuses a call without the token before its stream is made.
+func (s *Server) grpcTap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	return ctx, s.grpcAuth(info.Header)
+}
+
 // grpcAuth checks the token on every call: metadata "authorization:
 // Bearer TOKEN" (OTEL_EXPORTER_OTLP_HEADERS) or x-agentctl-token.
-func (s *Server) grpcAuth(ctx context.Context) error {
+func (s *Server) grpcAuth(md metadata.MD) error {
 	if s.cfg.Token != "" {
-		md, _ := metadata.FromIncomingContext(ctx)
 		got := first(md.Get("x-agentctl-token"))
 		if a := first(md.Get("authorization")); got == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 			got = strings.TrimSpace(a[7:])
