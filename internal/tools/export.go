@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -83,7 +82,3 @@ func ReadFileIn(dir, p string) ([]byte, error) {
 	defer f.Close()
 	return readAll(context.Background(), f, "read", p)
 }
-
-// FileKind names the type of a file that is not a regular file ("named
-// pipe", "character device", ...), as the file tools' errors do.
-func FileKind(m fs.FileMode) string { return fileKind(m) }

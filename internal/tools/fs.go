@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/agentctl/agentctl/internal/vfs"
 )
 
 const (
@@ -224,7 +226,7 @@ func runGrep(ctx context.Context, t *builtin, call Call) Result {
 			// they live, and a link out of the workspace is never read.
 			return nil
 		case !typ.IsRegular():
-			w.note(fmt.Sprintf("skipped %s: not a regular file (%s)", name, fileKind(typ)))
+			w.note(fmt.Sprintf("skipped %s: not a regular file (%s)", name, vfs.Kind(typ)))
 			return nil
 		}
 		found, more, err := grepFile(ctx, tg, name, re, maxGrepMatches-len(matches))

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/agentctl/agentctl/internal/vfs"
 )
 
 // MaxFileSize is the largest file read_file, edit_file and grep read: 16
@@ -174,7 +176,7 @@ func regular(op, name string, fi fs.FileInfo, limit int64) error {
 	}
 	if !m.IsRegular() {
 		return &fileError{op: op, path: name, kind: ErrNotRegular,
-			msg: fmt.Sprintf("not a regular file (%s); the file tools read and write regular files only", fileKind(m))}
+			msg: fmt.Sprintf("not a regular file (%s); the file tools read and write regular files only", vfs.Kind(m))}
 	}
 	if limit > 0 && fi.Size() > limit {
 		return tooBig(op, name, fi.Size())
@@ -194,23 +196,6 @@ func tooBig(op, name string, size int64) error {
 func changed(op, name string) error {
 	return &fileError{op: op, path: name, kind: ErrChanged,
 		msg: "the path changed while the tool opened it (a file or folder on it was replaced); nothing was done, try again"}
-}
-
-// fileKind names the type of a file that is not a regular file.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	}
-	return "irregular file"
 }
 
 // humanSize writes a byte count with one decimal in the largest binary

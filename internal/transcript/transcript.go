@@ -16,7 +16,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/pricing"
 	"github.com/agentctl/agentctl/internal/session"
-	"github.com/agentctl/agentctl/internal/tools"
+	"github.com/agentctl/agentctl/internal/vfs"
 )
 
 // The formats, as `agentctl import FORMAT` and the header's imported_from
@@ -159,7 +159,7 @@ func openRegular(path string) (*os.File, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("import %s: not a regular file (%s); only files are imported", path, tools.FileKind(fi.Mode()))
+		err = fmt.Errorf("import %s: not a regular file (%s); only files are imported", path, vfs.Kind(fi.Mode()))
 	}
 	if err != nil {
 		f.Close()
