@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -339,25 +340,35 @@ func relHref(out, target string) (string, bool) {
 // writes beside this one: "./ID.html", escaped.
 func sessionHref(id string) string { return "./" + url.PathEscape(id) + ".html" }
 
-// writePage writes the page through a temporary file renamed into place
-// (vfs.AtomicFile) and returns its size.
+// writePage writes the page to out (vfs.CreateOutput: a new file renamed
+// into place, or a device or FIFO written into) and returns its size.
 func writePage(out string, p view.Page) (int64, error) {
-	tmp, err := vfs.CreateAtomic(vfs.OS, out, 0o644, false)
+	tmp, err := vfs.CreateOutput(vfs.OS, out, 0o644, false)
 	if err != nil {
 		return 0, fmt.Errorf("view: %w", err)
 	}
 	defer tmp.Abort()
-	if err := view.Write(tmp, p); err != nil {
+	w := &countWriter{w: tmp}
+	if err := view.Write(w, p); err != nil {
 		return 0, err
 	}
 	if err := tmp.Commit(); err != nil {
 		return 0, fmt.Errorf("view: %w", err)
 	}
-	fi, err := os.Stat(out)
-	if err != nil {
-		return 0, fmt.Errorf("view: %w", err)
-	}
-	return fi.Size(), nil
+	return w.n, nil
+}
+
+// countWriter counts what is written through it: the size of an output
+// that may be a FIFO or a device, whose stat says nothing of it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // openInBrowser opens path with $BROWSER (its first entry) or the
