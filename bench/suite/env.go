@@ -14,6 +14,7 @@ import (
 	"github.com/agentctl/agentctl/bench/internal/benchgen"
 	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/session"
 )
 
 // env holds what the rows share: the binaries built once, the test
@@ -33,6 +34,7 @@ type env struct {
 
 	hist   *histData
 	replay string // home holding the replay sessions
+	long   string // home holding the 1M-event and the 210,000-event compacting sessions
 	bundle string // home holding the bundle session
 }
 
@@ -263,6 +265,32 @@ func (e *env) replayHome() (string, error) {
 		return "", err
 	}
 	e.replay = home
+	return home, nil
+}
+
+// The long sessions of the read rows (issue 38): one of 1,000,000-odd
+// events shaped as the runner records them (a compaction every 10 turns),
+// and one of 210,000 events as collect records an app that sends only its
+// newest messages (a compaction every turn, each dropping nothing).
+const (
+	longSession       = "1000000000000000"
+	compactingSession = "c000000000210000"
+)
+
+// longHome writes the long sessions, a batch of events at a time.
+func (e *env) longHome() (string, error) {
+	if e.long != "" {
+		return e.long, nil
+	}
+	home := filepath.Join(e.tmp, "long")
+	st := recorder.Store{Root: home}
+	if err := benchgen.WriteEach(st, longSession, func(fn func(session.Event)) { benchgen.ReplayEach(1_000_000, 10, fn) }); err != nil {
+		return "", err
+	}
+	if err := benchgen.WriteEach(st, compactingSession, func(fn func(session.Event)) { benchgen.CollectedEach(210_000, fn) }); err != nil {
+		return "", err
+	}
+	e.long = home
 	return home, nil
 }
 

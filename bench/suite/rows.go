@@ -106,6 +106,29 @@ func rows() []row {
 		return []string{e.agentctl, "--home", home, "view", replayShort, "-o", filepath.Join(e.tmp, "view.html")}, err
 	}}
 
+	// The reads of issue 38: each of view, bundle and show of the
+	// 1M-event session, and view and diagnose of the compacting one.
+	long := func(out string, args ...string) *proc {
+		return &proc{args: func(e *env) ([]string, error) {
+			home, err := e.longHome()
+			full := append([]string{e.agentctl, "--home", home}, args...)
+			if out != "" {
+				full = append(full, "-o", filepath.Join(e.tmp, out))
+			}
+			return full, err
+		}, after: func(e *env, s sample) error {
+			if out != "" {
+				return os.Remove(filepath.Join(e.tmp, out))
+			}
+			return nil
+		}}
+	}
+	viewLong := long("long.html", "view", longSession)
+	bundleLong := long("long.tar.zst", "bundle", longSession)
+	showLong := long("", "show", "--json", longSession)
+	viewCompacting := long("compacting.html", "view", compactingSession)
+	diagnoseCompacting := long("", "diagnose", compactingSession)
+
 	crash := func(flags ...string) *proc {
 		return &proc{args: func(e *env) ([]string, error) {
 			return append([]string{e.agentctl, "crashtest", filepath.Join(e.root, "bench/crashtest/scenario.yaml"), "--parallel", "2", "--json"}, flags...), nil
@@ -223,6 +246,16 @@ func rows() []row {
 			goal: valueAtMost(2000, "< 2000 ms")},
 		{name: "view: agentctl view writing that page (ms)", a: gb("./internal/view", "BenchmarkView10k/write", "3x", "5x"), metric: "s", runs: [2]int{1, 3}},
 		{name: "view: a generated 10,002-event session, whole process (ms)", a: view10k, metric: "s", warm: true},
+		{name: "peak RSS: view of a 1M-event session (MB)", a: viewLong, metric: "rss", runs: [2]int{1, 1},
+			goal: valueAtMost(150, "<= 150 MB")},
+		{name: "view of a 1M-event session (s)", a: viewLong, metric: "s", runs: [2]int{1, 1}},
+		{name: "peak RSS: bundle of a 1M-event session (MB)", a: bundleLong, metric: "rss", runs: [2]int{1, 1},
+			goal: valueAtMost(150, "<= 150 MB")},
+		{name: "peak RSS: show --json of a 1M-event session (MB)", a: showLong, metric: "rss", runs: [2]int{1, 1},
+			goal: valueAtMost(150, "<= 150 MB")},
+		{name: "view, 210,000 events, a compaction every 4 (s)", a: viewCompacting, metric: "s", runs: [2]int{1, 1}},
+		{name: "peak RSS: view, 210,000 events, a compaction every 4 (MB)", a: viewCompacting, metric: "rss", runs: [2]int{1, 1}},
+		{name: "diagnose, 210,000 events, a compaction every 4 (CPU s)", a: diagnoseCompacting, metric: "cpu", runs: [2]int{1, 1}},
 
 		// The benchmarks of the proxy, git state, subagents, MCP and the
 		// remote, each a pair in its own package.

@@ -436,38 +436,49 @@ const EventsMember = "events.jsonl"
 // *fs.PathError; a refused bundle is "open <path>: " and Extract's error
 // (errors.Is ErrRefused); an undecodable event "<path> events.jsonl: ".
 func ReadEvents(ctx context.Context, path string) (*Manifest, []session.Event, error) {
-	tmp, err := os.MkdirTemp("", "agentctl-bundle-events-")
+	var evs []session.Event
+	m, err := StreamEvents(ctx, path, func(e session.Event) { evs = append(evs, e) })
 	if err != nil {
 		return nil, nil, err
+	}
+	return m, evs, nil
+}
+
+// StreamEvents is ReadEvents handing the events to fn one at a time, in
+// order, instead of returning them: a reader of a bundle of a million
+// events (view, diagnose) holds one.
+func StreamEvents(ctx context.Context, path string, fn func(session.Event)) (*Manifest, error) {
+	tmp, err := os.MkdirTemp("", "agentctl-bundle-events-")
+	if err != nil {
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	r, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer r.Close()
 	dir := filepath.Join(tmp, "b")
 	m, err := Extract(ctx, r, dir, ExtractOptions{Only: func(n string) bool { return n == EventsMember }})
 	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	ef, err := os.Open(filepath.Join(dir, EventsMember))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	defer ef.Close()
-	var evs []session.Event
 	sc := bufio.NewScanner(ef)
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
 	for sc.Scan() {
 		e, err := session.Decode(sc.Bytes())
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s %s: %w", path, EventsMember, err)
+			return nil, fmt.Errorf("%s %s: %w", path, EventsMember, err)
 		}
-		evs = append(evs, e)
+		fn(e)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return m, evs, nil
+	return m, nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/bundle"
 	"github.com/agentctl/agentctl/internal/diagnose"
-	"github.com/agentctl/agentctl/internal/session"
+	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
@@ -62,11 +62,24 @@ Each finding cites the seqs it rests on ('agentctl show SESSION' lists them).
 }
 
 func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
+	// The log (or the bundle's events) is read a record at a time into the
+	// anchoring check, the one thing diagnose takes from the events
+	// themselves: a session of a million events is never held.
 	var id string
-	var evs []session.Event
+	var anchors *replaycheck.Anchorer
 	if opts.Bundle == "" {
+		st := f.Store()
 		var err error
-		if id, evs, err = loadSession(f, opts.Session); err != nil {
+		if id, err = st.Resolve(opts.Session); err != nil {
+			return err
+		}
+		anchors = replaycheck.NewAnchorer(id, nil)
+		_, tail, err := st.Stream(id, anchors.Add)
+		if tail.Torn {
+			fmt.Fprintf(f.Err, "warning: session %s: log has a torn tail (%d bytes after the last whole event, from a crash mid-write); 'agentctl resume' cuts it\n",
+				id, tail.FileSize-tail.GoodSize)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -76,13 +89,14 @@ func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
 	}
 	defer closeDB()
 	if opts.Bundle != "" {
-		m, bevs, err := bundle.ReadEvents(ctx, opts.Bundle)
-		if err != nil {
+		var m *bundle.Manifest
+		anchors = replaycheck.NewAnchorer("", nil)
+		if m, err = bundle.StreamEvents(ctx, opts.Bundle, anchors.Add); err != nil {
 			return fmt.Errorf("diagnose: %w", err)
 		}
-		id, evs = m.SessionID, bevs
+		id = m.SessionID
 	}
-	rep, err := diagnose.Run(ctx, db, id, evs)
+	rep, err := diagnose.Run(ctx, db, id, anchors.Report())
 	if err != nil {
 		return err
 	}

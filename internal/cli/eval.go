@@ -269,7 +269,7 @@ func writeEvalOutputs(f *Factory, rep *evals.Report, cmp *evals.Comparison, juni
 				return err
 			}
 		}
-		out, err := vfs.CreateAtomic(vfs.OS, path, 0o666, false)
+		out, err := vfs.CreateOutput(vfs.OS, path, 0o666, false)
 		if err != nil {
 			return err
 		}

@@ -123,7 +123,7 @@ func writeMarkdownSummary(f *Factory, g gateOptions, rep *evals.Report, cmp *eva
 			return fmt.Errorf("write --summary %s: %w", g.Summary, err)
 		}
 	}
-	out, err := vfs.CreateAtomic(vfs.OS, g.Summary, 0o666, false)
+	out, err := vfs.CreateOutput(vfs.OS, g.Summary, 0o666, false)
 	if err != nil {
 		return fmt.Errorf("write --summary %s: %w", g.Summary, err)
 	}

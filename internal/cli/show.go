@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/termsafe"
@@ -33,7 +35,10 @@ and Parquet). SESSION is an id or an unambiguous prefix of one.
 
 A log whose tail was torn by a crash is shown up to the last whole event,
 with a warning; a log corrupted before its tail is shown up to the damage
-and the command fails naming the offset.
+and the command fails naming the offset. A log that lost events the
+history sealed (they were durable: restored from an old backup, cut by
+a copy) is shown whole: the events it lost come from the sealed copy,
+with a warning naming the log, what it lost and the file they came from.
 
 With --tree, show the session with its subagents (sessions its task calls
 started), forks and replays (proxy --replay, replay run --keep of an
@@ -87,27 +92,89 @@ func showRun(f *Factory, opts *showOptions) error {
 	if opts.Tree {
 		return showTreeRun(f, opts)
 	}
-	_, evs, loadErr := loadSession(f, opts.Session)
-	if loadErr != nil && !errors.Is(loadErr, recorder.ErrCorrupt) {
-		return loadErr
+	st := f.Store()
+	id, err := st.Resolve(opts.Session)
+	if err != nil {
+		return err
 	}
 	w := bufio.NewWriter(f.Out)
-	for _, e := range evs {
-		if opts.JSON {
-			b, err := session.Encode(e)
-			if err != nil {
-				return err
-			}
-			w.Write(b)
-			w.WriteByte('\n')
-			continue
+	emit := func(e session.Event) error {
+		if !opts.JSON {
+			writeTimelineLine(w, e)
+			return nil
 		}
-		writeTimelineLine(w, e)
+		b, err := session.Encode(e)
+		if err != nil {
+			return err
+		}
+		w.Write(b)
+		return w.WriteByte('\n')
+	}
+	// The log is read a record at a time and each event printed as it
+	// comes, so showing a session of a million events holds one.
+	var last session.Event
+	var emitErr error
+	_, tail, loadErr := st.Stream(id, func(e session.Event) {
+		last = e
+		if emitErr == nil {
+			emitErr = emit(e)
+		}
+	})
+	if emitErr != nil {
+		return emitErr
+	}
+	var short *recorder.ShortLogError
+	if errors.As(loadErr, &short) {
+		if err := showSealedRest(f, id, short, last, emit); err != nil {
+			fmt.Fprintf(f.Err, "warning: session %s: no sealed copy to show the rest from: %v\n", id, err)
+		} else {
+			loadErr = nil
+		}
+	} else if tail.Torn {
+		fmt.Fprintf(f.Err, "warning: session %s: log has a torn tail (%d bytes after the last whole event, from a crash mid-write); 'agentctl resume' cuts it\n",
+			id, tail.FileSize-tail.GoodSize)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	return loadErr
+}
+
+// showSealedRest prints, after the events a damaged log still holds
+// (through last), the ones it lost from the copy the history sealed of
+// the session (history.SealedEvents), and warns naming the damage. It
+// uses the copy only if that copy's event at last's seq is last (kind and
+// time), so it cannot splice another run's events onto the log, and
+// prints none of it when the copy fails its checks.
+func showSealedRest(f *Factory, id string, short *recorder.ShortLogError, last session.Event, emit func(session.Event) error) error {
+	h := history.New(f.Home)
+	shown := 0
+	first := true
+	entry, file, err := h.SealedEvents(id, last.Seq, func(e session.Event) error {
+		if first {
+			first = false
+			if e.Kind != last.Kind || !e.TS.Equal(last.TS.UTC().Truncate(time.Microsecond)) {
+				return fmt.Errorf("its event at seq %d is a %s at %s, the log's a %s at %s: it is not a copy of this log",
+					e.Seq, e.Kind, e.TS.Format(time.RFC3339Nano), last.Kind, last.TS.Format(time.RFC3339Nano))
+			}
+			return nil
+		}
+		shown++
+		return emit(e)
+	})
+	if err != nil {
+		return err
+	}
+	if shown == 0 {
+		return fmt.Errorf("%s holds nothing after seq %d", file, last.Seq)
+	}
+	lost := fmt.Sprintf("seq %d", last.Seq+1)
+	if entry.LastSeq > last.Seq+1 {
+		lost = fmt.Sprintf("seqs %d..%d", last.Seq+1, entry.LastSeq)
+	}
+	fmt.Fprintf(f.Err, "warning: session %s: its log %s is damaged: it ends at seq %d (%d bytes) and lost %d event(s) that were durable (%s); %s shown from the sealed copy %s (times to the microsecond). Restore the log from a backup or a bundle made before the damage\n",
+		id, short.Path, last.Seq, short.Size, entry.LastSeq-last.Seq, short.Witness.By, lost, file)
+	return nil
 }
 
 // showFollowRun prints the session's events and then each appended one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +20,8 @@ import (
 	"github.com/agentctl/agentctl/internal/diagnose"
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
+	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
+	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/termsafe"
 	"github.com/agentctl/agentctl/internal/vfs"
 	"github.com/agentctl/agentctl/internal/view"
@@ -181,15 +184,33 @@ func viewRun(ctx context.Context, f *Factory, opts *viewOptions) error {
 
 // viewLoad reads ref, a session of the home or a bundle file. With full,
 // it also runs diagnose and finds forks and artifacts, linked relative to
-// the page at out.
+// the page at out, and the events are streamed, not held: read once here
+// for diagnose's anchoring check, then again by view.Build, which keeps
+// only the events the page shows. Without full (a side of --compare) they
+// are read into Input.Events.
 func viewLoad(ctx context.Context, f *Factory, ref string, isBundle bool, out string, full bool) (*viewSource, error) {
 	src := &viewSource{}
+	var anchors *replaycheck.Anchorer
 	if isBundle {
-		m, evs, err := bundle.ReadEvents(ctx, ref)
+		var m *bundle.Manifest
+		var evs []session.Event
+		var err error
+		if full {
+			anchors = replaycheck.NewAnchorer("", nil)
+			m, err = bundle.StreamEvents(ctx, ref, anchors.Add)
+		} else {
+			m, evs, err = bundle.ReadEvents(ctx, ref)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("view: %w", err)
 		}
 		src.in = view.Input{ID: m.SessionID, Events: evs, Origin: "bundle " + ref}
+		if full {
+			src.in.Stream = func(fn func(session.Event)) (recorder.Tail, error) {
+				_, err := bundle.StreamEvents(ctx, ref, fn)
+				return recorder.Tail{}, err
+			}
+		}
 		base := strings.TrimSuffix(filepath.Base(ref), ".tar.zst")
 		unpacked := filepath.Join(filepath.Dir(ref), base)
 		members := map[string]bool{}
@@ -209,7 +230,14 @@ func viewLoad(ctx context.Context, f *Factory, ref string, isBundle bool, out st
 		if err != nil {
 			return nil, err
 		}
-		evs, tail, err := st.Load(id)
+		var evs []session.Event
+		var tail recorder.Tail
+		if full {
+			anchors = replaycheck.NewAnchorer(id, nil)
+			_, tail, err = st.Stream(id, anchors.Add)
+		} else {
+			evs, tail, err = st.Load(id)
+		}
 		if tail.Torn {
 			fmt.Fprintf(f.Err, "warning: session %s: log has a torn tail (%d bytes after the last whole event, from a crash mid-write); 'agentctl resume' cuts it\n",
 				id, tail.FileSize-tail.GoodSize)
@@ -220,6 +248,12 @@ func viewLoad(ctx context.Context, f *Factory, ref string, isBundle bool, out st
 		src.loadErr = err
 		dir := st.SessionDir(id)
 		src.in = view.Input{ID: id, Events: evs, Live: recorder.Live(dir), Tail: tail, ReadErr: err, Origin: "home " + f.Home}
+		if full {
+			src.in.Stream = func(fn func(session.Event)) (recorder.Tail, error) {
+				_, tail, err := st.Stream(id, fn)
+				return tail, err
+			}
+		}
 		src.in.Artifact = func(rel string) (string, bool) {
 			p := filepath.Join(dir, filepath.FromSlash(rel))
 			if _, err := os.Stat(p); err != nil {
@@ -246,7 +280,7 @@ func viewLoad(ctx context.Context, f *Factory, ref string, isBundle bool, out st
 		return src, nil
 	}
 	defer closeDB()
-	if rep, err := diagnose.Run(ctx, db, src.in.ID, src.in.Events); err != nil {
+	if rep, err := diagnose.Run(ctx, db, src.in.ID, anchors.Report()); err != nil {
 		note(err)
 	} else {
 		for _, fd := range rep.Findings {
@@ -339,25 +373,35 @@ func relHref(out, target string) (string, bool) {
 // writes beside this one: "./ID.html", escaped.
 func sessionHref(id string) string { return "./" + url.PathEscape(id) + ".html" }
 
-// writePage writes the page through a temporary file renamed into place
-// (vfs.AtomicFile) and returns its size.
+// writePage writes the page to out (vfs.CreateOutput: a new file renamed
+// into place, or a device or FIFO written into) and returns its size.
 func writePage(out string, p view.Page) (int64, error) {
-	tmp, err := vfs.CreateAtomic(vfs.OS, out, 0o644, false)
+	tmp, err := vfs.CreateOutput(vfs.OS, out, 0o644, false)
 	if err != nil {
 		return 0, fmt.Errorf("view: %w", err)
 	}
 	defer tmp.Abort()
-	if err := view.Write(tmp, p); err != nil {
+	w := &countWriter{w: tmp}
+	if err := view.Write(w, p); err != nil {
 		return 0, err
 	}
 	if err := tmp.Commit(); err != nil {
 		return 0, fmt.Errorf("view: %w", err)
 	}
-	fi, err := os.Stat(out)
-	if err != nil {
-		return 0, fmt.Errorf("view: %w", err)
-	}
-	return fi.Size(), nil
+	return w.n, nil
+}
+
+// countWriter counts what is written through it: the size of an output
+// that may be a FIFO or a device, whose stat says nothing of it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // openInBrowser opens path with $BROWSER (its first entry) or the

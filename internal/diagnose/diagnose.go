@@ -3,12 +3,16 @@
 // sessions, tool_calls), so it reads a home and a debug bundle alike.
 //
 // Every Finding cites the seqs it rests on, so a reader can check it with
-// `agentctl show` or `agentctl query`.
+// `agentctl show` or `agentctl query`: all of them up to MaxSeqs, else the
+// first and the last MaxSeqs/2, the text saying how many there are. What
+// a finding lists is bounded the same way (a session of 70,000
+// compactions is summarised, not listed), so a report stays a few lines
+// whatever the log's length.
 //
 // # Example
 //
 //	db, _ := query.Open(ctx, home, os.Stderr)
-//	rep, err := diagnose.Run(ctx, db, id, events)
+//	rep, err := diagnose.Run(ctx, db, id, replaycheck.Anchors(id, events, nil))
 //	rep.WriteText(os.Stdout)
 //
 // # Findings, in report order
@@ -84,18 +88,28 @@ type Finding struct {
 	Seqs []int64 `json:"seqs"`
 }
 
+// MaxSeqs bounds the seqs a finding cites: past it, the first and the
+// last MaxSeqs/2.
+const MaxSeqs = 20
+
+// maxListed bounds the items a finding's text lists one by one (the
+// compactions whose anchoring failed); the rest are counted.
+const maxListed = 5
+
 type diag struct {
-	ctx context.Context
-	db  Querier
-	id  string
-	rep *Report
-	evs []session.Event
+	ctx     context.Context
+	db      Querier
+	id      string
+	rep     *Report
+	anchors replaycheck.AnchorsReport
 }
 
-// Run diagnoses session id. evs are its events (for the anchoring check
-// of compactions); everything else comes from the views.
-func Run(ctx context.Context, db Querier, id string, evs []session.Event) (*Report, error) {
-	d := &diag{ctx: ctx, db: db, id: id, rep: &Report{SessionID: id, Findings: []Finding{}}, evs: evs}
+// Run diagnoses session id. anchors is the anchoring check of its
+// compactions (replaycheck.Anchors, or an Anchorer fed the log as it is
+// read, so a caller need not hold the events); everything else comes from
+// the views.
+func Run(ctx context.Context, db Querier, id string, anchors replaycheck.AnchorsReport) (*Report, error) {
+	d := &diag{ctx: ctx, db: db, id: id, rep: &Report{SessionID: id, Findings: []Finding{}}, anchors: anchors}
 	steps := []func() error{d.totals, d.loop, d.afterError, d.provider, d.budget, d.pending, d.approvals, d.compactions, d.slowTools, d.exit}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -118,6 +132,9 @@ func (d *diag) q(sql string) ([][]any, error) {
 func (d *diag) add(kind, text string, seqs ...int64) {
 	slices.Sort(seqs)
 	seqs = slices.Compact(seqs)
+	if len(seqs) > MaxSeqs {
+		seqs = append(seqs[:MaxSeqs/2:MaxSeqs/2], seqs[len(seqs)-MaxSeqs/2:]...)
+	}
 	if seqs == nil {
 		seqs = []int64{}
 	}
@@ -462,18 +479,37 @@ func (d *diag) compactions() error {
 	for _, r := range rows {
 		seqs = append(seqs, num(r[0]))
 	}
-	rep := replaycheck.Anchors(d.id, d.evs, nil)
+	rep := d.anchors
 	text := fmt.Sprintf("%d %s (last through seq %d)", len(rows), plural(len(rows), "compaction", "compactions"), num(rows[len(rows)-1][1]))
 	if rep.OK {
 		text += "; the goal survived: the first user message is held verbatim after each, and every summary was made from original events."
 	} else {
-		var bad []string
+		// The first few failures in words, the rest counted by code.
+		var bad, codes []string
+		byCode := map[string]int{}
+		total := 0
 		for _, c := range rep.Compactions {
 			for _, f := range c.Findings {
-				bad = append(bad, fmt.Sprintf("seq %d %s: %s", c.Seq, f.Code, f.Detail))
+				total++
+				if len(bad) < maxListed {
+					bad = append(bad, fmt.Sprintf("seq %d %s: %s", c.Seq, f.Code, f.Detail))
+					continue
+				}
+				if byCode[f.Code] == 0 {
+					codes = append(codes, f.Code)
+				}
+				byCode[f.Code]++
 			}
 		}
-		text += "; the goal may be lost: " + strings.Join(bad, "; ") + "."
+		text += "; the goal may be lost: " + strings.Join(bad, "; ")
+		if more := total - len(bad); more > 0 {
+			var counts []string
+			for _, c := range codes {
+				counts = append(counts, fmt.Sprintf("%d %s", byCode[c], c))
+			}
+			text += fmt.Sprintf("; and %d more (%s)", more, strings.Join(counts, ", "))
+		}
+		text += "."
 	}
 	d.add("compaction", text, seqs...)
 	return nil

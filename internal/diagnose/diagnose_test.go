@@ -12,6 +12,7 @@ import (
 	"github.com/agentctl/agentctl/internal/diagnose"
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
+	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -38,7 +39,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := diagnose.Run(ctx, db, id, evs)
+			rep, err := diagnose.Run(ctx, db, id, replaycheck.Anchors(id, evs, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +94,7 @@ func TestSeqs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := diagnose.Run(ctx, db, tc.id, evs)
+		rep, err := diagnose.Run(ctx, db, tc.id, replaycheck.Anchors(tc.id, evs, nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -320,6 +320,39 @@ func effectiveSeq(ms []Message, i int) int64 {
 	return 0
 }
 
+// Len is len(Messages()) without making them.
+func (p *Projector) Len() int {
+	n := len(p.tail) + len(p.pending)
+	if p.system != "" {
+		n++
+	}
+	if p.summary != nil {
+		n++
+		if p.firstUser != nil && p.firstUser.Seq <= p.through {
+			n++
+		}
+	}
+	return n
+}
+
+// Holds returns the message of the event at seq as Messages holds it now,
+// or false when the projection no longer holds it (compacted away). It
+// costs a binary search, where a search of Messages costs the whole
+// projection: a reader that asks at every compaction of a log whose
+// compactions drop nothing would otherwise do quadratic work.
+func (p *Projector) Holds(seq int64) (Message, bool) {
+	if p.summary != nil && p.firstUser != nil && p.firstUser.Seq <= p.through && p.firstUser.Seq == seq {
+		return *p.firstUser, true
+	}
+	i := sort.Search(len(p.tail), func(i int) bool { return effectiveSeq(p.tail, i) >= seq })
+	for ; i < len(p.tail) && effectiveSeq(p.tail, i) == seq; i++ {
+		if p.tail[i].Seq == seq {
+			return p.tail[i], true
+		}
+	}
+	return Message{}, false
+}
+
 // Messages returns the payload as a provider would receive it now. Calls
 // still pending are closed as cancelled at the end so the payload is well
 // formed; the runner never asks while its own calls are in flight.

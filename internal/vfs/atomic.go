@@ -55,6 +55,7 @@ type AtomicFile struct {
 	path   string
 	noSync bool
 	done   bool
+	direct bool // CreateOutput's device or FIFO: written in place
 }
 
 // errAtomicDone is Commit's error after Commit or Abort.
@@ -81,6 +82,9 @@ func (a *AtomicFile) Commit() error {
 		return errAtomicDone
 	}
 	a.done = true
+	if a.direct {
+		return a.File.Close()
+	}
 	tmp := a.File.Name()
 	var err error
 	if !a.noSync {
@@ -110,5 +114,7 @@ func (a *AtomicFile) Abort() {
 	}
 	a.done = true
 	a.File.Close()
-	a.fsys.Remove(a.File.Name())
+	if !a.direct {
+		a.fsys.Remove(a.File.Name())
+	}
 }

@@ -58,8 +58,14 @@ func CompareSessions(a, b Input) (*Compare, error) {
 		}
 	}
 	rep := replaycheck.Diff(a.ID, a.Events, b.ID, b.Events)
-	all := func(int) bool { return true }
-	c := &cleaner{max: min(textCap(a, all), textCap(b, all))}
+	all := func(in Input) func(func(session.Event)) {
+		return func(yield func(session.Event)) {
+			for _, e := range in.Events {
+				yield(e)
+			}
+		}
+	}
+	c := &cleaner{max: min(textCap(a, all(a)), textCap(b, all(b)))}
 	out := &Compare{A: side(a, rep.A), B: side(b, rep.B), Rows: make([]TurnRow, 0, len(rep.Rows)), FirstDiff: rep.FirstDiff, Same: rep.Same}
 	out.Relation = relation(a, b)
 	for _, r := range rep.Rows {

@@ -40,8 +40,15 @@ const minText = 256
 // Input is one session as the view reads it: its events and what the log
 // cannot say about itself.
 type Input struct {
-	ID     string
+	ID string
+	// Events are the session's events; or Stream reads them, handing each
+	// to fn in order, and returns what reading the log found (its Tail and
+	// ReadErr, which then override the fields below). Build reads Stream
+	// once and holds the events it shows, not the session: a page of a
+	// session of a million events costs its 20,000 shown events and the
+	// fold. CompareSessions takes Events.
 	Events []session.Event
+	Stream func(fn func(session.Event)) (recorder.Tail, error)
 	// Live, Tail and ReadErr are what reading the log found (a process
 	// holds its lease; its tail was torn; reading stopped at damage), the
 	// inputs of recorder.SummaryOf, so the header says what `agentctl
@@ -246,54 +253,104 @@ type Mark struct {
 
 // Build makes the page data of one session from its events, folding them
 // with session.State (the one fold every reader uses) as it goes, so each
-// tool event is attributed to the call the fold attributes it to.
+// tool event is attributed to the call the fold attributes it to. It
+// reads the events once, keeping the first and the last MaxEvents/2 of
+// them (the ones the page shows) as they come.
 func Build(in Input) (*Session, error) {
-	if len(in.Events) == 0 {
-		if in.ReadErr != nil {
-			return nil, fmt.Errorf("view %s: no event could be read: %w", in.ID, in.ReadErr)
+	each := in.Stream
+	if each == nil {
+		each = func(fn func(session.Event)) (recorder.Tail, error) {
+			for _, e := range in.Events {
+				fn(e)
+			}
+			return in.Tail, in.ReadErr
 		}
-		return nil, fmt.Errorf("view %s: the log has no events", in.ID)
 	}
-	shown, omitted := window(in)
-	c := &cleaner{max: textCap(in, shown)}
+	limit := maxEvents(in)
+	head := limit / 2
+	tailN := max(1, limit-head)
 	st := session.NewState()
-	out := &Session{Findings: []Finding{}, Events: make([]Event, 0, min(len(in.Events), maxEvents(in))), Calls: []Call{}, Marks: []Mark{}}
-	t0 := in.Events[0].TS
 	callOf := map[*session.Call]int{}
 	index := func(sc *session.Call) int {
 		if sc == nil {
 			return 0
 		}
-		if i, ok := callOf[sc]; ok {
-			return i
-		}
-		return 0
+		return callOf[sc]
 	}
-	for i, e := range in.Events {
+	var (
+		first, ring []kept // the first head events; the last tailN, a ring from ringAt
+		ringAt      int
+		omitted     *Omitted
+		hdr         session.Event
+		goal        *string
+		n           int
+		mk          marker
+	)
+	tail, readErr := each(func(e session.Event) {
+		if n == 0 {
+			hdr = e
+			mk.start(e)
+		}
+		n++
 		st.Add(e)
 		for _, sc := range st.Calls[len(callOf):] {
 			callOf[sc] = len(callOf) + 1
 		}
-		if !shown(i) {
-			if i == len(in.Events)-1 || shown(i+1) {
-				omitted.ToSeq = e.Seq
-			}
-			if omitted.FromSeq == 0 {
-				omitted.FromSeq = e.Seq
-			}
-			continue
+		mk.add(e)
+		if goal == nil && e.Kind == session.KindUserMessage {
+			g := e.Text
+			goal = &g
 		}
-		ev := c.event(e, t0)
+		k := kept{e: e}
 		switch e.Kind {
 		case session.KindAssistantMessage:
-			ev.Turn = st.Turns
+			k.turn = st.Turns
 			for _, i := range st.Latest {
-				ev.Calls = append(ev.Calls, index(st.Calls[i]))
+				k.calls = append(k.calls, index(st.Calls[i]))
 			}
 		case session.KindToolIntent, session.KindToolResult, session.KindReconciled,
 			session.KindApprovalRequest, session.KindApprovalGranted, session.KindApprovalDenied:
-			ev.Call = index(st.Call(e.CallID))
+			k.call = index(st.Call(e.CallID))
 		}
+		switch {
+		case len(first) < head:
+			first = append(first, k)
+		case len(ring) < tailN:
+			ring = append(ring, k)
+		default:
+			// The oldest of the last events leaves the page.
+			old := ring[ringAt].e.Seq
+			if omitted == nil {
+				omitted = &Omitted{FromSeq: old, Head: head, Tail: tailN}
+			}
+			omitted.Count++
+			omitted.ToSeq = old
+			ring[ringAt] = k
+			ringAt = (ringAt + 1) % tailN
+		}
+	})
+	if in.Stream != nil {
+		in.Tail, in.ReadErr = tail, readErr
+	}
+	if n == 0 {
+		if in.ReadErr != nil {
+			return nil, fmt.Errorf("view %s: no event could be read: %w", in.ID, in.ReadErr)
+		}
+		return nil, fmt.Errorf("view %s: the log has no events", in.ID)
+	}
+	shown := append(first, ring[ringAt:]...)
+	shown = append(shown, ring[:ringAt]...)
+	c := &cleaner{max: textCap(in, func(yield func(session.Event)) {
+		for i := range shown {
+			yield(shown[i].e)
+		}
+	})}
+	out := &Session{Findings: []Finding{}, Events: make([]Event, 0, len(shown)), Calls: []Call{}, Marks: []Mark{}}
+	t0 := hdr.TS
+	for _, k := range shown {
+		e := k.e
+		ev := c.event(e, t0)
+		ev.Turn, ev.Calls, ev.Call = k.turn, k.calls, k.call
 		if e.Artifact != "" && in.Artifact != nil && safeArtifact(e.Artifact) {
 			if href, ok := in.Artifact(e.Artifact); ok {
 				ev.ArtifactHref = href
@@ -363,7 +420,7 @@ func Build(in Input) (*Session, error) {
 		}
 		out.Findings = append(out.Findings, Finding{Kind: c.str(f.Kind), Text: c.str(f.Text), Seqs: seqs})
 	}
-	out.Marks = marks(in.Events, out.Summary.Status)
+	out.Marks = mk.finish(out.Summary.Status, st.LastSeq)
 	if omitted != nil {
 		// Marks are drawn at their events: keep those of the events shown.
 		ms := out.Marks[:0]
@@ -374,9 +431,18 @@ func Build(in Input) (*Session, error) {
 		}
 		out.Marks = ms
 	}
-	out.Header = header(in, st, out.Summary, c)
+	out.Header = header(in, st, out.Summary, c, hdr, goal)
 	out.Header.Omitted = omitted
 	return out, nil
+}
+
+// kept is an event the page shows, with what the fold said of it when it
+// was read: its call, the calls of an assistant message, its turn.
+type kept struct {
+	e     session.Event
+	call  int
+	calls []int
+	turn  int
 }
 
 func maxEvents(in Input) int {
@@ -384,20 +450,6 @@ func maxEvents(in Input) int {
 		return in.MaxEvents
 	}
 	return DefaultMaxEvents
-}
-
-// window says which of in.Events the page shows: all of them, or the
-// first and the last maxEvents/2 with the Omitted run between (its seqs
-// are filled in by Build).
-func window(in Input) (shown func(i int) bool, omitted *Omitted) {
-	n, limit := len(in.Events), maxEvents(in)
-	if n <= limit {
-		return func(int) bool { return true }, nil
-	}
-	head := limit / 2
-	tail := limit - head
-	omitted = &Omitted{Count: n - limit, Head: head, Tail: tail}
-	return func(i int) bool { return i < head || i >= n-tail }, omitted
 }
 
 func link(in Input, id string) *Link {
@@ -415,13 +467,12 @@ func safeArtifact(rel string) bool {
 	return strings.HasPrefix(rel, "artifacts/") && path.Clean(rel) == rel && !strings.Contains(rel, "\\")
 }
 
-func header(in Input, st *session.State, sum recorder.Summary, c *cleaner) Header {
+func header(in Input, st *session.State, sum recorder.Summary, c *cleaner, hdr session.Event, goal *string) Header {
 	h := Header{
 		PinnedProvider: c.str(st.PinnedProvider), PinnedModel: c.str(st.PinnedModel),
 		Turns: st.Turns, Compactions: st.Compactions, System: c.str(st.System),
 		Origin: c.str(in.Origin), ArtifactNote: in.ArtifactNote, ForkedFrom: st.ForkedFrom,
 	}
-	hdr := in.Events[0]
 	h.SpecPath, h.SpecHash, h.Version, h.Workspace = c.str(hdr.SpecPath), c.str(hdr.SpecHash), c.str(hdr.AgentctlVersion), c.str(hdr.Workspace)
 	for _, g := range st.GrantList() {
 		h.Grants = append(h.Grants, c.str(g))
@@ -431,11 +482,8 @@ func header(in Input, st *session.State, sum recorder.Summary, c *cleaner) Heade
 		end = st.LastTS
 	}
 	h.DurationMS = max(0, end.Sub(st.Started).Milliseconds())
-	for _, e := range in.Events {
-		if e.Kind == session.KindUserMessage {
-			h.Goal = c.str(e.Text)
-			break
-		}
+	if goal != nil {
+		h.Goal = c.str(*goal)
 	}
 	if h.Goal == "" && hdr.Text != "" {
 		h.Goal = c.str(hdr.Text)
@@ -488,8 +536,9 @@ func exitPath(st *session.State, sum recorder.Summary, readErr error) string {
 	return termsafe.String(s)
 }
 
-// marks finds the points the chart and the timeline mark. Resumes and
-// crashes are read from the log's shape, since no event says "resumed":
+// marker finds the points the chart and the timeline mark, an event at a
+// time (add), then the end (finish). Resumes and crashes are read from the
+// log's shape, since no event says "resumed":
 //
 //   - after a session_finished, what a human records between invocations
 //     (approve, deny, resolve: approval_granted, approval_denied,
@@ -501,8 +550,23 @@ func exitPath(st *session.State, sum recorder.Summary, readErr error) string {
 //     stopped at the event before.
 //
 // A crash between calls with nothing to settle leaves no trace to find.
-func marks(evs []session.Event, status session.Status) []Mark {
-	out := []Mark{}
+type marker struct {
+	out                          []Mark
+	n                            int
+	prevSeq                      int64
+	afterFinish, prevResumeWrite bool
+}
+
+// start notes the header: a fork's own events start after its copy.
+func (m *marker) start(hdr session.Event) {
+	m.out = []Mark{}
+	if hdr.ForkedFrom > 0 {
+		m.out = append(m.out, Mark{Seq: hdr.ForkedFrom, Kind: "fork",
+			Label: fmt.Sprintf("forked: the events up to here are copied from %s", termsafe.String(hdr.ParentSessionID))})
+	}
+}
+
+func (m *marker) add(e session.Event) {
 	resumeWrites := func(e session.Event) bool {
 		return e.Kind == session.KindReconciled ||
 			e.Kind == session.KindError && (e.Reason == "torn_tail_recovered" || e.Reason == "earlier_attempt_killed")
@@ -514,49 +578,52 @@ func marks(evs []session.Event, status session.Status) []Mark {
 		}
 		return false
 	}
-	if len(evs) > 0 && evs[0].ForkedFrom > 0 {
-		out = append(out, Mark{Seq: evs[0].ForkedFrom, Kind: "fork",
-			Label: fmt.Sprintf("forked: the events up to here are copied from %s", termsafe.String(evs[0].ParentSessionID))})
+	m.n++
+	prev := m.prevSeq
+	m.prevSeq = e.Seq
+	if m.n == 1 {
+		return
 	}
-	afterFinish, prevResumeWrite := false, false
-	for i, e := range evs {
-		if i == 0 {
-			continue
-		}
-		switch {
-		case afterFinish && humanDecision(e):
-		case afterFinish:
-			out = append(out, Mark{Seq: e.Seq, Kind: "resume", Label: "resumed"})
-			afterFinish = false
-		case resumeWrites(e) && !prevResumeWrite:
-			out = append(out, Mark{Seq: evs[i-1].Seq, Kind: "crash", Label: "crashed: the invocation's log stops here"},
-				Mark{Seq: e.Seq, Kind: "resume", Label: "resumed after a crash"})
-		}
-		if e.Kind == session.KindSessionFinished {
-			afterFinish = true
-		}
-		prevResumeWrite = resumeWrites(e)
-		switch {
-		case e.Kind == session.KindCompaction:
-			out = append(out, Mark{Seq: e.Seq, Kind: "compaction", Label: fmt.Sprintf("compaction through seq %d", e.Through)})
-		case e.Kind == session.KindInterrupted:
-			out = append(out, Mark{Seq: e.Seq, Kind: "interrupted", Label: "interrupted: " + termsafe.String(e.Reason)})
-		case e.Kind == session.KindError, e.Kind == session.KindBudgetExceeded,
-			e.Kind == session.KindToolResult && e.Status == session.ResultError,
-			e.Kind == session.KindModelCall && e.Error != "":
-			out = append(out, Mark{Seq: e.Seq, Kind: "error", Label: termsafe.String(string(e.Kind) + ": " + firstLine(e.Reason+" "+e.Error, 80))})
-		}
+	switch {
+	case m.afterFinish && humanDecision(e):
+	case m.afterFinish:
+		m.out = append(m.out, Mark{Seq: e.Seq, Kind: "resume", Label: "resumed"})
+		m.afterFinish = false
+	case resumeWrites(e) && !m.prevResumeWrite:
+		m.out = append(m.out, Mark{Seq: prev, Kind: "crash", Label: "crashed: the invocation's log stops here"},
+			Mark{Seq: e.Seq, Kind: "resume", Label: "resumed after a crash"})
 	}
+	if e.Kind == session.KindSessionFinished {
+		m.afterFinish = true
+	}
+	m.prevResumeWrite = resumeWrites(e)
+	switch {
+	case e.Kind == session.KindCompaction:
+		m.out = append(m.out, Mark{Seq: e.Seq, Kind: "compaction", Label: fmt.Sprintf("compaction through seq %d", e.Through)})
+	case e.Kind == session.KindInterrupted:
+		m.out = append(m.out, Mark{Seq: e.Seq, Kind: "interrupted", Label: "interrupted: " + termsafe.String(e.Reason)})
+	case e.Kind == session.KindError, e.Kind == session.KindBudgetExceeded,
+		e.Kind == session.KindToolResult && e.Status == session.ResultError,
+		e.Kind == session.KindModelCall && e.Error != "":
+		m.out = append(m.out, Mark{Seq: e.Seq, Kind: "error", Label: termsafe.String(string(e.Kind) + ": " + firstLine(e.Reason+" "+e.Error, 80))})
+	}
+}
+
+// finish adds the crash of a log that stops with no end at last.
+func (m *marker) finish(status session.Status, last int64) []Mark {
 	if status == session.StatusCrashed {
-		out = append(out, Mark{Seq: evs[len(evs)-1].Seq, Kind: "crash", Label: "crashed: the log stops here with no end"})
+		m.out = append(m.out, Mark{Seq: last, Kind: "crash", Label: "crashed: the log stops here with no end"})
 	}
-	return out
+	if m.out == nil {
+		m.out = []Mark{}
+	}
+	return m.out
 }
 
 // textCap is the length strings are cut to: MaxText, or the longest cut
 // (not under minText) that keeps the long strings of all events, so cut,
 // within MaxTotal; of the events shown.
-func textCap(in Input, shown func(i int) bool) int {
+func textCap(in Input, shown func(yield func(session.Event))) int {
 	maxText, total := in.MaxText, in.MaxTotal
 	if maxText <= 0 {
 		maxText = DefaultMaxText
@@ -565,16 +632,13 @@ func textCap(in Input, shown func(i int) bool) int {
 		total = DefaultMaxTotal
 	}
 	var lens []int
-	for i, e := range in.Events {
-		if !shown(i) {
-			continue
-		}
+	shown(func(e session.Event) {
 		for _, n := range []int{len(e.Text), len(e.Output), len(e.Summary), len(e.Args), len(e.Error), len(e.Evidence), len(e.Refusal), len(e.Raw)} {
 			if n > minText {
 				lens = append(lens, n)
 			}
 		}
-	}
+	})
 	fits := func(c int) bool {
 		sum := 0
 		for _, n := range lens {

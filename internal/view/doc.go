@@ -6,6 +6,7 @@
 // # Example
 //
 //	s, err := view.Build(view.Input{ID: id, Events: evs, Findings: findings})
+//	// or, a record at a time: view.Input{ID: id, Stream: read, ...}
 //	...
 //	err = view.Write(f, view.Page{Title: id, Session: s})
 //
@@ -55,8 +56,11 @@
 // size. A session of more than MaxEvents (20,000) events shows its first
 // and last 10,000, with a note of the run left out (Header.Omitted); the
 // fold and every figure still take every event, and only the calls and
-// marks of the events shown are embedded. The events are still all read
-// into memory before the page is built (the fold and diagnose take them).
+// marks of the events shown are embedded. The events are not held: Build
+// reads Input.Stream once, folding each event and keeping only those the
+// page shows (`agentctl view` reads the log a record at a time, once for
+// diagnose's anchoring check and once for Build), and diagnose's work is
+// linear in compactions, so a page costs its shown events and the fold.
 //
 // # Concurrency
 //

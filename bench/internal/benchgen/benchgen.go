@@ -87,21 +87,33 @@ func History(home, jsonl string, n, e int) error {
 // the data of the replay verify rows: `replay verify` recomputes every
 // digest.
 func Replay(n, every int) []session.Event {
+	var evs []session.Event
+	ReplayEach(n, every, func(e session.Event) { evs = append(evs, e) })
+	return evs
+}
+
+// ReplayEach is Replay handing each event to fn instead of returning them
+// all, so a session of a million events is generated holding one (the
+// data of the 1M-event read rows, written by WriteEach).
+func ReplayEach(n, every int, fn func(session.Event)) {
 	tools := []string{"edit_file", "grep", "list_files", "read_file"}
 	attrs, _ := json.Marshal(map[string][]string{"tools": tools})
 	ts := Epoch
-	evs := []session.Event{{Seq: 1, TS: ts, Kind: session.KindSessionStarted, SessionID: "x", Provider: "scripted", Model: "scripted-1",
-		System: "You are a careful coding agent.", Attrs: attrs}}
-	p := session.NewProjector(evs[0].System)
-	p.Add(evs[0])
+	hdr := session.Event{Seq: 1, TS: ts, Kind: session.KindSessionStarted, SessionID: "x", Provider: "scripted", Model: "scripted-1",
+		System: "You are a careful coding agent.", Attrs: attrs}
+	p := session.NewProjector(hdr.System)
+	p.Add(hdr)
+	fn(hdr)
+	count := 1
 	add := func(e session.Event) {
-		e.Seq, e.TS = int64(len(evs)+1), ts.Add(time.Duration(len(evs))*time.Millisecond)
-		evs = append(evs, e)
+		e.Seq, e.TS = int64(count+1), ts.Add(time.Duration(count)*time.Millisecond)
+		count++
 		p.Add(e)
+		fn(e)
 	}
 	add(session.Event{Kind: session.KindUserMessage, Text: "Rename Foo to Bar in pkg/. Constraint: never edit vendor/."})
 	lastAssistant := int64(0)
-	for turn := 1; len(evs) < n; turn++ {
+	for turn := 1; count < n; turn++ {
 		if every > 0 && turn%every == 0 && lastAssistant > 0 {
 			add(session.Event{Kind: session.KindModelCall, Provider: "scripted", Model: "scripted-1", Attrs: json.RawMessage(`{"purpose":"compaction"}`), InputTokens: 900, OutputTokens: 80})
 			add(session.Event{Kind: session.KindCompaction, Through: lastAssistant - 1, Summary: fmt.Sprintf("Summary of turns up to %d: renamed Foo in %d files.", turn, turn)})
@@ -111,13 +123,84 @@ func Replay(n, every int) []session.Event {
 		args := json.RawMessage(fmt.Sprintf(`{"path":"pkg/f%d.go"}`, turn))
 		add(session.Event{Kind: session.KindAssistantMessage, Text: fmt.Sprintf("Reading pkg/f%d.go.", turn),
 			ToolCalls: []session.ToolCall{{ID: id, Name: "read_file", Args: args}}, InputTokens: 300, OutputTokens: 12})
-		lastAssistant = evs[len(evs)-1].Seq
+		lastAssistant = int64(count)
 		add(session.Event{Kind: session.KindModelCall, RequestDigest: digest, Provider: "scripted", Model: "scripted-1", InputTokens: 300, OutputTokens: 12, FinishReason: "tool_calls"})
 		add(session.Event{Kind: session.KindToolIntent, CallID: id, Tool: "read_file", Args: args})
 		add(session.Event{Kind: session.KindToolResult, CallID: id, Tool: "read_file", Status: "ok",
 			Output: "package pkg\n\n// File uses Foo.\nfunc use() { _ = Foo{} }\n" + strings.Repeat("// filler line of a realistic file\n", 4)})
 	}
-	return evs
+}
+
+// CollectedEach hands fn a session of about n events as `agentctl
+// collect` records an app that sends only its newest messages: every turn
+// the app's earlier messages are gone from its request, so each turn is a
+// compaction (recorded by otlp: no source_seqs), the user's message, the
+// answer and its model call. One compaction every 4 events, each with no
+// through (otelsession records none), is the shape
+// that made view and diagnose quadratic in compactions (issue 38).
+func CollectedEach(n int, fn func(session.Event)) {
+	ts := Epoch
+	count := 0
+	add := func(e session.Event) {
+		e.Seq, e.TS = int64(count+1), ts.Add(time.Duration(count)*time.Millisecond)
+		count++
+		fn(e)
+	}
+	add(session.Event{Kind: session.KindSessionStarted, SessionID: "x", Provider: "openai", Model: "gpt-4o-mini",
+		Attrs: json.RawMessage(`{"source":"otlp"}`)})
+	for turn := 1; count < n; turn++ {
+		if turn > 1 {
+			// As otelsession maps it: no through (the app said nothing of
+			// what it dropped), the new request's text as the summary.
+			add(session.Event{Kind: session.KindCompaction, Summary: fmt.Sprintf("Where is order %d? The customer asked twice.", turn),
+				Attrs: json.RawMessage(`{"recorded_by":"otlp","kept_messages":0,"replaced_messages":2,"new_messages":1}`)})
+		}
+		add(session.Event{Kind: session.KindUserMessage, Text: fmt.Sprintf("Where is order %d? The customer asked twice.", turn)})
+		add(session.Event{Kind: session.KindAssistantMessage, Text: fmt.Sprintf("Order %d shipped yesterday and arrives on Friday.", turn)})
+		add(session.Event{Kind: session.KindModelCall, Provider: "openai", Model: "gpt-4o-mini", InputTokens: 40, OutputTokens: 14, FinishReason: "stop"})
+	}
+}
+
+// WriteEach writes the events gen hands out (ReplayEach, CollectedEach)
+// as the log of session id in st, a batch of appends at a time, with no
+// lease left behind, as a finished run leaves it.
+func WriteEach(st recorder.Store, id string, gen func(fn func(session.Event))) error {
+	var sess *recorder.Session
+	var batch []session.Event
+	var err error
+	flush := func() {
+		if err == nil && len(batch) > 0 {
+			_, err = sess.Append(batch...)
+		}
+		batch = batch[:0]
+	}
+	gen(func(e session.Event) {
+		if err != nil {
+			return
+		}
+		if sess == nil {
+			e.SessionID = id
+			sess, err = st.Create(e, recorder.Options{NoSync: true})
+			return
+		}
+		if batch = append(batch, e); len(batch) == 4096 {
+			flush()
+		}
+	})
+	if sess == nil {
+		return err
+	}
+	flush()
+	if cerr := sess.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(st.SessionDir(id), recorder.LeaseFile)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
 }
 
 // WriteLog writes evs (from Replay) as the log of session id in st, with

@@ -58,53 +58,84 @@ type AnchorsReport struct {
 // Anchors checks every compaction of a session: the projection right after
 // it (today's projection rules, folded once) still holds the first user
 // message verbatim and every needle; and the compaction's source_seqs name
-// original events up to its through, never an earlier compaction.
+// original events up to its through, never an earlier compaction. It is
+// an Anchorer fed evs.
 func Anchors(id string, evs []session.Event, needles []string) AnchorsReport {
-	rep := AnchorsReport{SessionID: id, Needles: append([]string{}, needles...), Compactions: []AnchorCheck{}, OK: true}
-	if len(evs) == 0 {
-		return rep
+	a := NewAnchorer(id, needles)
+	for i := range evs {
+		a.Add(evs[i])
 	}
-	bySeq := make(map[int64]session.Event, len(evs))
-	for _, e := range evs {
-		bySeq[e.Seq] = e
+	return a.Report()
+}
+
+// Anchorer is Anchors over a log read a record at a time (Add each event,
+// then Report), for readers that stream a log (diagnose, view): it holds
+// the projection and one kind per seq, not the events.
+//
+// Its work is linear in the log: the first user message is looked up in
+// the projection (Projector.Holds), not found by copying the projection at
+// each compaction. An app whose compactions drop nothing (otlp records no
+// through) keeps its whole conversation in the projection, and a session
+// of 70,000 such compactions made that copy quadratic. Only needles, which
+// a person passes, are searched for in the whole projection.
+type Anchorer struct {
+	rep     AnchorsReport
+	p       *session.Projector
+	started bool
+	first   *session.Event
+	kinds   []session.Kind // kinds[seq-1]: source_seqs name earlier events
+	// Messages counts the projection messages the checks read (the
+	// projection's length at each compaction is not read unless needles
+	// ask): what makes the work linear, for tests to count.
+	Messages int64
+}
+
+// NewAnchorer starts the check of session id for needles.
+func NewAnchorer(id string, needles []string) *Anchorer {
+	return &Anchorer{rep: AnchorsReport{SessionID: id, Needles: append([]string{}, needles...), Compactions: []AnchorCheck{}, OK: true}}
+}
+
+// Add folds the next event of the log.
+func (a *Anchorer) Add(e session.Event) {
+	if !a.started {
+		a.started = true
+		a.p = session.NewProjector(e.System)
 	}
-	var first *session.Event
-	p := session.NewProjector(evs[0].System)
-	for i, e := range evs {
-		p.Add(e)
-		if e.Kind == session.KindUserMessage && first == nil {
-			first = &evs[i]
-			rep.FirstUser = e.Text
+	if e.Seq == int64(len(a.kinds))+1 {
+		a.kinds = append(a.kinds, e.Kind)
+	}
+	a.p.Add(e)
+	if e.Kind == session.KindUserMessage && a.first == nil {
+		f := e
+		a.first = &f
+		a.rep.FirstUser = e.Text
+	}
+	if e.Kind != session.KindCompaction {
+		return
+	}
+	c := AnchorCheck{Seq: e.Seq, Through: e.Through, Sources: len(e.SourceSeqs), Findings: []AnchorFinding{}, Found: map[string]string{}}
+	c.Messages = a.p.Len()
+	fail := func(code, format string, args ...any) {
+		c.Findings = append(c.Findings, AnchorFinding{Code: code, Detail: fmt.Sprintf(format, args...)})
+	}
+	if a.first != nil {
+		m, ok := a.p.Holds(a.first.Seq)
+		a.Messages++
+		if !ok || m.Role != session.RoleUser || m.Content != a.first.Text {
+			fail(CodeFirstUserLost, "the first user message (seq %d) is not in the projection verbatim", a.first.Seq)
 		}
-		if e.Kind != session.KindCompaction {
-			continue
-		}
-		c := AnchorCheck{Seq: e.Seq, Through: e.Through, Sources: len(e.SourceSeqs), Findings: []AnchorFinding{}, Found: map[string]string{}}
-		msgs := p.Messages()
-		c.Messages = len(msgs)
-		fail := func(code, format string, args ...any) {
-			c.Findings = append(c.Findings, AnchorFinding{Code: code, Detail: fmt.Sprintf(format, args...)})
-		}
-		if first != nil {
-			held := false
-			for _, m := range msgs {
-				if m.Role == session.RoleUser && m.Content == first.Text {
-					held = true
-					break
-				}
-			}
-			if !held {
-				fail(CodeFirstUserLost, "the first user message (seq %d) is not in the projection verbatim", first.Seq)
-			}
-		}
-		for _, n := range needles {
+	}
+	if len(a.rep.Needles) > 0 {
+		msgs := a.p.Messages()
+		a.Messages += int64(len(msgs))
+		for _, n := range a.rep.Needles {
 			where := ""
 			for j, m := range msgs {
 				if strings.Contains(m.Content, n) {
 					switch {
 					case m.Role == session.RoleSystem && strings.HasPrefix(m.Content, session.SummaryPrefix):
 						where = "summary"
-					case first != nil && m.Seq == first.Seq:
+					case a.first != nil && m.Seq == a.first.Seq:
 						where = "first user message"
 					default:
 						where = fmt.Sprintf("message %d (seq %d)", j, m.Seq)
@@ -117,27 +148,33 @@ func Anchors(id string, evs []session.Event, needles []string) AnchorsReport {
 				fail(CodeNeedleLost, "%q is in none of the %d messages after the compaction", n, len(msgs))
 			}
 		}
-		if len(e.SourceSeqs) == 0 {
-			fail(CodeNoSources, "the compaction records no source_seqs")
-		}
-		for _, s := range e.SourceSeqs {
-			src, ok := bySeq[s]
-			switch {
-			case !ok:
-				fail(CodeSourceNotOriginal, "source seq %d is not in the log", s)
-			case src.Kind == session.KindCompaction:
-				fail(CodeSummaryOfSummary, "source seq %d is the compaction at seq %d: the summary was made from a summary", s, s)
-			case s > e.Through:
-				fail(CodeSourceNotOriginal, "source seq %d (%s) is after through %d", s, src.Kind, e.Through)
-			case !session.IsOriginal(src.Kind):
-				fail(CodeSourceNotOriginal, "source seq %d is a %s event, not an original message", s, src.Kind)
-			}
-		}
-		c.OK = len(c.Findings) == 0
-		if !c.OK {
-			rep.OK = false
-		}
-		rep.Compactions = append(rep.Compactions, c)
 	}
-	return rep
+	if len(e.SourceSeqs) == 0 {
+		fail(CodeNoSources, "the compaction records no source_seqs")
+	}
+	for _, s := range e.SourceSeqs {
+		var kind session.Kind
+		ok := s >= 1 && s <= int64(len(a.kinds))
+		if ok {
+			kind = a.kinds[s-1]
+		}
+		switch {
+		case !ok:
+			fail(CodeSourceNotOriginal, "source seq %d is not in the log", s)
+		case kind == session.KindCompaction:
+			fail(CodeSummaryOfSummary, "source seq %d is the compaction at seq %d: the summary was made from a summary", s, s)
+		case s > e.Through:
+			fail(CodeSourceNotOriginal, "source seq %d (%s) is after through %d", s, kind, e.Through)
+		case !session.IsOriginal(kind):
+			fail(CodeSourceNotOriginal, "source seq %d is a %s event, not an original message", s, kind)
+		}
+	}
+	c.OK = len(c.Findings) == 0
+	if !c.OK {
+		a.rep.OK = false
+	}
+	a.rep.Compactions = append(a.rep.Compactions, c)
 }
+
+// Report is the check of the events added so far.
+func (a *Anchorer) Report() AnchorsReport { return a.rep }
