@@ -1,6 +1,8 @@
 package otlp
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -85,47 +87,100 @@ const flagContextHasIsRemote = 0x100
 // WriteJSON writes spans as one OTLP/JSON ExportTraceServiceRequest, the
 // body a collector accepts on POST /v1/traces with Content-Type
 // application/json. Spans sharing a resource and scope are grouped, in
-// the order given.
+// the order given. It holds one span's JSON at a time, not the request's
+// (a bundle of a session of a million events writes a trace of a few GB),
+// so a span that cannot be encoded fails it part-way through the output.
 func WriteJSON(w io.Writer, spans tracetest.SpanStubs) error {
-	req := jsonRequest{ResourceSpans: []jsonResourceSpans{}}
-	type key struct{ res, scope string }
-	idx := map[key][2]int{}
-	for _, s := range spans {
+	// The groups first, as span indices: resources in the order they
+	// first appear, and in each its scopes in that order.
+	type scopeGroup struct {
+		scope jsonScope
+		spans []int
+	}
+	type resourceGroup struct {
+		res    jsonResource
+		schema string
+		scopes []*scopeGroup
+		byKey  map[string]*scopeGroup
+	}
+	var groups []*resourceGroup
+	byRes := map[string]*resourceGroup{}
+	for i, s := range spans {
 		rk := ""
-		var rattrs []attribute.KeyValue
-		schema := ""
 		if s.Resource != nil {
 			rk = s.Resource.Encoded(attribute.DefaultEncoder())
-			rattrs = s.Resource.Attributes()
-			schema = s.Resource.SchemaURL()
 		}
-		k := key{rk, s.InstrumentationScope.Name + "\x00" + s.InstrumentationScope.Version}
-		at, ok := idx[k]
-		if !ok {
-			ri := -1
-			for kk, v := range idx {
-				if kk.res == rk {
-					ri = v[0]
-					break
+		rg := byRes[rk]
+		if rg == nil {
+			rg = &resourceGroup{res: jsonResource{Attributes: []jsonKeyValue{}}, byKey: map[string]*scopeGroup{}}
+			if s.Resource != nil {
+				rg.res.Attributes, rg.schema = jsonAttrs(s.Resource.Attributes()), s.Resource.SchemaURL()
+			}
+			byRes[rk] = rg
+			groups = append(groups, rg)
+		}
+		sk := s.InstrumentationScope.Name + "\x00" + s.InstrumentationScope.Version
+		sg := rg.byKey[sk]
+		if sg == nil {
+			sg = &scopeGroup{scope: jsonScope{Name: s.InstrumentationScope.Name, Version: s.InstrumentationScope.Version}}
+			rg.byKey[sk] = sg
+			rg.scopes = append(rg.scopes, sg)
+		}
+		sg.spans = append(sg.spans, i)
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	// put writes v as encoding/json writes it inside the request.
+	put := func(v any) error {
+		buf.Reset()
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}))
+		return err
+	}
+	bw.WriteString(`{"resourceSpans":[`)
+	for ri, rg := range groups {
+		if ri > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString(`{"resource":`)
+		if err := put(rg.res); err != nil {
+			return err
+		}
+		bw.WriteString(`,"scopeSpans":[`)
+		for si, sg := range rg.scopes {
+			if si > 0 {
+				bw.WriteByte(',')
+			}
+			bw.WriteString(`{"scope":`)
+			if err := put(sg.scope); err != nil {
+				return err
+			}
+			bw.WriteString(`,"spans":[`)
+			for k, i := range sg.spans {
+				if k > 0 {
+					bw.WriteByte(',')
+				}
+				if err := put(jsonSpanOf(spans[i])); err != nil {
+					return err
 				}
 			}
-			if ri < 0 {
-				req.ResourceSpans = append(req.ResourceSpans, jsonResourceSpans{
-					Resource: jsonResource{Attributes: jsonAttrs(rattrs)}, SchemaURL: schema})
-				ri = len(req.ResourceSpans) - 1
-			}
-			rs := &req.ResourceSpans[ri]
-			rs.ScopeSpans = append(rs.ScopeSpans, jsonScopeSpans{
-				Scope: jsonScope{Name: s.InstrumentationScope.Name, Version: s.InstrumentationScope.Version}})
-			at = [2]int{ri, len(rs.ScopeSpans) - 1}
-			idx[k] = at
+			bw.WriteString(`]}`)
 		}
-		ss := &req.ResourceSpans[at[0]].ScopeSpans[at[1]]
-		ss.Spans = append(ss.Spans, jsonSpanOf(s))
+		bw.WriteByte(']')
+		if rg.schema != "" {
+			bw.WriteString(`,"schemaUrl":`)
+			if err := put(rg.schema); err != nil {
+				return err
+			}
+		}
+		bw.WriteByte('}')
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(req)
+	bw.WriteString("]}\n")
+	return bw.Flush()
 }
 
 func jsonSpanOf(s tracetest.SpanStub) jsonSpan {
