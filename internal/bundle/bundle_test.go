@@ -85,7 +85,7 @@ func writeBundle(t *testing.T, st recorder.Store, id string) (string, *bundle.Ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	trace := func(w io.Writer, id string, evs []session.Event) error {
+	trace := func(w io.Writer, id string, each func(func(session.Event))) error {
 		_, err := io.WriteString(w, `{"resourceSpans":[]}`)
 		return err
 	}

@@ -25,7 +25,7 @@ func TestFaultSweepWriteFile(t *testing.T) {
 	st, id, _ := newSession(t)
 	old := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := old.Add(time.Hour)
-	trace := func(w io.Writer, id string, evs []session.Event) error {
+	trace := func(w io.Writer, id string, each func(func(session.Event))) error {
 		_, err := io.WriteString(w, `{"resourceSpans":[]}`)
 		return err
 	}

@@ -58,8 +58,9 @@ type Member struct {
 	SHA256 string `json:"sha256"`
 }
 
-// Tracer writes the OTLP/JSON trace of a session's events to w.
-type Tracer func(w io.Writer, sessionID string, evs []session.Event) error
+// Tracer writes the OTLP/JSON trace of a session's events to w, as each
+// hands them over one at a time (otlp.Config.WriteSessionJSON).
+type Tracer func(w io.Writer, sessionID string, each func(func(session.Event))) error
 
 // Options tune Write. The zero value is usable.
 type Options struct {
@@ -341,7 +342,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		return nil, err
 	}
 	if b.opts.Trace != nil {
-		if err := b.temp(prefix+"trace.json", func(w io.Writer) error { return b.opts.Trace(w, id, evs) }); err != nil {
+		if err := b.temp(prefix+"trace.json", func(w io.Writer) error { return b.opts.Trace(w, id, eachOf(evs)) }); err != nil {
 			return nil, err
 		}
 	}
@@ -552,6 +553,15 @@ func checkpointSHAs(path string) (last, first string) {
 		}
 	}
 	return last, first
+}
+
+// eachOf hands evs over one at a time.
+func eachOf(evs []session.Event) func(func(session.Event)) {
+	return func(fn func(session.Event)) {
+		for _, e := range evs {
+			fn(e)
+		}
+	}
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

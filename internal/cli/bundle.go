@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -15,7 +14,6 @@ import (
 	"github.com/agentctl/agentctl/internal/bundle"
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder/otlp"
-	"github.com/agentctl/agentctl/internal/session"
 )
 
 type bundleOptions struct {
@@ -92,16 +90,13 @@ func bundleRun(ctx context.Context, f *Factory, opts *bundleOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	trace := func(w io.Writer, sid string, evs []session.Event) error {
-		return otlp.WriteJSON(w, cfg.SessionSpans(sid, evs))
-	}
 	// The live heap while bundling is mostly the workspace encoders' fixed
 	// buffers (about 10 MB with two); collecting at +25% instead of +100%
 	// keeps peak memory near it (at +100% the peak anonymous memory on the
 	// 200 MB benchmark was 38 MB instead of 25) for about 25 collections
 	// of a mostly pointer-free heap, a few ms.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
-	m, size, err := bundle.WriteFile(ctx, out, st, id, bundle.Options{WithChildren: opts.WithChildren, Trace: trace, Warn: f.Err, Workspace: opts.Workspace})
+	m, size, err := bundle.WriteFile(ctx, out, st, id, bundle.Options{WithChildren: opts.WithChildren, Trace: cfg.WriteSessionJSON, Warn: f.Err, Workspace: opts.Workspace})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/recorder/otlp"
 	"github.com/agentctl/agentctl/internal/remote"
-	"github.com/agentctl/agentctl/internal/session"
 )
 
 const remoteFlagHelp = "S3 remote `URL` (s3://bucket/prefix; endpoint from AWS_ENDPOINT_URL, credentials from the standard AWS variables and files)"
@@ -73,9 +72,6 @@ func historyPushRun(ctx context.Context, f *Factory, opts *historyPushOptions) e
 		if err != nil {
 			return usageError{err}
 		}
-		trace := func(w io.Writer, sid string, evs []session.Event) error {
-			return otlp.WriteJSON(w, cfg.SessionSpans(sid, evs))
-		}
 		po.Bundle = func(ctx context.Context, id string, w io.Writer) error {
 			tmp, err := os.MkdirTemp("", "agentctl-push-bundle-")
 			if err != nil {
@@ -83,7 +79,7 @@ func historyPushRun(ctx context.Context, f *Factory, opts *historyPushOptions) e
 			}
 			defer os.RemoveAll(tmp)
 			out := tmp + "/" + id + ".tar.zst"
-			if _, _, err := bundle.WriteFile(ctx, out, f.Store(), id, bundle.Options{Trace: trace, Warn: f.Err}); err != nil {
+			if _, _, err := bundle.WriteFile(ctx, out, f.Store(), id, bundle.Options{Trace: cfg.WriteSessionJSON, Warn: f.Err}); err != nil {
 				return err
 			}
 			b, err := os.ReadFile(out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -15,7 +16,18 @@ var errNoSpans = errors.New("otlp: the log holds no events")
 // SessionSpans builds the spans of one session's log with the resource and
 // content settings of cfg.
 func (c *Config) SessionSpans(sessionID string, evs []session.Event) tracetest.SpanStubs {
-	return Spans(sessionID, evs, Options{Resource: c.Resource(), CaptureContent: c.CaptureContent})
+	return Spans(sessionID, evs, c.options())
+}
+
+// WriteSessionJSON writes the OTLP/JSON trace of one session's events, as
+// each hands them over, with the resource and content settings of cfg
+// (see the function WriteSessionJSON): a bundle's trace.json.
+func (c *Config) WriteSessionJSON(w io.Writer, sessionID string, each func(func(session.Event))) error {
+	return WriteSessionJSON(w, sessionID, each, c.options())
+}
+
+func (c *Config) options() Options {
+	return Options{Resource: c.Resource(), CaptureContent: c.CaptureContent}
 }
 
 // Export sends spans to the collector cfg names and waits for it to accept

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentctl/agentctl/internal/session"
 )
 
 // The OTLP/JSON form of ExportTraceServiceRequest: lowerCamelCase field
@@ -128,59 +130,131 @@ func WriteJSON(w io.Writer, spans tracetest.SpanStubs) error {
 		}
 		sg.spans = append(sg.spans, i)
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	// put writes v as encoding/json writes it inside the request.
-	put := func(v any) error {
-		buf.Reset()
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		_, err := bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}))
-		return err
-	}
-	bw.WriteString(`{"resourceSpans":[`)
+	f := newFramer(w)
+	f.begin()
 	for ri, rg := range groups {
-		if ri > 0 {
-			bw.WriteByte(',')
-		}
-		bw.WriteString(`{"resource":`)
-		if err := put(rg.res); err != nil {
-			return err
-		}
-		bw.WriteString(`,"scopeSpans":[`)
+		f.beginResource(ri, rg.res)
 		for si, sg := range rg.scopes {
-			if si > 0 {
-				bw.WriteByte(',')
-			}
-			bw.WriteString(`{"scope":`)
-			if err := put(sg.scope); err != nil {
-				return err
-			}
-			bw.WriteString(`,"spans":[`)
+			f.beginScope(si, sg.scope)
 			for k, i := range sg.spans {
-				if k > 0 {
-					bw.WriteByte(',')
-				}
-				if err := put(jsonSpanOf(spans[i])); err != nil {
-					return err
-				}
+				f.span(k, spans[i])
 			}
-			bw.WriteString(`]}`)
+			f.endScope()
 		}
-		bw.WriteByte(']')
-		if rg.schema != "" {
-			bw.WriteString(`,"schemaUrl":`)
-			if err := put(rg.schema); err != nil {
-				return err
-			}
-		}
-		bw.WriteByte('}')
+		f.endResource(rg.schema)
 	}
-	bw.WriteString("]}\n")
-	return bw.Flush()
+	return f.end()
+}
+
+// WriteSessionJSON is WriteJSON(w, Spans(sessionID, evs, opts)) for the
+// events each hands over one at a time: it holds the spans still open and
+// one span's JSON, not the session's spans, so a bundle's trace.json of a
+// session of any length costs what its open spans do. The spans of one
+// session share a resource and a scope (the builder's), so they are one
+// group, opened at the first.
+func WriteSessionJSON(w io.Writer, sessionID string, each func(func(session.Event)), opts Options) error {
+	f := newFramer(w)
+	f.begin()
+	n := 0
+	var schema string
+	b := newBuilder(sessionID, opts, func(s tracetest.SpanStub) {
+		if n == 0 {
+			res := jsonResource{Attributes: jsonAttrs(s.Resource.Attributes())}
+			schema = s.Resource.SchemaURL()
+			f.beginResource(0, res)
+			f.beginScope(0, jsonScope{Name: s.InstrumentationScope.Name, Version: s.InstrumentationScope.Version})
+		}
+		f.span(n, s)
+		n++
+	}, nil)
+	each(b.add)
+	b.close()
+	if n > 0 {
+		f.endScope()
+		f.endResource(schema)
+	}
+	return f.end()
+}
+
+// framer writes an ExportTraceServiceRequest a part at a time, each part
+// as encoding/json writes it inside the whole request. Its first error
+// stops it and is returned by end.
+type framer struct {
+	bw  *bufio.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+	err error
+}
+
+func newFramer(w io.Writer) *framer {
+	f := &framer{bw: bufio.NewWriterSize(w, 64<<10)}
+	f.enc = json.NewEncoder(&f.buf)
+	f.enc.SetEscapeHTML(false)
+	return f
+}
+
+func (f *framer) raw(s string) {
+	if f.err == nil {
+		_, f.err = f.bw.WriteString(s)
+	}
+}
+
+// put writes v's JSON.
+func (f *framer) put(v any) {
+	if f.err != nil {
+		return
+	}
+	f.buf.Reset()
+	if f.err = f.enc.Encode(v); f.err == nil {
+		_, f.err = f.bw.Write(bytes.TrimSuffix(f.buf.Bytes(), []byte{'\n'}))
+	}
+}
+
+// comma separates the i-th item of a list from the one before it.
+func (f *framer) comma(i int) {
+	if i > 0 {
+		f.raw(",")
+	}
+}
+
+func (f *framer) begin() { f.raw(`{"resourceSpans":[`) }
+
+func (f *framer) beginResource(i int, res jsonResource) {
+	f.comma(i)
+	f.raw(`{"resource":`)
+	f.put(res)
+	f.raw(`,"scopeSpans":[`)
+}
+
+func (f *framer) beginScope(i int, scope jsonScope) {
+	f.comma(i)
+	f.raw(`{"scope":`)
+	f.put(scope)
+	f.raw(`,"spans":[`)
+}
+
+func (f *framer) span(i int, s tracetest.SpanStub) {
+	f.comma(i)
+	f.put(jsonSpanOf(s))
+}
+
+func (f *framer) endScope() { f.raw(`]}`) }
+
+func (f *framer) endResource(schema string) {
+	f.raw(`]`)
+	if schema != "" {
+		f.raw(`,"schemaUrl":`)
+		f.put(schema)
+	}
+	f.raw(`}`)
+}
+
+func (f *framer) end() error {
+	f.raw("]}\n")
+	if f.err == nil {
+		f.err = f.bw.Flush()
+	}
+	return f.err
 }
 
 func jsonSpanOf(s tracetest.SpanStub) jsonSpan {

@@ -149,3 +149,39 @@ func TestWriteJSONHoldsNotTheDocument(t *testing.T) {
 		t.Errorf("the live heap grew by %d bytes writing %d bytes of JSON: more than a tenth of the document is held", grew, h.size)
 	}
 }
+
+// WriteSessionJSON, the spans written as the events come, writes what
+// WriteJSON writes of the session's spans built whole.
+func TestWriteSessionJSONIsWriteJSON(t *testing.T) {
+	res := resource.NewWithAttributes("https://opentelemetry.io/schemas/1.26.0", attribute.String("service.name", "agent"))
+	running := twoRuns()[:9] // a run still going: its invocation ends at close
+	tests := []struct {
+		name string
+		evs  []session.Event
+		opts Options
+	}{
+		{"session", twoRuns(), Options{Resource: res, CaptureContent: true}},
+		{"no options", twoRuns(), Options{}},
+		{"running", running, Options{Resource: res}},
+		{"no events", nil, Options{Resource: res}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want, got bytes.Buffer
+			if err := WriteJSON(&want, Spans("s1", tt.evs, tt.opts)); err != nil {
+				t.Fatal(err)
+			}
+			each := func(fn func(session.Event)) {
+				for _, e := range tt.evs {
+					fn(e)
+				}
+			}
+			if err := WriteSessionJSON(&got, "s1", each, tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("WriteSessionJSON wrote\n%s\nwant\n%s", got.Bytes(), want.Bytes())
+			}
+		})
+	}
+}
