@@ -119,21 +119,7 @@ func (h *heapPeak) Write(p []byte) (int, error) {
 // (1.3 GB at a million events), on top of the spans. Its live heap beyond
 // the spans it is given stays under a tenth of what it writes.
 func TestWriteJSONHoldsNotTheDocument(t *testing.T) {
-	var evs []session.Event
-	for _, e := range twoRuns() {
-		if e.Kind != session.KindSessionFinished {
-			evs = append(evs, e)
-		}
-	}
-	var long []session.Event
-	for i := range 2000 {
-		for _, e := range evs[1:] {
-			e.Seq = int64(len(long) + 2)
-			e.CallID = fmt.Sprintf("%s-%d", e.CallID, i)
-			long = append(long, e)
-		}
-	}
-	long = append([]session.Event{evs[0]}, long...)
+	long := longSession()
 	spans := Spans("s1", long, Options{CaptureContent: true})
 	runtime.GC()
 	var before runtime.MemStats
@@ -148,6 +134,50 @@ func TestWriteJSONHoldsNotTheDocument(t *testing.T) {
 	if grew > int64(h.size/10) {
 		t.Errorf("the live heap grew by %d bytes writing %d bytes of JSON: more than a tenth of the document is held", grew, h.size)
 	}
+}
+
+// WriteSessionJSON holds the spans still open, not the session's: its
+// live heap beyond the events stays under a tenth of what it writes.
+func TestWriteSessionJSONHoldsNotTheSpans(t *testing.T) {
+	long := longSession()
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	h := &heapPeak{}
+	each := func(fn func(session.Event)) {
+		for _, e := range long {
+			fn(e)
+		}
+	}
+	if err := WriteSessionJSON(h, "s1", each, Options{CaptureContent: true}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(long)
+	grew := int64(h.peak) - int64(before.HeapAlloc)
+	t.Logf("%d events, %d bytes written, live heap grew by at most %d bytes", len(long), h.size, grew)
+	if grew > int64(h.size/10) {
+		t.Errorf("the live heap grew by %d bytes writing %d bytes of JSON: the spans are held", grew, h.size)
+	}
+}
+
+// longSession is twoRuns' first run 2,000 times over, each time with calls
+// of their own.
+func longSession() []session.Event {
+	var evs []session.Event
+	for _, e := range twoRuns() {
+		if e.Kind != session.KindSessionFinished {
+			evs = append(evs, e)
+		}
+	}
+	var long []session.Event
+	for i := range 2000 {
+		for _, e := range evs[1:] {
+			e.Seq = int64(len(long) + 2)
+			e.CallID = fmt.Sprintf("%s-%d", e.CallID, i)
+			long = append(long, e)
+		}
+	}
+	return append([]session.Event{evs[0]}, long...)
 }
 
 // WriteSessionJSON, the spans written as the events come, writes what
