@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentctl/agentctl/internal/gitsafe"
 	"github.com/agentctl/agentctl/internal/recorder"
-	"github.com/agentctl/agentctl/internal/session"
 )
 
 // openRunDiff is the workspace.diff of a session with git state (its log
@@ -18,14 +17,8 @@ import (
 // (sessions/<id>/git), opened read-only so a running session's writer is
 // not disturbed. nil when the session has no git state; a folder that is
 // not as agentctl writes it gives a note saying why, never git run on it.
-func openRunDiff(ctx context.Context, dir, ws, id string, evs []session.Event) *wsDiff {
-	base := ""
-	for _, e := range evs {
-		if e.GitSHA != "" {
-			base = e.GitSHA
-			break
-		}
-	}
+// base is the first git_sha the log records.
+func openRunDiff(ctx context.Context, dir, ws, id, base string) *wsDiff {
 	if base == "" || !gitsafe.ValidID(base) {
 		return nil
 	}

@@ -44,10 +44,37 @@ type Call struct {
 // reading the log found (a corrupt log is corrupt), the inputs the fold
 // cannot get from the events.
 func Fold(id string, evs []session.Event, tail recorder.Tail, live bool, readErr error) State {
-	fold := session.Fold(evs)
+	f := newFolder()
+	for _, e := range evs {
+		f.add(e)
+	}
+	return f.state(id, tail, live, readErr)
+}
+
+// folder folds a session's events as they come, for Fold and for a bundle
+// that reads its log a record at a time: the fold's calls and the
+// projection are what it holds, not the events.
+type folder struct {
+	fold *session.State
+	proj *session.Projector // from the first event, whose system prompt it starts with
+}
+
+func newFolder() *folder { return &folder{fold: session.NewState()} }
+
+func (f *folder) add(e session.Event) {
+	if f.proj == nil {
+		f.proj = session.NewProjector(e.System)
+	}
+	f.fold.Add(e)
+	f.proj.Add(e)
+}
+
+// state is last_state.json of the events added (see Fold).
+func (f *folder) state(id string, tail recorder.Tail, live bool, readErr error) State {
+	fold := f.fold
 	fold.Live = live
 	st := State{Summary: recorder.SummaryOf(id, fold, tail, readErr), Pending: []Call{}, Awaiting: []Call{}, Human: []Call{}, Grants: fold.GrantList()}
-	if len(evs) == 0 {
+	if f.proj == nil {
 		return st
 	}
 	st.LastSeq, st.LastKind, st.LastTS = fold.LastSeq, fold.LastKind, fold.LastTS
@@ -56,7 +83,7 @@ func Fold(id string, evs []session.Event, tail recorder.Tail, live bool, readErr
 	if fold.Finished != nil {
 		st.Reason = fold.Finished.Reason
 	}
-	st.Proj = session.ProjectionOf(evs)
+	st.Proj = f.proj.State()
 	for _, c := range fold.PendingIntents() {
 		st.Pending = append(st.Pending, Call{CallID: c.ID, Tool: c.Tool, Seq: c.IntentSeq, IdempotencyKey: c.IdempotencyKey})
 	}

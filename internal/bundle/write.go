@@ -136,7 +136,7 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 	}
 	b := &builder{a: a, st: st, opts: opts, tmp: tmp}
 	m := &Manifest{Format: Format, Version: Version, SessionID: id, Created: now.UTC()}
-	if _, err := b.session(ctx, id, ""); err != nil {
+	if err := b.session(ctx, id, ""); err != nil {
 		return nil, err
 	}
 	if opts.WithChildren {
@@ -152,7 +152,7 @@ func Write(ctx context.Context, w io.Writer, st recorder.Store, id string, opts 
 			fmt.Fprintf(opts.Warn, "agentctl: warning: not bundled: session %s\n", sk)
 		}
 		for _, k := range kids {
-			if _, err := b.session(ctx, k, "children/"+k+"/"); err != nil {
+			if err := b.session(ctx, k, "children/"+k+"/"); err != nil {
 				return nil, err
 			}
 			m.Children = append(m.Children, k)
@@ -249,30 +249,46 @@ func (b *builder) temp(name string, fill func(w io.Writer) error) error {
 	return b.a.addFile(name, p, false)
 }
 
-// session adds the members of one session under prefix.
-func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Event, error) {
-	evs, tail, err := b.st.Load(id)
+// eventBatch is how many rows events.parquet is written with at a time: a
+// multiple of 64, so the file is the one all rows at once would make
+// (history.WriteRowsEachFS).
+const eventBatch = 4096
+
+// session adds the members of one session under prefix. Its log is read a
+// record at a time, once for each member made from its events, and never
+// held: a bundle of a session of a million events holds its fold (the
+// calls, the projection) and a batch, not the events.
+func (b *builder) session(ctx context.Context, id, prefix string) error {
+	// The first read: how many events there are (each member is made of
+	// these, however the log grows meanwhile), and what is needed before
+	// redacting them (the header, which names the workspace).
+	var hdr session.Event
+	n, tail, err := b.st.Stream(id, func(e session.Event) {
+		if hdr.Kind == "" {
+			hdr = e
+		}
+	})
 	if err != nil && !errors.Is(err, recorder.ErrCorrupt) {
-		return nil, fmt.Errorf("bundle: %w", err)
+		return fmt.Errorf("bundle: %w", err)
 	}
 	loadErr := err
 	if err != nil {
-		fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: %v; bundling the %d events before it\n", id, err, len(evs))
+		fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: %v; bundling the %d events before it\n", id, err, n)
 	}
 	if tail.Torn {
-		fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: log has a torn tail; bundling the %d whole events\n", id, len(evs))
+		fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: log has a torn tail; bundling the %d whole events\n", id, n)
 	}
-	if len(evs) == 0 {
-		return nil, fmt.Errorf("bundle: session %s has no events", id)
+	if n == 0 {
+		return fmt.Errorf("bundle: session %s has no events", id)
 	}
 	dir := b.st.SessionDir(id)
 	want := ""
 	if prefix == "" {
 		want = b.opts.Workspace
 	}
-	ws, err := b.st.Workspace(id, evs[0], want)
+	ws, err := b.st.Workspace(id, hdr, want)
 	switch {
-	case prefix != "" && evs[0].ParentSeq > 0:
+	case prefix != "" && hdr.ParentSeq > 0:
 		ws = "" // a subagent works in its parent's workspace, bundled with the parent
 	case err != nil:
 		fmt.Fprintf(b.opts.Warn, "agentctl: warning: the bundle has no workspace: %v\n", err)
@@ -287,74 +303,128 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 		}
 	}
 	red := b.redactor(id, ws, wsOK)
-	// The log was redacted when it was written (by this agentctl; an older
-	// one redacted tool output only): redact its events again with what is
-	// known now, for every member made from them.
-	for i := range evs {
-		evs[i].MapStrings(red.String)
-	}
-	hdr := evs[0]
-
-	// events.parquet: the history's own writer and schema.
-	rows := make([]history.Row, len(evs))
-	for i, e := range evs {
-		if rows[i], err = history.FromEvent(id, e); err != nil {
-			return nil, fmt.Errorf("bundle: %w", err)
+	// each hands over the n events, each redacted again with what is
+	// known now (the log was redacted when it was written, by this
+	// agentctl; an older one redacted tool output only), for every member
+	// made from them. A read that fails now fails the bundle: the first
+	// read found n events.
+	each := func(fn func(session.Event)) error {
+		i := 0
+		_, _, err := b.st.Stream(id, func(e session.Event) {
+			if i++; i > n {
+				return
+			}
+			e.MapStrings(red.String)
+			fn(e)
+		})
+		if i < n {
+			if err == nil {
+				err = fmt.Errorf("the log has %d events, %d when first read", i, n)
+			}
+			return fmt.Errorf("bundle: session %s: %w", id, err)
 		}
+		return nil
 	}
+	hdr.MapStrings(red.String)
+
+	// events.parquet: the history's own writer and schema. The same read
+	// folds the events (last_state.json, tool_calls.csv) and finds what
+	// env.txt and workspace.diff name.
+	fold := newFolder()
+	var changes []session.Event // model_changed
+	base := ""                  // the first git_sha: the run's initializer commit
 	b.n++
 	pq := filepath.Join(b.tmp, strconv.Itoa(b.n)+".parquet")
-	if _, err := history.WriteRowsFS(b.opts.FS, pq, rows, true); err != nil {
-		return nil, fmt.Errorf("bundle: %w", err)
+	_, err = history.WriteRowsEachFS(b.opts.FS, pq, func(write func([]history.Row) error) error {
+		rows := make([]history.Row, 0, eventBatch)
+		var werr error
+		if err := each(func(e session.Event) {
+			fold.add(e)
+			if e.Kind == session.KindModelChanged {
+				changes = append(changes, e)
+			}
+			if base == "" && e.GitSHA != "" {
+				base = e.GitSHA
+			}
+			if werr != nil {
+				return
+			}
+			r, err := history.FromEvent(id, e)
+			if err != nil {
+				werr = err
+				return
+			}
+			if rows = append(rows, r); len(rows) == eventBatch {
+				werr = write(rows)
+				rows = rows[:0]
+			}
+		}); err != nil {
+			return err
+		}
+		if werr != nil {
+			return werr
+		}
+		return write(rows)
+	}, true)
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
 	}
-	rows = nil
 	err = b.a.addFile(prefix+"events.parquet", pq, false)
 	b.opts.FS.Remove(pq)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	if err := b.temp(prefix+EventsMember, func(w io.Writer) error {
-		for _, e := range evs {
+		var werr error
+		if err := each(func(e session.Event) {
+			if werr != nil {
+				return
+			}
 			line, err := session.Encode(e)
 			if err != nil {
-				return err
+				werr = err
+				return
 			}
 			w.Write(line)
-			if _, err := w.Write([]byte{'\n'}); err != nil {
-				return err
-			}
+			_, werr = w.Write([]byte{'\n'})
+		}); err != nil {
+			return err
 		}
-		return nil
+		return werr
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	cps := filepath.Join(dir, recorder.CheckpointsFile)
 	if _, err := os.Stat(cps); err == nil {
 		if err := b.redactedFile(prefix+"checkpoints.jsonl", cps, red); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	state := Fold(id, evs, tail, recorder.Live(dir), loadErr)
+	state := fold.state(id, tail, recorder.Live(dir), loadErr)
 	state.WorkspaceGitSHA, _ = checkpointSHAs(cps)
 	sb, _ := json.MarshalIndent(state, "", "  ")
 	if err := b.a.addBytes(prefix+"last_state.json", append(sb, '\n')); err != nil {
-		return nil, err
+		return err
 	}
 	if b.opts.Trace != nil {
-		if err := b.temp(prefix+"trace.json", func(w io.Writer) error { return b.opts.Trace(w, id, eachOf(evs)) }); err != nil {
-			return nil, err
+		if err := b.temp(prefix+"trace.json", func(w io.Writer) error {
+			var eachErr error
+			err := b.opts.Trace(w, id, func(fn func(session.Event)) { eachErr = each(fn) })
+			return errors.Join(eachErr, err)
+		}); err != nil {
+			return err
 		}
 	}
-	if err := b.temp(prefix+"tool_calls.csv", func(w io.Writer) error { return writeToolCalls(w, evs) }); err != nil {
-		return nil, err
+	if err := b.temp(prefix+"tool_calls.csv", func(w io.Writer) error { return writeToolCalls(w, fold.fold) }); err != nil {
+		return err
 	}
 
-	if err := b.a.addBytes(prefix+"env.txt", envText(hdr, evs, ws)); err != nil {
-		return nil, err
+	if err := b.a.addBytes(prefix+"env.txt", envText(hdr, changes, ws)); err != nil {
+		return err
 	}
 	if wsOK {
-		d := openRunDiff(ctx, dir, ws, id, evs)
+		d := openRunDiff(ctx, dir, ws, id, base)
 		if d == nil {
 			d = openDiff(ctx, ws, cps)
 		}
@@ -363,7 +433,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 				return d.write(ctx, redactWriter(red, w))
 			}); errors.As(err, new(tempFileError)) {
 				d.close()
-				return nil, err
+				return err
 			} else if err != nil { // git's: the bundle goes without the diff
 				fmt.Fprintf(b.opts.Warn, "agentctl: warning: session %s: %v\n", id, err)
 			}
@@ -373,7 +443,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 			d.close()
 		}
 		if err := b.workspace(ctx, prefix+"workspace.tar.zst", ws, red); err != nil {
-			return nil, err
+			return err
 		}
 		if root, err := os.OpenRoot(ws); err == nil {
 			for _, name := range progressNames(hdr) {
@@ -383,16 +453,16 @@ func (b *builder) session(ctx context.Context, id, prefix string) ([]session.Eve
 				}
 				if err := b.a.addBytes(prefix+"progress/"+name, []byte(red.String(string(c)))); err != nil {
 					root.Close()
-					return nil, err
+					return err
 				}
 			}
 			root.Close()
 		}
 	}
 	if err := b.artifacts(filepath.Join(dir, recorder.ArtifactsDir), prefix+"artifacts/", red); err != nil {
-		return nil, err
+		return err
 	}
-	return evs, nil
+	return nil
 }
 
 // workspace adds the workspace's tar.zst as a stored member: straight into
@@ -451,8 +521,9 @@ func (b *builder) artifacts(dir, prefix string, red *redact.Redactor) error {
 	})
 }
 
-// envText is env.txt: one "key: value" a line.
-func envText(hdr session.Event, evs []session.Event, ws string) []byte {
+// envText is env.txt: one "key: value" a line. changes are the session's
+// model_changed events.
+func envText(hdr session.Event, changes []session.Event, ws string) []byte {
 	var w bytes.Buffer
 	kv := func(k, v string) {
 		if v == "" {
@@ -463,10 +534,8 @@ func envText(hdr session.Event, evs []session.Event, ws string) []byte {
 	kv("session_id", hdr.SessionID)
 	kv("name", hdr.Name)
 	kv("pinned_model", hdr.Provider+"/"+hdr.Model)
-	for _, e := range evs {
-		if e.Kind == session.KindModelChanged {
-			kv("model_changed_at_seq", fmt.Sprintf("%d: %s/%s", e.Seq, e.Provider, e.Model))
-		}
+	for _, e := range changes {
+		kv("model_changed_at_seq", fmt.Sprintf("%d: %s/%s", e.Seq, e.Provider, e.Model))
 	}
 	kv("spec_path", hdr.SpecPath)
 	specHash := hdr.SpecHash
@@ -492,7 +561,7 @@ func envText(hdr session.Event, evs []session.Event, ws string) []byte {
 // dispatched or answered (session.State.Dispatched, the tool_calls view's
 // rows, status included), in the order the calls were made (intent, else
 // result).
-func writeToolCalls(w io.Writer, evs []session.Event) error {
+func writeToolCalls(w io.Writer, fold *session.State) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"ts", "tool", "input_hash", "latency_ms", "status", "error", "call_id", "intent_seq", "result_seq"})
 	seq := func(n int64) string {
@@ -501,7 +570,7 @@ func writeToolCalls(w io.Writer, evs []session.Event) error {
 		}
 		return strconv.FormatInt(n, 10)
 	}
-	for _, c := range session.Fold(evs).Dispatched() {
+	for _, c := range fold.Dispatched() {
 		lat, hash := "", ""
 		if c.ResultSeq != 0 {
 			lat = strconv.FormatInt(c.LatencyMS, 10)
@@ -553,15 +622,6 @@ func checkpointSHAs(path string) (last, first string) {
 		}
 	}
 	return last, first
-}
-
-// eachOf hands evs over one at a time.
-func eachOf(evs []session.Event) func(func(session.Event)) {
-	return func(fn func(session.Event)) {
-		for _, e := range evs {
-			fn(e)
-		}
-	}
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -44,9 +44,26 @@ func writeRows(fsys vfs.FS, path string, rows []Row, noSync bool) (size int64, s
 	return writeFile(fsys, path, rows, noSync)
 }
 
+// WriteRowsEachFS is WriteRowsFS for rows made a batch at a time: fill
+// hands each batch to write, so a caller converting a long log holds a
+// batch, not every row. The file is byte for byte the one WriteRowsFS
+// writes of all the rows when every batch but the last is a multiple of
+// 64 rows (parquet-go writes 64 rows at a time and ends pages only between
+// them).
+func WriteRowsEachFS(fsys vfs.FS, path string, fill func(write func([]Row) error) error, noSync bool) (size int64, err error) {
+	size, _, err = writeFileEach(fsys, path, fill, noSync)
+	return size, err
+}
+
 // writeFile is writeRows for rows of any of the history's schemas (Row,
 // EvalRow).
 func writeFile[T any](fsys vfs.FS, path string, rows []T, noSync bool) (size int64, sum string, err error) {
+	return writeFileEach(fsys, path, func(write func([]T) error) error { return write(rows) }, noSync)
+}
+
+// writeFileEach is writeFile with the rows handed over by fill, a batch
+// at a time.
+func writeFileEach[T any](fsys vfs.FS, path string, fill func(write func([]T) error) error, noSync bool) (size int64, sum string, err error) {
 	dir := filepath.Dir(path)
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
@@ -62,7 +79,11 @@ func writeFile[T any](fsys vfs.FS, path string, rows []T, noSync bool) (size int
 		parquet.MaxRowsPerRowGroup(RowGroupRows),
 		parquet.CreatedBy("agentctl", "", ""),
 	)
-	if _, err := w.Write(rows); err != nil {
+	err = fill(func(rows []T) error {
+		_, err := w.Write(rows)
+		return err
+	})
+	if err != nil {
 		return 0, "", fmt.Errorf("history: write %s: %w", path, err)
 	}
 	if err := w.Close(); err != nil {
