@@ -1,0 +1,55 @@
+package history_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/history"
+	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/vfs"
+)
+
+// WriteRowsEachFS with batches of a multiple of 64 rows writes the bytes
+// one WriteRows of every row writes, across row groups (a bundle's
+// events.parquet is written so and must not change).
+func TestWriteRowsEachIsWriteRows(t *testing.T) {
+	n := history.RowGroupRows + 3000 // two row groups, the last batch short
+	ts := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	rows := make([]history.Row, n)
+	for i := range rows {
+		e := session.Event{Seq: int64(i + 1), TS: ts.Add(time.Duration(i) * time.Millisecond), Kind: session.KindToolResult,
+			CallID: fmt.Sprint("c", i), Tool: "read_file", Status: session.ResultOK, Output: fmt.Sprint("line ", i%97, " of a file\n")}
+		var err error
+		if rows[i], err = history.FromEvent("s", e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.parquet")
+	if _, err := history.WriteRows(whole, rows, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range []int{64, 4096} {
+		each := filepath.Join(dir, fmt.Sprint(batch, ".parquet"))
+		_, err := history.WriteRowsEachFS(vfs.OS, each, func(write func([]history.Row) error) error {
+			for i := 0; i < len(rows); i += batch {
+				if err := write(rows[i:min(i+batch, len(rows))]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := os.ReadFile(whole)
+		b, _ := os.ReadFile(each)
+		if !bytes.Equal(a, b) {
+			t.Errorf("batches of %d: %d bytes, one write: %d, and they differ", batch, len(b), len(a))
+		}
+	}
+}
