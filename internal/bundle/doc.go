@@ -54,6 +54,9 @@
 // twice the window and its match tables, a read buffer, and up to 1 MiB of
 // compressed frames held until the frames before them are written),
 // whatever the workspace's size; the outer stream's encoder is one of them.
+// A session's log is read a record at a time for each member made of its
+// events, never held: what stays is its fold (its calls and the
+// projection that last_state.json holds) and a batch of Parquet rows.
 //
 // # Secrets
 //

@@ -93,9 +93,10 @@
 //	cfg, _ := otlp.ConfigFromEnv(os.Getenv)
 //	spans := cfg.SessionSpans(id, events)
 //	err := otlp.Export(ctx, cfg, spans)      // or otlp.WriteJSON(w, spans)
+//	err = cfg.WriteSessionJSON(w, id, each) // the JSON as the events come
 //
 // # Concurrency
 //
 // Live's methods may be called from any goroutine; they are serialized.
-// Spans, WriteJSON and Export hold no shared state.
+// Spans, WriteJSON, WriteSessionJSON and Export hold no shared state.
 package otlp
