@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -25,6 +26,15 @@ func scriptCondition(cond string) (bool, error) {
 		return os.Getenv(weedtest.BinEnv) != "" || os.Getenv("CI") != "", nil
 	case "npmagents":
 		return os.Getenv("AGENTCTL_NPM_AGENTS") != "", nil
+	case "mknod":
+		// A device node made in a temp folder (the /dev/null doubles of
+		// output_special_files): root, or CAP_MKNOD.
+		dir, err := os.MkdirTemp("", "agentctl-mknod-")
+		if err != nil {
+			return false, err
+		}
+		defer os.RemoveAll(dir)
+		return exec.Command("mknod", filepath.Join(dir, "null"), "c", "1", "3").Run() == nil, nil
 	case "tmpfs":
 		// A small tmpfs in a private mount namespace (full-disk tests):
 		// root, or a user namespace that allows it.
