@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/vfs"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -21,7 +22,7 @@ import (
 // zstd frames instead, so it is not compressed twice.
 type archive struct {
 	out     *bufio.Writer
-	cw      countWriter
+	cw      vfs.CountWriter
 	at      io.WriterAt // w, when headers can be patched in place
 	base    int64       // w's offset when the archive began
 	enc     *zstd.Encoder
@@ -38,7 +39,7 @@ type archive struct {
 // frame is closed and the encoder compresses workspace frames instead.
 func newArchive(w io.Writer, level zstd.EncoderLevel, mtime time.Time) (*archive, error) {
 	a := &archive{mtime: mtime.UTC().Truncate(time.Second), buf: make([]byte, 64<<10)}
-	a.cw.w = w
+	a.cw.W = w
 	a.out = bufio.NewWriterSize(&a.cw, 256<<10)
 	if at, ok := w.(io.WriterAt); ok {
 		if s, ok := w.(io.Seeker); ok {
@@ -132,7 +133,7 @@ func (a *archive) addStream(name string, fill func(w io.Writer) error) error {
 	}
 	// The raw frame's header (6 bytes) and first block header (3 bytes)
 	// come before the tar header.
-	at := a.base + a.cw.n + int64(a.out.Buffered()) + 9
+	at := a.base + a.cw.N + int64(a.out.Buffered()) + 9
 	a.raw.start()
 	if _, err := a.raw.Write(placeholder); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", name, err)
@@ -300,16 +301,4 @@ func (w *hashWriter) Write(p []byte) (int, error) {
 	w.h.Write(p)
 	w.n += int64(len(p))
 	return len(p), nil
-}
-
-// countWriter counts the bytes written to w.
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

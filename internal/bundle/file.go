@@ -42,7 +42,7 @@ func WriteFile(ctx context.Context, path string, st recorder.Store, id string, o
 		removeStale(fsys, dir, tempFilePrefix, false)
 		w = newWritebackFile(out)
 	}
-	cw := &countWriter{w: w}
+	cw := &vfs.CountWriter{W: w}
 	m, err := Write(ctx, cw, st, id, opts)
 	if err != nil {
 		return nil, 0, err
@@ -50,5 +50,5 @@ func WriteFile(ctx context.Context, path string, st recorder.Store, id string, o
 	if err := out.Commit(); err != nil {
 		return nil, 0, fmt.Errorf("bundle: write %s: %w", path, err)
 	}
-	return m, cw.n, nil
+	return m, cw.N, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -381,27 +380,14 @@ func writePage(out string, p view.Page) (int64, error) {
 		return 0, fmt.Errorf("view: %w", err)
 	}
 	defer tmp.Abort()
-	w := &countWriter{w: tmp}
+	w := &vfs.CountWriter{W: tmp}
 	if err := view.Write(w, p); err != nil {
 		return 0, err
 	}
 	if err := tmp.Commit(); err != nil {
 		return 0, fmt.Errorf("view: %w", err)
 	}
-	return w.n, nil
-}
-
-// countWriter counts what is written through it: the size of an output
-// that may be a FIFO or a device, whose stat says nothing of it.
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	return w.N, nil
 }
 
 // openInBrowser opens path with $BROWSER (its first entry) or the

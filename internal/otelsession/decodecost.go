@@ -125,22 +125,11 @@ func (sc *schema) cost(b []byte, depth int) (int64, error) {
 	}
 	total := sc.size + costObject
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, v, n := nextField(b)
 		if n < 0 {
 			return 0, protowire.ParseError(n)
 		}
 		field := b[:n]
-		b = b[n:]
-		var v []byte
-		if typ == protowire.BytesType {
-			v, n = protowire.ConsumeBytes(b)
-		} else {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return 0, protowire.ParseError(n)
-		}
-		field = field[:len(field)+n]
 		b = b[n:]
 		known := int(num) < len(sc.fields) && (sc.kinds[num] != 0 || sc.fields[num] != fieldCost{})
 		if !known {

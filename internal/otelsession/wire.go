@@ -379,20 +379,7 @@ func fixed(v []byte) uint64 {
 // type (another is an unknown field to it): fn sees typ to tell.
 func fields(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte) error) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		var v []byte
-		if typ == protowire.BytesType {
-			v, n = protowire.ConsumeBytes(b)
-		} else {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n >= 0 {
-				v = b[:n]
-			}
-		}
+		num, typ, v, n := nextField(b)
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
@@ -402,6 +389,31 @@ func fields(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte
 		}
 	}
 	return nil
+}
+
+// nextField reads the field b begins with: its number, wire type and
+// value (a length-delimited field's content, else the value as encoded)
+// and n, the bytes of the whole field, tag included; a negative n is
+// protowire's error code. The one reading of a field for fields and
+// DecodeCost.
+func nextField(b []byte) (num protowire.Number, typ protowire.Type, v []byte, n int) {
+	num, typ, tag := protowire.ConsumeTag(b)
+	if tag < 0 {
+		return 0, 0, nil, tag
+	}
+	b = b[tag:]
+	if typ == protowire.BytesType {
+		v, n = protowire.ConsumeBytes(b)
+	} else {
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n >= 0 {
+			v = b[:n]
+		}
+	}
+	if n < 0 {
+		return 0, 0, nil, n
+	}
+	return num, typ, v, tag + n
 }
 
 const (

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -57,3 +58,17 @@ func CreateOutputPattern(fsys FS, path, pattern string, perm fs.FileMode, noSync
 // a FIFO that CreateOutput would not replace): there is no temp file,
 // nothing to fsync and nothing Abort can take back.
 func (a *AtomicFile) Direct() bool { return a.direct }
+
+// CountWriter counts what is written through it to W: the size of an
+// output that may be a FIFO or a device (CreateOutput), whose stat says
+// nothing of what it was given.
+type CountWriter struct {
+	W io.Writer
+	N int64
+}
+
+func (c *CountWriter) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.N += int64(n)
+	return n, err
+}
