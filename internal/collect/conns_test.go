@@ -257,6 +257,34 @@ func TestEarlyAnswerReadsBody(t *testing.T) {
 	}
 }
 
+// TestOversizedAnswerReadsBody: an export a little over the request limit
+// is answered 413 once its body is read (and not kept): closing on it
+// while the exporter writes is a connection reset to the exporter, which
+// retries the same batch instead of dropping it. One far over the limit
+// (past drainFactor) is closed unread.
+func TestOversizedAnswerReadsBody(t *testing.T) {
+	const limit = 256 << 10
+	httpAddr, _ := serve(t, newServer(t, Config{Sink: &Memory{}, MaxRequestBytes: limit}))
+	c, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	big := make([]byte, 2*limit)
+	fmt.Fprintf(c, "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\nContent-Length: %d\r\n\r\n", len(big))
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	time.Sleep(100 * time.Millisecond) // the answer is ready before the body comes
+	for off := 0; off < len(big); off += 16 << 10 {
+		if _, err := c.Write(big[off : off+16<<10]); err != nil {
+			t.Fatalf("writing the body at %d: %v (the server answered before reading it, and closed)", off, err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("answer: %v %v, want 413", resp, err)
+	}
+}
+
 // busyFor is a Sink's ErrBusy that says how long its backlog takes.
 type busyFor time.Duration
 

@@ -51,8 +51,9 @@
 // decodes); a request that does not
 // fit now is answered 429 (gRPC RESOURCE_EXHAUSTED + RetryInfo) so the
 // exporter backs off instead of the collector growing. A refused export's
-// body is still read (not kept) before the answer: an answer and a close
-// while the exporter writes is a broken pipe to it, not a 429.
+// body is still read (not kept) before the answer, a 413's too up to
+// four times the limit: an answer and a close while the exporter writes
+// is a broken pipe to it, not a 429 or 413, and it retries the batch.
 //
 // Clients that connect and do not send cannot hold the collector either:
 // a request's headers must come within 10 s, its body must not stall for

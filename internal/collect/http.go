@@ -39,6 +39,10 @@ type httpError struct {
 	retry time.Duration // Retry-After of a 429 or 503; 0: Config.RetryAfter
 }
 
+// drainFactor bounds what is read of a refused request's body, in
+// MaxRequestBytes: past it the connection is closed unread.
+const drainFactor = 4
+
 // ServeHTTP answers POST /v1/traces and /v1/logs.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ct := ctProtobuf
@@ -63,10 +67,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// An answer before the body is read is a broken pipe to an
 		// exporter still writing it (it reports a network error, not
-		// our status): read the rest, without keeping it, unless it is
-		// over the limit anyway or the upload stalled.
-		if body.err == nil && r.ContentLength <= s.cfg.MaxRequestBytes {
-			io.Copy(io.Discard, io.LimitReader(r.Body, s.cfg.MaxRequestBytes+1))
+		// our status, and retries the same export): read the rest,
+		// without keeping it and under the body's deadlines, unless the
+		// upload stalled or says it is far over the limit. A 413 is
+		// read too, so the exporter drops the batch instead of retrying
+		// it.
+		drain := drainFactor * s.cfg.MaxRequestBytes
+		if body.err == nil && r.ContentLength <= drain {
+			io.Copy(io.Discard, io.LimitReader(r.Body, drain+1))
 		}
 		if body.err != nil || r.ContentLength > s.cfg.MaxRequestBytes {
 			w.Header().Set("Connection", "close")
