@@ -248,6 +248,13 @@ func conversationOf(t *testing.T, evs []session.Event) otelConv {
 	t.Helper()
 	var c otelConv
 	var last *session.Event
+	// Tool results are kept in the order of the calls they answer, found
+	// by call id: tools an app runs in parallel finish in any order, and
+	// the log keeps the order they finished in, while the model's request
+	// lists them in call order. A result paired with the wrong call moves
+	// out of place and the comparison fails.
+	callAt := map[string]int{}
+	var toolAt []int
 	for i := range evs {
 		e := &evs[i]
 		switch e.Kind {
@@ -255,6 +262,11 @@ func conversationOf(t *testing.T, evs []session.Event) otelConv {
 			c.Model, c.System, c.Task = e.Model, e.System, e.Text
 		case session.KindAssistantMessage:
 			last = e
+			for _, tc := range e.ToolCalls {
+				if _, ok := callAt[tc.ID]; !ok && tc.ID != "" {
+					callAt[tc.ID] = len(callAt)
+				}
+			}
 		case session.KindModelCall:
 			k := otelCall{InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, FinishReason: e.FinishReason}
 			if last != nil {
@@ -269,9 +281,24 @@ func conversationOf(t *testing.T, evs []session.Event) otelConv {
 			last = nil
 			c.Calls = append(c.Calls, k)
 		case session.KindToolResult:
+			at, ok := callAt[e.CallID]
+			if !ok {
+				at = len(callAt) + len(toolAt)
+			}
+			toolAt = append(toolAt, at)
 			c.Tools = append(c.Tools, otelTool{Tool: e.Tool, Output: e.Output, Status: e.Status})
 		}
 	}
+	order := make([]int, len(c.Tools))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return toolAt[order[a]] < toolAt[order[b]] })
+	tools := make([]otelTool, len(c.Tools))
+	for i, j := range order {
+		tools[i] = c.Tools[j]
+	}
+	c.Tools = tools
 	return c
 }
 
