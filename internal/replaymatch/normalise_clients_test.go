@@ -21,7 +21,7 @@ var clientCaptures = []struct {
 	normalisers []string
 }{
 	{"codex", []string{"codex-environment-context", "codex-exec-output-header", "codex-skill-roots"}},
-	{"claude-code", []string{"claude-code-environment", "claude-code-memory-dir"}},
+	{"claude-code", []string{"claude-code-environment", "claude-code-memory-dir", "claude-code-billing-header"}},
 	{"opencode", []string{"opencode-env"}},
 	{"openai-agents", nil},
 }
@@ -101,8 +101,8 @@ func TestClientNormalisers(t *testing.T) {
 
 // conversation is the text of a captured request that a replay compares:
 // every string under a key that holds conversation text in the three wire
-// formats (system and instructions, messages' content and text, tool
-// results' output, tool calls' arguments and input), in document order.
+// formats (system and instructions first, then messages' content and
+// text, tool results' output, tool calls' arguments), keys in order.
 // Ids, metadata and tool definitions are left out.
 func conversation(t *testing.T, client, name string) []string {
 	t.Helper()
@@ -117,7 +117,16 @@ func conversation(t *testing.T, client, name string) []string {
 			for k := range v {
 				keys = append(keys, k)
 			}
-			slices.Sort(keys)
+			// The system text first, as the matcher compares it.
+			slices.SortFunc(keys, func(a, b string) int {
+				if sa, sb := a == "system" || a == "instructions", b == "system" || b == "instructions"; sa != sb {
+					if sa {
+						return -1
+					}
+					return 1
+				}
+				return strings.Compare(a, b)
+			})
 			for _, k := range keys {
 				if k == "tools" || k == "metadata" || k == "client_metadata" {
 					continue
