@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,14 @@ type conversation struct {
 	calls session.ModelCalls
 	// digester hashes only what each request adds to the last one.
 	digester *session.Digester
+	// header holds the system text and tool names the session's header
+	// recorded (headerSet: this proxy opened it). The log records them
+	// once: a request with others cannot be projected from it.
+	header struct {
+		system string
+		tools  []string
+	}
+	headerSet bool
 }
 
 // conversation finds or makes the conversation a call belongs to: the
@@ -109,6 +118,7 @@ func (cv *conversation) open(s *Server, c *Call) error {
 	// runner's header has them: replay verify re-projects with them.
 	attrs["tools"] = append([]string{}, c.Tools...)
 	h.Attrs = marshal(attrs)
+	cv.header.system, cv.header.tools, cv.headerSet = c.System, append([]string{}, c.Tools...), true
 	sink, err := s.cfg.Open(cv.id, h)
 	if err != nil {
 		return fmt.Errorf("open session: %w", err)
@@ -239,9 +249,19 @@ func (rc *callRecord) modelCall(status int, red *redact.Redactor) session.Event 
 	if rc.conv.digester == nil {
 		rc.conv.digester = session.NewDigester()
 	}
-	e := session.Event{Kind: session.KindModelCall, Provider: c.Provider, Model: c.Model, RequestDigest: c.digestWith(rc.conv.digester, red.String),
+	e := session.Event{Kind: session.KindModelCall, Provider: c.Provider, Model: c.Model,
 		LatencyMS: time.Since(rc.began).Milliseconds(), MaxTokens: c.MaxTokens}
 	a := obj{"recorded_by": "proxy", "api": string(c.API), "path": c.Path, "stream": c.Stream, "status": status, "turn": c.Turn}
+	if h := rc.conv.header; rc.conv.headerSet && (c.System != h.system || !slices.Equal(c.Tools, h.tools)) {
+		// Claude Code sends another system text and more tools when it
+		// retries after a 400 (and as deferred tools load): replay
+		// verify projects every request with the header's, so a digest
+		// of this one could only ever disagree. The request itself is
+		// kept (request_artifact), which is what a replay compares.
+		a["request_digest"] = "not recorded: the system text or tool set differs from the session header's, which replay verify projects with"
+	} else {
+		e.RequestDigest = c.digestWith(rc.conv.digester, red.String)
+	}
 	if c.RawQuery != "" {
 		a["query"] = c.RawQuery
 	}
