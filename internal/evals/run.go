@@ -15,6 +15,7 @@ import (
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/replay"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -329,7 +330,7 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 		return replay.SessionReport{}, fmt.Errorf("replay %s: %w", id, err)
 	}
 	return replay.Session(ctx, replay.SessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
-		WorkspaceFrom: rp.WorkspaceFrom, Observer: obs})
+		WorkspaceFrom: rp.WorkspaceFrom, Ignore: rp.Ignore, Observer: obs})
 }
 
 // fork forks the scenario's recorded session after replay.fork_from and
@@ -413,6 +414,9 @@ func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
 	}
 	if len(p) == 0 && !x.Diverged {
 		res.Message = fmt.Sprintf("%d of %d recorded model calls as recorded, status %s", x.Turns, x.RecordedTurns, x.ReplayStatus)
+		if sum := replaymatch.Summary(x.Normalised); sum != "" {
+			res.Message += "; normalised: " + sum
+		}
 		return res
 	}
 	res.Message = fmt.Sprintf("the external agent's replay differs from the recording: %s", strings.Join(p, "; "))

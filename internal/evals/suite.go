@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 )
@@ -73,6 +74,11 @@ type Replay struct {
 	// scenario's model (default: the session's pinned one), live. There
 	// is no replay_matches check; the assertions judge the new ending.
 	ForkFrom int64 `yaml:"fork_from"`
+	// Ignore are regular expressions of text an external agent's replay
+	// treats as volatile besides replaymatch's table (as replay run
+	// --ignore): what the program's requests carry that differs run to
+	// run and no normaliser knows.
+	Ignore []string `yaml:"ignore"`
 }
 
 // Need is the number of passing repeats the scenario needs.
@@ -262,6 +268,11 @@ func (s *Suite) validateReplay(r *Replay, bad func(string, ...any)) {
 		st := recorder.Store{Root: r.Home}
 		if _, err := st.Resolve(r.Session); err != nil {
 			bad(fmt.Sprintf("replay.session %q in %s: %v", r.Session, r.Home, err), "session")
+		}
+	}
+	for i, e := range r.Ignore {
+		if _, err := replaymatch.Ignore(e); err != nil {
+			bad(fmt.Sprintf("replay.ignore %q: %v", e, err), "ignore", i)
 		}
 	}
 	if r.WorkspaceFrom != "" {
