@@ -265,6 +265,8 @@ func rows() []row {
 			goal: diffAtMost(1, "<= 1 ms later")},
 		{name: "proxy offline replay of a 1,000-call session (calls/s)", a: gb("./internal/proxy", "BenchmarkProxyReplay", "1000x", "3000x"), metric: "calls/s", quick: true,
 			goal: valueAtLeast(500, ">= 500 calls/s")},
+		{name: "proxy offline replay of a 1,000-call session, another day: every request volatile (calls/s)", a: gb("./internal/proxy", "BenchmarkProxyReplayVolatile", "1000x", "3000x"), metric: "calls/s"},
+		{name: "replay matcher CPU per call, 1,000-call session, every message volatile (ms)", a: gb("./internal/replaymatch", "BenchmarkMatch1000", "1000x", "3000x"), metric: "cpu-ms/call", quick: true},
 		{name: "turn with git commit vs without, 10,000 files (ms)", a: gb("./internal/runner", "BenchmarkTurnCommit", "10x", "40x"), b: gb("./internal/runner", "BenchmarkTurnNoGit", "10x", "40x"), metric: "s", quick: true},
 		{name: "subagent read vs the same read in the session (ms)", a: gb("./internal/runner", "BenchmarkSubagentAdded", "20x", "60x"), b: gb("./internal/runner", "BenchmarkSubagentDirect", "20x", "60x"), metric: "s"},
 		{name: "MCP tool call vs the go-sdk client alone (ms)", a: gb("./internal/mcp", "BenchmarkMCPCallAdded", "100x", "1000x"), b: gb("./internal/mcp", "BenchmarkMCPCallDirect", "100x", "1000x"), metric: "s", quick: true},

@@ -141,35 +141,54 @@ func BenchmarkProxyAdded(b *testing.B) {
 
 // BenchmarkProxyReplay records a 1,000-call agent loop (the scripted
 // model, each call answering the previous tool result), then serves it
-// offline again and again, each pass recorded as a new session.
-func BenchmarkProxyReplay(b *testing.B) { benchReplay(b, recorder.Options{}) }
+// offline again and again, each pass recorded as a new session; each call
+// goes through the one matcher (replaymatch) with every normaliser of the
+// table registered.
+func BenchmarkProxyReplay(b *testing.B) { benchReplay(b, recorder.Options{}, false) }
+
+// BenchmarkProxyReplayVolatile is BenchmarkProxyReplay with the program
+// run again on another day, its tool taking other times: today's date in
+// its system text and the measured time in every tool result differ, so
+// no request is the recorded bytes (each is parsed) and the normalisers
+// work on the whole history of every call.
+func BenchmarkProxyReplayVolatile(b *testing.B) { benchReplay(b, recorder.Options{}, true) }
 
 // BenchmarkProxyReplayNoSync is BenchmarkProxyReplay with the replay's own
 // recording not fsync'd (the log's NoSync; the artifact file is still
 // synced): what the fsync of each call's log append costs.
-func BenchmarkProxyReplayNoSync(b *testing.B) { benchReplay(b, recorder.Options{NoSync: true}) }
+func BenchmarkProxyReplayNoSync(b *testing.B) { benchReplay(b, recorder.Options{NoSync: true}, false) }
 
-func benchReplay(b *testing.B, opts recorder.Options) {
+func benchReplay(b *testing.B, opts recorder.Options, volatile bool) {
 	const calls = 1000
 	var turns strings.Builder
 	turns.WriteString("turns:\n")
 	for i := 1; i <= calls; i++ {
 		fmt.Fprintf(&turns, "  - text: \"step %d\"\n    tool_calls:\n      - {name: read_file, args: {path: f%d.txt}}\n", i, i)
 	}
-	bodies := make([]string, calls)
-	var msgs []any
-	msgs = append(msgs, map[string]any{"role": "user", "content": "Read every file."})
-	for i := 1; i <= calls; i++ {
-		bodies[i-1] = string(marshal(map[string]any{"model": "gpt-4o", "stream": true, "messages": msgs,
-			"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "read_file"}}}}))
-		id := fmt.Sprintf("call_%d_0", i)
-		msgs = append(msgs,
-			map[string]any{"role": "assistant", "content": fmt.Sprintf("step %d", i), "tool_calls": []any{map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.txt"}`, i)}}}},
-			map[string]any{"role": "tool", "tool_call_id": id, "content": fmt.Sprintf("contents of f%d", i)})
+	loop := func(day, took string) []string {
+		bodies := make([]string, calls)
+		var msgs []any
+		msgs = append(msgs, map[string]any{"role": "system", "content": "You read files for the user. Today is " + day + "."},
+			map[string]any{"role": "user", "content": "Read every file."})
+		for i := 1; i <= calls; i++ {
+			bodies[i-1] = string(marshal(map[string]any{"model": "gpt-4o", "stream": true, "messages": msgs,
+				"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "read_file"}}}}))
+			id := fmt.Sprintf("call_%d_0", i)
+			msgs = append(msgs,
+				map[string]any{"role": "assistant", "content": fmt.Sprintf("step %d", i), "tool_calls": []any{map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.txt"}`, i)}}}},
+				map[string]any{"role": "tool", "tool_call_id": id, "content": fmt.Sprintf("contents of f%d (read in %s seconds)", i, took)})
+		}
+		return bodies
+	}
+	recorded, bodies := loop("2026-12-01", "0.0012"), []string(nil)
+	if volatile {
+		bodies = loop("2026-12-06", "0.0031")
+	} else {
+		bodies = recorded
 	}
 	recSrv, mem, base := startProxy(b, Config{Backend: NewScripted(loadScript(b, turns.String()), "")})
 	cl := &http.Client{}
-	for _, body := range bodies {
+	for _, body := range recorded {
 		resp, err := cl.Post(base+"/s/rec/v1/chat/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
@@ -207,5 +226,8 @@ func benchReplay(b *testing.B, opts recorder.Options) {
 	b.StopTimer()
 	if r.Diverged() {
 		b.Fatalf("replay diverged: %+v", r.Findings()[0])
+	}
+	if n := r.Normalised(); volatile && (len(n) != min(b.N, 2) || n[0].Name != "date-time" || b.N > 1 && n[1].Name != "duration") {
+		b.Fatalf("normalised %+v, want the date and the durations", n)
 	}
 }

@@ -211,7 +211,7 @@ func TestForkExternalPolicy(t *testing.T) {
 		{"budget", forkSpec(t, []string{"one", "two", "three"}, turns, "budget: {max_tokens: 125}\n"), session.StatusBudgetExceeded, "max_tokens 125: 120 spent", ""},
 		{"pinned", forkSpec(t, []string{"one", "two", "three m-other"}, turns, ""), session.StatusFailed, agenthost.ReasonAgentFailed, ""},
 		// The divergence is why the fork failed, not the agent's dying of it.
-		{"diverges", forkSpec(t, []string{"one", "TWO-CHANGED", "three"}, turns, ""), session.StatusFailed, session.ErrorTypeReplayDivergence, `message 3: log has user "two", request has user "TWO-CHANGED"`},
+		{"diverges", forkSpec(t, []string{"one", "TWO-CHANGED", "three"}, turns, ""), session.StatusFailed, session.ErrorTypeReplayDivergence, `message 3 (user content): log has "two", request has "TWO-CHANGED"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := ForkExternal(context.Background(), ExternalForkConfig{Store: st, SessionID: parent.SessionID, Events: pevs, Artifacts: artifacts,

@@ -3,6 +3,7 @@ package replaymatch
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -121,6 +122,7 @@ type comparer struct {
 	opts   Options
 	ns     []Normaliser
 	counts map[string]int
+	cache  *textCache // nil: none (Compare)
 }
 
 func (c *comparer) compare(want, got Request) *Difference {
@@ -195,7 +197,7 @@ func (c *comparer) same(w, g string) (string, string, bool) {
 		return w, g, true
 	}
 	if c.opts.Redact != nil {
-		if r := c.opts.Redact(g); r != g {
+		if r := c.redact(g); r != g {
 			if r == w {
 				return w, r, true
 			}
@@ -210,12 +212,19 @@ func (c *comparer) same(w, g string) (string, string, bool) {
 	if nw != ng {
 		return nw, ng, false
 	}
-	for name, n := range cw {
-		cg[name] = max(cg[name], n)
+	// A span replaced on both sides is one change: the larger count.
+	for _, x := range cg {
+		n := x.n
+		for _, y := range cw {
+			if y.name == x.name {
+				n = max(n, y.n)
+			}
+		}
+		c.count(x.name, n)
 	}
-	for name, n := range cg {
-		if n > 0 {
-			c.count(name, n)
+	for _, y := range cw {
+		if !slices.ContainsFunc(cg, func(x nameCount) bool { return x.name == y.name }) {
+			c.count(y.name, y.n)
 		}
 	}
 	return nw, ng, true
@@ -318,13 +327,45 @@ func canonical(b json.RawMessage) string {
 	return string(out)
 }
 
-func (c *comparer) normalise(s string) (string, map[string]int) {
-	counts := map[string]int{}
+func (c *comparer) redact(s string) string {
+	if c.cache == nil {
+		return c.opts.Redact(s)
+	}
+	if r, ok := c.cache.redacted(s); ok {
+		return r
+	}
+	r := c.opts.Redact(s)
+	c.cache.putRedacted(s, r)
+	return r
+}
+
+// nameCount is how many spans one normaliser replaced in a text.
+type nameCount struct {
+	name string
+	n    int
+}
+
+// normalise is s through every normaliser, with what each replaced (the
+// slice is shared with the cache: read it only).
+func (c *comparer) normalise(s string) (string, []nameCount) {
+	if c.cache == nil {
+		return c.normaliseNow(s)
+	}
+	if e, ok := c.cache.normalised(s); ok {
+		return e.text, e.counts
+	}
+	n, counts := c.normaliseNow(s)
+	c.cache.putNormalised(s, n, counts)
+	return n, counts
+}
+
+func (c *comparer) normaliseNow(s string) (string, []nameCount) {
+	var counts []nameCount
 	for _, n := range c.ns {
 		var k int
 		s, k = n.Apply(s, c.opts.Env)
 		if k > 0 {
-			counts[n.Name] += k
+			counts = append(counts, nameCount{n.Name, k})
 		}
 	}
 	return s, counts

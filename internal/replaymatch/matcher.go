@@ -18,6 +18,7 @@ type Matcher struct {
 	rec      *Recording
 	recorded map[int]Request
 	tally    Tally
+	cache    *textCache
 
 	mu   sync.Mutex
 	opts Options
@@ -32,7 +33,7 @@ func NewMatcher(rec *Recording, opts Options) (*Matcher, error) {
 	if opts.Env.RecordedDir == "" {
 		opts.Env.RecordedDir = rec.Dir()
 	}
-	return &Matcher{rec: rec, opts: opts, recorded: map[int]Request{}}, nil
+	return &Matcher{rec: rec, opts: opts, recorded: map[int]Request{}, cache: newTextCache()}, nil
 }
 
 // Recorded gives the request turn n was recorded with byte for byte (the
@@ -59,7 +60,10 @@ func (m *Matcher) Check(n int, got Request) *Difference {
 	m.mu.Lock()
 	opts := m.opts
 	m.mu.Unlock()
-	d, counts := Compare(want, got, opts)
+	c := newComparer(opts)
+	c.cache = m.cache
+	d := c.compare(want, got)
+	counts := c.counts
 	if d != nil {
 		d.Turn = n
 		return d
@@ -75,9 +79,11 @@ func (m *Matcher) CheckText(n int, want, got string) bool {
 	m.mu.Lock()
 	opts := m.opts
 	m.mu.Unlock()
-	ok, counts := SameText(want, got, opts)
+	c := newComparer(opts)
+	c.cache = m.cache
+	_, _, ok := c.same(want, got)
 	if ok {
-		m.tally.Add(n, counts)
+		m.tally.Add(n, c.counts)
 	}
 	return ok
 }
@@ -89,6 +95,7 @@ func (m *Matcher) SetReplayDir(dir string) {
 	m.mu.Lock()
 	m.opts.Env.ReplayDir = dir
 	m.mu.Unlock()
+	m.cache.reset()
 }
 
 // Changes lists what each normaliser changed so far, by name.
