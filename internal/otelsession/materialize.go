@@ -736,8 +736,11 @@ func (s *sess) chat(sp *span, c call) []session.Event {
 							sum = append(sum, m.Content)
 						}
 					}
-					evs = append(evs, session.Event{TS: sp.Start, Kind: session.KindCompaction, Summary: strings.Join(sum, "\n\n"),
-						Attrs: marshal(map[string]any{"recorded_by": "otlp", "kept_messages": k, "replaced_messages": len(s.history) - k, "new_messages": len(c.input) - k, "trace_id": sp.TraceID, "span_id": sp.SpanID})})
+					ca := map[string]any{"recorded_by": "otlp", "kept_messages": k, "replaced_messages": len(s.history) - k, "new_messages": len(c.input) - k, "trace_id": sp.TraceID, "span_id": sp.SpanID}
+					if c.compacted {
+						ca["conversation_compacted"] = true // the emitter's word, not only the messages'
+					}
+					evs = append(evs, session.Event{TS: sp.Start, Kind: session.KindCompaction, Summary: strings.Join(sum, "\n\n"), Attrs: marshal(ca)})
 					from = len(c.input)
 				}
 			}
@@ -789,6 +792,14 @@ func (s *sess) chat(sp *span, c call) []session.Event {
 	}
 	if !c.hasInput && !c.hasOutput {
 		attrs["content_captured"] = false
+	}
+	if c.reasoning > 0 {
+		attrs["reasoning_output_tokens"] = c.reasoning // no column holds it
+	}
+	if c.compacted {
+		// Kept also when the content, and so a compaction event, is not
+		// there: the export says it again (gen_ai.conversation.compacted).
+		attrs["conversation_compacted"] = true
 	}
 	mc := session.Event{TS: sp.End, Kind: session.KindModelCall, Provider: provider(c.provider), Model: model,
 		LatencyMS: sp.End.Sub(sp.Start).Milliseconds(), InputTokens: c.in, OutputTokens: c.out,
