@@ -30,9 +30,9 @@ type nameOrigin int
 
 const (
 	fromRegistry   nameOrigin = iota // an attribute of v1.41.1 or of semantic-conventions-genai
-	fromEvents                   // an event of either
-	fromDeprecated               // deprecated in v1.41.1's registry, still sent by earlier emitters
-	fromAfter                    // added upstream after the corpus snapshot: genai.AfterV141
+	fromEvents                       // an event of either
+	fromDeprecated                   // deprecated in v1.41.1's registry, still sent by earlier emitters
+	fromAfter                        // added upstream after the corpus snapshot: genai.AfterV141
 	// fromEarlierEvents are the per-message events and their attribute
 	// prefix of the conventions before v1.37 (deprecated/events-deprecated.yaml
 	// upstream; not in the corpus, so not checked against it).
