@@ -439,3 +439,36 @@ func TestInferenceDetailsEvent(t *testing.T) {
 		t.Fatalf("model calls %+v", mcs)
 	}
 }
+
+// TestStructuredToolCall: an execute_tool span whose arguments and result
+// are structured values (the conventions' type any, which they ask to be
+// recorded structured where the SDK can), not JSON strings, gives the
+// tool call its arguments as JSON and its result as the JSON text.
+func TestStructuredToolCall(t *testing.T) {
+	conv := oteltest.LoadConventions(t)
+	for _, k := range []string{"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.tool.call.id", "gen_ai.tool.name"} {
+		if !conv.Has(oteltest.V141, k) || !conv.Has(oteltest.GenAIRepo, k) {
+			t.Fatalf("%s is not in both versions", k)
+		}
+	}
+	tool := chatExport("tool", 2, map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
+		"gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": map[string]any{"order_id": "A-1043"},
+		"gen_ai.tool.call.result": map[string]any{"status": "shipped"}})
+	_, got := ingestAll(t, []export{tool})
+	evs := oneSession(t, got)
+	var intent, result *session.Event
+	for i := range evs {
+		switch evs[i].Kind {
+		case session.KindToolIntent:
+			intent = &evs[i]
+		case session.KindToolResult:
+			result = &evs[i]
+		}
+	}
+	if intent == nil || intent.Tool != "lookup_order" || string(intent.Args) != `{"order_id":"A-1043"}` {
+		t.Fatalf("intent %+v:\n%s", intent, encodeAll(t, evs))
+	}
+	if result == nil || result.CallID != intent.CallID || result.Output != `{"status":"shipped"}` {
+		t.Fatalf("result %+v", result)
+	}
+}
