@@ -10,6 +10,15 @@
 // change that introduced it, so moving to a released Go package later is
 // one change. Readers try the newer name first: a span that carries both
 // is read as the newer convention says.
+//
+// What moved, by the corpus copies (testdata/corpus/semconv): at the
+// genai repository's 2026-05-11 snapshot its registry defines the same 51
+// attributes as v1.41.1 (operation name gains plan), its events the same
+// three (operation.details now refers to the inference span's attributes
+// instead of extending them), its spans the same attributes per span under
+// new type ids (gen_ai.inference.client, not span.gen_ai.inference.client)
+// plus gen_ai.plan.internal. The renames and additions that touch what
+// agentctl records came after that snapshot; they are listed here.
 package genai
 
 // Attributes of semantic-conventions-genai that are not in v1.41.1.
