@@ -394,6 +394,11 @@ func replayMatches(rp *Replay, sr *replay.SessionReport) Result {
 	}
 	res.Message = fmt.Sprintf("%d differences from the recording: %s", len(rep.Differences), strings.Join(p, "; "))
 	res.OK = rp.AllowDifferences
+	d := rep.Differences[0]
+	res.Divergence = &Divergence{Turn: d.Turn, Seq: d.Seq, What: p[0]}
+	if d.Code != replay.CodeStatusDiffers && d.Code != replay.CodeMCPToolsChanged {
+		res.Divergence.Log, res.Divergence.Replay = diffWindow(d.Log, d.Replay, maxDiffText)
+	}
 	return res
 }
 
@@ -406,6 +411,9 @@ func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
 	for _, f := range x.Findings {
 		if f.Fatal {
 			p = append(p, fmt.Sprintf("turn %d diverged: %s", f.Turn, f.What))
+			if res.Divergence == nil {
+				res.Divergence = &Divergence{Turn: f.Turn, Seq: f.Seq, What: f.What}
+			}
 		}
 	}
 	if x.ReplayStatus != x.LogStatus {

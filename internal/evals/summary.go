@@ -18,11 +18,13 @@ import (
 //	counts line, then the cost line (totals and their change)
 //	| Scenario | Verdict | Pass rate | p | Cost | Tokens | Turns | Wall | Tool calls |   one row per scenario
 //	### Regressed / ### Missing: each scenario's reasons, and for a
-//	regression the `agentctl replay run <id>` lines of its runs
+//	regression why its runs failed (whyBlock: each failed assertion,
+//	expected and got, and a replay's divergence: turn and both sides)
+//	and the `agentctl replay run <id>` lines of its runs
 //	### Trials: pass@k and pass^k of the scenarios with repeats
 //
 // Without a baseline the table has each scenario's result, runs passed
-// and means, and the failed scenarios' replay lines. Text from the suite
+// and means, and the failed scenarios' reasons (whyBlock) and replay lines. Text from the suite
 // (scenario names) is escaped, so a name cannot break the table.
 
 // maxReplayLines caps the replay lines listed per scenario.
@@ -82,6 +84,9 @@ func summaryCompared(b *strings.Builder, rep *Report, cmp *Comparison) {
 			}
 			fmt.Fprintf(b, "- **%s**: %s\n", mdText(d.Name), mdText(strings.Join(d.Reasons, "; ")))
 			if v == Regressed {
+				if sc, ok := scenarioNamed(rep, d.Name); ok {
+					whyBlock(b, sc, "  ")
+				}
 				replayBlock(b, rep.Home, d.ReplaySessions(), "  ")
 			}
 		}
@@ -124,11 +129,22 @@ func summaryPlain(b *strings.Builder, rep *Report) {
 		}
 		st := StatsOf(sc)
 		fmt.Fprintf(b, "- **%s**: %d/%d runs passed, %d needed\n", mdText(sc.Name), sc.Passed, len(sc.Runs), sc.Need)
+		whyBlock(b, sc, "  ")
 		replayBlock(b, rep.Home, st.FailedSessions, "  ")
 	}
 	if !first {
 		b.WriteString("\n")
 	}
+}
+
+// scenarioNamed is the scenario of rep named name.
+func scenarioNamed(rep *Report, name string) (ScenarioResult, bool) {
+	for _, sc := range rep.Scenarios {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return ScenarioResult{}, false
 }
 
 func summaryTrials(b *strings.Builder, rep *Report) {
