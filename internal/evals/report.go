@@ -52,7 +52,10 @@ type Report struct {
 	Failed    int              `json:"failed"`
 	Runs      int              `json:"runs"`
 	RunsOK    int              `json:"runs_ok"`
-	// OK is true when every scenario met its threshold.
+	// NotRun counts the scenarios that could not run here (see notRun);
+	// they are neither passed nor failed.
+	NotRun int `json:"not_run"`
+	// OK is true when every scenario ran and met its threshold.
 	OK bool `json:"ok"`
 	// Comparison is the gate's outcome when the run had a baseline
 	// (--baseline); a later comparison reads only the scenarios.
@@ -75,6 +78,10 @@ type ScenarioResult struct {
 	// Trials are pass@k and pass^k for k = 1..runs, for a scenario of two
 	// or more runs (see Trials); derived from Runs.
 	Trials []Trial `json:"trials,omitempty"`
+	// NotRunReason, when set, says why the scenario was not run on this
+	// machine (a model's API key or a required command is missing); it
+	// has no runs and is neither passed nor failed.
+	NotRunReason string `json:"not_run_reason,omitempty"`
 }
 
 // RunResult is one repeat of a scenario: its session and its checks.
@@ -109,10 +116,15 @@ func (r RunResult) Failures() []Result {
 }
 
 func (rep *Report) tally() {
-	rep.Passed, rep.Failed, rep.Runs, rep.RunsOK = 0, 0, 0, 0
+	rep.Passed, rep.Failed, rep.Runs, rep.RunsOK, rep.NotRun = 0, 0, 0, 0, 0
 	for i := range rep.Scenarios {
 		sc := &rep.Scenarios[i]
 		sc.Passed = 0
+		if sc.NotRunReason != "" {
+			sc.OK, sc.Trials = false, nil
+			rep.NotRun++
+			continue
+		}
 		for _, r := range sc.Runs {
 			rep.Runs++
 			if r.OK {
@@ -128,7 +140,13 @@ func (rep *Report) tally() {
 			rep.Failed++
 		}
 	}
-	rep.OK = rep.Failed == 0
+	rep.OK = rep.Failed == 0 && rep.NotRun == 0
+}
+
+// NothingRan reports whether scenarios were selected and none of them
+// could run: no evidence either way, which must not look like a pass.
+func (rep *Report) NothingRan() bool {
+	return rep.NotRun > 0 && rep.NotRun == len(rep.Scenarios)
 }
 
 // MaxReportBytes bounds a report file ReadReport reads: reports come

@@ -49,6 +49,10 @@ type Config struct {
 	Warn io.Writer
 	// Clock stamps the report (default time.Now).
 	Clock func() time.Time
+	// Getenv and LookPath say what the machine has, for the scenarios'
+	// needs (default os.Getenv, exec.LookPath); see notRun.
+	Getenv   func(string) string
+	LookPath func(string) (string, error)
 }
 
 // Progress reports one finished run.
@@ -171,8 +175,14 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 	for _, i := range Select(s, cfg.Shard, cfg.Filter) {
 		sc := &s.Scenarios[i]
 		n := cfg.Runs(sc)
-		rep.Scenarios = append(rep.Scenarios, ScenarioResult{Name: sc.Name, Index: i, Line: sc.Line, Repeat: n,
-			Threshold: sc.ThresholdValue(), Need: need(sc.ThresholdValue(), n), Runs: make([]RunResult, n)})
+		res := ScenarioResult{Name: sc.Name, Index: i, Line: sc.Line, Repeat: n,
+			Threshold: sc.ThresholdValue(), Need: need(sc.ThresholdValue(), n), Runs: make([]RunResult, n)}
+		if why := e.notRun(sc); why != "" {
+			res.NotRunReason, res.Runs = why, []RunResult{}
+			rep.Scenarios = append(rep.Scenarios, res)
+			continue
+		}
+		rep.Scenarios = append(rep.Scenarios, res)
 		e.crash[i] = &crashOnce{}
 		for r := 0; r < n; r++ {
 			units = append(units, unit{i, len(rep.Scenarios) - 1, r})

@@ -46,11 +46,16 @@ func WriteSummary(w io.Writer, rep *Report, cmp *Comparison) error {
 
 func summaryCompared(b *strings.Builder, rep *Report, cmp *Comparison) {
 	mark, what := "✅", "no regression against the baseline"
-	if !cmp.OK {
+	switch {
+	case !cmp.OK:
 		mark, what = "❌", "regressed against the baseline"
 		if cmp.Regressed == 0 {
 			what = "scenarios missing against the baseline"
 		}
+	case rep.NothingRan():
+		mark, what = "⚠️", fmt.Sprintf("nothing ran, %d not run", rep.NotRun)
+	case rep.NotRun > 0:
+		mark, what = "⚠️", fmt.Sprintf("no regression in the scenarios that ran, %d not run", rep.NotRun)
 	}
 	fmt.Fprintf(b, "## %s eval %s: %s\n\n", mark, mdText(rep.Suite), what)
 	fmt.Fprintf(b, "Baseline: %s · alpha %s · tolerance %s\n\n", baselineLine(cmp.Baseline), strconv.FormatFloat(cmp.Alpha, 'g', -1, 64), mdText(cmp.Tolerance.String()))
@@ -72,14 +77,14 @@ func summaryCompared(b *strings.Builder, rep *Report, cmp *Comparison) {
 		fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
 	}
 	b.WriteString("\n")
-	for _, v := range []GateVerdict{Regressed, Missing, Improved} {
+	for _, v := range []GateVerdict{Regressed, Missing, NotRun, Improved} {
 		first := true
 		for _, d := range cmp.Scenarios {
 			if d.Verdict != v {
 				continue
 			}
 			if first {
-				fmt.Fprintf(b, "### %s\n\n", strings.ToUpper(string(v[:1]))+string(v[1:]))
+				fmt.Fprintf(b, "### %s\n\n", verdictHeading(v))
 				first = false
 			}
 			fmt.Fprintf(b, "- **%s**: %s\n", mdText(d.Name), mdText(strings.Join(d.Reasons, "; ")))
@@ -97,16 +102,27 @@ func summaryCompared(b *strings.Builder, rep *Report, cmp *Comparison) {
 }
 
 func summaryPlain(b *strings.Builder, rep *Report) {
-	mark := "✅"
-	if !rep.OK {
+	mark, notRun := "✅", ""
+	if rep.NotRun > 0 {
+		mark, notRun = "⚠️", fmt.Sprintf(", %d not run", rep.NotRun)
+	}
+	if rep.Failed > 0 {
 		mark = "❌"
 	}
-	fmt.Fprintf(b, "## %s eval %s: %d passed, %d failed\n\n", mark, mdText(rep.Suite), rep.Passed, rep.Failed)
+	fmt.Fprintf(b, "## %s eval %s: %d passed, %d failed%s\n\n", mark, mdText(rep.Suite), rep.Passed, rep.Failed, notRun)
 	fmt.Fprintf(b, "%d of %d runs ok in %.1fs. Cost: %s.\n\n", rep.RunsOK, rep.Runs, float64(rep.Millis)/1000, usd(totalCost(rep)))
 	b.WriteString("| Scenario | Result | Runs passed | Cost | Tokens | Turns | Wall | Tool calls |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range rep.Scenarios {
 		st := StatsOf(sc)
+		if sc.NotRunReason != "" {
+			cells := []string{mdText(sc.Name), "**NOT RUN**", "–"}
+			for range Metrics {
+				cells = append(cells, "–")
+			}
+			fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+			continue
+		}
 		res := "ok"
 		if !sc.OK {
 			res = "**FAILED**"
@@ -120,7 +136,7 @@ func summaryPlain(b *strings.Builder, rep *Report) {
 	b.WriteString("\n")
 	first := true
 	for _, sc := range rep.Scenarios {
-		if sc.OK {
+		if sc.OK || sc.NotRunReason != "" {
 			continue
 		}
 		if first {
@@ -131,6 +147,20 @@ func summaryPlain(b *strings.Builder, rep *Report) {
 		fmt.Fprintf(b, "- **%s**: %d/%d runs passed, %d needed\n", mdText(sc.Name), sc.Passed, len(sc.Runs), sc.Need)
 		whyBlock(b, sc, "  ")
 		replayBlock(b, rep.Home, st.FailedSessions, "  ")
+	}
+	if !first {
+		b.WriteString("\n")
+	}
+	first = true
+	for _, sc := range rep.Scenarios {
+		if sc.NotRunReason == "" {
+			continue
+		}
+		if first {
+			b.WriteString("### Not run\n\n")
+			first = false
+		}
+		fmt.Fprintf(b, "- **%s**: %s\n", mdText(sc.Name), mdText(sc.NotRunReason))
 	}
 	if !first {
 		b.WriteString("\n")
@@ -208,8 +238,16 @@ func verdictCell(v GateVerdict) string {
 	switch v {
 	case Regressed, Missing:
 		return "**" + string(v) + "**"
+	case NotRun:
+		return "**not run**"
 	}
 	return string(v)
+}
+
+// verdictHeading is the heading of a verdict's section ("Not run").
+func verdictHeading(v GateVerdict) string {
+	s := strings.ReplaceAll(string(v), "_", " ")
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func passCell(base, cur *Stats) string {

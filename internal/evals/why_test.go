@@ -2,6 +2,9 @@ package evals_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -102,5 +105,106 @@ func TestSummaryNamesDivergence(t *testing.T) {
 		return strings.Contains(c.Content, "diverged: turn ")
 	}) {
 		t.Errorf("the divergence is not in a code block:\n%s", md)
+	}
+}
+
+// notRunSuite writes a suite of two scenarios beside the fixtures: live
+// calls OpenAI (it needs OPENAI_API_KEY), offline is scripted and
+// requires a tool that is not installed when gone is true.
+func notRunSuite(t *testing.T, gone bool) *evals.Suite {
+	t.Helper()
+	dir := t.TempDir()
+	fixtures, err := filepath.Abs(filepath.Join("..", "..", "fixtures"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := "name: live\nmodel: {provider: openai, id: gpt-4o}\nprompt: \"Fix the typo in README.md\"\n" +
+		"workspace: {from: " + filepath.Join(fixtures, "workspaces", "typo") + "}\nmode: write\ntools: [read_file, edit_file]\n"
+	tool := "sh"
+	if gone {
+		tool = "agentctl-no-such-tool-h-report"
+	}
+	suite := "name: secrets\nscenarios:\n" +
+		"  - name: live\n    agent: live.yaml\n    assert: [{status: done}]\n" +
+		"  - name: offline\n    agent: " + filepath.Join(fixtures, "agents", "fix-typo.yaml") + "\n    requires: {commands: [" + tool + "]}\n    assert: [{status: done}]\n"
+	for name, body := range map[string]string{"live.yaml": spec, "suite.yaml": suite} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := evals.Load(filepath.Join(dir, "suite.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestNotRun: a scenario that cannot run here (its model's key is not
+// set: a fork's pull request gets no secrets; a required command is not
+// installed) is reported as not run, with why, in the JSON report and
+// the summary; against a baseline where it passed it is not_run, never
+// regressed, and the gate holds. A report where nothing ran is not ok.
+func TestNotRun(t *testing.T) {
+	t.Parallel()
+	noKey := func(string) string { return "" }
+	cfg := testConfig(t, 1)
+	cfg.Getenv = noKey
+	rep := roundTrip(t, run(t, notRunSuite(t, false), cfg))
+	b, _ := json.Marshal(rep)
+	var doc struct {
+		OK        bool `json:"ok"`
+		NotRun    int  `json:"not_run"`
+		Passed    int  `json:"passed"`
+		Failed    int  `json:"failed"`
+		Scenarios []struct {
+			Name   string `json:"name"`
+			Reason string `json:"not_run_reason"`
+			Runs   []any  `json:"runs"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.NotRun != 1 || doc.Passed != 1 || doc.Failed != 0 || doc.OK {
+		t.Errorf("report: %d not run, %d passed, %d failed, ok %v; want 1, 1, 0 and not ok (a scenario did not run)", doc.NotRun, doc.Passed, doc.Failed, doc.OK)
+	}
+	if len(doc.Scenarios) != 2 || !strings.Contains(doc.Scenarios[0].Reason, "OPENAI_API_KEY is not set") || len(doc.Scenarios[0].Runs) != 0 {
+		t.Errorf("scenario live: %+v; want not run because OPENAI_API_KEY is not set, and no runs", doc.Scenarios)
+	}
+
+	base := mkReport(mkScenario(scOpt{name: "live", runs: 1, passed: 1, tokens: 300}), mkScenario(scOpt{name: "offline", index: 1, runs: 1, passed: 1, tokens: 330}))
+	c, err := evals.Compare(base, rep, evals.CompareOptions{Tolerance: evals.Tolerance{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := verdictOf(t, c, "live"); d.Verdict != "not_run" || !c.OK || c.Regressed != 0 {
+		t.Errorf("live against a baseline that passed: %s (%v), gate ok %v; want not_run and the gate ok", d.Verdict, d.Reasons, c.OK)
+	}
+	for _, cmp := range []*evals.Comparison{c, nil} {
+		var buf bytes.Buffer
+		if err := evals.WriteSummary(&buf, rep, cmp); err != nil {
+			t.Fatal(err)
+		}
+		md := buf.String()
+		if !strings.Contains(md, "### Not run") || !strings.Contains(md, "OPENAI\\_API\\_KEY is not set") || !strings.Contains(md, "1 not run") || strings.Contains(md, "✅") {
+			t.Errorf("summary (baseline %v) does not say live was not run, and why, in its headline and a section:\n%s", cmp != nil, md)
+		}
+	}
+
+	var junit bytes.Buffer
+	if err := evals.WriteJUnit(&junit, rep, c); err != nil {
+		t.Fatal(err)
+	}
+	schemaCheck(t, junit.Bytes())
+	if x := junit.String(); !strings.Contains(x, `<skipped message="not run: OPENAI_API_KEY is not set`) || !strings.Contains(x, `skipped="1"`) {
+		t.Errorf("JUnit does not skip live, saying why:\n%s", x)
+	}
+
+	// A required command that is missing; then nothing runs at all.
+	cfg = testConfig(t, 1)
+	cfg.Getenv = noKey
+	none := run(t, notRunSuite(t, true), cfg)
+	if none.OK || none.Runs != 0 || !strings.Contains(none.Scenarios[1].NotRunReason, "agentctl-no-such-tool-h-report is not installed") {
+		t.Errorf("nothing ran: ok %v, %d runs, offline %q; want not ok, no runs, the command named", none.OK, none.Runs, none.Scenarios[1].NotRunReason)
 	}
 }
