@@ -2,6 +2,7 @@ package evals
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -47,7 +48,7 @@ type Divergence struct {
 // whyBlock writes the reasons of the failed runs of sc as a fenced block
 // indented by indent (a list item's content).
 func whyBlock(b *strings.Builder, sc ScenarioResult, indent string) {
-	var lines []string
+	var lines, prev []string
 	shown := 0
 	failed := 0
 	for _, r := range sc.Runs {
@@ -66,33 +67,14 @@ func whyBlock(b *strings.Builder, sc ScenarioResult, indent string) {
 		if r.Status != "" {
 			head += ", status " + r.Status
 		}
+		body := whyRun(r)
+		if prev != nil && slices.Equal(body, prev) {
+			lines = append(lines, inert(head, maxWhyText)+": as the run before")
+			continue
+		}
+		prev = body
 		lines = append(lines, inert(head, maxWhyText))
-		fs := r.Failures()
-		if len(fs) == 0 && r.Error != "" {
-			fs = []Result{{Kind: KindRun, Assertion: "run", Message: r.Error}}
-		}
-		for i, f := range fs {
-			if i == maxWhyFailures {
-				lines = append(lines, fmt.Sprintf("  … and %d more failed assertions", len(fs)-i))
-				break
-			}
-			exp := f.Assertion
-			if f.Line > 0 {
-				exp += fmt.Sprintf("   (suite line %d)", f.Line)
-			}
-			lines = append(lines, "  expected: "+inert(exp, maxWhyText))
-			lines = append(lines, "  got:      "+inert(f.Message, maxWhyText))
-			if d := f.Divergence; d != nil {
-				at := fmt.Sprintf("turn %d", d.Turn)
-				if d.Seq > 0 {
-					at += fmt.Sprintf(" (recorded seq %d)", d.Seq)
-				}
-				lines = append(lines, "  diverged: "+at, "  what:     "+inert(d.What, maxWhyText))
-				if d.Log != "" || d.Replay != "" {
-					lines = append(lines, "  - log:    "+inert(d.Log, maxDiffText+2), "  + replay: "+inert(d.Replay, maxDiffText+2))
-				}
-			}
-		}
+		lines = append(lines, body...)
 	}
 	if failed > shown {
 		lines = append(lines, fmt.Sprintf("… and %d more failed runs", failed-shown))
@@ -105,6 +87,39 @@ func whyBlock(b *strings.Builder, sc ScenarioResult, indent string) {
 		fmt.Fprintf(b, "%s%s\n", indent, l)
 	}
 	fmt.Fprintf(b, "%s```\n", indent)
+}
+
+// whyRun is the lines that say why run r failed: each failed assertion,
+// expected and got, and a divergence.
+func whyRun(r RunResult) []string {
+	var lines []string
+	fs := r.Failures()
+	if len(fs) == 0 && r.Error != "" {
+		fs = []Result{{Kind: KindRun, Assertion: "run", Message: r.Error}}
+	}
+	for i, f := range fs {
+		if i == maxWhyFailures {
+			lines = append(lines, fmt.Sprintf("  … and %d more failed assertions", len(fs)-i))
+			break
+		}
+		exp := f.Assertion
+		if f.Line > 0 {
+			exp += fmt.Sprintf("   (suite line %d)", f.Line)
+		}
+		lines = append(lines, "  expected: "+inert(exp, maxWhyText))
+		lines = append(lines, "  got:      "+inert(f.Message, maxWhyText))
+		if d := f.Divergence; d != nil {
+			at := fmt.Sprintf("turn %d", d.Turn)
+			if d.Seq > 0 {
+				at += fmt.Sprintf(" (recorded seq %d)", d.Seq)
+			}
+			lines = append(lines, "  diverged: "+at, "  what:     "+inert(d.What, maxWhyText))
+			if d.Log != "" || d.Replay != "" {
+				lines = append(lines, "  - log:    "+inert(d.Log, maxDiffText+2), "  + replay: "+inert(d.Replay, maxDiffText+2))
+			}
+		}
+	}
+	return lines
 }
 
 // inert is s on one line, clipped to n runes, its control and bidi
