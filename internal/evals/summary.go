@@ -17,10 +17,12 @@ import (
 //	line naming the baseline, alpha and tolerance
 //	counts line, then the cost line (totals and their change)
 //	| Scenario | Verdict | Pass rate | p | Cost | Tokens | Turns | Wall | Tool calls |   one row per scenario
-//	### Regressed / ### Missing: each scenario's reasons, and for a
+//	### Regressed / ### Missing / ### Not run: each scenario's reasons, and for a
 //	regression why its runs failed (whyBlock: each failed assertion,
 //	expected and got, and a replay's divergence: turn and both sides)
 //	and the `agentctl replay run <id>` lines of its runs
+//	### Failing, not a regression: the same for scenarios that fail on
+//	both sides (or are new and fail)
 //	### Trials: pass@k and pass^k of the scenarios with repeats
 //
 // Without a baseline the table has each scenario's result, runs passed
@@ -98,6 +100,25 @@ func summaryCompared(b *strings.Builder, rep *Report, cmp *Comparison) {
 		if !first {
 			b.WriteString("\n")
 		}
+	}
+	// A scenario that fails on both sides is no regression, and its
+	// reader still needs to know why it fails.
+	first := true
+	for _, d := range cmp.Scenarios {
+		sc, ok := scenarioNamed(rep, d.Name)
+		if d.Verdict == Regressed || !ok || sc.OK || sc.NotRunReason != "" {
+			continue
+		}
+		if first {
+			b.WriteString("### Failing, not a regression\n\n")
+			first = false
+		}
+		fmt.Fprintf(b, "- **%s** (%s): %d/%d runs passed, %d needed\n", mdText(sc.Name), mdText(verdictHeading(d.Verdict)), sc.Passed, len(sc.Runs), sc.Need)
+		whyBlock(b, sc, "  ")
+		replayBlock(b, rep.Home, StatsOf(sc).FailedSessions, "  ")
+	}
+	if !first {
+		b.WriteString("\n")
 	}
 }
 

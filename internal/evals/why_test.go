@@ -25,13 +25,17 @@ const hostile = "x`` </code><img src=x onerror=alert(1)> [click](https://evil.ex
 // and cells.
 func TestSummarySaysWhy(t *testing.T) {
 	t.Parallel()
-	base := mkReport(mkScenario(scOpt{name: "breaks", runs: 1, passed: 1, tokens: 10}), mkScenario(scOpt{name: "steady", index: 1, runs: 1, passed: 1}))
-	cur := mkReport(mkScenario(scOpt{name: "breaks", runs: 1, passed: 0, tokens: 10}), mkScenario(scOpt{name: "steady", index: 1, runs: 1, passed: 1}))
+	base := mkReport(mkScenario(scOpt{name: "breaks", runs: 1, passed: 1, tokens: 10}), mkScenario(scOpt{name: "steady", index: 1, runs: 1, passed: 1}),
+		mkScenario(scOpt{name: "still-broken", index: 2, runs: 1, passed: 0}))
+	cur := mkReport(mkScenario(scOpt{name: "breaks", runs: 1, passed: 0, tokens: 10}), mkScenario(scOpt{name: "steady", index: 1, runs: 1, passed: 1}),
+		mkScenario(scOpt{name: "still-broken", index: 2, runs: 1, passed: 0}))
 	cur.Scenarios[0].Runs[0].Results = []evals.Result{
 		{Kind: evals.KindStatus, Assertion: "status: done", OK: true, Message: "status done"},
 		{Kind: evals.KindFile, Assertion: `file: README.md matches "will receive"`, Line: 14, Message: `README.md does not match "will receive"; it starts ` + hostile},
 	}
-	cur.Passed, cur.Failed = 1, 1
+	// Failing on both sides is no regression, and still a failure to explain.
+	cur.Scenarios[2].Runs[0].Results = []evals.Result{{Kind: evals.KindCalled, Assertion: "called: edit_file", Line: 20, Message: "edit_file was never called (calls: none)"}}
+	cur.Passed, cur.Failed = 1, 2
 	c, err := evals.Compare(base, cur, evals.CompareOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +46,8 @@ func TestSummarySaysWhy(t *testing.T) {
 			t.Fatal(err)
 		}
 		md := buf.String()
-		for _, want := range []string{`file: README.md matches "will receive"`, "suite line 14", "does not match", "onerror=alert(1)"} {
+		for _, want := range []string{`file: README.md matches "will receive"`, "suite line 14", "does not match", "onerror=alert(1)",
+			"expected: called: edit_file   (suite line 20)", "got:      edit_file was never called"} {
 			if !strings.Contains(md, want) {
 				t.Errorf("summary (baseline %v) does not name the failed assertion (%q):\n%s", cmp != nil, want, md)
 			}
@@ -59,7 +64,7 @@ func TestSummarySaysWhy(t *testing.T) {
 				t.Errorf("summary (baseline %v): the evidence became markup %s:\n%s", cmp != nil, bad, r.HTML)
 			}
 		}
-		if len(r.Tables) == 0 || len(r.Tables[0].Rows) != 2 || len(r.Tables[0].Rows[0]) != len(r.Tables[0].Head) {
+		if len(r.Tables) == 0 || len(r.Tables[0].Rows) != 3 || len(r.Tables[0].Rows[0]) != len(r.Tables[0].Head) {
 			t.Errorf("summary (baseline %v): the table lost its shape: %+v", cmp != nil, r.Tables)
 		}
 		var code strings.Builder
