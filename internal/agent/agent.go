@@ -65,7 +65,8 @@ func Provider(sp *spec.Spec) (provider.Provider, error) {
 func apiKey(m spec.Model) (string, error) {
 	k := os.Getenv(m.KeyEnv())
 	if k == "" && m.NeedsKey() {
-		return "", fmt.Errorf("model %s: no API key; set %s (or the variable named by model.api_key_env), or use provider: scripted to run without a key", m.ID, m.KeyEnv())
+		def := spec.Model{Provider: m.Provider}.KeyEnv()
+		return "", fmt.Errorf("model %s: no API key; set %s (or the variable named by model.api_key_env), or use provider: scripted to run without a key", m.ID, def)
 	}
 	return k, nil
 }
