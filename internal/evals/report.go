@@ -181,7 +181,8 @@ func ReadReport(path string) (*Report, error) {
 // Errors of Merge.
 var (
 	// ErrMergeMismatch: the reports come from different suites (their
-	// file digests differ) or different shard counts or filters.
+	// file digests differ) or different shard counts, filters or
+	// --repeat.
 	ErrMergeMismatch = errors.New("evals: the reports are not shards of one suite run")
 	// ErrMergeOverlap: a scenario is in two reports.
 	ErrMergeOverlap = errors.New("evals: shards overlap")
@@ -190,23 +191,23 @@ var (
 )
 
 // Merge joins shard reports into one, in suite order. The reports must
-// come from the same suite file (same digest), shard count and filter, be
-// disjoint and, unless partial, cover every shard.
+// come from the same suite file (same digest), shard count, filter and
+// --repeat, be disjoint and, unless partial, cover every shard.
 func Merge(reports []*Report, partial bool) (*Report, error) {
 	if len(reports) == 0 {
 		return nil, errors.New("evals: merge: no reports")
 	}
 	first := reports[0]
 	out := &Report{Version: ReportVersion, Suite: first.Suite, SuitePath: first.SuitePath, SuiteSHA256: first.SuiteSHA256,
-		SuiteScenarios: first.SuiteScenarios, SuiteNames: first.SuiteNames, Filter: first.Filter, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
+		SuiteScenarios: first.SuiteScenarios, SuiteNames: first.SuiteNames, Filter: first.Filter, Repeat: first.Repeat, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
 	count := 0
 	seenShard := map[int]bool{}
 	seen := map[int]bool{}
 	end := first.Started
 	for _, r := range reports {
-		if r.SuiteSHA256 != first.SuiteSHA256 || r.Filter != first.Filter {
-			return nil, fmt.Errorf("%w: %s (sha256 %.12s, filter %q) and %s (sha256 %.12s, filter %q)", ErrMergeMismatch,
-				first.SuitePath, first.SuiteSHA256, first.Filter, r.SuitePath, r.SuiteSHA256, r.Filter)
+		if r.SuiteSHA256 != first.SuiteSHA256 || r.Filter != first.Filter || r.Repeat != first.Repeat {
+			return nil, fmt.Errorf("%w: %s (sha256 %.12s, filter %q, --repeat %d) and %s (sha256 %.12s, filter %q, --repeat %d)", ErrMergeMismatch,
+				first.SuitePath, first.SuiteSHA256, first.Filter, first.Repeat, r.SuitePath, r.SuiteSHA256, r.Filter, r.Repeat)
 		}
 		if len(r.Shards) == 0 {
 			if len(reports) > 1 {

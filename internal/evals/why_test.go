@@ -3,6 +3,7 @@ package evals_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -211,5 +212,24 @@ func TestNotRun(t *testing.T) {
 	none := run(t, notRunSuite(t, true), cfg)
 	if none.OK || none.Runs != 0 || !strings.Contains(none.Scenarios[1].NotRunReason, "agentctl-no-such-tool-h-report is not installed") {
 		t.Errorf("nothing ran: ok %v, %d runs, offline %q; want not ok, no runs, the command named", none.OK, none.Runs, none.Scenarios[1].NotRunReason)
+	}
+}
+
+// TestMergeKeepsRepeat: the merged shards of a --repeat run say so, as
+// the whole run's report does (the summary and the history read it), and
+// shards run with different --repeat are not one suite run.
+func TestMergeKeepsRepeat(t *testing.T) {
+	t.Parallel()
+	shard := func(i, repeat int) *evals.Report {
+		r := mkReport(mkScenario(scOpt{name: "s" + string(rune('0'+i)), index: i - 1, runs: repeat, passed: repeat}))
+		r.Shards, r.Repeat, r.SuiteSHA256 = []evals.Shard{{Index: i, Count: 2}}, repeat, "abc"
+		return r
+	}
+	m, err := evals.Merge([]*evals.Report{shard(1, 3), shard(2, 3)}, false)
+	if err != nil || m.Repeat != 3 {
+		t.Fatalf("merged: repeat %v, err %v; want 3", m, err)
+	}
+	if _, err := evals.Merge([]*evals.Report{shard(1, 3), shard(2, 5)}, false); !errors.Is(err, evals.ErrMergeMismatch) {
+		t.Errorf("shards of --repeat 3 and 5 merged: %v, want ErrMergeMismatch", err)
 	}
 }
