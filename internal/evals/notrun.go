@@ -22,7 +22,8 @@ import (
 // A not-run scenario is neither passed nor failed (Report.NotRun counts
 // it). Against a baseline it is not_run, never regressed or missing, and
 // does not fail the gate. A report with a not-run scenario is not OK (its
-// JSON "ok" does not claim a pass it did not see); the exit status of
+// JSON "ok" does not claim a pass it did not see) and not Complete (it is
+// never a history: baseline); the exit status of
 // `agentctl eval` is 0 when every scenario that ran passed and at least
 // one ran, and a code of its own (10) when none ran; --require-all makes
 // any not-run scenario exit 10.
