@@ -104,7 +104,7 @@ func (g *gateOptions) exit(rep *evals.Report, cmp *evals.Comparison) error {
 	case rep.Failed > 0:
 		return withCode(ExitChecksFailed, nil)
 	case rep.NothingRan():
-		return withCode(ExitNotRun, fmt.Errorf("eval: nothing ran: the %d scenarios selected were not run here (see why above; a fork's pull request gets no secrets)", rep.NotRun))
+		return withCode(ExitNotRun, fmt.Errorf("eval: nothing ran: none of the %d scenarios selected could run here (the report says why; a fork's pull request gets no secrets)", rep.NotRun))
 	case g.RequireAll && rep.NotRun > 0:
 		return withCode(ExitNotRun, fmt.Errorf("eval: %d scenarios were not run here, and --require-all asks for every one", rep.NotRun))
 	}

@@ -210,6 +210,9 @@ func TestNotRun(t *testing.T) {
 	cfg = testConfig(t, 1)
 	cfg.Getenv = noKey
 	none := run(t, notRunSuite(t, true), cfg)
+	if rep.Complete() {
+		t.Errorf("a report with a scenario not run is complete: it could become a history: baseline")
+	}
 	if none.OK || none.Runs != 0 || !strings.Contains(none.Scenarios[1].NotRunReason, "agentctl-no-such-tool-h-report is not installed") {
 		t.Errorf("nothing ran: ok %v, %d runs, offline %q; want not ok, no runs, the command named", none.OK, none.Runs, none.Scenarios[1].NotRunReason)
 	}
