@@ -51,6 +51,7 @@ func TestFlagParsing(t *testing.T) {
 	evalCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalCmd)(); return c, o })
 	compareCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalCompareCmd)(); return c, o })
 	addCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalAddCmd)(); return c, o })
+	mergeCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalMergeCmd)(); return c, o })
 	t.Setenv("GITHUB_STEP_SUMMARY", "") // the summary's default is asserted below
 	gate := gateOptions{Alpha: 0.05, Tolerance: "cost=10%,tokens=10%,wall=50%"}
 	verifyCmd := run(func() (*cobra.Command, any) { c, o := capture(newReplayVerifyCmd)(); return c, o })
@@ -86,6 +87,10 @@ func TestFlagParsing(t *testing.T) {
 		{name: "eval compare", parse: compareCmd, args: []string{"a.json", "b.json", "--json", "--junit", "j.xml"},
 			want: evalCompareOptions{Baseline: "a.json", Current: "b.json", JSON: true, JUnit: "j.xml", Gate: gate}},
 		{name: "eval compare needs two", parse: compareCmd, args: []string{"a.json"}, wantErr: "accepts 2 arg"},
+		{name: "eval merge gates like eval", parse: mergeCmd,
+			args: []string{"s1.json", "s2.json", "--baseline", "history:main", "--summary", "s.md", "--allow-missing", "--require-all", "--json-out", "m.json"},
+			want: evalMergeOptions{Reports: []string{"s1.json", "s2.json"}, JSONOut: "m.json", Baseline: "history:main",
+				Gate: gateOptions{Alpha: 0.05, Tolerance: "cost=10%,tokens=10%,wall=50%", AllowMissing: true, Summary: "s.md", RequireAll: true}}},
 		{name: "eval old --json FILE", parse: evalCmd, args: []string{"suite.yaml", "--json", "r.json"}, wantErr: "--json-out r.json"},
 		{name: "import", parse: importCmd, args: []string{"auto", "a.jsonl", "runs/", "--json"},
 			want: importOptions{Format: "auto", Paths: []string{"a.jsonl", "runs/"}, JSON: true}},

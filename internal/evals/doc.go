@@ -35,6 +35,10 @@
 //	  - name: replayed
 //	    replay: {home: ../replay/home, session: 7e90000000000001, workspace_from: ../workspaces/typo}
 //	    assert: [{status: done}]
+//	  - name: codex-replay            # not run (reported why) where a need is missing
+//	    replay: {session: 0a00000000000002}
+//	    requires: {env: [CODEX_HOME], commands: [codex]}
+//	    assert: [{status: done}]
 //	  - name: forked                  # the recording up to seq 12, then the scenario's model
 //	    replay: {home: fixtures/3c1f…, session: 7e90000000000001, fork_from: 12}
 //	    model: {provider: scripted, id: alt, script: alt.yaml}
@@ -68,6 +72,18 @@
 // replay_matches: the replay's tool results and status equal the
 // recording's (unless allow_differences).
 //
+// # Not run
+//
+// Before a scenario runs, what it needs of the machine is checked: the
+// API key of every model it calls live (the agent's, a fork's, a
+// reviewer's: spec.Model.NeedsKey) and its requires: (variables, commands
+// on PATH). A scenario that lacks one is not run: it has no runs, its
+// NotRunReason says what is missing, Report.NotRun counts it, and it is
+// neither passed nor failed (a fork's pull request gets no secrets; its
+// live scenarios are not regressions of the program). Against a baseline
+// its verdict is not_run, never regressed or missing. A report with a
+// not-run scenario is not OK; notrun.go has the exit policy.
+//
 // # Runs, shards, reports
 //
 // Every run is a normal session in Config.Store (query, replay and bundle
@@ -95,7 +111,9 @@
 // regress; a missing scenario fails unless AllowMissing. compare.go has
 // the rules; TestFalseAlarmRate measures how often the gate fires when
 // nothing changed. WriteJUnit and WriteSummary (Markdown, for
-// $GITHUB_STEP_SUMMARY) render a report with its Comparison.
+// $GITHUB_STEP_SUMMARY) render a report with its Comparison; the summary
+// says why each failing scenario failed (why.go: the failed assertion,
+// expected and got, and a replay's divergence: turn and both sides).
 //
 //	base, _ := evals.ReadReport("main.json")
 //	cmp, err := evals.Compare(base, rep, evals.CompareOptions{})

@@ -49,6 +49,10 @@ type Config struct {
 	Warn io.Writer
 	// Clock stamps the report (default time.Now).
 	Clock func() time.Time
+	// Getenv and LookPath say what the machine has, for the scenarios'
+	// needs (default os.Getenv, exec.LookPath); see notRun.
+	Getenv   func(string) string
+	LookPath func(string) (string, error)
 }
 
 // Progress reports one finished run.
@@ -171,8 +175,14 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 	for _, i := range Select(s, cfg.Shard, cfg.Filter) {
 		sc := &s.Scenarios[i]
 		n := cfg.Runs(sc)
-		rep.Scenarios = append(rep.Scenarios, ScenarioResult{Name: sc.Name, Index: i, Line: sc.Line, Repeat: n,
-			Threshold: sc.ThresholdValue(), Need: need(sc.ThresholdValue(), n), Runs: make([]RunResult, n)})
+		res := ScenarioResult{Name: sc.Name, Index: i, Line: sc.Line, Repeat: n,
+			Threshold: sc.ThresholdValue(), Need: need(sc.ThresholdValue(), n), Runs: make([]RunResult, n)}
+		if why := e.notRun(sc); why != "" {
+			res.NotRunReason, res.Runs = why, []RunResult{}
+			rep.Scenarios = append(rep.Scenarios, res)
+			continue
+		}
+		rep.Scenarios = append(rep.Scenarios, res)
 		e.crash[i] = &crashOnce{}
 		for r := 0; r < n; r++ {
 			units = append(units, unit{i, len(rep.Scenarios) - 1, r})
@@ -394,6 +404,11 @@ func replayMatches(rp *Replay, sr *replay.SessionReport) Result {
 	}
 	res.Message = fmt.Sprintf("%d differences from the recording: %s", len(rep.Differences), strings.Join(p, "; "))
 	res.OK = rp.AllowDifferences
+	d := rep.Differences[0]
+	res.Divergence = &Divergence{Turn: d.Turn, Seq: d.Seq, What: p[0]}
+	if d.Code != replay.CodeStatusDiffers && d.Code != replay.CodeMCPToolsChanged {
+		res.Divergence.Log, res.Divergence.Replay = diffWindow(d.Log, d.Replay, maxDiffText)
+	}
 	return res
 }
 
@@ -406,6 +421,9 @@ func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
 	for _, f := range x.Findings {
 		if f.Fatal {
 			p = append(p, fmt.Sprintf("turn %d diverged: %s", f.Turn, f.What))
+			if res.Divergence == nil {
+				res.Divergence = &Divergence{Turn: f.Turn, Seq: f.Seq, What: f.What}
+			}
 		}
 	}
 	if x.ReplayStatus != x.LogStatus {

@@ -47,12 +47,26 @@ type Scenario struct {
 	Repeat    int         `yaml:"repeat"`
 	Threshold *float64    `yaml:"threshold"`
 	Assert    []Assertion `yaml:"assert"`
+	// Requires names what the scenario needs of the machine beyond the
+	// API keys of its models, which are checked anyway (see NotRun).
+	Requires *Requires `yaml:"requires"`
 
 	// Line is where the scenario starts in the suite file.
 	Line int `yaml:"-"`
 	// Spec is the loaded agent spec with the overrides applied (agent
 	// scenarios only). Runs copy it; it is never changed after Load.
 	Spec *spec.Spec `yaml:"-"`
+}
+
+// Requires is what a scenario needs that agentctl cannot see in its specs:
+// environment variables (a secret the program reads) and commands (the
+// program a replayed external agent runs, a tool it calls). A scenario
+// whose needs are missing is not run (NotRun), never failed.
+type Requires struct {
+	Env []string `yaml:"env"`
+	// Commands are looked up on PATH; one with a slash is a file relative
+	// to the suite.
+	Commands []string `yaml:"commands"`
 }
 
 // Replay names a recorded session to re-run offline: the recorded
@@ -128,6 +142,8 @@ var statuses = []string{
 	string(session.StatusBudgetExceeded), string(session.StatusNeedsHuman), string(session.StatusInterrupted),
 	string(session.StatusCrashed), string(session.StatusRunning),
 }
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 var verdicts = []string{VerdictPass, VerdictFail, VerdictNeedsHuman}
 
@@ -216,6 +232,20 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 				}
 			}
 			sc.Spec = sp
+		}
+		if r := sc.Requires; r != nil {
+			for k, v := range r.Env {
+				if !envName.MatchString(v) {
+					bad(fmt.Sprintf("requires.env %q is not a variable name", v), at("requires", "env", k)...)
+				}
+			}
+			for k, v := range r.Commands {
+				if strings.TrimSpace(v) == "" {
+					bad("requires.commands has an empty command", at("requires", "commands", k)...)
+				} else if strings.Contains(v, "/") {
+					r.Commands[k] = s.abs(v)
+				}
+			}
 		}
 		if len(sc.Assert) == 0 {
 			bad("scenario has no assert list; a scenario that checks nothing always passes", at()...)
