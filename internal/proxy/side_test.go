@@ -149,7 +149,9 @@ func chatReq(system string, tools []string, msgs ...map[string]any) string {
 	return string(marshal(body))
 }
 
-func msg(role, content string) map[string]any { return map[string]any{"role": role, "content": content} }
+func msg(role, content string) map[string]any {
+	return map[string]any{"role": role, "content": content}
+}
 
 // TestRealCompactionStaysCompaction: a request that rewrites the history
 // but shares the system text, a tool, or the first message with the
