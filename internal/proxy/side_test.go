@@ -196,3 +196,82 @@ func titleBackend(t *testing.T) Backend {
 	}
 	return u
 }
+
+// recordOpencode records opencode's three requests (title first, as
+// captured) on session oc and returns the replay config of oc with its
+// side thread.
+func recordOpencode(t *testing.T) ReplayConfig {
+	t.Helper()
+	srv, mem, base := startProxy(t, Config{Backend: titleBackend(t)})
+	for _, name := range []string{"title", "turn1", "turn2"} {
+		if st, out := post(t, base+"/s/oc/v1/chat/completions", opencodeBody(t, name)); st != 200 {
+			t.Fatalf("%s: status %d: %s", name, st, out)
+		}
+	}
+	waitIdle(t, srv)
+	oc, side := mem.Get("oc"), mem.Get("oc-side1")
+	if oc == nil || side == nil {
+		t.Fatalf("sessions = %v, want oc and oc-side1", mem.IDs())
+	}
+	return ReplayConfig{Events: oc.Events(), Artifacts: oc.ReadArtifact,
+		Sides: []ReplayConfig{{Events: side.Events(), Artifacts: side.ReadArtifact}}}
+}
+
+// TestSideThreadReplay replays the recording with no upstream: whatever
+// order the program sends the title call and the agent's turns in, each
+// gets its own recorded answer and nothing diverges; a changed prompt of
+// the agent's still diverges, naming its turn, and so does a changed
+// title request.
+func TestSideThreadReplay(t *testing.T) {
+	cfg := recordOpencode(t)
+	want := map[string]string{"title": "Greeting Test", "turn1": "Hello there.", "turn2": "Hello there."}
+	for _, order := range [][]string{{"title", "turn1", "turn2"}, {"turn1", "title", "turn2"}, {"turn1", "turn2", "title"}} {
+		t.Run(strings.Join(order, ","), func(t *testing.T) {
+			r, err := NewReplay(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, mem, base := startProxy(t, Config{Backend: r})
+			for _, name := range order {
+				st, out := post(t, base+"/s/re/v1/chat/completions", opencodeBody(t, name))
+				if st != 200 || !strings.Contains(string(out), want[name]) {
+					t.Fatalf("%s: status %d, answer %s; want %q", name, st, clip(string(out), 200), want[name])
+				}
+			}
+			if r.Diverged() {
+				t.Fatalf("findings = %+v, want none fatal", r.Findings())
+			}
+			waitIdle(t, srv)
+			noCompaction(t, mem)
+		})
+	}
+	for _, tc := range []struct{ name, from, to, what string }{
+		{"turn2", `Now say goodbye`, `Now say farewell`, "turn 2"},
+		{"title", `Generate a title for this conversation`, `Generate a name for this conversation`, "turn 1"},
+	} {
+		t.Run("changed "+tc.name, func(t *testing.T) {
+			r, err := NewReplay(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, base := startProxy(t, Config{Backend: r})
+			for _, name := range []string{"turn1", "title", "turn2"} {
+				b := opencodeBody(t, name)
+				if name == tc.name {
+					b = strings.Replace(b, tc.from, tc.to, 1)
+				}
+				st, out := post(t, base+"/s/re/v1/chat/completions", b)
+				if name == tc.name {
+					if st != 400 || !strings.Contains(string(out), tc.what) {
+						t.Fatalf("changed %s: status %d, %s; want a 400 divergence naming %s", name, st, out, tc.what)
+					}
+				} else if st != 200 {
+					t.Fatalf("%s: status %d: %s", name, st, out)
+				}
+			}
+			if !r.Diverged() {
+				t.Fatal("the replay did not report the divergence")
+			}
+		})
+	}
+}
