@@ -214,7 +214,10 @@ func describe(e session.Event) string {
 	switch e.Kind {
 	case session.KindSessionStarted:
 		s := fmt.Sprintf("%s on %s/%s", orDash(e.Name), e.Provider, e.Model)
+		of, n := session.SideThreadOf(e)
 		switch {
+		case of != "":
+			s += fmt.Sprintf(" (side thread %d of %s: a call of its client that shares nothing with its conversation, not a compaction of it)", n, of)
 		case e.ParentSessionID != "" && e.ForkedFrom > 0:
 			s += fmt.Sprintf(" (forked from %s at seq %d)", e.ParentSessionID, e.ForkedFrom)
 		case e.ParentSessionID != "" && e.ParentSeq > 0:

@@ -116,7 +116,7 @@ func SideThreadID(id string, n int) string { return fmt.Sprintf("%s-side%d", id,
 // SideThreadHeader lays the marks of the n-th side thread of session
 // parent into the header h of its session.
 func SideThreadHeader(h Event, parent string, n int) Event {
-	h.ParentSessionID = parent
+	h.ParentSessionID, h.ForkedFrom, h.ParentSeq = parent, 0, 0
 	a := map[string]any{}
 	if len(h.Attrs) > 0 {
 		_ = json.Unmarshal(h.Attrs, &a)
