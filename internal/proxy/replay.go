@@ -39,7 +39,8 @@ type ReplayConfig struct {
 	Redactor *redact.Redactor
 	// Sides are the session's recorded side threads (SideThreads): each
 	// is served by a Replay of its own (Events and Artifacts from here,
-	// Strict, OnMiss and Redactor the session's), see side.go.
+	// the rest the session's: --until N replays N turns of each thread),
+	// see side.go.
 	Sides []ReplayConfig
 }
 
@@ -188,7 +189,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 	r.first = firstRequest(cfg.Events, r.turns)
 	r.threads, r.taken = map[string]*Replay{}, map[string]map[*Replay]bool{}
 	for _, sc := range cfg.Sides {
-		sc.Strict, sc.OnMiss, sc.Redactor, sc.Sides = cfg.Strict, cfg.OnMiss, cfg.Redactor, nil
+		sc.Strict, sc.OnMiss, sc.Until, sc.Live, sc.Redactor, sc.Sides = cfg.Strict, cfg.OnMiss, cfg.Until, cfg.Live, cfg.Redactor, nil
 		side, err := NewReplay(sc)
 		if err != nil {
 			return nil, err
