@@ -196,7 +196,12 @@ func (s *Server) Finish(status session.Status, reason string) error {
 	s.mu.Unlock()
 	var errs []error
 	for _, c := range convs {
-		c.mu.Lock()
+		// A side thread's calls are served under its root's lock.
+		mu := &c.mu
+		if c.root != nil {
+			mu = &c.root.mu
+		}
+		mu.Lock()
 		if c.sink != nil {
 			fin := session.Event{Kind: session.KindSessionFinished, Status: string(status), Reason: reason}
 			if why, detail := c.calls.Failure(); why != "" && (c.calls.Diverged != nil || status != session.StatusInterrupted) {
@@ -217,7 +222,7 @@ func (s *Server) Finish(status session.Status, reason string) error {
 				}
 			}
 		}
-		c.mu.Unlock()
+		mu.Unlock()
 	}
 	return errors.Join(errs...)
 }

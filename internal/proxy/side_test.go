@@ -275,3 +275,41 @@ func TestSideThreadReplay(t *testing.T) {
 		})
 	}
 }
+
+// TestSideThreadConcurrent sends the title call while the agent's first
+// turn is in flight, as opencode does: whichever is served first, the
+// other is its side thread, and the recording replays.
+func TestSideThreadConcurrent(t *testing.T) {
+	srv, mem, base := startProxy(t, Config{Backend: titleBackend(t)})
+	errs := make(chan string, 2)
+	for _, name := range []string{"title", "turn1"} {
+		go func() {
+			st, out := post(t, base+"/s/oc/v1/chat/completions", opencodeBody(t, name))
+			if st != 200 {
+				errs <- fmt.Sprintf("%s: status %d: %s", name, st, out)
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range 2 {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
+	if st, out := post(t, base+"/s/oc/v1/chat/completions", opencodeBody(t, "turn2")); st != 200 {
+		t.Fatalf("turn2: status %d: %s", st, out)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	noCompaction(t, mem)
+	if ids := strings.Join(mem.IDs(), " "); ids != "oc oc-side1" {
+		t.Fatalf("sessions = %s", ids)
+	}
+	for _, id := range mem.IDs() {
+		if k := kinds(mem.Get(id).Events()); !strings.HasSuffix(k, "session_finished") {
+			t.Errorf("%s kinds = %s, want it finished", id, k)
+		}
+	}
+}
