@@ -250,6 +250,11 @@ func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 			in.forget(s)
 		}
 	}()
+	// Its side threads on disk, and the spans they hold: a span of one
+	// sent again is one the session has.
+	if err := in.readSides(s); err != nil {
+		return err
+	}
 	// Spans the session has already (sent again after it was evicted, or
 	// after a restart) add nothing.
 	fresh := ms[:0]

@@ -66,9 +66,11 @@ func (in *Ingester) threadFor(s *sess, c call) (*sess, error) {
 }
 
 // readSides finds the side threads of s that an earlier run (or this one,
-// before s was evicted) wrote, once.
+// before s was evicted) wrote, once, and counts the spans they hold as
+// the session's. A side thread (or a session with no history yet: a new
+// one has none on disk) has none.
 func (in *Ingester) readSides(s *sess) error {
-	if s.sidesRead {
+	if s.sidesRead || s.sideOf != "" || !s.onDisk {
 		return nil
 	}
 	s.sidesRead = true
@@ -86,6 +88,13 @@ func (in *Ingester) readSides(s *sess) error {
 		}
 		if t.sideOf != s.id || t.sideN != n {
 			return fmt.Errorf("otelsession: session %s is named as side thread %d of %s, but its header says otherwise; move it aside", id, n, s.id)
+		}
+		// Its spans are the session's: one sent again adds nothing.
+		for k := range t.spans {
+			s.spans[k] = true
+		}
+		for k := range t.before {
+			s.before[k] = true
 		}
 		s.sides = append(s.sides, t)
 	}

@@ -216,3 +216,41 @@ func TestSideThreadLikeProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestSideThreadRestartDedups delivers the conversation again to a new
+// Ingester (a retried export after a restart): the side thread's spans,
+// which are in its own log, add nothing either.
+func TestSideThreadRestartDedups(t *testing.T) {
+	var exps []export
+	for i, n := range []string{"title", "turn1", "turn2"} {
+		b, err := os.ReadFile(opencodeDir + n + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		exps = append(exps, export{name: n, traces: chatSpanOf(t, string(b), "oc", i)})
+	}
+	st, first := ingestAll(t, exps)
+	if len(first) != 2 {
+		t.Fatalf("%d sessions, want the conversation and its side thread", len(first))
+	}
+	in, err := NewIngester(st, testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(t, in, exps)
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := in.Sessions(); len(got) != 0 {
+		t.Errorf("the second delivery wrote sessions %v, want none", got)
+	}
+	again := loadAll(t, st)
+	for id, evs := range first {
+		if a, b := encodeAll(t, evs), encodeAll(t, again[id]); a != b {
+			t.Errorf("session %s changed:\n got: %s\nwant: %s", id, b, a)
+		}
+	}
+	if len(again) != len(first) {
+		t.Errorf("%d sessions after the second delivery, want %d", len(again), len(first))
+	}
+}
