@@ -200,7 +200,11 @@ func proxyBackend(f *Factory, opts *proxyOptions) (proxy.Backend, *proxy.Replay,
 		if err != nil {
 			return nil, nil, hdr, err
 		}
-		cfg := proxy.ReplayConfig{Events: evs, Strict: opts.Strict, Until: opts.Until,
+		sides, err := proxy.SideThreads(st, id)
+		if err != nil {
+			return nil, nil, hdr, fmt.Errorf("--replay %s: %w", id, err)
+		}
+		cfg := proxy.ReplayConfig{Events: evs, Strict: opts.Strict, Until: opts.Until, Sides: sides,
 			Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(st.SessionDir(id), rel) }}
 		if opts.OnMiss == "upstream" {
 			cfg.OnMiss = up
