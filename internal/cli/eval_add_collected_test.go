@@ -80,6 +80,7 @@ func TestEvalAddCollectedSuite(t *testing.T) {
 	if code != 6 {
 		t.Fatalf("eval of the changed app exited %d, want 6:\n%s", code, out)
 	}
+	t.Logf("the changed app's eval:\n%s", out)
 	if !strings.Contains(out, "turn 1 diverged") || !strings.Contains(out, "two sentences") {
 		t.Errorf("the failure does not name turn 1 and the changed text:\n%s", out)
 	}
