@@ -156,6 +156,8 @@ var statuses = []string{
 	string(session.StatusCrashed), string(session.StatusRunning),
 }
 
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 var verdicts = []string{VerdictPass, VerdictFail, VerdictNeedsHuman}
 
 func (s *Suite) abs(p string) string {
@@ -302,6 +304,11 @@ func (s *Suite) validateReplay(r *Replay, bad func(string, ...any)) {
 		bad("replay takes fork_from (a seq: agentctl's own loop goes on) or live_from_turn (the program goes live), not both", "live_from_turn")
 	case r.Command != "" && strings.TrimSpace(r.Command) == "":
 		bad("replay.command is blank", "command")
+	}
+	for i, v := range r.Env {
+		if !envName.MatchString(v) {
+			bad(fmt.Sprintf("replay.env %q is not a variable name (letters, digits and _, not starting with a digit)", v), "env", i)
+		}
 	}
 	for i, p := range r.ReadOnly {
 		if p == "" {
