@@ -97,7 +97,7 @@ Exit status: 0 added (or nothing to add), 1 an error (the suite or the
 session cannot be read, the query fails, the new scenario does not load;
 with --from-query the sessions added before the error stay added).`,
 		Example: `  agentctl eval add suite.yaml --from 3f2a
-  agentctl eval add suite.yaml --from 3f2a --command 'node app.mjs' --workspace-from app --read-only "$PWD/app/node_modules"
+  agentctl eval add suite.yaml --from 3f2a --command 'node app.mjs' --workspace-from app --read-only "$(readlink -f app/node_modules)"
   agentctl eval add suite.yaml --from 3f2a --command 'node app.mjs' --workspace-from app --fork-from 2 --model openai/gpt-4.1-mini
   agentctl eval add suite.yaml --from-query "SELECT session_id FROM sessions WHERE status = 'imported' AND started > now() - INTERVAL 1 DAY" --command 'node app.mjs' --workspace-from app
   agentctl eval add suite.yaml --from 3f2a --name checkout-bug --assert status=done --assert not_called=bash
