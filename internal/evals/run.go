@@ -219,7 +219,7 @@ func (e *engine) runOne(ctx context.Context, sc *Scenario, idx, r int) (rr RunRe
 		id      string
 		err     error
 		replayR *replay.SessionReport
-		matches *Result // a program's replay or fork: judged before the assertions
+		matches *Result // a program's fork: its replayed turns, judged when it ran
 		src     []session.Event
 	)
 	obs := e.observer()
@@ -420,17 +420,9 @@ func (e *engine) forkProgram(ctx context.Context, sc *Scenario, obs runner.Obser
 // eval's home.
 func (e *engine) fork(ctx context.Context, sc *Scenario, obs runner.Observer) (string, error) {
 	rp := sc.Replay
-	src := e.cfg.Store
-	if rp.Home != "" {
-		src = recorder.Store{Root: rp.Home}
-	}
-	id, err := src.Resolve(rp.Session)
+	src, id, evs, err := e.recorded(rp, "fork")
 	if err != nil {
-		return "", fmt.Errorf("fork %s: %w", rp.Session, err)
-	}
-	evs, _, err := src.Load(id)
-	if err != nil || len(evs) == 0 {
-		return "", fmt.Errorf("fork %s: read the session: %v", id, err)
+		return "", err
 	}
 	sp, standIn, _, err := replay.ContinueSpec(src.Root, evs, "")
 	if err != nil {
