@@ -18,6 +18,7 @@ import (
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/replay"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -341,7 +342,7 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 		return replay.SessionReport{}, nil, err
 	}
 	cfg := replay.SessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
-		WorkspaceFrom: sc.Replay.WorkspaceFrom, Observer: obs}
+		WorkspaceFrom: sc.Replay.WorkspaceFrom, Ignore: sc.Replay.Ignore, Observer: obs}
 	if p := sc.Replay.Program(); p != nil {
 		if err := e.programHome(p); err != nil {
 			return replay.SessionReport{}, nil, fmt.Errorf("replay %s: %w", id, err)
@@ -486,6 +487,9 @@ func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
 	}
 	if len(p) == 0 && !x.Diverged {
 		res.Message = fmt.Sprintf("%d of %d recorded model calls as recorded, status %s", x.Turns, x.RecordedTurns, x.ReplayStatus)
+		if sum := replaymatch.Summary(x.Normalised); sum != "" {
+			res.Message += "; normalised: " + sum
+		}
 		return res
 	}
 	res.Message = fmt.Sprintf("the external agent's replay differs from the recording: %s", strings.Join(p, "; "))

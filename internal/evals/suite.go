@@ -17,6 +17,7 @@ import (
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/replay"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 )
@@ -91,6 +92,11 @@ type Replay struct {
 	// turns 1..LiveFromTurn-1 are replayed and must match, the rest are
 	// live, and the assertions judge the new ending.
 	LiveFromTurn int `yaml:"live_from_turn"`
+	// Ignore are regular expressions of text an external agent's replay
+	// treats as volatile besides replaymatch's table (as replay run
+	// --ignore): what the program's requests carry that differs run to
+	// run and no normaliser knows.
+	Ignore []string `yaml:"ignore"`
 }
 
 // Program is the program a replay runs (replay.Program), nil for a replay
@@ -316,6 +322,11 @@ func (s *Suite) validateReplay(r *Replay, bad func(string, ...any)) {
 			continue
 		}
 		r.ReadOnly[i] = s.abs(p)
+	}
+	for i, e := range r.Ignore {
+		if _, err := replaymatch.Ignore(e); err != nil {
+			bad(fmt.Sprintf("replay.ignore %q: %v", e, err), "ignore", i)
+		}
 	}
 	if r.WorkspaceFrom != "" {
 		r.WorkspaceFrom = s.abs(r.WorkspaceFrom)

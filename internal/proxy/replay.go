@@ -345,7 +345,8 @@ func (r *Replay) compare(c *Call, rec *recordedTurn) (fatal string, diff *replay
 	if d := r.match.Check(c.Turn, matchRequest(c)); d != nil {
 		return d.Detail(), d, nil
 	}
-	if rc := rec.call; rc != nil && !sameJSON(orNull(rc.Metadata), orNull(c.Metadata)) {
+	if rc := rec.call; rc != nil && !sameJSON(orNull(rc.Metadata), orNull(c.Metadata)) &&
+		!r.match.CheckText(c.Turn, string(orNull(rc.Metadata)), string(orNull(c.Metadata))) {
 		volatile = append(volatile, fmt.Sprintf("metadata differs: log has %s, request has %s", orNull(rc.Metadata), orNull(c.Metadata)))
 	}
 	return "", nil, volatile
@@ -359,6 +360,11 @@ func matchRequest(c *Call) replaymatch.Request {
 	}
 	return replaymatch.Request{Model: c.Model, System: c.System, Messages: c.Messages, Tools: tools}
 }
+
+// SetDir names the folder the replaying program runs in, once known (the
+// fresh workspace of replay run): the workspace-path normaliser replaces
+// it as it does the recorded one. Call it before the first request.
+func (r *Replay) SetDir(dir string) { r.match.SetReplayDir(dir) }
 
 // Normalised lists what each normaliser changed over the replay so far
 // (name, count, turns), for the replay report.

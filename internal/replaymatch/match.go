@@ -93,13 +93,28 @@ func (d *Difference) Detail() string {
 // stay equal whatever the normalisers do, so the counts say what made a
 // difference go away.
 func Compare(want, got Request, opts Options) (*Difference, map[string]int) {
-	c := comparer{opts: opts, ns: opts.Ignore}
+	c := newComparer(opts)
+	d := c.compare(want, got)
+	return d, c.counts
+}
+
+// SameText compares one text of a request outside the conversation (a
+// request's metadata) as Compare compares a message's: true when equal as
+// sent or once normalised, with the counts of the normalisers that made it
+// so.
+func SameText(want, got string, opts Options) (bool, map[string]int) {
+	c := newComparer(opts)
+	_, _, ok := c.same(want, got)
+	return ok, c.counts
+}
+
+func newComparer(opts Options) *comparer {
+	c := &comparer{opts: opts, ns: opts.Ignore}
 	if !opts.Strict {
 		c.ns = append(append([]Normaliser(nil), opts.Ignore...), Normalisers()...)
 		sortNormalisers(c.ns)
 	}
-	d := c.compare(want, got)
-	return d, c.counts
+	return c
 }
 
 type comparer struct {
@@ -199,25 +214,87 @@ func (c *comparer) same(w, g string) (string, string, bool) {
 		cg[name] = max(cg[name], n)
 	}
 	for name, n := range cg {
-		if n == 0 {
-			continue
+		if n > 0 {
+			c.count(name, n)
 		}
-		if c.counts == nil {
-			c.counts = map[string]int{}
-		}
-		c.counts[name] += n
 	}
 	return nw, ng, true
 }
 
 // sameArgs compares two tool calls' arguments as JSON values (key order
-// and spacing do not count), normalised as text when they differ.
+// and spacing do not count), normalised as text when they differ. Unless
+// --strict, a key only one side has whose value is its type's zero
+// (false, 0, "", null, [], {}) does not count: clients send a call back
+// with their tool schema's defaults filled in or left out (Claude Code's
+// Edit "replace_all": false), which is no change of the call; each such
+// key is counted as DefaultArgs.
 func (c *comparer) sameArgs(w, g json.RawMessage) (string, string, bool) {
 	if session.SameJSON(orEmpty(w), orEmpty(g)) {
 		return string(w), string(g), true
 	}
-	a, b := canonical(w), canonical(g)
-	return c.same(a, b)
+	if !c.opts.Strict {
+		var x, y map[string]any
+		if json.Unmarshal(orEmpty(w), &x) == nil && json.Unmarshal(orEmpty(g), &y) == nil && x != nil && y != nil {
+			n := dropDefaults(x, y) + dropDefaults(y, x)
+			a, b := canonicalValue(x), canonicalValue(y)
+			if a == b && n > 0 {
+				c.count(DefaultArgs, n)
+				return a, b, true
+			}
+			if n > 0 {
+				w, g = json.RawMessage(a), json.RawMessage(b)
+			}
+		}
+	}
+	return c.same(canonical(w), canonical(g))
+}
+
+// DefaultArgs names, in the counts, the tool-call argument keys a side
+// left out at their zero value (sameArgs).
+const DefaultArgs = "tool-args-default"
+
+// dropDefaults deletes from x the keys y lacks whose value is zero, and
+// says how many.
+func dropDefaults(x, y map[string]any) int {
+	n := 0
+	for k, v := range x {
+		if _, ok := y[k]; ok || !zero(v) {
+			continue
+		}
+		delete(x, k)
+		n++
+	}
+	return n
+}
+
+func zero(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !v
+	case float64:
+		return v == 0
+	case string:
+		return v == ""
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
+
+func canonicalValue(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func (c *comparer) count(name string, n int) {
+	if c.counts == nil {
+		c.counts = map[string]int{}
+	}
+	c.counts[name] += n
 }
 
 func orEmpty(b json.RawMessage) json.RawMessage {

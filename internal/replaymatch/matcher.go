@@ -3,6 +3,7 @@ package replaymatch
 import (
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // ErrNoContent is the error of a --strict replay of a session that
@@ -15,9 +16,11 @@ var ErrNoContent = errors.New("replaymatch: the session recorded no content")
 // Check).
 type Matcher struct {
 	rec      *Recording
-	opts     Options
 	recorded map[int]Request
 	tally    Tally
+
+	mu   sync.Mutex
+	opts Options
 }
 
 // NewMatcher matches against rec. A session that recorded no content
@@ -53,13 +56,39 @@ func (m *Matcher) Check(n int, got Request) *Difference {
 	if !ok {
 		want = m.rec.Expected(n)
 	}
-	d, counts := Compare(want, got, m.opts)
+	m.mu.Lock()
+	opts := m.opts
+	m.mu.Unlock()
+	d, counts := Compare(want, got, opts)
 	if d != nil {
 		d.Turn = n
 		return d
 	}
 	m.tally.Add(n, counts)
 	return nil
+}
+
+// CheckText compares a text of turn n outside the conversation (the
+// metadata, which the replay tolerates a difference in unless --strict)
+// with SameText, and adds what the normalisers changed to Changes.
+func (m *Matcher) CheckText(n int, want, got string) bool {
+	m.mu.Lock()
+	opts := m.opts
+	m.mu.Unlock()
+	ok, counts := SameText(want, got, opts)
+	if ok {
+		m.tally.Add(n, counts)
+	}
+	return ok
+}
+
+// SetReplayDir names the folder the replaying program runs in (Env's
+// ReplayDir), when it is known only once the replay has set it up (replay
+// run makes a fresh workspace).
+func (m *Matcher) SetReplayDir(dir string) {
+	m.mu.Lock()
+	m.opts.Env.ReplayDir = dir
+	m.mu.Unlock()
 }
 
 // Changes lists what each normaliser changed so far, by name.

@@ -61,6 +61,9 @@ func Register(n Normaliser) {
 	ordered = nil
 }
 
+// slugRE is what a path's slug replaces by "-".
+var slugRE = regexp.MustCompile(`[^A-Za-z0-9]`)
+
 // ordered caches the table in the order it is applied (Register runs from
 // init only, before any replay reads it).
 var ordered []Normaliser
@@ -140,24 +143,24 @@ func init() {
 		"the working directory, today's date, the tokens left and the tool list Claude Code (and the Claude Agent SDK) put into user messages and tool results",
 		regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)))
 	Register(Normaliser{Name: "workspace-path", Source: "any", Order: OrderPath,
-		Why: "the folder the program ran in: a replay from another folder sends its own",
+		Why: "the folder the program ran in, as a path or as the slug a client names a folder of its own after (Claude Code's ~/.claude/projects/-tmp-x-ws): a replay from another folder sends its own",
 		Apply: func(s string, env Env) (string, int) {
 			n := 0
-			dirs := []string{env.RecordedDir, env.ReplayDir}
-			if len(dirs[1]) > len(dirs[0]) {
-				// The longer first: one may lie inside the other.
-				dirs[0], dirs[1] = dirs[1], dirs[0]
-			}
-			for _, d := range dirs {
-				if len(d) < 2 {
-					continue
-				}
+			var forms []string
+			for _, d := range []string{env.RecordedDir, env.ReplayDir} {
 				d = strings.TrimRight(d, "/")
 				if len(d) < 2 {
 					continue
 				}
-				n += strings.Count(s, d)
-				s = strings.ReplaceAll(s, d, Placeholder("workspace-path"))
+				forms = append(forms, d, slugRE.ReplaceAllString(d, "-"))
+			}
+			// The longer first: one may lie inside another.
+			sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+			for _, f := range forms {
+				if k := strings.Count(s, f); k > 0 {
+					n += k
+					s = strings.ReplaceAll(s, f, Placeholder("workspace-path"))
+				}
 			}
 			return s, n
 		}})
