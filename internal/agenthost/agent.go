@@ -27,6 +27,11 @@ const ReasonAgentFailed = "agent_failed"
 // error) before it is interrupted.
 const budgetStopDelay = 2 * time.Second
 
+// dirSetter is a backend that compares the agent's requests with a
+// recording (proxy.Replay): it is told the fresh workspace the agent runs
+// in, so that the workspace path in them compares as the recorded one.
+type dirSetter interface{ SetDir(dir string) }
+
 // Agent is an external agent's run as the runner hosts it (runner.Hosted):
 // the program the spec's agent: names, started in the sandbox with the
 // proxy served inside its network namespace, its model calls answered by
@@ -100,6 +105,9 @@ func (x *externalRun) run(parent context.Context) (runner.Result, error) {
 	// The agent gets a placeholder key; the proxy adds the real one to
 	// what it forwards upstream.
 	backend := x.a.Backend
+	if d, ok := backend.(dirSetter); ok {
+		d.SetDir(h.Workspace())
+	}
 	if ks := keySpec(sp, x.a.Fork); ks.Model.Provider == "openai" || ks.Model.Provider == "anthropic" {
 		if key := upstreamKey(ks); key != dummyKey {
 			backend = proxy.WithKey(backend, key)

@@ -19,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 )
@@ -28,6 +29,7 @@ type proxyOptions struct {
 	Upstream string
 	Replay   string
 	Strict   bool
+	Ignore   []string
 	OnMiss   string
 	Until    int
 	Model    string
@@ -56,10 +58,17 @@ Backends:
   --upstream URL       forward to the real provider with the client's own key
                        (https://api.openai.com/v1, https://api.anthropic.com);
                        keys and cookies are never recorded
-  --replay SESSION     serve a recorded session offline, call N by turn N;
-                       system text and metadata may differ (reported),
-                       --strict fails on any difference; a real difference
-                       answers an error naming the turn, and the exit is 6.
+  --replay SESSION     serve a recorded session offline, call N by turn N,
+                       whatever recorded it (proxy, collect, import, run):
+                       each request is compared with the conversation the
+                       session's events hold at that turn (system text,
+                       messages, tool calls and results, tools, model), its
+                       volatile spans (dates, durations, ids, temp and
+                       workspace paths, harness context) normalised and
+                       counted in the report; --ignore REGEX adds your own;
+                       --strict normalises nothing. A real difference
+                       answers an error naming the turn, the message and
+                       both texts, and the exit is 6.
                        --on-miss upstream forwards from the first miss on
                        (needs --upstream); --until N replays N turns, then
                        goes on live with --upstream [--model ID]: a fork
@@ -99,7 +108,8 @@ needs --token (clients send it as X-Agentctl-Token or a /t/<token> prefix).`,
 	fl.StringVar(&opts.Script, "script", "", "serve this scripted model (YAML turns)")
 	fl.StringVar(&opts.Upstream, "upstream", "", "forward to this provider API root")
 	fl.StringVar(&opts.Replay, "replay", "", "serve this recorded session (id or prefix)")
-	fl.BoolVar(&opts.Strict, "strict", false, "replay: any difference is a divergence, system text and metadata too")
+	fl.BoolVar(&opts.Strict, "strict", false, "replay: any difference is a divergence: no volatile span is normalised, metadata compares")
+	fl.StringArrayVar(&opts.Ignore, "ignore", nil, "replay: also treat text matching this regular expression as volatile (repeatable)")
 	fl.StringVar(&opts.OnMiss, "on-miss", "fail", "replay: on a divergence, fail or forward to the upstream")
 	fl.IntVar(&opts.Until, "until", 0, "replay: serve turns 1..N from the recording, then go live on --upstream")
 	fl.StringVar(&opts.Model, "model", "", "the live turns of a fork ask for this model ([PROVIDER/]ID)")
@@ -127,6 +137,11 @@ type proxyResult struct {
 	Sessions []string        `json:"sessions"`
 	Diverged bool            `json:"diverged"`
 	Findings []proxy.Finding `json:"findings,omitempty"`
+	// Normalised is what each normaliser changed in a replay (name,
+	// count, turns); ContentCaptured false says the session recorded no
+	// content, so only turn count, tool names and model were compared.
+	Normalised      []replaymatch.Change `json:"normalised,omitempty"`
+	ContentCaptured *bool                `json:"content_captured,omitempty"`
 	// Ended is how each session ended (status, reason); AgentExitCode the
 	// COMMAND's exit status, absent without one or when interrupted.
 	Ended         []proxy.Ended `json:"ended"`
@@ -204,7 +219,12 @@ func proxyBackend(f *Factory, opts *proxyOptions) (proxy.Backend, *proxy.Replay,
 		if err != nil {
 			return nil, nil, hdr, fmt.Errorf("--replay %s: %w", id, err)
 		}
-		cfg := proxy.ReplayConfig{Events: evs, Strict: opts.Strict, Until: opts.Until, Sides: sides,
+		ignore, err := replaymatch.Ignores(opts.Ignore)
+		if err != nil {
+			return nil, nil, hdr, usageError{fmt.Errorf("--%w", err)}
+		}
+		dir, _ := os.Getwd()
+		cfg := proxy.ReplayConfig{Events: evs, Strict: opts.Strict, Until: opts.Until, Sides: sides, Ignore: ignore, Dir: dir,
 			Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(st.SessionDir(id), rel) }}
 		if opts.OnMiss == "upstream" {
 			cfg.OnMiss = up
@@ -214,7 +234,7 @@ func proxyBackend(f *Factory, opts *proxyOptions) (proxy.Backend, *proxy.Replay,
 		}
 		r, err := proxy.NewReplay(cfg)
 		if err != nil {
-			return nil, nil, hdr, err
+			return nil, nil, hdr, fmt.Errorf("--replay %s: %w", id, err)
 		}
 		if r.Turns() == 0 {
 			return nil, nil, hdr, fmt.Errorf("--replay %s: the session has no model calls to serve", id)
@@ -320,6 +340,11 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	}
 	if replay != nil {
 		res.Diverged, res.Findings = replay.Diverged(), replay.Findings()
+		res.Normalised = replay.Normalised()
+		if !replay.ContentCaptured() {
+			no := false
+			res.ContentCaptured = &no
+		}
 	}
 	agentCode := code
 	var failed []proxy.Ended
@@ -366,6 +391,12 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 				what = "DIVERGED"
 			}
 			fmt.Fprintf(out, "%s: session %s turn %d: %s\n", what, fd.SessionID, fd.Turn, fd.What)
+		}
+		if res.ContentCaptured != nil {
+			fmt.Fprintln(out, "note: the session recorded no content (collected with capture off): compared turn count, tool names and model only")
+		}
+		if sum := replaymatch.Summary(res.Normalised); sum != "" {
+			fmt.Fprintf(out, "normalised: %s\n", sum)
 		}
 		for _, w := range res.Warnings {
 			fmt.Fprintf(f.Err, "agentctl proxy: %s\n", w)

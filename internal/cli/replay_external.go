@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/agentctl/agentctl/internal/replay"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 )
 
 // writeExternalReplay prints the replay of an external agent's session
@@ -44,6 +45,12 @@ func printExternalReplay(w io.Writer, r *replay.ExternalReport) {
 			mark = "DIVERGED"
 		}
 		fmt.Fprintf(w, "  turn %d: %s: %s\n", f.Turn, mark, f.What)
+	}
+	if !r.ContentCaptured {
+		fmt.Fprintln(w, "  the session recorded no content (collected with capture off): compared turn count, tool names and model only")
+	}
+	if sum := replaymatch.Summary(r.Normalised); sum != "" {
+		fmt.Fprintf(w, "  normalised: %s\n", sum)
 	}
 	if r.ReplayReason != "" && r.ReplayStatus != r.LogStatus {
 		fmt.Fprintf(w, "  replay ended: %s\n", r.ReplayReason)

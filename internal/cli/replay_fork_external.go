@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentctl/agentctl/internal/replay"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/spec"
 )
 
@@ -52,5 +53,8 @@ func writeExternalFork(w io.Writer, rep replay.ExternalForkReport, m spec.Model)
 			mark = "DIVERGED"
 		}
 		fmt.Fprintf(w, "  turn %d: %s: %s\n", fd.Turn, mark, fd.What)
+	}
+	if sum := replaymatch.Summary(rep.Normalised); sum != "" {
+		fmt.Fprintf(w, "  normalised: %s\n", sum)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/replay"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
@@ -22,6 +23,7 @@ import (
 type replayRunOptions struct {
 	Session       string
 	Strict        bool
+	Ignore        []string
 	WorkspaceFrom string
 	Spec          string
 	Keep          bool
@@ -65,7 +67,8 @@ Exit status: 0 no difference, 6 differences, 1 an error.`,
 			return replayRunRun(cmd.Context(), f, opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "stop at the first tool result that differs")
+	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "stop at the first tool result that differs; an external agent's requests compare byte for byte")
+	cmd.Flags().StringArrayVar(&opts.Ignore, "ignore", nil, "an external agent's replay also treats text matching this regular expression as volatile (repeatable)")
 	cmd.Flags().StringVar(&opts.WorkspaceFrom, "workspace-from", "", "initial workspace to copy instead of the spec's workspace.from")
 	cmd.Flags().StringVar(&opts.Spec, "spec", "", "spec `FILE` whose tools run (default: the file the session ran from; the log's copy is never run)")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "record the replay under --home and keep it")
@@ -106,7 +109,10 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 		st = recorder.Store{Root: dir}
 	}
 	cfg := replay.SessionConfig{Store: st, Recordings: f.Store(), SessionID: id, Events: evs, Spec: sp, WorkspaceFrom: wsFrom,
-		Strict: opts.Strict, Offline: opts.Offline}
+		Strict: opts.Strict, Offline: opts.Offline, Ignore: opts.Ignore}
+	if _, err := replaymatch.Ignores(opts.Ignore); err != nil {
+		return usageError{fmt.Errorf("--%w", err)}
+	}
 	if imported {
 		cfg.Spec = nil // the session's own: its recorded results stand in for its tools
 	}

@@ -43,6 +43,16 @@
 //	    replay: {home: fixtures/3c1f…, session: 7e90000000000001, fork_from: 12}
 //	    model: {provider: scripted, id: alt, script: alt.yaml}
 //	    assert: [{status: done}]
+//	  - name: production              # the real program against the recording
+//	    replay:
+//	      home: fixtures/9a0e…
+//	      session: 745bb599d0e41c2a
+//	      command: node app.mjs       # sh -c, in a fresh copy of workspace_from
+//	      workspace_from: ../app
+//	      read_only: [/opt/npm]       # host folders the program may read
+//	      env: [AGENT_TASK]           # variables passed through
+//	      live_from_turn: 2           # optional: turns 2.. go live on model:
+//	    assert: [{status: done}]
 //
 // # Cases from sessions
 //
@@ -52,7 +62,17 @@
 // subagents copied, redacted, into FixturesDir beside the suite under the
 // SHA-256 of the copy; with ForkFrom, one that forks it at that seq onto
 // the scenario's model. It edits the suite as text (comments and layout
-// stay) and loads the result before it replaces the file.
+// stay) and loads the result before it replaces the file, which it
+// creates (NewSuiteText) when there is none.
+//
+// A session no program of agentctl's made (collected, imported, proxied
+// with no spec) replays against itself unless AddOptions.Program names
+// the program: replay.command. Such a case runs the program behind the
+// proxy's replay of the recorded model calls (replay.ProgramSpec), and its
+// replay_matches fails on the first request that differs from its
+// recorded turn, another number of model calls, or another outcome
+// (replay.RecordedOutcome: status, final answer); with live_from_turn it
+// goes live on the scenario's model from that turn (replay.ForkSession).
 //
 // # Assertions
 //

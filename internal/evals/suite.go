@@ -16,6 +16,8 @@ import (
 
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/replay"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 )
@@ -87,6 +89,37 @@ type Replay struct {
 	// scenario's model (default: the session's pinned one), live. There
 	// is no replay_matches check; the assertions judge the new ending.
 	ForkFrom int64 `yaml:"fork_from"`
+
+	// Command, if set, is the program the case runs (sh -c, in a fresh
+	// copy of WorkspaceFrom) behind a proxy that answers its model calls
+	// from the recording, offline: a production session (collected,
+	// proxied, imported) made a test the program must pass. replay_matches
+	// fails when a request differs from the recorded one at its turn, or
+	// the outcome does (status, final answer, turns). ReadOnly are host
+	// folders the program may read (absolute, or relative to the suite),
+	// Env the variables passed through to it.
+	Command  string   `yaml:"command"`
+	ReadOnly []string `yaml:"read_only"`
+	Env      []string `yaml:"env"`
+	// LiveFromTurn, with Command, drives the program onto the scenario's
+	// model (default: the recorded one, live) from this model turn on:
+	// turns 1..LiveFromTurn-1 are replayed and must match, the rest are
+	// live, and the assertions judge the new ending.
+	LiveFromTurn int `yaml:"live_from_turn"`
+	// Ignore are regular expressions of text an external agent's replay
+	// treats as volatile besides replaymatch's table (as replay run
+	// --ignore): what the program's requests carry that differs run to
+	// run and no normaliser knows.
+	Ignore []string `yaml:"ignore"`
+}
+
+// Program is the program a replay runs (replay.Program), nil for a replay
+// that answers from the recording alone.
+func (r *Replay) Program() *replay.Program {
+	if r.Command == "" {
+		return nil
+	}
+	return &replay.Program{Command: r.Command, WorkspaceFrom: r.WorkspaceFrom, ReadOnly: r.ReadOnly, Env: r.Env}
 }
 
 // Need is the number of passing repeats the scenario needs.
@@ -197,15 +230,17 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 			switch {
 			case sc.Replay.ForkFrom < 0:
 				bad("replay.fork_from must be a seq of the session (1 or more)", at("replay", "fork_from")...)
-			case sc.Replay.ForkFrom > 0 && sc.Model != nil:
+			case (sc.Replay.ForkFrom > 0 || sc.Replay.LiveFromTurn > 0) && sc.Model != nil:
 				m := *sc.Model
 				m.Script = s.abs(m.Script)
 				if msg := checkModel(&m); msg != "" {
 					bad("model: "+msg, at("model")...)
 				}
 				sc.Model = &m
-			case sc.Replay.ForkFrom == 0 && (sc.Model != nil || sc.Prompt != ""):
-				bad("model and prompt overrides apply to agent scenarios and forks (replay.fork_from); a replay's model is the recording", at("replay")...)
+			case sc.Replay.ForkFrom == 0 && sc.Replay.LiveFromTurn == 0 && (sc.Model != nil || sc.Prompt != ""):
+				bad("model and prompt overrides apply to agent scenarios and forks (replay.fork_from, replay.live_from_turn); a replay's model is the recording", at("replay")...)
+			case sc.Replay.Command != "" && sc.Prompt != "":
+				bad("prompt: the program sends its own requests; change the program instead", at("prompt")...)
 			}
 			s.validateReplay(sc.Replay, func(msg string, p ...any) { bad(msg, at(append([]any{"replay"}, p...)...)...) })
 		default:
@@ -292,6 +327,33 @@ func (s *Suite) validateReplay(r *Replay, bad func(string, ...any)) {
 		st := recorder.Store{Root: r.Home}
 		if _, err := st.Resolve(r.Session); err != nil {
 			bad(fmt.Sprintf("replay.session %q in %s: %v", r.Session, r.Home, err), "session")
+		}
+	}
+	switch {
+	case r.Command == "" && (len(r.ReadOnly) > 0 || len(r.Env) > 0 || r.LiveFromTurn != 0):
+		bad("replay.read_only, env and live_from_turn go with replay.command (the program the case runs)")
+	case r.LiveFromTurn < 0:
+		bad("replay.live_from_turn must be a model turn of the session (1 or more)", "live_from_turn")
+	case r.LiveFromTurn > 0 && r.ForkFrom > 0:
+		bad("replay takes fork_from (a seq: agentctl's own loop goes on) or live_from_turn (the program goes live), not both", "live_from_turn")
+	case r.Command != "" && strings.TrimSpace(r.Command) == "":
+		bad("replay.command is blank", "command")
+	}
+	for i, v := range r.Env {
+		if !envName.MatchString(v) {
+			bad(fmt.Sprintf("replay.env %q is not a variable name (letters, digits and _, not starting with a digit)", v), "env", i)
+		}
+	}
+	for i, p := range r.ReadOnly {
+		if p == "" {
+			bad("replay.read_only: an empty folder name", "read_only", i)
+			continue
+		}
+		r.ReadOnly[i] = s.abs(p)
+	}
+	for i, e := range r.Ignore {
+		if _, err := replaymatch.Ignore(e); err != nil {
+			bad(fmt.Sprintf("replay.ignore %q: %v", e, err), "ignore", i)
 		}
 	}
 	if r.WorkspaceFrom != "" {

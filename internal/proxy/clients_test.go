@@ -44,26 +44,6 @@ func TestSameMessageClientNormalisedArgs(t *testing.T) {
 	}
 }
 
-// TestWithoutReminders: the <system-reminder> blocks Claude Code puts into
-// user messages (working directory, date) are cut for the default replay
-// match, so a replay in another folder on another day still matches, while
-// the rest of the message still counts.
-func TestWithoutReminders(t *testing.T) {
-	msg := func(s string) session.Message { return session.Message{Role: session.RoleUser, Content: s} }
-	rec := msg("<system-reminder>\n - Primary working directory: /a/ws\n</system-reminder>\n<system-reminder>Today's date is 2026-12-01.</system-reminder>\nFix the typo in README.md")
-	again := msg("<system-reminder>\n - Primary working directory: /b/other\n</system-reminder>\n<system-reminder>Today's date is 2027-01-09.</system-reminder>\nFix the typo in README.md")
-	other := msg("<system-reminder>\n - Primary working directory: /a/ws\n</system-reminder>\nDelete README.md")
-	if sameMessage(rec, again) {
-		t.Fatal("the raw messages compare equal; the test proves nothing")
-	}
-	if !sameMessage(withoutReminders(rec), withoutReminders(again)) {
-		t.Errorf("without reminders: %q vs %q differ", withoutReminders(rec).Content, withoutReminders(again).Content)
-	}
-	if sameMessage(withoutReminders(rec), withoutReminders(other)) {
-		t.Error("another task compares equal once reminders are cut")
-	}
-}
-
 // TestClaudeCodeDefaultModelRequest: the first request of the real Claude
 // Code CLI (2.1.328) run with its own default model (claude-opus-5-5,
 // nothing pinned), captured through the proxy

@@ -1,7 +1,7 @@
 package proxy
 
 import (
-	"encoding/json"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -10,16 +10,7 @@ import (
 // turn: every model_call but a compaction's (agentctl's own summariser,
 // which an external agent never asks for). NewReplay and TurnsThrough
 // count turns through it, so a fork's --from and --until agree.
-func isTurn(e session.Event) bool {
-	if e.Kind != session.KindModelCall {
-		return false
-	}
-	var a struct {
-		Purpose string `json:"purpose"`
-	}
-	_ = json.Unmarshal(e.Attrs, &a)
-	return a.Purpose != "compaction"
-}
+func isTurn(e session.Event) bool { return replaymatch.IsTurn(e) }
 
 // TurnsThrough is the number of recorded turns at or before seq: the
 // ReplayConfig.Until of a fork at seq (replay fork --from N on an external

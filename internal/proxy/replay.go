@@ -7,12 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
-	"strings"
 	"sync"
 
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/redact"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -22,9 +21,17 @@ type ReplayConfig struct {
 	// its events name (ReadArtifact over the session folder).
 	Events    []session.Event
 	Artifacts func(rel string) ([]byte, error)
-	// Strict makes any difference a divergence, volatile parts (system
-	// text, metadata) included.
+	// Strict makes any difference a divergence: no normaliser of
+	// replaymatch's table runs (Ignore's still do), and the metadata
+	// compares too. A session that recorded no content cannot be
+	// replayed strictly (replaymatch.ErrNoContent).
 	Strict bool
+	// Ignore are the user's own normalisers (--ignore, a scenario's
+	// ignore:), replaymatch.Ignores.
+	Ignore []replaymatch.Normaliser
+	// Dir is the folder the replaying program runs in (the recorded
+	// one is the session's): the workspace-path normaliser replaces both.
+	Dir string
 	// OnMiss, when set, serves a conversation from its first divergence
 	// on (a fork: --on-miss upstream) instead of failing the call.
 	OnMiss Backend
@@ -63,6 +70,9 @@ type Replay struct {
 	cfg    ReplayConfig
 	turns  []recordedTurn
 	models []string
+	// match compares each call with its turn of the recording: the one
+	// matcher of every replay path.
+	match *replaymatch.Matcher
 
 	// known maps the sha256 of each recorded request body (its API
 	// first) to its parsed call: a replay mostly sees the same bytes
@@ -95,6 +105,9 @@ type Finding struct {
 	What      string `json:"what"`
 	Fatal     bool   `json:"fatal"`
 	Forked    bool   `json:"forked,omitempty"`
+	// Difference is the matcher's account of a request that differs
+	// (the message, the field, both sides' excerpts).
+	Difference *replaymatch.Difference `json:"difference,omitempty"`
 }
 
 // NewReplay reads the recorded turns of a session: every model_call, with
@@ -106,6 +119,13 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 		cfg.Redactor = redact.New(redact.FromEnv(environ())...)
 	}
 	r := &Replay{cfg: cfg, live: map[string]bool{}, known: map[[32]byte]*Call{}}
+	rec := replaymatch.NewRecording(cfg.Events)
+	m, err := replaymatch.NewMatcher(rec, replaymatch.Options{Strict: cfg.Strict, Ignore: cfg.Ignore,
+		Env: replaymatch.Env{ReplayDir: cfg.Dir}, Redact: cfg.Redactor.String})
+	if err != nil {
+		return nil, err
+	}
+	r.match = m
 	seen := map[string]bool{}
 	var lastAnswer *provider.Response
 	for _, e := range cfg.Events {
@@ -151,6 +171,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 					t.call = c
 					r.known[bodyKey(c.API, b)] = c
 					t.model = c.Model
+					r.match.Recorded(len(r.turns)+1, matchRequest(c))
 				}
 			}
 			if t.body == nil {
@@ -188,8 +209,12 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 	}
 	r.first = firstRequest(cfg.Events, r.turns)
 	r.threads, r.taken = map[string]*Replay{}, map[string]map[*Replay]bool{}
-	for _, sc := range cfg.Sides {
-		sc.Strict, sc.OnMiss, sc.Until, sc.Live, sc.Redactor, sc.Sides = cfg.Strict, cfg.OnMiss, cfg.Until, cfg.Live, cfg.Redactor, nil
+	for _, s := range cfg.Sides {
+		// A side thread is replayed as the session is (strictness,
+		// --ignore, the folder, --until, the live upstream): only its
+		// events and artifacts are its own.
+		sc := cfg
+		sc.Events, sc.Artifacts, sc.Sides = s.Events, s.Artifacts, nil
 		side, err := NewReplay(sc)
 		if err != nil {
 			return nil, err
@@ -297,7 +322,7 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 	if c.Turn <= len(r.turns) {
 		rec = &r.turns[c.Turn-1]
 	}
-	fatal, volatile := r.compare(c, rec)
+	fatal, diff, volatile := r.compare(c, rec)
 	for _, v := range volatile {
 		r.note(Finding{SessionID: c.SessionID, Turn: c.Turn, Seq: seqOf(rec), What: v, Fatal: r.cfg.Strict})
 	}
@@ -306,14 +331,14 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 	}
 	if fatal != "" {
 		if r.cfg.OnMiss != nil {
-			r.note(Finding{SessionID: c.SessionID, Turn: c.Turn, Seq: seqOf(rec), What: fatal, Forked: true})
+			r.note(Finding{SessionID: c.SessionID, Turn: c.Turn, Seq: seqOf(rec), What: fatal, Forked: true, Difference: diff})
 			r.mu.Lock()
 			r.live[c.SessionID] = true
 			r.mu.Unlock()
 			return r.forward(ctx, c, w)
 		}
 		if len(volatile) == 0 || !r.cfg.Strict {
-			r.note(Finding{SessionID: c.SessionID, Turn: c.Turn, Seq: seqOf(rec), What: fatal, Fatal: true})
+			r.note(Finding{SessionID: c.SessionID, Turn: c.Turn, Seq: seqOf(rec), What: fatal, Fatal: true, Difference: diff})
 		}
 		return &Divergence{Turn: c.Turn, Seq: seqOf(rec), What: fatal}
 	}
@@ -348,100 +373,63 @@ func seqOf(t *recordedTurn) int64 {
 	return t.seq
 }
 
-// compare matches a call against its recorded turn: the fatal difference
-// (another API or model, a message that differs, a missing or extra
-// message, a turn the recording does not have), and the volatile ones
-// (system text, metadata).
-func (r *Replay) compare(c *Call, rec *recordedTurn) (fatal string, volatile []string) {
+// compare matches a call against its recorded turn: what only the proxy
+// knows (a turn the recording does not have, another API, stream or not),
+// then the request itself with the one matcher of every replay path
+// (replaymatch: the conversation the session's events hold at that turn,
+// normalised unless --strict). The metadata (volatile: a user or session
+// id) is a finding the default match tolerates and --strict does not.
+func (r *Replay) compare(c *Call, rec *recordedTurn) (fatal string, diff *replaymatch.Difference, volatile []string) {
 	if rec == nil {
-		return fmt.Sprintf("the recording has %d model calls and this is call %d", len(r.turns), c.Turn), nil
+		return fmt.Sprintf("the recording has %d model calls and this is call %d", len(r.turns), c.Turn), nil, nil
 	}
 	if rec.body == nil && rec.answer == nil {
-		return fmt.Sprintf("recorded model_call seq %d has no answer to serve", rec.seq), nil
+		return fmt.Sprintf("recorded model_call seq %d has no answer to serve", rec.seq), nil, nil
 	}
 	if rec.api != "" && rec.api != c.API {
-		return fmt.Sprintf("log has a %s call, request is %s", rec.api, c.API), nil
+		return fmt.Sprintf("log has a %s call, request is %s", rec.api, c.API), nil, nil
 	}
 	if rec.body != nil && rec.stream != c.Stream {
-		return fmt.Sprintf("log has stream=%t, request has stream=%t", rec.stream, c.Stream), nil
+		return fmt.Sprintf("log has stream=%t, request has stream=%t", rec.stream, c.Stream), nil, nil
 	}
-	// The requested model is known only from a recorded request (a
-	// model_call's model is the one that answered, date suffix and all).
-	if rec.call != nil && c.Model != rec.model {
-		return fmt.Sprintf("log has model %q, request has model %q", rec.model, c.Model), nil
+	if d := r.match.Check(c.Turn, matchRequest(c)); d != nil {
+		return d.Detail(), d, nil
 	}
-	rc := rec.call
-	if rc == nil {
-		return "", nil
-	}
-	for i := 0; i < max(len(rc.Messages), len(c.Messages)); i++ {
-		if i >= len(rc.Messages) {
-			return fmt.Sprintf("message %d: log has %d messages, request has an extra %s", i+1, len(rc.Messages), describe(c.Messages[i])), nil
-		}
-		if i >= len(c.Messages) {
-			return fmt.Sprintf("message %d: log has %s, request has %d messages", i+1, describe(rc.Messages[i]), len(c.Messages)), nil
-		}
-		if !sameMessage(rc.Messages[i], c.Messages[i]) && !sameMessage(rc.Messages[i], r.redacted(c.Messages[i])) {
-			if sameMessage(withoutReminders(rc.Messages[i]), withoutReminders(r.redacted(c.Messages[i]))) {
-				volatile = append(volatile, fmt.Sprintf("message %d: the harness context in its <system-reminder> blocks differs (%s)", i+1, firstDiff(rc.Messages[i].Content, c.Messages[i].Content)))
-				continue
-			}
-			return fmt.Sprintf("message %d: log has %s, request has %s", i+1, describe(rc.Messages[i]), describe(c.Messages[i])), nil
-		}
-	}
-	if strings.Join(rc.Tools, ",") != strings.Join(c.Tools, ",") {
-		return fmt.Sprintf("log offers tools [%s], request offers [%s]", strings.Join(rc.Tools, ", "), strings.Join(c.Tools, ", ")), nil
-	}
-	if rc.System != c.System {
-		volatile = append(volatile, fmt.Sprintf("system text differs (log %d chars, request %d chars; %s)", len(rc.System), len(c.System), firstDiff(rc.System, c.System)))
-	}
-	if !sameJSON(orNull(rc.Metadata), orNull(c.Metadata)) {
+	if rc := rec.call; rc != nil && !sameJSON(orNull(rc.Metadata), orNull(c.Metadata)) &&
+		!r.match.CheckText(c.Turn, string(orNull(rc.Metadata)), string(orNull(c.Metadata))) {
 		volatile = append(volatile, fmt.Sprintf("metadata differs: log has %s, request has %s", orNull(rc.Metadata), orNull(c.Metadata)))
 	}
-	return "", volatile
+	return "", nil, volatile
 }
+
+// matchRequest is a call in the matcher's terms.
+func matchRequest(c *Call) replaymatch.Request {
+	tools := c.Tools
+	if tools == nil {
+		tools = []string{} // known: none offered
+	}
+	return replaymatch.Request{Model: c.Model, System: c.System, Messages: c.Messages, Tools: tools}
+}
+
+// SetDir names the folder the replaying program runs in, once known (the
+// fresh workspace of replay run): the workspace-path normaliser replaces
+// it as it does the recorded one. Call it before the first request.
+func (r *Replay) SetDir(dir string) { r.match.SetReplayDir(dir) }
+
+// Normalised lists what each normaliser changed over the replay so far
+// (name, count, turns), for the replay report.
+func (r *Replay) Normalised() []replaymatch.Change { return r.match.Changes() }
+
+// ContentCaptured reports whether the recording holds the conversation:
+// false for a session collected with content capture off, whose replay
+// compares only the turn count, the tool names and the model.
+func (r *Replay) ContentCaptured() bool { return r.match.Captured() }
 
 func orNull(b json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return json.RawMessage("null")
 	}
 	return b
-}
-
-func firstDiff(a, b string) string {
-	i := 0
-	for i < len(a) && i < len(b) && a[i] == b[i] {
-		i++
-	}
-	return fmt.Sprintf("first difference at byte %d", i)
-}
-
-// describe names a message briefly for a divergence report.
-func describe(m session.Message) string {
-	var b strings.Builder
-	b.WriteString(m.Role)
-	if m.ToolCallID != "" {
-		fmt.Fprintf(&b, " result of %s", m.ToolCallID)
-	}
-	if len(m.ToolCalls) > 0 {
-		var calls []string
-		for _, tc := range m.ToolCalls {
-			calls = append(calls, fmt.Sprintf("%s(%s)", tc.Name, clip(string(tc.Args), 60)))
-		}
-		fmt.Fprintf(&b, " calling %s", strings.Join(calls, ", "))
-	}
-	if m.Content != "" || len(m.ToolCalls) == 0 {
-		fmt.Fprintf(&b, " %q", clip(m.Content, 80))
-	}
-	return b.String()
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }
 
 // WithModel wraps a backend so that every model call it serves asks for
@@ -495,33 +483,4 @@ func (r *Replay) knownCall(api API, body []byte) *Call {
 		}
 	}
 	return nil
-}
-
-// redacted is m as the recording would hold it.
-func (r *Replay) redacted(m session.Message) session.Message {
-	m.Content = r.cfg.Redactor.String(m.Content)
-	if len(m.ToolCalls) > 0 {
-		tcs := make([]session.ToolCall, len(m.ToolCalls))
-		for i, tc := range m.ToolCalls {
-			tc.Args = json.RawMessage(r.cfg.Redactor.String(string(tc.Args)))
-			tcs[i] = tc
-		}
-		m.ToolCalls = tcs
-	}
-	return m
-}
-
-// reminderRE matches the <system-reminder> blocks Claude Code (and the
-// Claude Agent SDK) put into user messages and tool results: the working
-// directory, today's date, the tokens left, the tool list. They are the
-// harness's volatile context, like system text, not the conversation.
-var reminderRE = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
-
-// withoutReminders is m with its <system-reminder> blocks cut out, for the
-// default (not --strict) match of a replay.
-func withoutReminders(m session.Message) session.Message {
-	if strings.Contains(m.Content, "<system-reminder>") {
-		m.Content = strings.TrimSpace(reminderRE.ReplaceAllString(m.Content, ""))
-	}
-	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,27 +61,35 @@ func replayOf(t *testing.T, rec *MemSink, cfg ReplayConfig) *Replay {
 }
 
 // TestReplayByteIdentical serves a recording with no upstream at all: the
-// answers are the recorded bytes, and a changed system text (volatile) is
-// reported but served.
+// answers are the recorded bytes, and a changed date in the system text
+// (volatile) is normalised, reported by name, and served. (Before the one
+// matcher, any system text was volatile: a changed word there passed.)
 func TestReplayByteIdentical(t *testing.T) {
-	rec, answers := recordLoop(t, chatLoop("Monday"))
+	rec, answers := recordLoop(t, chatLoop("2026-12-01"))
 	r := replayOf(t, rec, ReplayConfig{})
 	srv, mem, base := startProxy(t, Config{Backend: r})
-	l := chatLoop("Tuesday") // another day: the system text differs
+	l := chatLoop("2026-12-02") // another day: the system text differs
 	_, b1 := post(t, base+l.path, l.first)
 	_, b2 := post(t, base+l.path, l.second("call_1_0", "hello"))
 	if string(b1) != string(answers[0]) || string(b2) != string(answers[1]) {
 		t.Fatalf("replayed bytes differ from the recording:\n%s\nwant\n%s", b1, answers[0])
 	}
-	if r.Diverged() {
-		t.Fatalf("findings = %+v, want no divergence", r.Findings())
+	if r.Diverged() || len(r.Findings()) != 0 {
+		t.Fatalf("findings = %+v, want none", r.Findings())
 	}
-	f := r.Findings()
-	if len(f) != 2 || !strings.Contains(f[0].What, "system text differs") || f[0].Fatal {
-		t.Fatalf("findings = %+v, want the system text reported, not fatal", f)
+	if got := r.Normalised(); len(got) != 1 || got[0].Name != "date-time" || got[0].Count != 2 || !slices.Equal(got[0].Turns, []int{1, 2}) {
+		t.Fatalf("normalised = %+v, want date-time 2 in turns 1 and 2", got)
 	}
 	if got := kinds(only(t, srv, mem)); got != "session_started user_message assistant_message model_call tool_result assistant_message model_call" {
 		t.Errorf("replayed session kinds = %s", got)
+	}
+
+	// A changed word in the system text is no volatile span: it fails.
+	other := replayOf(t, rec, ReplayConfig{})
+	_, _, obase := startProxy(t, Config{Backend: other})
+	lo := chatLoop("2026-12-01, be brief")
+	if st, out := post(t, obase+lo.path, lo.first); st != 400 || !strings.Contains(string(out), "system: log has") || !strings.Contains(string(out), "be brief") {
+		t.Fatalf("changed system text: status %d %s, want a 400 naming turn 1's system text", st, out)
 	}
 
 	// --strict: the same difference fails, and the SDK shows it.
@@ -88,7 +97,7 @@ func TestReplayByteIdentical(t *testing.T) {
 	_, _, sbase := startProxy(t, Config{Backend: strict})
 	cl := openaiClient(sbase)
 	_, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-4o", Messages: []openai.ChatCompletionMessageParamUnion{
-		openai.SystemMessage("Today is Tuesday"), openai.UserMessage("Read the readme.")}})
+		openai.SystemMessage("Today is 2026-12-02"), openai.UserMessage("Read the readme.")}})
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "turn 1") {
 		t.Fatalf("strict replay err = %v, want a 400 naming turn 1", err)
@@ -244,4 +253,47 @@ func mustAttr(t *testing.T, e session.Event, k string) string {
 		t.Fatalf("%s has no attr %s: %s", e.Kind, k, e.Attrs)
 	}
 	return v
+}
+
+// TestReplayWithoutArtifacts: a session whose requests were not recorded
+// byte for byte (collected, imported, agentctl run; here a proxied one
+// read without its artifacts) is still compared, with the conversation
+// its events hold at each turn: the same program passes, one that asks
+// another question diverges at turn 1 naming the message and both texts,
+// under the default and under --strict. (Before the one matcher, such a
+// replay served any request.)
+func TestReplayWithoutArtifacts(t *testing.T) {
+	rec, _ := recordLoop(t, chatLoop("Monday"))
+	events := func(cfg ReplayConfig) *Replay {
+		cfg.Events = rec.Events()
+		r, err := NewReplay(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	l := chatLoop("Monday")
+	same := events(ReplayConfig{})
+	_, _, base := startProxy(t, Config{Backend: same})
+	if st, out := post(t, base+l.path, l.first); st != 200 {
+		t.Fatalf("the same program, turn 1: status %d %s", st, out)
+	}
+	if st, out := post(t, base+l.path, l.second("call_1_0", "hello")); st != 200 {
+		t.Fatalf("the same program, turn 2: status %d %s", st, out)
+	}
+	if same.Diverged() {
+		t.Fatalf("the same program diverged: %+v", same.Findings())
+	}
+	other := strings.Replace(l.first, "Read the readme.", "Read the licence.", 1)
+	for _, strict := range []bool{false, true} {
+		r := events(ReplayConfig{Strict: strict})
+		_, _, base := startProxy(t, Config{Backend: r})
+		st, out := post(t, base+l.path, other)
+		if st != 400 || !strings.Contains(string(out), "message 1 (user content)") || !strings.Contains(string(out), `Read the readme.`) || !strings.Contains(string(out), `Read the licence.`) {
+			t.Errorf("strict=%t: another question: status %d %s, want a 400 naming message 1 and both texts", strict, st, out)
+		}
+		if f := r.Findings(); len(f) != 1 || !f[0].Fatal || f[0].Difference == nil || f[0].Difference.Turn != 1 || f[0].Difference.Message != 1 {
+			t.Errorf("strict=%t: findings = %+v, want one fatal difference at turn 1, message 1", strict, f)
+		}
+	}
 }

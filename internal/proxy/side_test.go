@@ -65,7 +65,7 @@ func noCompaction(t *testing.T, mem *MemSessions) map[string][]session.Event {
 		evs := mem.Get(id).Events()
 		for _, e := range evs {
 			if e.Kind == session.KindCompaction {
-				t.Errorf("session %s records a compaction (seq %d, summary %q): a side call is not one", id, e.Seq, clip(e.Summary, 60))
+				t.Errorf("session %s records a compaction (seq %d, summary %q): a side call is not one", id, e.Seq, e.Summary)
 			}
 		}
 		out[id] = evs
@@ -235,7 +235,7 @@ func TestSideThreadReplay(t *testing.T) {
 			for _, name := range order {
 				st, out := post(t, base+"/s/re/v1/chat/completions", opencodeBody(t, name))
 				if st != 200 || !strings.Contains(string(out), want[name]) {
-					t.Fatalf("%s: status %d, answer %s; want %q", name, st, clip(string(out), 200), want[name])
+					t.Fatalf("%s: status %d, answer %s; want %q", name, st, string(out), want[name])
 				}
 			}
 			if r.Diverged() {

@@ -9,6 +9,7 @@ import (
 	"github.com/agentctl/agentctl/internal/agenthost"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
@@ -56,6 +57,8 @@ type ExternalForkReport struct {
 	Findings     []proxy.Finding `json:"findings"`
 	Diverged     bool            `json:"diverged"`
 	Result       runner.Result   `json:"result"`
+	// Normalised is what each normaliser changed in the replayed turns.
+	Normalised []replaymatch.Change `json:"normalised"`
 }
 
 // ForkExternal forks an external agent's session at seq From. A program's
@@ -116,6 +119,7 @@ func ForkExternal(ctx context.Context, cfg ExternalForkConfig) (ExternalForkRepo
 		rep.Findings = f
 	}
 	rep.Diverged = rb.Diverged()
+	rep.Normalised = rb.Normalised()
 	if err != nil {
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}

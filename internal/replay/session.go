@@ -11,6 +11,7 @@ import (
 	"github.com/agentctl/agentctl/internal/mcp"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/sandbox"
 	"github.com/agentctl/agentctl/internal/session"
@@ -39,7 +40,11 @@ type SessionConfig struct {
 	// Strict stops at the first difference; Offline serves MCP tools'
 	// recorded results instead of starting their servers.
 	Strict, Offline bool
-	Observer        runner.Observer
+	// Ignore are regular expressions of text the replay of an external
+	// agent treats as volatile besides replaymatch's table (replay run
+	// --ignore, a scenario's replay.ignore).
+	Ignore   []string
+	Observer runner.Observer
 }
 
 // SessionReport is what a replay found: Own for agentctl's loop and
@@ -66,6 +71,11 @@ type ExternalReport struct {
 	Findings        []proxy.Finding `json:"findings"`
 	Diverged        bool            `json:"diverged"`
 	Kept            bool            `json:"kept"`
+	// Normalised is what each normaliser changed (name, count, turns);
+	// ContentCaptured false says the session recorded no content, so only
+	// the turn count, tool names and model were compared.
+	Normalised      []replaymatch.Change `json:"normalised"`
+	ContentCaptured bool                 `json:"content_captured"`
 }
 
 // ReplaySessionID is the replay's own session, "" when none was recorded.
@@ -172,7 +182,11 @@ func toolSetChanges(hdr session.Event, now []session.MCPServer) ([]ToolDiff, err
 // naming the turn.
 func replayExternal(ctx context.Context, cfg SessionConfig, sp *spec.Spec) (*ExternalReport, error) {
 	id, evs, src := cfg.SessionID, cfg.Events, cfg.Recordings
-	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Strict: cfg.Strict,
+	ignore, err := replaymatch.Ignores(cfg.Ignore)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", id, err)
+	}
+	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Strict: cfg.Strict, Ignore: ignore,
 		Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(src.SessionDir(id), rel) }})
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", id, err)
@@ -185,7 +199,8 @@ func replayExternal(ctx context.Context, cfg SessionConfig, sp *spec.Spec) (*Ext
 	}
 	rep := &ExternalReport{SessionID: id, ReplaySessionID: res.SessionID, LogStatus: string(session.Fold(evs).Status()),
 		ReplayStatus: string(res.Status), ReplayReason: res.Reason, RecordedTurns: rb.Turns(), Turns: res.Turns,
-		Findings: rb.Findings(), Diverged: rb.Diverged(), Kept: cfg.Store.Root == src.Root}
+		Findings: rb.Findings(), Diverged: rb.Diverged(), Kept: cfg.Store.Root == src.Root,
+		Normalised: rb.Normalised(), ContentCaptured: rb.ContentCaptured()}
 	if rep.Findings == nil {
 		rep.Findings = []proxy.Finding{}
 	}

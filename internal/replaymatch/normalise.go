@@ -1,16 +1,7 @@
-// Package replaymatch decides whether a request a program sends during a
-// replay is the one the recorded session holds at that turn. It is the one
-// matcher every replay path uses (proxy --replay, eval replay scenarios,
-// replay run of an external agent), whatever the session's origin.
-//
-// Before comparing, known volatile spans (paths, dates, durations, random
-// ids, harness context blocks) are normalised on both sides by the table
-// below; each normaliser is named so that a replay report can say what it
-// changed, and each is tested on real requests of the client that produces
-// it. --strict uses none of them.
 package replaymatch
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -38,7 +29,21 @@ type Normaliser struct {
 	Why string
 	// Apply returns s normalised and how many spans it replaced.
 	Apply func(s string, env Env) (string, int)
+	// Order places the normaliser in the sequence they are applied in:
+	// lower first, then by name. A span that contains another kind's is
+	// replaced first, whole: the workspace path (OrderPath) before the
+	// temp folder it may lie in, a client's context block (0, the
+	// default) before the dates inside it, the generic spans
+	// (OrderGeneric) last.
+	Order int
 }
+
+// The Order bands (a client's normalisers keep the default, 0).
+const (
+	OrderUser    = -20 // --ignore, ignore: (Ignore)
+	OrderPath    = -10 // the two runs' own folders
+	OrderGeneric = 10  // dates, durations, ids, temp paths
+)
 
 var table = map[string]Normaliser{}
 
@@ -53,53 +58,109 @@ func Register(n Normaliser) {
 		panic("replaymatch: normaliser " + n.Name + " registered twice")
 	}
 	table[n.Name] = n
+	ordered = nil
 }
 
-// Normalisers returns the table in a stable order (by name).
+// slugRE is what a path's slug replaces by "-".
+var slugRE = regexp.MustCompile(`[^A-Za-z0-9]`)
+
+// ordered caches the table in the order it is applied (Register runs from
+// init only, before any replay reads it).
+var ordered []Normaliser
+
+// Normalisers returns the table in the order the matcher applies it (by
+// Order, then by name).
 func Normalisers() []Normaliser {
-	out := make([]Normaliser, 0, len(table))
-	for _, n := range table {
-		out = append(out, n)
+	if ordered == nil {
+		out := make([]Normaliser, 0, len(table))
+		for _, n := range table {
+			out = append(out, n)
+		}
+		sortNormalisers(out)
+		ordered = out
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return append([]Normaliser(nil), ordered...)
 }
+
+func sortNormalisers(ns []Normaliser) {
+	sort.SliceStable(ns, func(i, j int) bool {
+		if ns[i].Order != ns[j].Order {
+			return ns[i].Order < ns[j].Order
+		}
+		return ns[i].Name < ns[j].Name
+	})
+}
+
+// Placeholder is what a normaliser named name puts in place of a span.
+func Placeholder(name string) string { return "<volatile:" + name + ">" }
 
 // Regexp is a normaliser that replaces every match of re by
-// "<volatile:NAME>".
+// Placeholder(name).
 func Regexp(name, source, why string, re *regexp.Regexp) Normaliser {
-	ph := "<volatile:" + name + ">"
+	ph := Placeholder(name)
 	return Normaliser{Name: name, Source: source, Why: why, Apply: func(s string, _ Env) (string, int) {
 		n := 0
-		out := re.ReplaceAllStringFunc(s, func(string) string { n++; return ph })
+		out := re.ReplaceAllStringFunc(s, func(m string) string {
+			if m == ph {
+				return m
+			}
+			n++
+			return ph
+		})
 		return out, n
 	}}
 }
 
 // Ignore is a user's own normaliser (--ignore REGEX, a spec's or suite's
-// ignore: key): every match is replaced as a table entry's would be.
+// ignore: key): every match is replaced as a table entry's would be. The
+// user's are applied first, and under --strict too (they were asked for).
 func Ignore(expr string) (Normaliser, error) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		return Normaliser{}, err
 	}
-	return Regexp("ignore:"+expr, "user", "given with --ignore", re), nil
+	n := Regexp("ignore:"+expr, "user", "given with --ignore", re)
+	n.Order = OrderUser
+	return n, nil
+}
+
+// Ignores compiles each expression with Ignore; the error names the one
+// that does not compile.
+func Ignores(exprs []string) ([]Normaliser, error) {
+	var out []Normaliser
+	for _, e := range exprs {
+		n, err := Ignore(e)
+		if err != nil {
+			return nil, fmt.Errorf("ignore %q: %w", e, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func init() {
 	Register(Regexp("claude-code-system-reminder", "Claude Code",
 		"the working directory, today's date, the tokens left and the tool list Claude Code (and the Claude Agent SDK) put into user messages and tool results",
 		regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)))
-	Register(Normaliser{Name: "workspace-path", Source: "any",
-		Why: "the folder the program ran in: a replay from another folder sends its own",
+	Register(Normaliser{Name: "workspace-path", Source: "any", Order: OrderPath,
+		Why: "the folder the program ran in, as a path or as the slug a client names a folder of its own after (Claude Code's ~/.claude/projects/-tmp-x-ws): a replay from another folder sends its own",
 		Apply: func(s string, env Env) (string, int) {
 			n := 0
+			var forms []string
 			for _, d := range []string{env.RecordedDir, env.ReplayDir} {
-				if d == "" || d == "/" {
+				d = strings.TrimRight(d, "/")
+				if len(d) < 2 {
 					continue
 				}
-				n += strings.Count(s, d)
-				s = strings.ReplaceAll(s, d, "<volatile:workspace-path>")
+				forms = append(forms, d, slugRE.ReplaceAllString(d, "-"))
+			}
+			// The longer first: one may lie inside another.
+			sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+			for _, f := range forms {
+				if k := strings.Count(s, f); k > 0 {
+					n += k
+					s = strings.ReplaceAll(s, f, Placeholder("workspace-path"))
+				}
 			}
 			return s, n
 		}})

@@ -1,0 +1,66 @@
+package replaymatch
+
+import "regexp"
+
+// The generic normalisers: spans any program's requests carry that differ
+// between two runs of the same program, whatever the client. Each is
+// narrow on purpose: a value the program chose (an order id, a count, a
+// configured timeout) must still compare, so only shapes that a clock, a
+// random source or mkdtemp produce are replaced.
+
+var (
+	// An ISO 8601 / RFC 3339 instant (2025-12-10T19:37:37.157Z,
+	// 2026-12-02 10:04:05+01:00) or a calendar date (2026-12-02): today's
+	// date in a system prompt, a timestamp in a tool's output.
+	dateTimeRE = regexp.MustCompile(`\b\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d+)?)?(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?\b`)
+	// A measured duration: a number with a fraction and a time unit
+	// (0.1799 seconds, 1.52s, 12.5 ms), or the compound form Go and
+	// time(1) print (1m2.5s, 0m0.004s). A round "30s" is left alone: it
+	// is a setting more often than a measure.
+	durationRE = regexp.MustCompile(`\b(?:\d+h)?(?:\d+m)?\d+\.\d+ ?(?:ns|µs|us|ms|s|secs?|seconds?|milliseconds?)\b|\b\d+m\d+(?:\.\d+)?s\b`)
+	// A UUID (any version): session, request and tool-call ids.
+	uuidRE = regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`)
+	// A run of 16 or more lowercase hex digits with a letter and a digit
+	// in it: trace and span ids, request ids, content hashes, commit ids
+	// (which change with the commit time). A long decimal number is not
+	// one (it may be the program's).
+	hexIDRE = regexp.MustCompile(`\b[0-9a-f]{16,}\b`)
+	// The folder mkdtemp made under the system's temp dir: /tmp/<name>,
+	// /var/tmp/<name>, macOS's /var/folders/xx/yyy/T/<name>. Only that
+	// first component is replaced: the files below it still compare.
+	tempPathRE = regexp.MustCompile(`(?:/private)?(?:/tmp|/var/tmp|/var/folders/[^/\s]+/[^/\s]+/T)/[^/\s"'<>()\[\]{},;:|\\]+`)
+)
+
+func init() {
+	date := Regexp("date-time", "any", "today's date and the time of day (system prompts, tool output, logs)", dateTimeRE)
+	date.Order = OrderGeneric
+	dur := Regexp("duration", "any", "how long something took, as measured on that run", durationRE)
+	dur.Order = OrderGeneric
+	uuid := Regexp("uuid", "any", "random ids: sessions, requests, tool calls", uuidRE)
+	uuid.Order = OrderGeneric - 1 // before hex-id, which would take its last group
+	tmp := Regexp("temp-path", "any", "the random folder a temp dir was made as", tempPathRE)
+	tmp.Order = OrderGeneric - 2 // before uuid and hex-id: the folder name is replaced whole
+	hex := Normaliser{Name: "hex-id", Source: "any", Why: "random or content-derived hex ids: trace, span and request ids, hashes, commit ids", Order: OrderGeneric,
+		Apply: func(s string, _ Env) (string, int) {
+			ph, n := Placeholder("hex-id"), 0
+			out := hexIDRE.ReplaceAllStringFunc(s, func(m string) string {
+				letter, digit := false, false
+				for i := 0; i < len(m); i++ {
+					if m[i] >= 'a' {
+						letter = true
+					} else {
+						digit = true
+					}
+				}
+				if !letter || !digit {
+					return m
+				}
+				n++
+				return ph
+			})
+			return out, n
+		}}
+	for _, n := range []Normaliser{date, dur, uuid, tmp, hex} {
+		Register(n)
+	}
+}
