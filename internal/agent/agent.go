@@ -45,13 +45,13 @@ func Provider(sp *spec.Spec) (provider.Provider, error) {
 	case "scripted":
 		return scripted(m, func(s provider.Script) provider.Provider { return provider.NewScripted(s, m.ID) })
 	case "openai":
-		k, err := apiKey(m, "OPENAI_API_KEY")
+		k, err := apiKey(m)
 		if err != nil {
 			return nil, err
 		}
 		return provider.NewOpenAI(provider.OpenAIConfig{BaseURL: m.BaseURL, APIKey: k, MaxRetries: 3})
 	case "anthropic":
-		k, err := apiKey(m, "ANTHROPIC_API_KEY")
+		k, err := apiKey(m)
 		if err != nil {
 			return nil, err
 		}
@@ -60,16 +60,12 @@ func Provider(sp *spec.Spec) (provider.Provider, error) {
 	return nil, unknownProvider(m.Provider)
 }
 
-// apiKey reads the model's key from the variable api_key_env names, else
-// from def. A key is required for the provider's own endpoint; a server
-// at base_url (a local vLLM, a test server) may need none.
-func apiKey(m spec.Model, def string) (string, error) {
-	name := m.APIKeyEnv
-	if name == "" {
-		name = def
-	}
-	k := os.Getenv(name)
-	if k == "" && m.BaseURL == "" {
+// apiKey reads the model's key from its variable (spec.Model.KeyEnv). A
+// key is required where spec.Model.NeedsKey says so.
+func apiKey(m spec.Model) (string, error) {
+	k := os.Getenv(m.KeyEnv())
+	if k == "" && m.NeedsKey() {
+		def := spec.Model{Provider: m.Provider}.KeyEnv()
 		return "", fmt.Errorf("model %s: no API key; set %s (or the variable named by model.api_key_env), or use provider: scripted to run without a key", m.ID, def)
 	}
 	return k, nil

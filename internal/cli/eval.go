@@ -38,11 +38,20 @@ type evalOptions struct {
 	History  evalHistoryOptions
 }
 
-const evalExitHelp = `Exit status: 0 every scenario met its threshold (and, with a baseline,
-none regressed or is missing), 9 regressed against the baseline (a
-scenario regressed, or one is missing without --allow-missing), 6 some
-scenario missed its threshold (and nothing regressed), 1 an error (the
-suite does not load, a report cannot be written), 130 interrupted.`
+const evalExitHelp = `Exit status: 0 every scenario that ran met its threshold (and, with a
+baseline, none regressed or is missing), 9 regressed against the
+baseline (a scenario regressed, or one is missing without
+--allow-missing), 6 some scenario missed its threshold (and nothing
+regressed), 10 nothing ran: every scenario was not run here (or, with
+--require-all, some was), 1 an error (the suite does not load, a report
+cannot be written), 130 interrupted.
+
+A scenario that cannot run on this machine is NOT RUN, never failed or
+regressed: the API key of a model it calls live is not set (a fork's pull
+request gets no secrets), or a variable or command its requires: names is
+missing. It is listed with why in the summary, the JSON report
+(not_run_reason) and the JUnit (<skipped>), and against a baseline its
+verdict is not_run.`
 
 func newEvalCmd(f *Factory, runF func(context.Context, *evalOptions) error) *cobra.Command {
 	opts := &evalOptions{}
@@ -213,7 +222,7 @@ func evalRun(ctx context.Context, f *Factory, opts *evalOptions) error {
 	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, fmt.Errorf("eval interrupted; the runs that stopped are resumable"))
 	}
-	return gateExit(rep, rep.Comparison)
+	return opts.Gate.exit(rep, rep.Comparison)
 }
 
 // evalProgress sets cfg.Progress: a bar on a terminal, one line per run in
@@ -310,6 +319,10 @@ func writeEvalSummary(w io.Writer, rep *evals.Report) {
 		width = max(width, len(termsafe.Line(sc.Name)))
 	}
 	for _, sc := range rep.Scenarios {
+		if sc.NotRunReason != "" {
+			fmt.Fprintf(w, "NOT RUN %s: %s\n", termsafe.Line(sc.Name), termsafe.Line(sc.NotRunReason))
+			continue
+		}
 		fmt.Fprintf(w, "%-6s %-*s %d/%d runs passed (need %d)\n", evalWord(sc.OK), width, termsafe.Line(sc.Name), sc.Passed, sc.Repeat, sc.Need)
 		for _, r := range sc.Runs {
 			if r.OK {
@@ -330,7 +343,11 @@ func writeEvalSummary(w io.Writer, rep *evals.Report) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "eval %s: %d passed, %d failed (%d of %d runs ok) in %.1fs\n", termsafe.Line(rep.Suite), rep.Passed, rep.Failed, rep.RunsOK, rep.Runs,
+	notRun := ""
+	if rep.NotRun > 0 {
+		notRun = fmt.Sprintf(", %d not run", rep.NotRun)
+	}
+	fmt.Fprintf(w, "eval %s: %d passed, %d failed%s (%d of %d runs ok) in %.1fs\n", termsafe.Line(rep.Suite), rep.Passed, rep.Failed, notRun, rep.RunsOK, rep.Runs,
 		float64(rep.Millis)/1000)
 }
 
@@ -388,7 +405,11 @@ type evalMergeOptions struct {
 	JSON    bool
 	JSONOut string
 	Partial bool
-	History evalHistoryOptions
+	// Baseline is --baseline, as for eval: the merged report is gated
+	// as the whole suite's run would be.
+	Baseline string
+	Gate     gateOptions
+	History  evalHistoryOptions
 }
 
 // oldJSONSpelling is the error for `--json FILE`, which used to name the
@@ -421,27 +442,43 @@ sha256), the same N and the same --filter, and be disjoint; every shard
 must be there unless --partial. Prints the summary; --junit and
 --json-out write the joined report (--json prints it on stdout).
 
+--baseline, the gate flags and --summary are eval's: the joined report is
+compared with the baseline, and the verdicts, the summary and the exit
+status are those 'agentctl eval --baseline' gives the whole suite, so a
+sharded suite gates a pull request like a single job.
+
 ` + evalExitHelp,
-		Example: "  agentctl eval merge shard-1.json shard-2.json shard-3.json --junit report.xml --json-out report.json",
-		Args:    cobra.MinimumNArgs(1),
+		Example: `  agentctl eval merge shard-1.json shard-2.json shard-3.json --junit report.xml --json-out report.json
+  agentctl eval merge shard-*.json --baseline history:main --summary summary.md`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Reports = args
+			opts.Gate.resolveSummary(cmd, os.Getenv)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return evalMergeRun(f, opts)
+			return evalMergeRun(cmd.Context(), f, opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "write JUnit XML to `FILE` (- for stdout)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the joined JSON report on stdout (instead of the summary)")
 	cmd.Flags().StringVar(&opts.JSONOut, "json-out", "", "write the joined JSON report to `FILE`")
 	cmd.Flags().BoolVar(&opts.Partial, "partial", false, "merge even if some shards are missing")
+	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "compare the joined report with `REPORT.json` (a --json-out) or history:BRANCH, and gate on regressions")
+	addGateFlags(cmd, &opts.Gate)
 	addEvalHistoryFlags(cmd, &opts.History)
 	return cmd
 }
 
-func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
+func evalMergeRun(ctx context.Context, f *Factory, opts *evalMergeOptions) error {
 	jsonPath, err := jsonTarget(opts.JSON, opts.JSONOut)
+	if err != nil {
+		return err
+	}
+	if err := opts.Gate.stdoutOnce(jsonPath, opts.JUnit); err != nil {
+		return err
+	}
+	copts, err := opts.Gate.compareOptions()
 	if err != nil {
 		return err
 	}
@@ -461,15 +498,29 @@ func evalMergeRun(f *Factory, opts *evalMergeOptions) error {
 		return fmt.Errorf("eval merge: %w", err)
 	}
 	opts.History.stamp(rep)
-	if err := writeEvalOutputs(f, rep, nil, opts.JUnit, jsonPath, rep); err != nil {
+	if opts.Baseline != "" {
+		base, err := loadBaseline(ctx, f, opts.Baseline, rep.Suite)
+		if err != nil {
+			return err
+		}
+		if rep.Comparison, err = evals.Compare(base, rep, copts); err != nil {
+			return fmt.Errorf("eval merge --baseline %s: %w", opts.Baseline, err)
+		}
+	}
+	if err := writeEvalOutputs(f, rep, rep.Comparison, opts.JUnit, jsonPath, rep); err != nil {
 		return err
 	}
 	sealEvalReport(f, rep, &opts.History)
-	if jsonPath != "-" && opts.JUnit != "-" {
+	if err := writeMarkdownSummary(f, opts.Gate, rep, rep.Comparison); err != nil {
+		return err
+	}
+	if jsonPath != "-" && opts.JUnit != "-" && opts.Gate.Summary != "-" {
+		// The shards' reports come from CI artifacts: their text
+		// reaches the terminal without its escapes.
 		writeEvalSummary(termsafe.Writer(f.Out), rep)
+		if rep.Comparison != nil {
+			writeComparison(termsafe.Writer(f.Out), rep.Comparison)
+		}
 	}
-	if !rep.OK {
-		return withCode(ExitChecksFailed, nil)
-	}
-	return nil
+	return opts.Gate.exit(rep, rep.Comparison)
 }

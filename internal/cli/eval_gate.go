@@ -25,6 +25,9 @@ type gateOptions struct {
 	// $GITHUB_STEP_SUMMARY, which every step of a job adds to).
 	Summary       string
 	SummaryAppend bool
+	// RequireAll: a scenario not run here fails the command (exit 10),
+	// for the jobs that must have every secret (main, not a fork's PR).
+	RequireAll bool
 }
 
 // githubSummaryEnv is the file GitHub Actions shows on the run's page.
@@ -36,6 +39,7 @@ func addGateFlags(cmd *cobra.Command, g *gateOptions) {
 	fl.StringVar(&g.Tolerance, "tolerance", evals.DefaultTolerance().String(),
 		"how far each mean may rise before it regresses: a comma-separated `LIST` of METRIC=N% or METRIC=off (cost, tokens, turns, wall, tool_calls)")
 	fl.BoolVar(&g.AllowMissing, "allow-missing", false, "a scenario of the baseline that did not run is listed, and does not fail the gate")
+	fl.BoolVar(&g.RequireAll, "require-all", false, "exit 10 when any scenario was not run here (a missing API key or required command), not only when none ran")
 	fl.StringVar(&g.Summary, "summary", "", "write the Markdown summary to `FILE` (- for stdout; default: appended to $GITHUB_STEP_SUMMARY when set; an empty FILE for none)")
 }
 
@@ -88,14 +92,21 @@ func loadBaseline(ctx context.Context, f *Factory, arg, suite string) (*evals.Re
 	return r, nil
 }
 
-// gateExit is the exit status of a run or a comparison: 9 when the gate
-// fails, else 6 when some scenario missed its threshold, else 0.
-func gateExit(rep *evals.Report, cmp *evals.Comparison) error {
+// exit is the exit status of a run, a merge or a comparison: 9 when the
+// gate fails, else 6 when some scenario missed its threshold, else 10
+// when nothing ran (or, with --require-all, something did not), else 0.
+// A scenario not run is never a failure or a regression of the program,
+// and a report of which nothing ran is not a pass.
+func (g *gateOptions) exit(rep *evals.Report, cmp *evals.Comparison) error {
 	switch {
 	case cmp != nil && !cmp.OK:
 		return withCode(ExitRegressed, nil)
-	case !rep.OK:
+	case rep.Failed > 0:
 		return withCode(ExitChecksFailed, nil)
+	case rep.NothingRan():
+		return withCode(ExitNotRun, fmt.Errorf("eval: nothing ran: none of the %d scenarios selected could run here (the report says why; a fork's pull request gets no secrets)", rep.NotRun))
+	case g.RequireAll && rep.NotRun > 0:
+		return withCode(ExitNotRun, fmt.Errorf("eval: %d scenarios were not run here, and --require-all asks for every one", rep.NotRun))
 	}
 	return nil
 }
@@ -162,7 +173,8 @@ func writeComparison(w io.Writer, c *evals.Comparison) {
 		width = max(width, len(d.Name))
 	}
 	for _, d := range c.Scenarios {
-		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("%-9s %-*s %-13s %s", strings.ToUpper(string(d.Verdict)), width, termsafe.Line(d.Name), passRates(d), means(d)), " "))
+		verdict := strings.ToUpper(strings.ReplaceAll(string(d.Verdict), "_", " "))
+		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("%-9s %-*s %-13s %s", verdict, width, termsafe.Line(d.Name), passRates(d), means(d)), " "))
 		if d.Verdict == evals.Unchanged {
 			continue
 		}
@@ -285,5 +297,5 @@ func evalCompareRun(ctx context.Context, f *Factory, opts *evalCompareOptions) e
 		fmt.Fprintf(out, "eval compare %s: %d scenarios, %d runs (%d passed, %d failed)", cur.Suite, len(cur.Scenarios), cur.Runs, cur.Passed, cur.Failed)
 		writeComparison(out, cmp)
 	}
-	return gateExit(cur, cmp)
+	return opts.Gate.exit(cur, cmp)
 }

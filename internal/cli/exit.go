@@ -24,7 +24,11 @@ const (
 	ExitIncomplete = 8
 	// ExitRegressed: an eval regressed against its baseline (a scenario
 	// regressed, or one is missing and --allow-missing was not given).
-	ExitRegressed   = 9
+	ExitRegressed = 9
+	// ExitNotRun: an eval ran nothing: every scenario it selected was not
+	// run here (a model's API key or a required command is missing), or
+	// some was and --require-all was given.
+	ExitNotRun      = 10
 	ExitInterrupted = 130
 )
 
@@ -45,6 +49,8 @@ const exitCodesHelp = `Exit status:
        names each, with why); the rest was imported
   9    regressed against the baseline (eval --baseline, eval compare): a
        scenario regressed, or one is missing
+  10   eval not run: no scenario could run here (a model's API key or a
+       required command is missing), or some could not and --require-all
   130  interrupted (SIGINT/SIGTERM); the session is resumable
 Any other code is a failure.`
 

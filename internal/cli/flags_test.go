@@ -51,6 +51,7 @@ func TestFlagParsing(t *testing.T) {
 	evalCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalCmd)(); return c, o })
 	compareCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalCompareCmd)(); return c, o })
 	addCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalAddCmd)(); return c, o })
+	mergeCmd := run(func() (*cobra.Command, any) { c, o := capture(newEvalMergeCmd)(); return c, o })
 	t.Setenv("GITHUB_STEP_SUMMARY", "") // the summary's default is asserted below
 	gate := gateOptions{Alpha: 0.05, Tolerance: "cost=10%,tokens=10%,wall=50%"}
 	verifyCmd := run(func() (*cobra.Command, any) { c, o := capture(newReplayVerifyCmd)(); return c, o })
@@ -81,11 +82,19 @@ func TestFlagParsing(t *testing.T) {
 			want: evalOptions{Suite: "suite.yaml", Parallel: 1, Gate: gate, History: evalHistoryOptions{Branch: "main", Commit: "c1", NoHistory: true}}},
 		{name: "eval add", parse: addCmd, args: []string{"suite.yaml", "--from", "3f2a", "--name", "n", "--fork-from", "6", "--model", "scripted/x", "--script", "s.yaml", "--assert", "status=done", "--assert", "called=bash"},
 			want: evalAddOptions{Suite: "suite.yaml", From: "3f2a", Name: "n", ForkFrom: 6, Model: "scripted/x", Script: "s.yaml", Assert: []string{"status=done", "called=bash"}}},
-		{name: "eval add needs --from", parse: addCmd, args: []string{"suite.yaml"}, wantErr: "--from SESSION is required"},
+		{name: "eval add needs --from", parse: addCmd, args: []string{"suite.yaml"}, wantErr: "--from SESSION or --from-query SQL is required"},
+		{name: "eval add a program", parse: addCmd, args: []string{"suite.yaml", "--from-query", "SELECT session_id FROM sessions", "--command", "node app.mjs", "--workspace-from", "app", "--read-only", "/nm", "--env", "A", "--env", "B", "--fork-from", "2", "--json"},
+			want: evalAddOptions{Suite: "suite.yaml", FromQuery: "SELECT session_id FROM sessions", Command: "node app.mjs", WorkspaceFrom: "app", ReadOnly: []string{"/nm"}, Env: []string{"A", "B"}, ForkFrom: 2, JSON: true}},
+		{name: "eval add --from and --from-query", parse: addCmd, args: []string{"suite.yaml", "--from", "a", "--from-query", "SELECT 1"}, wantErr: "one of them"},
+		{name: "eval add --env without --command", parse: addCmd, args: []string{"suite.yaml", "--from", "a", "--env", "A"}, wantErr: "go with --command"},
 		{name: "eval --repeat 0", parse: evalCmd, args: []string{"suite.yaml", "--repeat", "0"}, wantErr: "--repeat must be at least 1"},
 		{name: "eval compare", parse: compareCmd, args: []string{"a.json", "b.json", "--json", "--junit", "j.xml"},
 			want: evalCompareOptions{Baseline: "a.json", Current: "b.json", JSON: true, JUnit: "j.xml", Gate: gate}},
 		{name: "eval compare needs two", parse: compareCmd, args: []string{"a.json"}, wantErr: "accepts 2 arg"},
+		{name: "eval merge gates like eval", parse: mergeCmd,
+			args: []string{"s1.json", "s2.json", "--baseline", "history:main", "--summary", "s.md", "--allow-missing", "--require-all", "--json-out", "m.json"},
+			want: evalMergeOptions{Reports: []string{"s1.json", "s2.json"}, JSONOut: "m.json", Baseline: "history:main",
+				Gate: gateOptions{Alpha: 0.05, Tolerance: "cost=10%,tokens=10%,wall=50%", AllowMissing: true, Summary: "s.md", RequireAll: true}}},
 		{name: "eval old --json FILE", parse: evalCmd, args: []string{"suite.yaml", "--json", "r.json"}, wantErr: "--json-out r.json"},
 		{name: "import", parse: importCmd, args: []string{"auto", "a.jsonl", "runs/", "--json"},
 			want: importOptions{Format: "auto", Paths: []string{"a.jsonl", "runs/"}, JSON: true}},

@@ -215,12 +215,16 @@ func proxyBackend(f *Factory, opts *proxyOptions) (proxy.Backend, *proxy.Replay,
 		if err != nil {
 			return nil, nil, hdr, err
 		}
+		sides, err := proxy.SideThreads(st, id)
+		if err != nil {
+			return nil, nil, hdr, fmt.Errorf("--replay %s: %w", id, err)
+		}
 		ignore, err := replaymatch.Ignores(opts.Ignore)
 		if err != nil {
 			return nil, nil, hdr, usageError{fmt.Errorf("--%w", err)}
 		}
 		dir, _ := os.Getwd()
-		cfg := proxy.ReplayConfig{Events: evs, Strict: opts.Strict, Until: opts.Until, Ignore: ignore, Dir: dir,
+		cfg := proxy.ReplayConfig{Events: evs, Strict: opts.Strict, Until: opts.Until, Sides: sides, Ignore: ignore, Dir: dir,
 			Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(st.SessionDir(id), rel) }}
 		if opts.OnMiss == "upstream" {
 			cfg.OnMiss = up

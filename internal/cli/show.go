@@ -134,10 +134,36 @@ func showRun(f *Factory, opts *showOptions) error {
 		fmt.Fprintf(f.Err, "warning: session %s: log has a torn tail (%d bytes after the last whole event, from a crash mid-write); 'agentctl resume' cuts it\n",
 			id, tail.FileSize-tail.GoodSize)
 	}
+	if !opts.JSON {
+		// The session's conversation is the thread that came first: when
+		// that was a client's title call, the agent's is a side thread,
+		// which the reader must be told of.
+		if sides := sideThreads(st, id); len(sides) > 0 {
+			fmt.Fprintf(w, "side threads (calls of the same client sharing nothing with this conversation): %s\n", termsafe.Line(strings.Join(sides, ", ")))
+		}
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	return loadErr
+}
+
+// sideThreads lists the side threads of session id whose headers say
+// they are (session.SideThreadID, in order; at most 100 looked for).
+func sideThreads(st recorder.Store, id string) []string {
+	var out []string
+	for n := 1; n <= 100; n++ {
+		sid := session.SideThreadID(id, n)
+		h, err := st.Header(sid)
+		if err != nil {
+			break
+		}
+		if of, k := session.SideThreadOf(h); of != id || k != n {
+			break
+		}
+		out = append(out, sid)
+	}
+	return out
 }
 
 // showSealedRest prints, after the events a damaged log still holds
@@ -214,7 +240,10 @@ func describe(e session.Event) string {
 	switch e.Kind {
 	case session.KindSessionStarted:
 		s := fmt.Sprintf("%s on %s/%s", orDash(e.Name), e.Provider, e.Model)
+		of, n := session.SideThreadOf(e)
 		switch {
+		case of != "":
+			s += fmt.Sprintf(" (side thread %d of %s: a call of its client that shares nothing with its conversation, not a compaction of it)", n, of)
 		case e.ParentSessionID != "" && e.ForkedFrom > 0:
 			s += fmt.Sprintf(" (forked from %s at seq %d)", e.ParentSessionID, e.ForkedFrom)
 		case e.ParentSessionID != "" && e.ParentSeq > 0:

@@ -34,9 +34,10 @@ type treeNode struct {
 	recorder.Summary
 	// Relation is "subagent" (started by the parent's task call whose
 	// intent is Seq), "fork" (forked from the parent at Seq: replay fork,
-	// proxy --replay --until) or "replay" (a replay of the parent: proxy
-	// --replay, replay run --keep of an external agent's session); ""
-	// for the session asked about.
+	// proxy --replay --until), "replay" (a replay of the parent: proxy
+	// --replay, replay run --keep of an external agent's session) or
+	// "side_thread" (a side conversation of the parent's client, such as
+	// its title call: session.Route); "" for the session asked about.
 	Relation string      `json:"relation,omitempty"`
 	Seq      int64       `json:"seq,omitempty"`
 	Children []*treeNode `json:"children,omitempty"`
@@ -93,6 +94,8 @@ func writeTree(w io.Writer, n *treeNode) {
 			rel = fmt.Sprintf("  fork (from seq %d)", n.Seq)
 		case "replay":
 			rel = fmt.Sprintf("  replay (of %s)", n.Summary.ParentSessionID)
+		case "side_thread":
+			rel = "  side thread (a call sharing nothing with the conversation: not a compaction)"
 		}
 		fmt.Fprintf(w, "%s%s%s%s  %s  %s  %d events, %d tool calls, %d tokens, $%.4f\n", prefix, branch,
 			n.SessionID, rel, termsafe.String(orDash(n.Name)), n.Status, n.Events, n.ToolCalls, n.InputTokens+n.OutputTokens, n.CostUSD)

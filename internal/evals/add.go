@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 	"github.com/agentctl/agentctl/internal/vfs"
@@ -50,6 +51,14 @@ type AddOptions struct {
 	// relative to the working directory, written relative to the suite).
 	// Nil: the session's pinned model.
 	Model *spec.Model
+	// Program, if set, is the program the case runs against the
+	// recording (replay.command: see Replay.Command); its WorkspaceFrom
+	// and ReadOnly are paths relative to the working directory, written
+	// relative to the suite. With LiveFromTurn, the program goes live on
+	// Model (default: the recorded one) from that model turn on
+	// (replay.live_from_turn); ForkFrom does not apply.
+	Program      *replay.Program
+	LiveFromTurn int
 	// Options are the recorder's for the copied logs; Options.Redact nil
 	// redacts the secrets of this process's environment and the token
 	// formats.
@@ -65,6 +74,12 @@ type AddResult struct {
 	Fixture   string `json:"fixture"` // the home of the copy, relative to the suite's folder
 	Sessions  int    `json:"sessions"`
 	Existed   bool   `json:"existed"` // the same copy was there already
+	// Created: the suite file did not exist and Add wrote it.
+	Created bool `json:"created,omitempty"`
+	// NoProgram: the scenario replays a session whose program agentctl
+	// cannot start (collected, imported, proxied with no spec) and no
+	// Program was given, so it checks the recording against itself.
+	NoProgram bool `json:"no_program,omitempty"`
 }
 
 // Add appends to a suite a scenario made from a recorded session of any
@@ -99,11 +114,19 @@ func Add(opts AddOptions) (AddResult, error) {
 		return res, err
 	}
 	data, err := os.ReadFile(abs)
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// A new suite: written only once it holds the scenario and loads.
+		data, res.Created = NewSuiteText(abs), true
+	case err != nil:
 		return res, fmt.Errorf("eval add: read suite: %w", err)
+	default:
+		if _, err := Load(abs); err != nil {
+			return res, fmt.Errorf("eval add: the suite does not load as it is; fix it first: %w", err)
+		}
 	}
-	if _, err := Load(abs); err != nil {
-		return res, fmt.Errorf("eval add: the suite does not load as it is; fix it first: %w", err)
+	if opts.LiveFromTurn > 0 && (opts.Program == nil || opts.ForkFrom > 0) {
+		return res, errors.New("eval add: a live turn goes with a program (--command), and not with a fork seq")
 	}
 	id, err := opts.From.Resolve(opts.Session)
 	if err != nil {
@@ -119,6 +142,11 @@ func Add(opts AddOptions) (AddResult, error) {
 	if opts.ForkFrom > 0 && opts.ForkFrom >= evs[len(evs)-1].Seq {
 		return res, fmt.Errorf("eval add: --fork-from %d: session %s ends at seq %d; fork from an earlier event", opts.ForkFrom, id, evs[len(evs)-1].Seq)
 	}
+	if opts.LiveFromTurn > 0 {
+		if _, err := replay.ForkSeqOfTurn(evs, opts.LiveFromTurn); err != nil {
+			return res, fmt.Errorf("eval add: --fork-from %d: session %s: %w", opts.LiveFromTurn, id, err)
+		}
+	}
 	res.SessionID = id
 	name := opts.Name
 	if name == "" {
@@ -130,6 +158,9 @@ func Add(opts AddOptions) (AddResult, error) {
 		if opts.ForkFrom > 0 {
 			name += fmt.Sprintf("-fork-%d", opts.ForkFrom)
 		}
+		if opts.LiveFromTurn > 0 {
+			name += fmt.Sprintf("-live-%d", opts.LiveFromTurn)
+		}
 	}
 	res.Scenario = name
 
@@ -138,7 +169,7 @@ func Add(opts AddOptions) (AddResult, error) {
 		return res, err
 	}
 	if len(asserts) == 0 {
-		asserts = []*yaml.Node{mapping("status", scalar(defaultStatus(evs, opts.ForkFrom)))}
+		asserts = []*yaml.Node{mapping("status", scalar(defaultStatus(evs, opts.ForkFrom+int64(opts.LiveFromTurn))))}
 	}
 
 	dir := filepath.Dir(abs)
@@ -153,21 +184,42 @@ func Add(opts AddOptions) (AddResult, error) {
 		rp.Content = append(rp.Content, scalar("fork_from"), scalar(strconv.FormatInt(opts.ForkFrom, 10)))
 	}
 	rp.Style = yaml.FlowStyle
+	if p := opts.Program; p != nil {
+		// The program's keys make a long line: one per line.
+		rp.Style = 0
+		rp.Content = append(rp.Content, scalar("command"), scalar(p.Command))
+		if p.WorkspaceFrom != "" {
+			rp.Content = append(rp.Content, scalar("workspace_from"), scalar(relTo(dir, p.WorkspaceFrom)))
+		}
+		if len(p.ReadOnly) > 0 {
+			l := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, r := range p.ReadOnly {
+				l.Content = append(l.Content, scalar(relTo(dir, r)))
+			}
+			rp.Content = append(rp.Content, scalar("read_only"), l)
+		}
+		if len(p.Env) > 0 {
+			l := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, v := range p.Env {
+				l.Content = append(l.Content, scalar(v))
+			}
+			rp.Content = append(rp.Content, scalar("env"), l)
+		}
+		if opts.LiveFromTurn > 0 {
+			rp.Content = append(rp.Content, scalar("live_from_turn"), scalar(strconv.Itoa(opts.LiveFromTurn)))
+		}
+	} else if replay.StandIn(evs[0]) != "" {
+		res.NoProgram = true
+	}
 	seq := &yaml.Node{Kind: yaml.SequenceNode, Content: asserts}
 	sc := mapping("name", scalar(name), "replay", rp)
 	if opts.Model != nil {
-		if opts.ForkFrom == 0 {
-			return res, errors.New("eval add: a model is for a fork (--fork-from SEQ); a replay's model is the recording")
+		if opts.ForkFrom == 0 && opts.LiveFromTurn == 0 {
+			return res, errors.New("eval add: a model is for a fork (--fork-from); a replay's model is the recording")
 		}
 		m := mapping("provider", scalar(opts.Model.Provider), "id", scalar(opts.Model.ID))
 		if opts.Model.Script != "" {
-			p, err := filepath.Abs(opts.Model.Script)
-			if err == nil {
-				if rel, rerr := filepath.Rel(dir, p); rerr == nil {
-					p = rel
-				}
-			}
-			m.Content = append(m.Content, scalar("script"), scalar(filepath.ToSlash(p)))
+			m.Content = append(m.Content, scalar("script"), scalar(relTo(dir, opts.Model.Script)))
 		}
 		m.Style = yaml.FlowStyle
 		sc.Content = append(sc.Content, scalar("model"), m)
@@ -199,24 +251,48 @@ func Add(opts AddOptions) (AddResult, error) {
 }
 
 // defaultStatus is the status a scenario made from evs asserts when no
-// assertion is given (see Add).
+// assertion is given (see Add): a fork's done, else the recorded outcome's
+// (replay.RecordedOutcome), which a replay must reproduce.
 func defaultStatus(evs []session.Event, forkFrom int64) string {
 	if forkFrom > 0 {
 		return string(session.StatusDone)
 	}
-	st := session.Fold(evs)
-	if s := st.Status(); s != session.StatusImported && slices.Contains(statuses, string(s)) {
-		return string(s)
-	}
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Kind == session.KindAssistantMessage {
-			if len(evs[i].ToolCalls) == 0 {
-				return string(session.StatusDone)
-			}
-			break
-		}
+	if s := string(replay.RecordedOutcome(evs).Status); slices.Contains(statuses, s) {
+		return s
 	}
 	return string(session.StatusFailed)
+}
+
+// relTo writes path p (relative to the working directory, or absolute)
+// relative to dir when it can, with slashes: a suite names its files
+// relative to itself.
+func relTo(dir, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.ToSlash(p)
+	}
+	if rel, err := filepath.Rel(dir, a); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.ToSlash(a)
+}
+
+// NewSuiteText is the suite Add starts from when the file does not exist:
+// a name from the file's and comments saying how to run and extend it.
+// It holds no scenario (a suite needs one to load), so it is written only
+// with the scenario Add appends.
+func NewSuiteText(path string) []byte {
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if name == "" {
+		name = "regressions"
+	}
+	return []byte(`# Regression cases made from recorded sessions by agentctl eval add.
+# Run it: agentctl eval ` + filepath.Base(path) + `   (exit 6 when a case fails)
+# Add more: agentctl eval add ` + filepath.Base(path) + ` --from SESSION [--command 'node app.mjs']
+# The format: go doc github.com/agentctl/agentctl/internal/evals
+name: ` + strconv.Quote(name) + `
+scenarios: []
+`)
 }
 
 // assertNodes parses KEY=VALUE assertions into YAML mappings (VALUE is
@@ -467,4 +543,30 @@ func copyFixture(dir string, from recorder.Store, id string, opts recorder.Optio
 		return "", 0, false, fmt.Errorf("eval add: %w", err)
 	}
 	return name, len(ids), false, nil
+}
+
+// SuiteSessions are the sessions the scenarios of the suite at path
+// replay (full ids, resolved in each scenario's home), so adding cases in
+// bulk skips those it has. A suite that does not exist yet has none.
+func SuiteSessions(path string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	s, err := Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("eval add: the suite does not load as it is; fix it first: %w", err)
+	}
+	for _, sc := range s.Scenarios {
+		if sc.Replay == nil {
+			continue
+		}
+		out[sc.Replay.Session] = true
+		if sc.Replay.Home != "" {
+			if id, err := (recorder.Store{Root: sc.Replay.Home}).Resolve(sc.Replay.Session); err == nil {
+				out[id] = true
+			}
+		}
+	}
+	return out, nil
 }

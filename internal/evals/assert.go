@@ -218,6 +218,9 @@ type Result struct {
 	SessionID string `json:"session_id,omitempty"`
 	// Verdict is the reviewer's: pass, fail or needs_human.
 	Verdict string `json:"verdict,omitempty"`
+	// Divergence, on a failed replay_matches, is where the replay first
+	// departed from the recording.
+	Divergence *Divergence `json:"divergence,omitempty"`
 }
 
 // facts is what the per-run checks read: the session's events and its

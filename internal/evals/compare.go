@@ -49,7 +49,8 @@ import (
 // is not the agent's).
 //
 // A scenario with any regression is regressed; otherwise with any
-// improvement improved; otherwise unchanged.
+// improvement improved; otherwise unchanged. A scenario not run now is
+// not_run, whatever the baseline had; one the baseline did not run is new.
 
 // GateVerdict is a scenario's verdict against the baseline.
 type GateVerdict string
@@ -61,6 +62,9 @@ const (
 	Improved  GateVerdict = "improved"
 	New       GateVerdict = "new"
 	Unchanged GateVerdict = "unchanged"
+	// NotRun: the scenario could not run now (ScenarioResult.NotRunReason);
+	// nothing is known of it, so it neither regresses nor fails the gate.
+	NotRun GateVerdict = "not_run"
 )
 
 // Metric names a per-run figure the comparison averages.
@@ -190,6 +194,7 @@ type Comparison struct {
 	Unchanged int            `json:"unchanged"`
 	New       int            `json:"new"`
 	Missing   int            `json:"missing"`
+	NotRun    int            `json:"not_run"`
 	// CostUSD is each report's total cost (every run), and its change.
 	BaselineCostUSD float64 `json:"baseline_cost_usd"`
 	CurrentCostUSD  float64 `json:"current_cost_usd"`
@@ -351,6 +356,22 @@ func Compare(baseline, current *Report, opts CompareOptions) (*Comparison, error
 	for _, sc := range current.Scenarios {
 		cur := StatsOf(sc)
 		b, ok := baseBy[sc.Name]
+		if sc.NotRunReason != "" {
+			d := ScenarioDiff{Name: sc.Name, Verdict: NotRun, Reasons: []string{"not run now: " + sc.NotRunReason}}
+			if ok {
+				d.Baseline = StatsOf(b)
+				if b.NotRunReason == "" {
+					d.Reasons = append(d.Reasons, fmt.Sprintf("%d/%d runs passed in the baseline", d.Baseline.Passed, d.Baseline.Runs))
+				}
+			}
+			c.Scenarios = append(c.Scenarios, d)
+			continue
+		}
+		if ok && b.NotRunReason != "" {
+			c.Scenarios = append(c.Scenarios, ScenarioDiff{Name: sc.Name, Verdict: New, Current: cur,
+				Reasons: []string{fmt.Sprintf("not run in the baseline (%s); %d/%d runs passed now", b.NotRunReason, cur.Passed, cur.Runs)}})
+			continue
+		}
 		if !ok {
 			c.Scenarios = append(c.Scenarios, ScenarioDiff{Name: sc.Name, Verdict: New, Current: cur,
 				Reasons: []string{fmt.Sprintf("not in the baseline; %d/%d runs passed now", cur.Passed, cur.Runs)}})
@@ -383,6 +404,8 @@ func Compare(baseline, current *Report, opts CompareOptions) (*Comparison, error
 			c.New++
 		case Missing:
 			c.Missing++
+		case NotRun:
+			c.NotRun++
 		}
 	}
 	c.OK = c.Regressed == 0 && (c.Missing == 0 || opts.AllowMissing)
@@ -578,9 +601,14 @@ func lchoose(n, k int) float64 {
 }
 
 // CountsLine is the comparison's counts as one line ("1 regressed, 1
-// missing, 0 improved, 3 unchanged, 0 new").
+// missing, 0 improved, 3 unchanged, 0 new", then ", 2 not run" when some
+// scenarios were not run).
 func CountsLine(c *Comparison) string {
-	return fmt.Sprintf("%d regressed, %d missing, %d improved, %d unchanged, %d new", c.Regressed, c.Missing, c.Improved, c.Unchanged, c.New)
+	s := fmt.Sprintf("%d regressed, %d missing, %d improved, %d unchanged, %d new", c.Regressed, c.Missing, c.Improved, c.Unchanged, c.New)
+	if c.NotRun > 0 {
+		s += fmt.Sprintf(", %d not run", c.NotRun)
+	}
+	return s
 }
 
 // ReplaySessions are the sessions a reader of a regression replays: the

@@ -35,9 +35,23 @@
 //	  - name: replayed
 //	    replay: {home: ../replay/home, session: 7e90000000000001, workspace_from: ../workspaces/typo}
 //	    assert: [{status: done}]
+//	  - name: codex-replay            # not run (reported why) where a need is missing
+//	    replay: {session: 0a00000000000002}
+//	    requires: {env: [CODEX_HOME], commands: [codex]}
+//	    assert: [{status: done}]
 //	  - name: forked                  # the recording up to seq 12, then the scenario's model
 //	    replay: {home: fixtures/3c1f…, session: 7e90000000000001, fork_from: 12}
 //	    model: {provider: scripted, id: alt, script: alt.yaml}
+//	    assert: [{status: done}]
+//	  - name: production              # the real program against the recording
+//	    replay:
+//	      home: fixtures/9a0e…
+//	      session: 745bb599d0e41c2a
+//	      command: node app.mjs       # sh -c, in a fresh copy of workspace_from
+//	      workspace_from: ../app
+//	      read_only: [/opt/npm]       # host folders the program may read
+//	      env: [AGENT_TASK]           # variables passed through
+//	      live_from_turn: 2           # optional: turns 2.. go live on model:
 //	    assert: [{status: done}]
 //
 // # Cases from sessions
@@ -48,7 +62,17 @@
 // subagents copied, redacted, into FixturesDir beside the suite under the
 // SHA-256 of the copy; with ForkFrom, one that forks it at that seq onto
 // the scenario's model. It edits the suite as text (comments and layout
-// stay) and loads the result before it replaces the file.
+// stay) and loads the result before it replaces the file, which it
+// creates (NewSuiteText) when there is none.
+//
+// A session no program of agentctl's made (collected, imported, proxied
+// with no spec) replays against itself unless AddOptions.Program names
+// the program: replay.command. Such a case runs the program behind the
+// proxy's replay of the recorded model calls (replay.ProgramSpec), and its
+// replay_matches fails on the first request that differs from its
+// recorded turn, another number of model calls, or another outcome
+// (replay.RecordedOutcome: status, final answer); with live_from_turn it
+// goes live on the scenario's model from that turn (replay.ForkSession).
 //
 // # Assertions
 //
@@ -67,6 +91,18 @@
 // ReviewerSystem for the protocol. A replay scenario also checks
 // replay_matches: the replay's tool results and status equal the
 // recording's (unless allow_differences).
+//
+// # Not run
+//
+// Before a scenario runs, what it needs of the machine is checked: the
+// API key of every model it calls live (the agent's, a fork's, a
+// reviewer's: spec.Model.NeedsKey) and its requires: (variables, commands
+// on PATH). A scenario that lacks one is not run: it has no runs, its
+// NotRunReason says what is missing, Report.NotRun counts it, and it is
+// neither passed nor failed (a fork's pull request gets no secrets; its
+// live scenarios are not regressions of the program). Against a baseline
+// its verdict is not_run, never regressed or missing. A report with a
+// not-run scenario is not OK; notrun.go has the exit policy.
 //
 // # Runs, shards, reports
 //
@@ -95,7 +131,9 @@
 // regress; a missing scenario fails unless AllowMissing. compare.go has
 // the rules; TestFalseAlarmRate measures how often the gate fires when
 // nothing changed. WriteJUnit and WriteSummary (Markdown, for
-// $GITHUB_STEP_SUMMARY) render a report with its Comparison.
+// $GITHUB_STEP_SUMMARY) render a report with its Comparison; the summary
+// says why each failing scenario failed (why.go: the failed assertion,
+// expected and got, and a replay's divergence: turn and both sides).
 //
 //	base, _ := evals.ReadReport("main.json")
 //	cmp, err := evals.Compare(base, rep, evals.CompareOptions{})

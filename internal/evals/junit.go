@@ -23,7 +23,9 @@ import (
 // missed its threshold has a <failure> whose message names the first
 // failed assertion and the session, and whose text lists every failed
 // assertion with its suite line and how to look at the session and replay
-// it. A run that could not be made has an <error> instead. A failed run of
+// it. A run that could not be made has an <error> instead. A scenario
+// not run on this machine (ScenarioResult.NotRunReason) is one testcase
+// "<scenario>" with a <skipped> that says why. A failed run of
 // a scenario that still met its threshold has no <failure> (the build does
 // not fail for it); the suite's <system-out> lists it as tolerated.
 //
@@ -70,6 +72,7 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
 }
@@ -78,6 +81,10 @@ type junitProblem struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
 	Text    string `xml:",chardata"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
@@ -114,6 +121,14 @@ func WriteJUnit(w io.Writer, rep *Report, cmp *Comparison) error {
 	}
 	var out, tolerated strings.Builder
 	for _, sc := range rep.Scenarios {
+		if sc.NotRunReason != "" {
+			fmt.Fprintf(&out, "%s: NOT RUN: %s\n", sc.Name, sc.NotRunReason)
+			ts.Cases = append(ts.Cases, junitCase{Name: sc.Name, Classname: rep.Suite + "." + sc.Name, Time: "0.000",
+				Skipped: &junitSkipped{Message: "not run: " + sc.NotRunReason}})
+			ts.Tests++
+			ts.Skipped++
+			continue
+		}
 		fmt.Fprintf(&out, "%s: %d/%d runs passed (need %d) %s\n", sc.Name, sc.Passed, sc.Repeat, sc.Need, okWord(sc.OK))
 		for _, r := range sc.Runs {
 			tc := junitCase{Name: fmt.Sprintf("%s #%d", sc.Name, r.Repeat), Classname: rep.Suite + "." + sc.Name, Time: seconds(r.Millis)}

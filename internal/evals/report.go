@@ -52,7 +52,10 @@ type Report struct {
 	Failed    int              `json:"failed"`
 	Runs      int              `json:"runs"`
 	RunsOK    int              `json:"runs_ok"`
-	// OK is true when every scenario met its threshold.
+	// NotRun counts the scenarios that could not run here (see notRun);
+	// they are neither passed nor failed.
+	NotRun int `json:"not_run"`
+	// OK is true when every scenario ran and met its threshold.
 	OK bool `json:"ok"`
 	// Comparison is the gate's outcome when the run had a baseline
 	// (--baseline); a later comparison reads only the scenarios.
@@ -75,6 +78,10 @@ type ScenarioResult struct {
 	// Trials are pass@k and pass^k for k = 1..runs, for a scenario of two
 	// or more runs (see Trials); derived from Runs.
 	Trials []Trial `json:"trials,omitempty"`
+	// NotRunReason, when set, says why the scenario was not run on this
+	// machine (a model's API key or a required command is missing); it
+	// has no runs and is neither passed nor failed.
+	NotRunReason string `json:"not_run_reason,omitempty"`
 }
 
 // RunResult is one repeat of a scenario: its session and its checks.
@@ -109,10 +116,15 @@ func (r RunResult) Failures() []Result {
 }
 
 func (rep *Report) tally() {
-	rep.Passed, rep.Failed, rep.Runs, rep.RunsOK = 0, 0, 0, 0
+	rep.Passed, rep.Failed, rep.Runs, rep.RunsOK, rep.NotRun = 0, 0, 0, 0, 0
 	for i := range rep.Scenarios {
 		sc := &rep.Scenarios[i]
 		sc.Passed = 0
+		if sc.NotRunReason != "" {
+			sc.OK, sc.Trials = false, nil
+			rep.NotRun++
+			continue
+		}
 		for _, r := range sc.Runs {
 			rep.Runs++
 			if r.OK {
@@ -128,7 +140,13 @@ func (rep *Report) tally() {
 			rep.Failed++
 		}
 	}
-	rep.OK = rep.Failed == 0
+	rep.OK = rep.Failed == 0 && rep.NotRun == 0
+}
+
+// NothingRan reports whether scenarios were selected and none of them
+// could run: no evidence either way, which must not look like a pass.
+func (rep *Report) NothingRan() bool {
+	return rep.NotRun > 0 && rep.NotRun == len(rep.Scenarios)
 }
 
 // MaxReportBytes bounds a report file ReadReport reads: reports come
@@ -163,7 +181,8 @@ func ReadReport(path string) (*Report, error) {
 // Errors of Merge.
 var (
 	// ErrMergeMismatch: the reports come from different suites (their
-	// file digests differ) or different shard counts or filters.
+	// file digests differ) or different shard counts, filters or
+	// --repeat.
 	ErrMergeMismatch = errors.New("evals: the reports are not shards of one suite run")
 	// ErrMergeOverlap: a scenario is in two reports.
 	ErrMergeOverlap = errors.New("evals: shards overlap")
@@ -172,23 +191,23 @@ var (
 )
 
 // Merge joins shard reports into one, in suite order. The reports must
-// come from the same suite file (same digest), shard count and filter, be
-// disjoint and, unless partial, cover every shard.
+// come from the same suite file (same digest), shard count, filter and
+// --repeat, be disjoint and, unless partial, cover every shard.
 func Merge(reports []*Report, partial bool) (*Report, error) {
 	if len(reports) == 0 {
 		return nil, errors.New("evals: merge: no reports")
 	}
 	first := reports[0]
 	out := &Report{Version: ReportVersion, Suite: first.Suite, SuitePath: first.SuitePath, SuiteSHA256: first.SuiteSHA256,
-		SuiteScenarios: first.SuiteScenarios, SuiteNames: first.SuiteNames, Filter: first.Filter, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
+		SuiteScenarios: first.SuiteScenarios, SuiteNames: first.SuiteNames, Filter: first.Filter, Repeat: first.Repeat, Home: first.Home, Started: first.Started, Scenarios: []ScenarioResult{}}
 	count := 0
 	seenShard := map[int]bool{}
 	seen := map[int]bool{}
 	end := first.Started
 	for _, r := range reports {
-		if r.SuiteSHA256 != first.SuiteSHA256 || r.Filter != first.Filter {
-			return nil, fmt.Errorf("%w: %s (sha256 %.12s, filter %q) and %s (sha256 %.12s, filter %q)", ErrMergeMismatch,
-				first.SuitePath, first.SuiteSHA256, first.Filter, r.SuitePath, r.SuiteSHA256, r.Filter)
+		if r.SuiteSHA256 != first.SuiteSHA256 || r.Filter != first.Filter || r.Repeat != first.Repeat {
+			return nil, fmt.Errorf("%w: %s (sha256 %.12s, filter %q, --repeat %d) and %s (sha256 %.12s, filter %q, --repeat %d)", ErrMergeMismatch,
+				first.SuitePath, first.SuiteSHA256, first.Filter, first.Repeat, r.SuitePath, r.SuiteSHA256, r.Filter, r.Repeat)
 		}
 		if len(r.Shards) == 0 {
 			if len(reports) > 1 {

@@ -2,8 +2,10 @@ package evals
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/agent"
 	"github.com/agentctl/agentctl/internal/crashtest"
+	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/replay"
@@ -50,6 +53,10 @@ type Config struct {
 	Warn io.Writer
 	// Clock stamps the report (default time.Now).
 	Clock func() time.Time
+	// Getenv and LookPath say what the machine has, for the scenarios'
+	// needs (default os.Getenv, exec.LookPath); see notRun.
+	Getenv   func(string) string
+	LookPath func(string) (string, error)
 }
 
 // Progress reports one finished run.
@@ -172,8 +179,14 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 	for _, i := range Select(s, cfg.Shard, cfg.Filter) {
 		sc := &s.Scenarios[i]
 		n := cfg.Runs(sc)
-		rep.Scenarios = append(rep.Scenarios, ScenarioResult{Name: sc.Name, Index: i, Line: sc.Line, Repeat: n,
-			Threshold: sc.ThresholdValue(), Need: need(sc.ThresholdValue(), n), Runs: make([]RunResult, n)})
+		res := ScenarioResult{Name: sc.Name, Index: i, Line: sc.Line, Repeat: n,
+			Threshold: sc.ThresholdValue(), Need: need(sc.ThresholdValue(), n), Runs: make([]RunResult, n)}
+		if why := e.notRun(sc); why != "" {
+			res.NotRunReason, res.Runs = why, []RunResult{}
+			rep.Scenarios = append(rep.Scenarios, res)
+			continue
+		}
+		rep.Scenarios = append(rep.Scenarios, res)
 		e.crash[i] = &crashOnce{}
 		for r := 0; r < n; r++ {
 			units = append(units, unit{i, len(rep.Scenarios) - 1, r})
@@ -217,13 +230,23 @@ func (e *engine) runOne(ctx context.Context, sc *Scenario, idx, r int) (rr RunRe
 		id      string
 		err     error
 		replayR *replay.SessionReport
+		matches *Result // a program's fork: its replayed turns, judged when it ran
+		src     []session.Event
 	)
 	obs := e.observer()
-	if sc.Replay != nil && sc.Replay.ForkFrom > 0 {
+	if sc.Replay != nil && sc.Replay.LiveFromTurn > 0 {
+		var x *replay.ExternalForkReport
+		x, err = e.forkProgram(ctx, sc, obs)
+		if x != nil {
+			id = x.SessionID
+			m := forkMatches(sc.Replay, x)
+			matches = &m
+		}
+	} else if sc.Replay != nil && sc.Replay.ForkFrom > 0 {
 		id, err = e.fork(ctx, sc, obs)
 	} else if sc.Replay != nil {
 		var rep replay.SessionReport
-		rep, err = e.replay(ctx, sc, obs)
+		rep, src, err = e.replay(ctx, sc, obs)
 		id, replayR = rep.ReplaySessionID(), &rep
 	} else {
 		var res runner.Result
@@ -291,7 +314,12 @@ func (e *engine) runOne(ctx context.Context, sc *Scenario, idx, r int) (rr RunRe
 		}
 		rr.Results = append(rr.Results, res)
 	}
-	if replayR != nil {
+	switch {
+	case matches != nil:
+		rr.Results = append(rr.Results, *matches)
+	case replayR != nil && replayR.External != nil && sc.Replay.Command != "":
+		rr.Results = append(rr.Results, programMatches(sc.Replay, replayR.External, replay.RecordedOutcome(src), replay.RecordedOutcome(evs)))
+	case replayR != nil:
 		rr.Results = append(rr.Results, replayMatches(sc.Replay, replayR))
 	}
 	rr.OK = rr.Error == ""
@@ -315,22 +343,85 @@ func (e *engine) start(ctx context.Context, sc *Scenario, obs runner.Observer) (
 // replay run` does (replay.Session: agentctl's loop, an external agent
 // behind the replaying proxy, or an import's recorded results); the
 // replay is recorded in the eval's home.
-func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) (replay.SessionReport, error) {
-	rp := sc.Replay
+//
+// A replay with a command runs that program instead (replay.ProgramSpec):
+// the recorded events are returned too, for the outcome it must match.
+func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) (replay.SessionReport, []session.Event, error) {
+	src, id, evs, err := e.recorded(sc.Replay, "replay")
+	if err != nil {
+		return replay.SessionReport{}, nil, err
+	}
+	cfg := replay.SessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
+		WorkspaceFrom: sc.Replay.WorkspaceFrom, Ignore: sc.Replay.Ignore, Observer: obs}
+	if p := sc.Replay.Program(); p != nil {
+		if err := e.programHome(p); err != nil {
+			return replay.SessionReport{}, nil, fmt.Errorf("replay %s: %w", id, err)
+		}
+		cfg.Spec = replay.ProgramSpec(evs, *p)
+	}
+	rep, err := replay.Session(ctx, cfg)
+	return rep, evs, err
+}
+
+// recorded loads the session a replay: scenario names, from its home.
+func (e *engine) recorded(rp *Replay, op string) (recorder.Store, string, []session.Event, error) {
 	src := e.cfg.Store
 	if rp.Home != "" {
 		src = recorder.Store{Root: rp.Home}
 	}
 	id, err := src.Resolve(rp.Session)
 	if err != nil {
-		return replay.SessionReport{}, fmt.Errorf("replay %s: %w", rp.Session, err)
+		return src, "", nil, fmt.Errorf("%s %s: %w", op, rp.Session, err)
 	}
 	evs, _, err := src.Load(id)
-	if err != nil {
-		return replay.SessionReport{}, fmt.Errorf("replay %s: %w", id, err)
+	if err == nil && len(evs) == 0 {
+		err = errors.New("the log has no events")
 	}
-	return replay.Session(ctx, replay.SessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
-		WorkspaceFrom: rp.WorkspaceFrom, Ignore: rp.Ignore, Observer: obs})
+	if err != nil {
+		return src, "", nil, fmt.Errorf("%s %s: %w", op, id, err)
+	}
+	return src, id, evs, nil
+}
+
+// programHome refuses a program workspace that holds the eval's home:
+// every run copies the folder into a session of that home, which would
+// then copy itself.
+func (e *engine) programHome(p *replay.Program) error {
+	if p.WorkspaceFrom == "" {
+		return nil
+	}
+	home, err1 := filepath.Abs(e.cfg.Store.Root)
+	from, err2 := filepath.Abs(p.WorkspaceFrom)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	if home == from || strings.HasPrefix(home, from+string(filepath.Separator)) {
+		return fmt.Errorf("the program's workspace_from %s holds the agentctl home %s, and every run copies it into that home; name the program's own folder, or use another home (--home)", from, home)
+	}
+	return nil
+}
+
+// forkProgram runs the scenario's program with the recorded model turns
+// 1..live_from_turn-1 replayed and the rest served live by the scenario's
+// model (default: the recorded one), as `agentctl replay fork` does for
+// an external agent (replay.ForkSession).
+func (e *engine) forkProgram(ctx context.Context, sc *Scenario, obs runner.Observer) (*replay.ExternalForkReport, error) {
+	rp := sc.Replay
+	src, id, evs, err := e.recorded(rp, "fork")
+	if err != nil {
+		return nil, err
+	}
+	p := rp.Program()
+	if err := e.programHome(p); err != nil {
+		return nil, fmt.Errorf("fork %s: %w", id, err)
+	}
+	seq, err := replay.ForkSeqOfTurn(evs, rp.LiveFromTurn)
+	if err != nil {
+		return nil, fmt.Errorf("fork %s: live_from_turn %w", id, err)
+	}
+	rep, err := replay.ForkSession(ctx, replay.ForkSessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
+		From: seq, Spec: replay.ProgramSpec(evs, *p), Model: sc.Model, Observer: obs})
+	return rep.External, err
 }
 
 // fork forks the scenario's recorded session after replay.fork_from and
@@ -340,17 +431,9 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 // eval's home.
 func (e *engine) fork(ctx context.Context, sc *Scenario, obs runner.Observer) (string, error) {
 	rp := sc.Replay
-	src := e.cfg.Store
-	if rp.Home != "" {
-		src = recorder.Store{Root: rp.Home}
-	}
-	id, err := src.Resolve(rp.Session)
+	src, id, evs, err := e.recorded(rp, "fork")
 	if err != nil {
-		return "", fmt.Errorf("fork %s: %w", rp.Session, err)
-	}
-	evs, _, err := src.Load(id)
-	if err != nil || len(evs) == 0 {
-		return "", fmt.Errorf("fork %s: read the session: %v", id, err)
+		return "", err
 	}
 	sp, standIn, _, err := replay.ContinueSpec(src.Root, evs, "")
 	if err != nil {
@@ -395,6 +478,11 @@ func replayMatches(rp *Replay, sr *replay.SessionReport) Result {
 	}
 	res.Message = fmt.Sprintf("%d differences from the recording: %s", len(rep.Differences), strings.Join(p, "; "))
 	res.OK = rp.AllowDifferences
+	d := rep.Differences[0]
+	res.Divergence = &Divergence{Turn: d.Turn, Seq: d.Seq, What: p[0]}
+	if d.Code != replay.CodeStatusDiffers && d.Code != replay.CodeMCPToolsChanged {
+		res.Divergence.Log, res.Divergence.Replay = diffWindow(d.Log, d.Replay, maxDiffText)
+	}
 	return res
 }
 
@@ -407,6 +495,9 @@ func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
 	for _, f := range x.Findings {
 		if f.Fatal {
 			p = append(p, fmt.Sprintf("turn %d diverged: %s", f.Turn, f.What))
+			if res.Divergence == nil {
+				res.Divergence = &Divergence{Turn: f.Turn, Seq: f.Seq, What: f.What}
+			}
 		}
 	}
 	if x.ReplayStatus != x.LogStatus {
@@ -422,6 +513,80 @@ func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
 	res.Message = fmt.Sprintf("the external agent's replay differs from the recording: %s", strings.Join(p, "; "))
 	res.OK = rp.AllowDifferences
 	return res
+}
+
+// programMatches judges a program's run against a recording: every
+// request it sent matched the recorded one at its turn (a divergence names
+// the turn), it made the recorded number of model calls, and it ended as
+// the recording did (status, and the final answer: the text of the last
+// model answer).
+func programMatches(rp *Replay, x *replay.ExternalReport, want, got replay.Outcome) Result {
+	res := Result{Kind: KindReplayMatches, Assertion: "replay_matches: " + x.SessionID, OK: true}
+	if d := divergence(x.Findings, x.Diverged); d != "" {
+		// What follows a divergence (fewer calls, another ending) is its
+		// consequence: the first differing request is the news.
+		res.Message, res.OK = "the program's requests differ from the recording: "+d, rp.AllowDifferences
+		return res
+	}
+	var p []string
+	if x.Turns != x.RecordedTurns {
+		p = append(p, fmt.Sprintf("the program made %d model calls, the recording %d", x.Turns, x.RecordedTurns))
+	}
+	if got.Status != want.Status {
+		why := ""
+		if x.ReplayReason != "" {
+			why = " (" + x.ReplayReason + ")"
+		}
+		p = append(p, fmt.Sprintf("[%s] the recording ended %s, the program's run %s%s", replay.CodeStatusDiffers, want.Status, got.Status, why))
+	}
+	if got.Answer != want.Answer {
+		p = append(p, fmt.Sprintf("final answer: log has %q, the program's run %q", clip(want.Answer, 60), clip(got.Answer, 60)))
+	}
+	if len(p) == 0 {
+		res.Message = fmt.Sprintf("the program made the %d recorded model calls as recorded and ended %s with the recorded answer", x.Turns, got.Status)
+		return res
+	}
+	res.Message = "the program's run differs from the recording: " + strings.Join(p, "; ")
+	res.OK = rp.AllowDifferences
+	return res
+}
+
+// forkMatches judges the replayed part of a program's fork: the turns
+// before live_from_turn must match the recording (the rest is judged by
+// the assertions).
+func forkMatches(rp *Replay, x *replay.ExternalForkReport) Result {
+	res := Result{Kind: KindReplayMatches, Assertion: "replay_matches: " + x.ParentID, OK: true}
+	if d := divergence(x.Findings, x.Diverged); d != "" {
+		res.Message, res.OK = "the program's replayed turns differ from the recording: "+d, rp.AllowDifferences
+		return res
+	}
+	res.Message = fmt.Sprintf("turns 1..%d as recorded, %d live", x.Replayed, x.Live)
+	return res
+}
+
+// divergence is the first request of a program that did not match its
+// recorded turn, with the count of later ones, "" when none diverged.
+func divergence(fs []proxy.Finding, diverged bool) string {
+	var first *proxy.Finding
+	more := 0
+	for i := range fs {
+		if fs[i].Fatal {
+			if first == nil {
+				first = &fs[i]
+			} else {
+				more++
+			}
+		}
+	}
+	switch {
+	case first != nil && more > 0:
+		return fmt.Sprintf("turn %d diverged: %s (and %d later turns)", first.Turn, first.What, more)
+	case first != nil:
+		return fmt.Sprintf("turn %d diverged: %s", first.Turn, first.What)
+	case diverged:
+		return "a request diverged from the recording"
+	}
+	return ""
 }
 
 // sql runs a sql assertion over the home's views scoped to the session.

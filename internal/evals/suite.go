@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
@@ -48,12 +49,26 @@ type Scenario struct {
 	Repeat    int         `yaml:"repeat"`
 	Threshold *float64    `yaml:"threshold"`
 	Assert    []Assertion `yaml:"assert"`
+	// Requires names what the scenario needs of the machine beyond the
+	// API keys of its models, which are checked anyway (see NotRun).
+	Requires *Requires `yaml:"requires"`
 
 	// Line is where the scenario starts in the suite file.
 	Line int `yaml:"-"`
 	// Spec is the loaded agent spec with the overrides applied (agent
 	// scenarios only). Runs copy it; it is never changed after Load.
 	Spec *spec.Spec `yaml:"-"`
+}
+
+// Requires is what a scenario needs that agentctl cannot see in its specs:
+// environment variables (a secret the program reads) and commands (the
+// program a replayed external agent runs, a tool it calls). A scenario
+// whose needs are missing is not run (NotRun), never failed.
+type Requires struct {
+	Env []string `yaml:"env"`
+	// Commands are looked up on PATH; one with a slash is a file relative
+	// to the suite.
+	Commands []string `yaml:"commands"`
 }
 
 // Replay names a recorded session to re-run offline: the recorded
@@ -74,11 +89,37 @@ type Replay struct {
 	// scenario's model (default: the session's pinned one), live. There
 	// is no replay_matches check; the assertions judge the new ending.
 	ForkFrom int64 `yaml:"fork_from"`
+
+	// Command, if set, is the program the case runs (sh -c, in a fresh
+	// copy of WorkspaceFrom) behind a proxy that answers its model calls
+	// from the recording, offline: a production session (collected,
+	// proxied, imported) made a test the program must pass. replay_matches
+	// fails when a request differs from the recorded one at its turn, or
+	// the outcome does (status, final answer, turns). ReadOnly are host
+	// folders the program may read (absolute, or relative to the suite),
+	// Env the variables passed through to it.
+	Command  string   `yaml:"command"`
+	ReadOnly []string `yaml:"read_only"`
+	Env      []string `yaml:"env"`
+	// LiveFromTurn, with Command, drives the program onto the scenario's
+	// model (default: the recorded one, live) from this model turn on:
+	// turns 1..LiveFromTurn-1 are replayed and must match, the rest are
+	// live, and the assertions judge the new ending.
+	LiveFromTurn int `yaml:"live_from_turn"`
 	// Ignore are regular expressions of text an external agent's replay
 	// treats as volatile besides replaymatch's table (as replay run
 	// --ignore): what the program's requests carry that differs run to
 	// run and no normaliser knows.
 	Ignore []string `yaml:"ignore"`
+}
+
+// Program is the program a replay runs (replay.Program), nil for a replay
+// that answers from the recording alone.
+func (r *Replay) Program() *replay.Program {
+	if r.Command == "" {
+		return nil
+	}
+	return &replay.Program{Command: r.Command, WorkspaceFrom: r.WorkspaceFrom, ReadOnly: r.ReadOnly, Env: r.Env}
 }
 
 // Need is the number of passing repeats the scenario needs.
@@ -135,6 +176,8 @@ var statuses = []string{
 	string(session.StatusCrashed), string(session.StatusRunning),
 }
 
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 var verdicts = []string{VerdictPass, VerdictFail, VerdictNeedsHuman}
 
 func (s *Suite) abs(p string) string {
@@ -187,15 +230,17 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 			switch {
 			case sc.Replay.ForkFrom < 0:
 				bad("replay.fork_from must be a seq of the session (1 or more)", at("replay", "fork_from")...)
-			case sc.Replay.ForkFrom > 0 && sc.Model != nil:
+			case (sc.Replay.ForkFrom > 0 || sc.Replay.LiveFromTurn > 0) && sc.Model != nil:
 				m := *sc.Model
 				m.Script = s.abs(m.Script)
 				if msg := checkModel(&m); msg != "" {
 					bad("model: "+msg, at("model")...)
 				}
 				sc.Model = &m
-			case sc.Replay.ForkFrom == 0 && (sc.Model != nil || sc.Prompt != ""):
-				bad("model and prompt overrides apply to agent scenarios and forks (replay.fork_from); a replay's model is the recording", at("replay")...)
+			case sc.Replay.ForkFrom == 0 && sc.Replay.LiveFromTurn == 0 && (sc.Model != nil || sc.Prompt != ""):
+				bad("model and prompt overrides apply to agent scenarios and forks (replay.fork_from, replay.live_from_turn); a replay's model is the recording", at("replay")...)
+			case sc.Replay.Command != "" && sc.Prompt != "":
+				bad("prompt: the program sends its own requests; change the program instead", at("prompt")...)
 			}
 			s.validateReplay(sc.Replay, func(msg string, p ...any) { bad(msg, at(append([]any{"replay"}, p...)...)...) })
 		default:
@@ -222,6 +267,20 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 				}
 			}
 			sc.Spec = sp
+		}
+		if r := sc.Requires; r != nil {
+			for k, v := range r.Env {
+				if !envName.MatchString(v) {
+					bad(fmt.Sprintf("requires.env %q is not a variable name", v), at("requires", "env", k)...)
+				}
+			}
+			for k, v := range r.Commands {
+				if strings.TrimSpace(v) == "" {
+					bad("requires.commands has an empty command", at("requires", "commands", k)...)
+				} else if strings.Contains(v, "/") {
+					r.Commands[k] = s.abs(v)
+				}
+			}
 		}
 		if len(sc.Assert) == 0 {
 			bad("scenario has no assert list; a scenario that checks nothing always passes", at()...)
@@ -269,6 +328,28 @@ func (s *Suite) validateReplay(r *Replay, bad func(string, ...any)) {
 		if _, err := st.Resolve(r.Session); err != nil {
 			bad(fmt.Sprintf("replay.session %q in %s: %v", r.Session, r.Home, err), "session")
 		}
+	}
+	switch {
+	case r.Command == "" && (len(r.ReadOnly) > 0 || len(r.Env) > 0 || r.LiveFromTurn != 0):
+		bad("replay.read_only, env and live_from_turn go with replay.command (the program the case runs)")
+	case r.LiveFromTurn < 0:
+		bad("replay.live_from_turn must be a model turn of the session (1 or more)", "live_from_turn")
+	case r.LiveFromTurn > 0 && r.ForkFrom > 0:
+		bad("replay takes fork_from (a seq: agentctl's own loop goes on) or live_from_turn (the program goes live), not both", "live_from_turn")
+	case r.Command != "" && strings.TrimSpace(r.Command) == "":
+		bad("replay.command is blank", "command")
+	}
+	for i, v := range r.Env {
+		if !envName.MatchString(v) {
+			bad(fmt.Sprintf("replay.env %q is not a variable name (letters, digits and _, not starting with a digit)", v), "env", i)
+		}
+	}
+	for i, p := range r.ReadOnly {
+		if p == "" {
+			bad("replay.read_only: an empty folder name", "read_only", i)
+			continue
+		}
+		r.ReadOnly[i] = s.abs(p)
 	}
 	for i, e := range r.Ignore {
 		if _, err := replaymatch.Ignore(e); err != nil {

@@ -17,12 +17,16 @@ import (
 //	line naming the baseline, alpha and tolerance
 //	counts line, then the cost line (totals and their change)
 //	| Scenario | Verdict | Pass rate | p | Cost | Tokens | Turns | Wall | Tool calls |   one row per scenario
-//	### Regressed / ### Missing: each scenario's reasons, and for a
-//	regression the `agentctl replay run <id>` lines of its runs
+//	### Regressed / ### Missing / ### Not run: each scenario's reasons, and for a
+//	regression why its runs failed (whyBlock: each failed assertion,
+//	expected and got, and a replay's divergence: turn and both sides)
+//	and the `agentctl replay run <id>` lines of its runs
+//	### Failing, not a regression: the same for scenarios that fail on
+//	both sides (or are new and fail)
 //	### Trials: pass@k and pass^k of the scenarios with repeats
 //
 // Without a baseline the table has each scenario's result, runs passed
-// and means, and the failed scenarios' replay lines. Text from the suite
+// and means, and the failed scenarios' reasons (whyBlock) and replay lines. Text from the suite
 // (scenario names) is escaped, so a name cannot break the table.
 
 // maxReplayLines caps the replay lines listed per scenario.
@@ -44,11 +48,16 @@ func WriteSummary(w io.Writer, rep *Report, cmp *Comparison) error {
 
 func summaryCompared(b *strings.Builder, rep *Report, cmp *Comparison) {
 	mark, what := "✅", "no regression against the baseline"
-	if !cmp.OK {
+	switch {
+	case !cmp.OK:
 		mark, what = "❌", "regressed against the baseline"
 		if cmp.Regressed == 0 {
 			what = "scenarios missing against the baseline"
 		}
+	case rep.NothingRan():
+		mark, what = "⚠️", fmt.Sprintf("nothing ran, %d not run", rep.NotRun)
+	case rep.NotRun > 0:
+		mark, what = "⚠️", fmt.Sprintf("no regression in the scenarios that ran, %d not run", rep.NotRun)
 	}
 	fmt.Fprintf(b, "## %s eval %s: %s\n\n", mark, mdText(rep.Suite), what)
 	fmt.Fprintf(b, "Baseline: %s · alpha %s · tolerance %s\n\n", baselineLine(cmp.Baseline), strconv.FormatFloat(cmp.Alpha, 'g', -1, 64), mdText(cmp.Tolerance.String()))
@@ -70,18 +79,21 @@ func summaryCompared(b *strings.Builder, rep *Report, cmp *Comparison) {
 		fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
 	}
 	b.WriteString("\n")
-	for _, v := range []GateVerdict{Regressed, Missing, Improved} {
+	for _, v := range []GateVerdict{Regressed, Missing, NotRun, Improved} {
 		first := true
 		for _, d := range cmp.Scenarios {
 			if d.Verdict != v {
 				continue
 			}
 			if first {
-				fmt.Fprintf(b, "### %s\n\n", strings.ToUpper(string(v[:1]))+string(v[1:]))
+				fmt.Fprintf(b, "### %s\n\n", verdictHeading(v))
 				first = false
 			}
 			fmt.Fprintf(b, "- **%s**: %s\n", mdText(d.Name), mdText(strings.Join(d.Reasons, "; ")))
 			if v == Regressed {
+				if sc, ok := scenarioNamed(rep, d.Name); ok {
+					whyBlock(b, sc, "  ")
+				}
 				replayBlock(b, rep.Home, d.ReplaySessions(), "  ")
 			}
 		}
@@ -89,19 +101,49 @@ func summaryCompared(b *strings.Builder, rep *Report, cmp *Comparison) {
 			b.WriteString("\n")
 		}
 	}
+	// A scenario that fails on both sides is no regression, and its
+	// reader still needs to know why it fails.
+	first := true
+	for _, d := range cmp.Scenarios {
+		sc, ok := scenarioNamed(rep, d.Name)
+		if d.Verdict == Regressed || !ok || sc.OK || sc.NotRunReason != "" {
+			continue
+		}
+		if first {
+			b.WriteString("### Failing, not a regression\n\n")
+			first = false
+		}
+		fmt.Fprintf(b, "- **%s** (%s): %d/%d runs passed, %d needed\n", mdText(sc.Name), mdText(verdictHeading(d.Verdict)), sc.Passed, len(sc.Runs), sc.Need)
+		whyBlock(b, sc, "  ")
+		replayBlock(b, rep.Home, StatsOf(sc).FailedSessions, "  ")
+	}
+	if !first {
+		b.WriteString("\n")
+	}
 }
 
 func summaryPlain(b *strings.Builder, rep *Report) {
-	mark := "✅"
-	if !rep.OK {
+	mark, notRun := "✅", ""
+	if rep.NotRun > 0 {
+		mark, notRun = "⚠️", fmt.Sprintf(", %d not run", rep.NotRun)
+	}
+	if rep.Failed > 0 {
 		mark = "❌"
 	}
-	fmt.Fprintf(b, "## %s eval %s: %d passed, %d failed\n\n", mark, mdText(rep.Suite), rep.Passed, rep.Failed)
+	fmt.Fprintf(b, "## %s eval %s: %d passed, %d failed%s\n\n", mark, mdText(rep.Suite), rep.Passed, rep.Failed, notRun)
 	fmt.Fprintf(b, "%d of %d runs ok in %.1fs. Cost: %s.\n\n", rep.RunsOK, rep.Runs, float64(rep.Millis)/1000, usd(totalCost(rep)))
 	b.WriteString("| Scenario | Result | Runs passed | Cost | Tokens | Turns | Wall | Tool calls |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range rep.Scenarios {
 		st := StatsOf(sc)
+		if sc.NotRunReason != "" {
+			cells := []string{mdText(sc.Name), "**NOT RUN**", "–"}
+			for range Metrics {
+				cells = append(cells, "–")
+			}
+			fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+			continue
+		}
 		res := "ok"
 		if !sc.OK {
 			res = "**FAILED**"
@@ -115,7 +157,7 @@ func summaryPlain(b *strings.Builder, rep *Report) {
 	b.WriteString("\n")
 	first := true
 	for _, sc := range rep.Scenarios {
-		if sc.OK {
+		if sc.OK || sc.NotRunReason != "" {
 			continue
 		}
 		if first {
@@ -124,11 +166,36 @@ func summaryPlain(b *strings.Builder, rep *Report) {
 		}
 		st := StatsOf(sc)
 		fmt.Fprintf(b, "- **%s**: %d/%d runs passed, %d needed\n", mdText(sc.Name), sc.Passed, len(sc.Runs), sc.Need)
+		whyBlock(b, sc, "  ")
 		replayBlock(b, rep.Home, st.FailedSessions, "  ")
 	}
 	if !first {
 		b.WriteString("\n")
 	}
+	first = true
+	for _, sc := range rep.Scenarios {
+		if sc.NotRunReason == "" {
+			continue
+		}
+		if first {
+			b.WriteString("### Not run\n\n")
+			first = false
+		}
+		fmt.Fprintf(b, "- **%s**: %s\n", mdText(sc.Name), mdText(sc.NotRunReason))
+	}
+	if !first {
+		b.WriteString("\n")
+	}
+}
+
+// scenarioNamed is the scenario of rep named name.
+func scenarioNamed(rep *Report, name string) (ScenarioResult, bool) {
+	for _, sc := range rep.Scenarios {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return ScenarioResult{}, false
 }
 
 func summaryTrials(b *strings.Builder, rep *Report) {
@@ -192,8 +259,16 @@ func verdictCell(v GateVerdict) string {
 	switch v {
 	case Regressed, Missing:
 		return "**" + string(v) + "**"
+	case NotRun:
+		return "**not run**"
 	}
 	return string(v)
+}
+
+// verdictHeading is the heading of a verdict's section ("Not run").
+func verdictHeading(v GateVerdict) string {
+	s := strings.ReplaceAll(string(v), "_", " ")
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func passCell(base, cur *Stats) string {

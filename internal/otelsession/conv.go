@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentctl/agentctl/internal/genai"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -50,9 +51,14 @@ type call struct {
 	in, out   int64
 	cacheRead int64
 	cacheMade int64
+	// reasoning is the output tokens spent reasoning (counted in out too).
+	reasoning int64
 	maxTokens int64
 	respID    string
 	stream    bool
+	// compacted: the emitter says this call's input is a compacted view
+	// of the conversation (gen_ai.conversation.compacted, only ever true).
+	compacted bool
 
 	toolName   string
 	toolCallID string
@@ -209,7 +215,11 @@ func read(sp *span, logs []*logRec) call {
 	c.in, _ = a.int("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "ai.usage.inputTokens", "ai.usage.promptTokens", "llm.usage.prompt_tokens")
 	c.out, _ = a.int("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "ai.usage.outputTokens", "ai.usage.completionTokens", "llm.usage.completion_tokens")
 	c.cacheRead, _ = a.int("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens", "llm.token_count.prompt_details.cache_read", "ai.usage.cachedInputTokens", "ai.usage.inputTokenDetails.cacheReadTokens")
-	c.cacheMade, _ = a.int("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_creation_input_tokens", "llm.token_count.prompt_details.cache_write", "ai.usage.inputTokenDetails.cacheWriteTokens")
+	// The newer name first: an SDK moving to semantic-conventions-genai
+	// may send both, and the newer is the one it means.
+	c.cacheMade, _ = a.int(genai.CacheWriteInputTokens, "gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens", "llm.token_count.prompt_details.cache_write", "ai.usage.inputTokenDetails.cacheWriteTokens")
+	c.reasoning, _ = a.int("gen_ai.usage.reasoning.output_tokens", "llm.token_count.completion_details.reasoning")
+	c.compacted = a.str(genai.ConversationCompacted) == "true"
 	c.maxTokens, _ = a.int("gen_ai.request.max_tokens", "ai.settings.maxOutputTokens", "ai.settings.maxTokens", "llm.request.max_tokens")
 	if b, ok := a["gen_ai.request.stream"].(bool); ok {
 		c.stream = b

@@ -42,6 +42,18 @@ type sess struct {
 	before  map[string]bool // the ones of those read from its log (load)
 	used    uint64          // the write pass it was last written in
 	usedAt  time.Time       // and when (Options.Clock): eviction waits for EvictIdle
+
+	// Side threads (session.Route, the proxy's rule): system and
+	// toolNames are the last model call's (the header's after a
+	// restore); sides the side threads of the session, each a session of
+	// its own (sidesRead: those on disk were looked for); sideOf and
+	// sideN name the session a side thread belongs to.
+	system    string
+	toolNames []string
+	sides     []*sess
+	sidesRead bool
+	sideOf    string
+	sideN     int
 }
 
 func newSess(id, key string) *sess {
@@ -61,6 +73,12 @@ func (s *sess) restore(evs []session.Event) {
 			if json.Unmarshal(e.Attrs, &h) == nil {
 				s.origin = originOf(h.Origin)
 			}
+			var a struct {
+				Tools []string `json:"tools"`
+			}
+			_ = json.Unmarshal(e.Attrs, &a)
+			s.system, s.toolNames = e.System, a.Tools
+			s.sideOf, s.sideN = session.SideThreadOf(e)
 		case session.KindAssistantMessage:
 			s.noteCalls(e.ToolCalls)
 		case session.KindToolResult:
@@ -232,6 +250,11 @@ func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 			in.forget(s)
 		}
 	}()
+	// Its side threads on disk, and the spans they hold: a span of one
+	// sent again is one the session has.
+	if err := in.readSides(s); err != nil {
+		return err
+	}
 	// Spans the session has already (sent again after it was evicted, or
 	// after a restart) add nothing.
 	fresh := ms[:0]
@@ -244,9 +267,18 @@ func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 	evs := make([]session.Event, 0, 2*len(ms)+2) // a call is about two events: grown once, not doubled from nothing
 	var kept []any
 	header := s.w == nil && !s.onDisk
+	var sides []*sideWrite
 	for _, m := range ms {
 		switch m.c.op {
 		case opChat:
+			t, err := in.threadFor(s, m.c)
+			if err != nil {
+				return err
+			}
+			if t != s {
+				sides = addSide(sides, t, m)
+				continue
+			}
 			evs = append(evs, s.chat(m.sp, m.c)...)
 		case opTool:
 			if s.answered(m.c.toolCallID, m.c.toolName) {
@@ -298,15 +330,22 @@ func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 	for i := range evs {
 		evs[i] = fit(evs[i])
 	}
-	if len(evs) == 0 && !header {
+	if len(evs) == 0 && !header && len(sides) == 0 {
 		return nil
 	}
-	if err := in.open(s, pt, ms); err != nil {
-		return err
+	if len(evs) > 0 || header {
+		if err := in.open(s, pt, ms); err != nil {
+			return err
+		}
 	}
 	if len(evs) > 0 {
 		if _, err := s.w.Append(evs...); err != nil {
 			return fmt.Errorf("otelsession: write session %s: %w", s.id, err)
+		}
+	}
+	for _, sw := range sides {
+		if err := in.writeSide(sw, pt); err != nil {
+			return err
 		}
 	}
 	for _, sp := range pt.spans {
@@ -661,6 +700,9 @@ func (in *Ingester) header(s *sess, pt *pendingTrace, ms []mapped) session.Event
 	not = append(not, "workspace")
 	a["not_recorded"] = not
 	h.Attrs = marshal(a)
+	if s.sideOf != "" {
+		h = session.SideThreadHeader(h, s.sideOf, s.sideN)
+	}
 	return h
 }
 
@@ -736,8 +778,11 @@ func (s *sess) chat(sp *span, c call) []session.Event {
 							sum = append(sum, m.Content)
 						}
 					}
-					evs = append(evs, session.Event{TS: sp.Start, Kind: session.KindCompaction, Summary: strings.Join(sum, "\n\n"),
-						Attrs: marshal(map[string]any{"recorded_by": "otlp", "kept_messages": k, "replaced_messages": len(s.history) - k, "new_messages": len(c.input) - k, "trace_id": sp.TraceID, "span_id": sp.SpanID})})
+					ca := map[string]any{"recorded_by": "otlp", "kept_messages": k, "replaced_messages": len(s.history) - k, "new_messages": len(c.input) - k, "trace_id": sp.TraceID, "span_id": sp.SpanID}
+					if c.compacted {
+						ca["conversation_compacted"] = true // the emitter's word, not only the messages'
+					}
+					evs = append(evs, session.Event{TS: sp.Start, Kind: session.KindCompaction, Summary: strings.Join(sum, "\n\n"), Attrs: marshal(ca)})
 					from = len(c.input)
 				}
 			}
@@ -759,6 +804,7 @@ func (s *sess) chat(sp *span, c call) []session.Event {
 				s.noteCalls(m.ToolCalls)
 			}
 		}
+		s.system, s.toolNames = c.system, c.tools
 		s.history = append(append([]session.Message(nil), c.input...), c.output)
 		// The history's assistant turn as the next request will carry it.
 		if !c.hasOutput {
@@ -789,6 +835,14 @@ func (s *sess) chat(sp *span, c call) []session.Event {
 	}
 	if !c.hasInput && !c.hasOutput {
 		attrs["content_captured"] = false
+	}
+	if c.reasoning > 0 {
+		attrs["reasoning_output_tokens"] = c.reasoning // no column holds it
+	}
+	if c.compacted {
+		// Kept also when the content, and so a compaction event, is not
+		// there: the export says it again (gen_ai.conversation.compacted).
+		attrs["conversation_compacted"] = true
 	}
 	mc := session.Event{TS: sp.End, Kind: session.KindModelCall, Provider: provider(c.provider), Model: model,
 		LatencyMS: sp.End.Sub(sp.Start).Milliseconds(), InputTokens: c.in, OutputTokens: c.out,

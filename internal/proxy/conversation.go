@@ -49,6 +49,53 @@ type conversation struct {
 		tools  []string
 	}
 	headerSet bool
+
+	// Side threads (session.Route): system and toolNames are the last
+	// request's, which the rule compares with; sides are the side
+	// threads of a keyed conversation, each a conversation of its own
+	// recorded in its own session; a side thread has root (the
+	// conversation it belongs to) and thread (its number, from 1). All
+	// threads of a conversation are served under the root's mu.
+	system    string
+	toolNames []string
+	sides     []*conversation
+	root      *conversation
+	thread    int
+}
+
+// threadFor returns the thread of cv (a keyed conversation: the side
+// thread rule needs to know the session) that c belongs to: cv itself,
+// one of its side threads, or a new side thread (session.Route). A
+// conversation whose side threads cannot be opened (a Config.Sink without
+// OpenSide) is one thread, as before side threads were told apart. cv.mu
+// is held.
+func (cv *conversation) threadFor(s *Server, c *Call) *conversation {
+	if !cv.keyed || cv.root != nil || (cv == s.fixed && s.cfg.OpenSide == nil) {
+		return cv
+	}
+	ts := make([]session.Thread, 0, 1+len(cv.sides))
+	for _, t := range append([]*conversation{cv}, cv.sides...) {
+		ts = append(ts, session.Thread{System: t.system, Tools: t.toolNames, History: t.history})
+	}
+	switch i := session.Route(ts, session.Request{System: c.System, Tools: c.Tools, Messages: c.Messages}); i {
+	case 0:
+		return cv
+	case session.NewSideThread:
+		side := &conversation{root: cv, thread: len(cv.sides) + 1, keyed: true}
+		cv.sides = append(cv.sides, side)
+		return side
+	default:
+		return cv.sides[i-1]
+	}
+}
+
+// budget is the conversation whose spend a call counts to: a side
+// thread's calls are the session's spend.
+func (cv *conversation) budget() *conversation {
+	if cv.root != nil {
+		return cv.root
+	}
+	return cv
 }
 
 // conversation finds or makes the conversation a call belongs to: the
@@ -102,6 +149,7 @@ func (cv *conversation) open(s *Server, c *Call) error {
 	}
 	h := s.cfg.Header
 	h.Kind = session.KindSessionStarted
+	open := s.cfg.Open
 	if h.Name == "" {
 		h.Name = "proxy"
 	}
@@ -119,14 +167,31 @@ func (cv *conversation) open(s *Server, c *Call) error {
 	attrs["tools"] = append([]string{}, c.Tools...)
 	h.Attrs = marshal(attrs)
 	cv.header.system, cv.header.tools, cv.headerSet = c.System, append([]string{}, c.Tools...), true
-	sink, err := s.cfg.Open(cv.id, h)
+	if cv.root != nil {
+		// A side thread: its own session, named after the session it
+		// belongs to, whose header says so.
+		cv.id = session.SideThreadID(cv.root.id, cv.thread)
+		h = session.SideThreadHeader(h, cv.root.id, cv.thread)
+		if s.cfg.OpenSide != nil {
+			open = s.cfg.OpenSide
+		}
+	}
+	sink, err := open(cv.id, h)
 	if err != nil {
 		return fmt.Errorf("open session: %w", err)
 	}
 	s.mu.Lock()
 	cv.sink, cv.id = sink, sink.SessionID()
-	s.byID[cv.id] = cv
+	if cv.root == nil {
+		s.byID[cv.id] = cv
+	} else {
+		s.convs = append(s.convs, cv)
+	}
 	s.mu.Unlock()
+	if cv.root != nil {
+		s.logf("proxy: session %s, side thread %d of %s (%s %s)", cv.id, cv.thread, cv.root.id, c.Provider, c.Model)
+		return nil
+	}
 	s.logf("proxy: session %s (%s %s)", cv.id, c.Provider, c.Model)
 	return nil
 }
@@ -368,6 +433,7 @@ func (rc *callRecord) keepInputs() {
 		rc.conv.hmu.Lock()
 		rc.conv.history = h
 		rc.conv.hmu.Unlock()
+		rc.conv.system, rc.conv.toolNames = rc.call.System, rc.call.Tools
 	}
 }
 
@@ -383,10 +449,11 @@ func (rc *callRecord) finish(s *Server, status int, header http.Header, resp pro
 	e.InputTokens, e.OutputTokens, e.CostUSD = resp.InputTokens, resp.OutputTokens, resp.CostUSD
 	e.CacheReadInputTokens, e.CacheCreationInputTokens = resp.CacheReadTokens, resp.CacheCreationTokens
 	e.FinishReason, e.ResponseID = resp.FinishReason, resp.ResponseID
-	cv.spent.Calls++
-	cv.spent.InputTokens += resp.InputTokens
-	cv.spent.OutputTokens += resp.OutputTokens
-	cv.spent.CostUSD += resp.CostUSD
+	sp := &cv.budget().spent
+	sp.Calls++
+	sp.InputTokens += resp.InputTokens
+	sp.OutputTokens += resp.OutputTokens
+	sp.CostUSD += resp.CostUSD
 	if disconnected {
 		e.Error, e.ErrorType, e.Text = "the client went away before the answer was complete", "client_disconnected", resp.Text
 		e.Attrs = marshal(rc.attrs)
@@ -424,6 +491,7 @@ func (rc *callRecord) finish(s *Server, status int, header http.Header, resp pro
 	cv.hmu.Lock()
 	cv.history = h
 	cv.hmu.Unlock()
+	cv.system, cv.toolNames = c.System, c.Tools
 }
 
 func firstErr(errs ...error) error {

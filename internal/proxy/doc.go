@@ -110,6 +110,40 @@
 // anything else starts a new session. Two agents that start with the same
 // prompt at once cannot be told apart by prefix: give them /s/ URLs.
 //
+// # Side threads
+//
+// A named conversation (/s/, or a Sink with Config.OpenSide) may carry
+// calls that are not the agent's conversation at all: opencode asks for
+// a title with its own system prompt, no tools and a message of its own;
+// Claude Code checks its quota with a one-word call. Recorded in the
+// session they would break its one history (a compaction that never
+// happened: diagnose warns the goal may be lost, replay verify diverges).
+// So each call is routed by session.Route, the one rule the OTLP mapping
+// (internal/otelsession) groups by too: a call that extends a thread's
+// history continues it; one that shares the system text, a tool or its
+// first message with the session's conversation is the agent's (a
+// compaction when it rewrote the history); anything else starts a side
+// thread. A side thread is a session of its own, session.SideThreadID
+// (<id>-side1, …), whose header names its parent (parent_session_id,
+// attrs side_thread_of and side_thread), as a subagent's does: each
+// thread stays one linear conversation that projection, replay verify,
+// diagnose and bundle read as any session, with no event kind or column
+// added, and the lineage (recorder.RelSideThread) lists it under its
+// parent. The one-log alternative (events tagged with a thread) would
+// have made every reader of a log filter by thread.
+//
+// The session's conversation is the thread that came first: the proxy
+// cannot know, when it must make a call durable, which conversation the
+// agent will go on with (opencode sends its title call before the
+// agent's first turn, so there the title is the session's thread and the
+// agent's conversation side thread 1). Replay does not depend on it: a
+// Replay given the side threads (ReplayConfig.Sides, SideThreads) serves
+// each thread of the program from the recorded thread that shares its
+// first request (session.Shares), else the first one not taken, whatever
+// order the calls interleave in; within a thread, turn N is the thread's
+// N-th call. All threads of a conversation are served under its lock, so
+// they are recorded in the order they came.
+//
 // # Concurrency
 //
 // Server is safe for concurrent use. Calls of one conversation are served

@@ -66,6 +66,12 @@ type Config struct {
 	// session per conversation, and Close finishes them.
 	Sink Sink
 	Open Opener
+	// OpenSide, when set, opens the session of a side thread (a call
+	// that shares nothing with its session's conversation: a client's
+	// title or quota call; session.Route): id is session.SideThreadID,
+	// header session.SideThreadHeader's. Without it, side threads are
+	// opened with Open, and a Sink's calls are all one conversation.
+	OpenSide Opener
 	// Header is laid into the session_started of sessions Open creates:
 	// Name, ParentSessionID, ForkedFrom, Attrs.
 	Header session.Event
@@ -151,10 +157,10 @@ func (s *Server) logf(format string, args ...any) {
 func (s *Server) Sessions() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fixed != nil {
-		return []string{s.fixed.id}
-	}
 	var ids []string
+	if s.fixed != nil {
+		ids = append(ids, s.fixed.id)
+	}
 	for _, c := range s.convs {
 		if c.sink != nil {
 			ids = append(ids, c.id)
@@ -190,7 +196,12 @@ func (s *Server) Finish(status session.Status, reason string) error {
 	s.mu.Unlock()
 	var errs []error
 	for _, c := range convs {
-		c.mu.Lock()
+		// A side thread's calls are served under its root's lock.
+		mu := &c.mu
+		if c.root != nil {
+			mu = &c.root.mu
+		}
+		mu.Lock()
 		if c.sink != nil {
 			fin := session.Event{Kind: session.KindSessionFinished, Status: string(status), Reason: reason}
 			if why, detail := c.calls.Failure(); why != "" && (c.calls.Diverged != nil || status != session.StatusInterrupted) {
@@ -211,7 +222,7 @@ func (s *Server) Finish(status session.Status, reason string) error {
 				}
 			}
 		}
-		c.mu.Unlock()
+		mu.Unlock()
 	}
 	return errors.Join(errs...)
 }
@@ -548,15 +559,24 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, rt route, c *
 		s.logf("proxy: %v", err)
 		return
 	}
-	conv.mu.Lock()
-	defer conv.mu.Unlock()
+	// A side thread is served under its root's lock: the calls of one
+	// conversation, side threads included, one at a time.
+	root := conv
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	if perr == nil && root.sink != nil {
+		conv = root.threadFor(s, c)
+	}
 	if err := conv.open(s, c); err != nil {
 		writeError(w, c.API, http.StatusInternalServerError, "api_error", "agentctl proxy: "+err.Error())
 		s.logf("proxy: %v", err)
 		return
 	}
 	conv.n++
-	c.SessionID, c.Turn, c.Spent = conv.id, conv.n, conv.spent
+	c.SessionID, c.Turn, c.Spent = conv.id, conv.n, conv.budget().spent
+	if conv.root != nil {
+		c.Thread, c.ThreadOf = conv.thread, conv.root.id
+	}
 	rec := callRecord{conv: conv, call: c, began: began, known: known}
 	if perr != nil {
 		_, typ, msg := s.answerError(w, c, perr, false)

@@ -44,6 +44,11 @@ type ReplayConfig struct {
 	// default): the recorded requests are redacted, so a live message is
 	// compared as it would have been recorded.
 	Redactor *redact.Redactor
+	// Sides are the session's recorded side threads (SideThreads): each
+	// is served by a Replay of its own (Events and Artifacts from here,
+	// the rest the session's: --until N replays N turns of each thread),
+	// see side.go.
+	Sides []ReplayConfig
 }
 
 // recordedTurn is one model call of the recording.
@@ -77,6 +82,15 @@ type Replay struct {
 	mu       sync.Mutex
 	live     map[string]bool // conversations that went live (fork)
 	findings []Finding
+
+	// Side threads (side.go): the recording's first request, its side
+	// threads' replays (a side notes its findings in its parent), and
+	// which recorded thread serves each replaying thread.
+	first   session.Thread
+	sides   []*Replay
+	parent  *Replay
+	threads map[string]*Replay
+	taken   map[string]map[*Replay]bool
 }
 
 var _ Backend = (*Replay)(nil)
@@ -193,6 +207,27 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 			}
 		}
 	}
+	r.first = firstRequest(cfg.Events, r.turns)
+	r.threads, r.taken = map[string]*Replay{}, map[string]map[*Replay]bool{}
+	for _, s := range cfg.Sides {
+		// A side thread is replayed as the session is (strictness,
+		// --ignore, the folder, --until, the live upstream): only its
+		// events and artifacts are its own.
+		sc := cfg
+		sc.Events, sc.Artifacts, sc.Sides = s.Events, s.Artifacts, nil
+		side, err := NewReplay(sc)
+		if err != nil {
+			return nil, err
+		}
+		side.parent = r
+		r.sides = append(r.sides, side)
+		for _, m := range side.models {
+			if !seen[m] {
+				seen[m] = true
+				r.models = append(r.models, m)
+			}
+		}
+	}
 	return r, nil
 }
 
@@ -237,6 +272,10 @@ func (r *Replay) Diverged() bool {
 }
 
 func (r *Replay) note(f Finding) {
+	if r.parent != nil {
+		r.parent.note(f)
+		return
+	}
 	r.mu.Lock()
 	r.findings = append(r.findings, f)
 	r.mu.Unlock()
@@ -252,6 +291,17 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 		return serveModels(w, c, r.models)
 	case APICountTokens:
 		return serveCount(w, c)
+	}
+	if len(r.sides) > 0 {
+		t := r.threadOf(c)
+		if t == nil {
+			f := fmt.Sprintf("the recording has %d threads (its conversation and %d side threads) and this is another one", 1+len(r.sides), len(r.sides))
+			r.note(Finding{SessionID: c.SessionID, Turn: c.Turn, What: f, Fatal: true})
+			return &Divergence{Turn: c.Turn, What: f}
+		}
+		if t != r {
+			return t.Serve(ctx, c, w)
+		}
 	}
 	r.mu.Lock()
 	live := r.live[c.SessionID]
@@ -423,5 +473,14 @@ func bodyKey(api API, body []byte) [32]byte {
 // knownCall returns the parsed form of a body the recording holds byte for
 // byte, nil for any other.
 func (r *Replay) knownCall(api API, body []byte) *Call {
-	return r.known[bodyKey(api, body)]
+	k := bodyKey(api, body)
+	if c := r.known[k]; c != nil {
+		return c
+	}
+	for _, s := range r.sides {
+		if c := s.known[k]; c != nil {
+			return c
+		}
+	}
+	return nil
 }

@@ -45,7 +45,13 @@ type Call struct {
 	// the Backend see the call).
 	SessionID string
 	// Turn numbers the model calls of the conversation from 1.
-	Turn      int
+	Turn int
+	// Thread is 0 for a call of the session's conversation, n for one of
+	// its n-th side thread (session.Route), whose session is SessionID
+	// and which belongs to session ThreadOf. Turn counts the thread's
+	// calls.
+	Thread    int
+	ThreadOf  string
 	Model     string
 	MaxTokens int64
 	Stream    bool

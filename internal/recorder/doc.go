@@ -56,7 +56,12 @@
 // child of whom, decided by the child's header (parent_session_id) and
 // checked, for a subagent, against the parent's log:
 //
-//   - a header with forked_from > 0 is a fork of its parent, whatever else
+//   - a header whose attrs name it side thread n of its parent
+//     (side_thread_of, side_thread), in a session whose id is
+//     session.SideThreadID(parent, n), is a side thread of the parent: a
+//     call of the parent's client that shared nothing with its
+//     conversation (session.Route);
+//   - else a header with forked_from > 0 is a fork of its parent, whatever else
 //     it says (a fork copies its parent's header, so a fork of a subagent
 //     still carries the subagent's parent_seq);
 //   - else a header whose attrs name replay_of is a replay of its parent;
@@ -72,7 +77,7 @@
 //     part a fork copied). Walks stop at [MaxLineageDepth] generations and
 //     at a session met twice (headers that loop).
 //
-// Forks and replays are believed from their headers: nothing in the
+// Side threads, forks and replays are believed from their headers: nothing in the
 // parent's log records them.
 //
 // # Format

@@ -26,6 +26,10 @@ const (
 	RelSubagent Relation = "subagent"
 	RelFork     Relation = "fork"
 	RelReplay   Relation = "replay"
+	// RelSideThread: a side conversation of the parent (a client's title
+	// or quota call on the same session; session.Route), recorded as a
+	// session of its own.
+	RelSideThread Relation = "side_thread"
 )
 
 // Link is how a session's header says it hangs off its parent; the zero
@@ -57,7 +61,10 @@ func HeaderLink(id string, hdr session.Event) Link {
 		return Link{}
 	}
 	l := Link{Parent: hdr.ParentSessionID, ParentSeq: hdr.ParentSeq, ForkedFrom: hdr.ForkedFrom}
+	of, n := session.SideThreadOf(hdr)
 	switch {
+	case of != "" && id == session.SideThreadID(of, n):
+		l.Relation = RelSideThread
 	case hdr.ForkedFrom > 0:
 		l.Relation = RelFork
 	case session.ReplayOf(hdr) != "":

@@ -86,6 +86,30 @@ type Model struct {
 	Price *Price `yaml:"price" json:"price,omitempty"`
 }
 
+// KeyEnv is the environment variable the model's API key is read from:
+// model.api_key_env, else the provider's usual one (OPENAI_API_KEY,
+// ANTHROPIC_API_KEY); "" for a provider that takes no key (scripted).
+func (m Model) KeyEnv() string {
+	var def string
+	switch m.Provider {
+	case "openai":
+		def = "OPENAI_API_KEY"
+	case "anthropic":
+		def = "ANTHROPIC_API_KEY"
+	default:
+		return ""
+	}
+	if m.APIKeyEnv != "" {
+		return m.APIKeyEnv
+	}
+	return def
+}
+
+// NeedsKey reports whether the model cannot be called without the key in
+// KeyEnv: a provider's own endpoint. A server at base_url (a local vLLM,
+// a test server) may need none.
+func (m Model) NeedsKey() bool { return m.KeyEnv() != "" && m.BaseURL == "" }
+
 // Price is a model's price in USD per million tokens. Cache reads and
 // writes cost the input price unless given.
 type Price struct {

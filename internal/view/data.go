@@ -488,7 +488,11 @@ func header(in Input, st *session.State, sum recorder.Summary, c *cleaner, hdr s
 	if h.Goal == "" && hdr.Text != "" {
 		h.Goal = c.str(hdr.Text)
 	}
+	of, n := session.SideThreadOf(hdr)
 	switch {
+	case of != "":
+		// Before an import: a collected session's side thread is both.
+		h.Source = fmt.Sprintf("side thread %d of %s (a call of its client sharing nothing with its conversation)", n, c.str(of))
 	case st.ImportedFrom != "":
 		h.Source = "import from " + c.str(st.ImportedFrom)
 	case st.ParentSessionID != "":

@@ -1,6 +1,8 @@
 // Package otlp turns session logs into OpenTelemetry traces and metrics
 // with the GenAI semantic conventions (semconv v1.41: gen-ai-spans.md,
-// gen-ai-agent-spans.md, gen-ai-metrics.md), and sends them over OTLP.
+// gen-ai-agent-spans.md, gen-ai-metrics.md; and the names package genai
+// lists from semantic-conventions-genai, where they moved after v1.41.1),
+// and sends them over OTLP.
 // Like Parquet, this is a projection of the log: everything here can be
 // rebuilt from events, and the log stays the source of truth.
 //
@@ -28,9 +30,14 @@
 //	                          response model, gen_ai.request.max_tokens,
 //	                          gen_ai.response.id, usage (input_tokens counts the cache
 //	                          reads and writes, also given as
-//	                          gen_ai.usage.cache_read/cache_creation.input_tokens),
-//	                          finish reasons, error.type (the provider's own error
-//	                          type as recorded), agentctl.response.refused
+//	                          gen_ai.usage.cache_read.input_tokens and, for writes,
+//	                          cache_write.input_tokens with the released
+//	                          cache_creation.input_tokens beside it; reasoning tokens a
+//	                          collected call kept), finish reasons, error.type (the
+//	                          provider's own error type as recorded),
+//	                          agentctl.response.refused, gen_ai.conversation.compacted
+//	                          (true) on the first call after a compaction and each
+//	                          try of it
 //	  execute_tool {tool}     tool_intent .. tool_result (a result without an intent:
 //	                          its latency); INTERNAL; tool name, call id, type;
 //	                          error.type = the failure class when not ok (cancelled,

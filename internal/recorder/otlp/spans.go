@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentctl/agentctl/internal/buildinfo"
+	"github.com/agentctl/agentctl/internal/genai"
 	"github.com/agentctl/agentctl/internal/provider/endpoint"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
@@ -151,6 +152,10 @@ type builder struct {
 	approvals  map[string]*openSpan
 	assistant  *session.Event
 	lastTS     time.Time
+	// compacted: a compaction was recorded and no model call of the
+	// conversation has answered since, so the next one's input is the
+	// compacted view (gen_ai.conversation.compacted).
+	compacted bool
 }
 
 func newBuilder(sid string, opts Options, emit func(tracetest.SpanStub), onChat func(Chat)) *builder {
@@ -273,6 +278,7 @@ func (b *builder) add(e session.Event) {
 	case session.KindModelCall:
 		b.chat(e, inv)
 	case session.KindCompaction:
+		b.compacted = true
 		s := b.compaction
 		b.compaction = nil
 		if s == nil {
@@ -327,7 +333,8 @@ func (b *builder) add(e session.Event) {
 }
 
 func (b *builder) chat(e session.Event, inv *openSpan) {
-	purpose := purposeOf(e)
+	ca := chatAttrsOf(e)
+	purpose := ca.Purpose
 	parent := inv
 	if purpose == "compaction" {
 		b.compaction = b.open(nameCompaction, e.Seq, nameCompaction, trace.SpanKindInternal,
@@ -363,7 +370,19 @@ func (b *builder) chat(e session.Event, inv *openSpan) {
 		s.stub.Attributes = append(s.stub.Attributes, semconv.GenAIUsageCacheReadInputTokens(int(e.CacheReadInputTokens)))
 	}
 	if e.CacheCreationInputTokens > 0 {
-		s.stub.Attributes = append(s.stub.Attributes, semconv.GenAIUsageCacheCreationInputTokens(int(e.CacheCreationInputTokens)))
+		s.stub.Attributes = append(s.stub.Attributes, cacheWrites(e.CacheCreationInputTokens)...)
+	}
+	if ca.Reasoning > 0 {
+		s.stub.Attributes = append(s.stub.Attributes, semconv.GenAIUsageReasoningOutputTokens(int(ca.Reasoning)))
+	}
+	if purpose == "" && (b.compacted || ca.Compacted) {
+		// The first call of the conversation after a compaction, and
+		// each try of it: a failed try leaves the next one to answer.
+		// Only ever true, as the conventions say.
+		s.stub.Attributes = append(s.stub.Attributes, attribute.Bool(genai.ConversationCompacted, true))
+		if e.Error == "" {
+			b.compacted = false
+		}
 	}
 	if e.Attempt > 0 {
 		s.stub.Attributes = append(s.stub.Attributes, attrAttempt.Int64(e.Attempt))
@@ -463,7 +482,7 @@ func (b *builder) endInvocation(at time.Time) {
 			inv.stub.Attributes = append(inv.stub.Attributes, semconv.GenAIUsageCacheReadInputTokens(int(inv.cacheRead)))
 		}
 		if inv.cacheWrite > 0 {
-			inv.stub.Attributes = append(inv.stub.Attributes, semconv.GenAIUsageCacheCreationInputTokens(int(inv.cacheWrite)))
+			inv.stub.Attributes = append(inv.stub.Attributes, cacheWrites(inv.cacheWrite)...)
 		}
 		if inv.cost != 0 {
 			inv.stub.Attributes = append(inv.stub.Attributes, attrCostUSD.Float64(inv.cost))
@@ -500,15 +519,35 @@ func (b *builder) event(e session.Event, extra ...attribute.KeyValue) sdktrace.E
 	return sdktrace.Event{Name: string(e.Kind), Time: e.TS, Attributes: attrs}
 }
 
-func purposeOf(e session.Event) string {
-	if len(e.Attrs) == 0 {
-		return ""
+// chatAttrs is what a model_call's attrs say that its span carries.
+type chatAttrs struct {
+	// Purpose is why agentctl made the call when it is not the
+	// conversation's next turn ("compaction": the summarizing call).
+	Purpose string `json:"purpose"`
+	// Compacted: a collected call whose emitter said its input was the
+	// compacted conversation (its content, and so a compaction event, may
+	// not have been captured).
+	Compacted bool `json:"conversation_compacted"`
+	// Reasoning is the reasoning output tokens a collected call reported.
+	Reasoning int64 `json:"reasoning_output_tokens"`
+}
+
+func chatAttrsOf(e session.Event) chatAttrs {
+	var a chatAttrs
+	if len(e.Attrs) > 0 {
+		_ = json.Unmarshal(e.Attrs, &a)
 	}
-	var a struct {
-		Purpose string `json:"purpose"`
-	}
-	_ = json.Unmarshal(e.Attrs, &a)
-	return a.Purpose
+	return a
+}
+
+// cacheWrites is the cache-write tokens under the current name
+// (semantic-conventions-genai) and the released one beside it: every
+// released version (to v1.41.1, and Go's semconv/v1.41.0) knows only
+// gen_ai.usage.cache_creation.input_tokens, and a backend that reads the
+// released conventions would lose the writes. Neither is added to the
+// other: both are the same breakdown of gen_ai.usage.input_tokens.
+func cacheWrites(n int64) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.Int64(genai.CacheWriteInputTokens, n), semconv.GenAIUsageCacheCreationInputTokens(int(n))}
 }
 
 // chatErrorType is the error.type of a failed model call: the provider's
