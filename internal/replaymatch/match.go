@@ -512,8 +512,8 @@ func (t *Tally) Add(turn int, counts map[string]int) {
 			t.byName[name] = ch
 		}
 		ch.Count += n
-		if k := len(ch.Turns); k == 0 || ch.Turns[k-1] != turn {
-			ch.Turns = append(ch.Turns, turn)
+		if i, found := slices.BinarySearch(ch.Turns, turn); !found {
+			ch.Turns = slices.Insert(ch.Turns, i, turn)
 		}
 	}
 }

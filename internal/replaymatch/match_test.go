@@ -173,3 +173,48 @@ func TestExcerpts(t *testing.T) {
 		t.Errorf("String = %s, want it to start %s", d, want)
 	}
 }
+
+// TestMatcherConcurrent: conversations replayed at once ask the one
+// Matcher for their turns in parallel (the proxy serves them so); each
+// gets its own turn's answer and the tally adds up. Run with -race.
+func TestMatcherConcurrent(t *testing.T) {
+	evs, reqs := benchSession(40)
+	m, err := NewMatcher(NewRecording(evs), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const convs = 6
+	errs := make(chan error, convs)
+	for c := 0; c < convs; c++ {
+		go func() {
+			for n := 1; n <= len(reqs); n++ {
+				if d := m.Check(n, reqs[n-1]); d != nil {
+					errs <- errors.New(d.String())
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for c := 0; c < convs; c++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var date, dur int
+	for _, ch := range m.Changes() {
+		if want := len(reqs); ch.Name == "date-time" && (len(ch.Turns) != want || ch.Turns[0] != 1 || ch.Turns[want-1] != want) {
+			t.Errorf("date-time turns %v, want 1..%d once each", ch.Turns, want)
+		}
+		switch ch.Name {
+		case "date-time":
+			date = ch.Count
+		case "duration":
+			dur = ch.Count
+		}
+	}
+	// The system text's date at every turn; turn n has n-1 tool results.
+	if date != convs*len(reqs) || dur != convs*len(reqs)*(len(reqs)-1)/2 {
+		t.Errorf("date-time %d, duration %d; want %d and %d", date, dur, convs*len(reqs), convs*len(reqs)*(len(reqs)-1)/2)
+	}
+}
