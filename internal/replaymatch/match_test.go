@@ -91,6 +91,7 @@ func TestCompareFields(t *testing.T) {
 		{"same", base, false, "", ""},
 		{"model asked without its date", with(func(r *Request) { r.Model = "claude-sonnet-4" }), false, "", ""},
 		{"another model", with(func(r *Request) { r.Model = "claude-sonnet-4-5" }), false, "model", ""},
+		{"an alias the user ignores", with(func(r *Request) { r.Model = "claude-sonnet-latest" }), false, "", `ignore:claude-sonnet-\S+`},
 		{"another tool list", with(func(r *Request) { r.Tools = []string{"Read"} }), false, "tools", ""},
 		{"other system text", with(func(r *Request) { r.System = "Be thorough." }), false, "system", ""},
 		{"a message more", with(func(r *Request) {
@@ -117,7 +118,12 @@ func TestCompareFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, counts := Compare(base, tt.got, Options{Strict: tt.strict})
+			ig, _ := Ignore(`claude-sonnet-\S+`)
+			opts := Options{Strict: tt.strict}
+			if strings.HasPrefix(tt.count, "ignore:") {
+				opts.Ignore = []Normaliser{ig}
+			}
+			d, counts := Compare(base, tt.got, opts)
 			switch {
 			case tt.field == "" && d != nil:
 				t.Errorf("Compare = %s, want a match", d)
