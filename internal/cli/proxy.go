@@ -171,8 +171,8 @@ func proxyBackend(f *Factory, opts *proxyOptions) (proxy.Backend, *proxy.Replay,
 	if opts.OnMiss != "fail" && opts.OnMiss != "upstream" {
 		return nil, nil, hdr, usageError{fmt.Errorf("--on-miss %q: want fail or upstream", opts.OnMiss)}
 	}
-	if opts.Replay == "" && (opts.Strict || opts.Until != 0 || opts.OnMiss != "fail") {
-		return nil, nil, hdr, usageError{errors.New("--strict, --until and --on-miss only apply to --replay")}
+	if opts.Replay == "" && (opts.Strict || opts.Until != 0 || opts.OnMiss != "fail" || len(opts.Ignore) > 0) {
+		return nil, nil, hdr, usageError{errors.New("--strict, --ignore, --until and --on-miss only apply to --replay")}
 	}
 	if opts.Model != "" && opts.Upstream == "" {
 		return nil, nil, hdr, usageError{errors.New("--model names the model of live turns: give --upstream too")}

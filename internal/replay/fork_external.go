@@ -100,7 +100,14 @@ func ForkExternal(ctx context.Context, cfg ExternalForkConfig) (ExternalForkRepo
 		live = proxy.WithModel(proxy.AfterTurn(live, until), m)
 	}
 	counted := &liveCounter{Backend: live}
-	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Artifacts: cfg.Artifacts, Until: until, Live: counted})
+	var ignore []replaymatch.Normaliser
+	if cfg.Spec != nil && cfg.Spec.Agent != nil {
+		var err error
+		if ignore, err = replaymatch.Ignores(cfg.Spec.Agent.ReplayIgnore); err != nil {
+			return rep, fmt.Errorf("fork %s: agent.replay_%w", cfg.SessionID, err)
+		}
+	}
+	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Artifacts: cfg.Artifacts, Until: until, Live: counted, Ignore: ignore})
 	if err != nil {
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}

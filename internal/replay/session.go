@@ -182,7 +182,11 @@ func toolSetChanges(hdr session.Event, now []session.MCPServer) ([]ToolDiff, err
 // naming the turn.
 func replayExternal(ctx context.Context, cfg SessionConfig, sp *spec.Spec) (*ExternalReport, error) {
 	id, evs, src := cfg.SessionID, cfg.Events, cfg.Recordings
-	ignore, err := replaymatch.Ignores(cfg.Ignore)
+	exprs := cfg.Ignore
+	if sp.Agent != nil {
+		exprs = append(append([]string{}, sp.Agent.ReplayIgnore...), cfg.Ignore...)
+	}
+	ignore, err := replaymatch.Ignores(exprs)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", id, err)
 	}

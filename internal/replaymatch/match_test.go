@@ -91,6 +91,7 @@ func TestCompareFields(t *testing.T) {
 		{"same", base, false, "", ""},
 		{"model asked without its date", with(func(r *Request) { r.Model = "claude-sonnet-4" }), false, "", ""},
 		{"another model", with(func(r *Request) { r.Model = "claude-sonnet-4-5" }), false, "model", ""},
+		{"an alias the user ignores", with(func(r *Request) { r.Model = "claude-sonnet-latest" }), false, "", `ignore:claude-sonnet-\S+`},
 		{"another tool list", with(func(r *Request) { r.Tools = []string{"Read"} }), false, "tools", ""},
 		{"other system text", with(func(r *Request) { r.System = "Be thorough." }), false, "system", ""},
 		{"a message more", with(func(r *Request) {
@@ -117,7 +118,12 @@ func TestCompareFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, counts := Compare(base, tt.got, Options{Strict: tt.strict})
+			ig, _ := Ignore(`claude-sonnet-\S+`)
+			opts := Options{Strict: tt.strict}
+			if strings.HasPrefix(tt.count, "ignore:") {
+				opts.Ignore = []Normaliser{ig}
+			}
+			d, counts := Compare(base, tt.got, opts)
 			switch {
 			case tt.field == "" && d != nil:
 				t.Errorf("Compare = %s, want a match", d)
@@ -171,5 +177,50 @@ func TestExcerpts(t *testing.T) {
 	}
 	if want := `turn 0, message 1 (user content): log has `; !strings.HasPrefix(d.String(), want) {
 		t.Errorf("String = %s, want it to start %s", d, want)
+	}
+}
+
+// TestMatcherConcurrent: conversations replayed at once ask the one
+// Matcher for their turns in parallel (the proxy serves them so); each
+// gets its own turn's answer and the tally adds up. Run with -race.
+func TestMatcherConcurrent(t *testing.T) {
+	evs, reqs := benchSession(40)
+	m, err := NewMatcher(NewRecording(evs), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const convs = 6
+	errs := make(chan error, convs)
+	for c := 0; c < convs; c++ {
+		go func() {
+			for n := 1; n <= len(reqs); n++ {
+				if d := m.Check(n, reqs[n-1]); d != nil {
+					errs <- errors.New(d.String())
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for c := 0; c < convs; c++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var date, dur int
+	for _, ch := range m.Changes() {
+		if want := len(reqs); ch.Name == "date-time" && (len(ch.Turns) != want || ch.Turns[0] != 1 || ch.Turns[want-1] != want) {
+			t.Errorf("date-time turns %v, want 1..%d once each", ch.Turns, want)
+		}
+		switch ch.Name {
+		case "date-time":
+			date = ch.Count
+		case "duration":
+			dur = ch.Count
+		}
+	}
+	// The system text's date at every turn; turn n has n-1 tool results.
+	if date != convs*len(reqs) || dur != convs*len(reqs)*(len(reqs)-1)/2 {
+		t.Errorf("date-time %d, duration %d; want %d and %d", date, dur, convs*len(reqs), convs*len(reqs)*(len(reqs)-1)/2)
 	}
 }

@@ -1,6 +1,9 @@
 package replaymatch
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // The generic normalisers: spans any program's requests carry that differ
 // between two runs of the same program, whatever the client. Each is
@@ -27,7 +30,9 @@ var (
 	hexIDRE = regexp.MustCompile(`\b[0-9a-f]{16,}\b`)
 	// The folder mkdtemp made under the system's temp dir: /tmp/<name>,
 	// /var/tmp/<name>, macOS's /var/folders/xx/yyy/T/<name>. Only that
-	// first component is replaced: the files below it still compare.
+	// first component is replaced: the files below it still compare. A
+	// path that merely has a tmp folder inside it (/srv/app/tmp/x) is the
+	// program's (tempPath checks what comes before).
 	tempPathRE = regexp.MustCompile(`(?:/private)?(?:/tmp|/var/tmp|/var/folders/[^/\s]+/[^/\s]+/T)/[^/\s"'<>()\[\]{},;:|\\]+`)
 )
 
@@ -38,8 +43,9 @@ func init() {
 	dur.Order = OrderGeneric
 	uuid := Regexp("uuid", "any", "random ids: sessions, requests, tool calls", uuidRE)
 	uuid.Order = OrderGeneric - 1 // before hex-id, which would take its last group
-	tmp := Regexp("temp-path", "any", "the random folder a temp dir was made as", tempPathRE)
-	tmp.Order = OrderGeneric - 2 // before uuid and hex-id: the folder name is replaced whole
+	tmp := Normaliser{Name: "temp-path", Source: "any", Why: "the random folder a temp dir was made as",
+		Order: OrderGeneric - 2, // before uuid and hex-id: the folder name is replaced whole
+		Apply: tempPath}
 	hex := Normaliser{Name: "hex-id", Source: "any", Why: "random or content-derived hex ids: trace, span and request ids, hashes, commit ids", Order: OrderGeneric,
 		Apply: func(s string, _ Env) (string, int) {
 			ph, n := Placeholder("hex-id"), 0
@@ -63,4 +69,35 @@ func init() {
 	for _, n := range []Normaliser{date, dur, uuid, tmp, hex} {
 		Register(n)
 	}
+}
+
+// tempPath replaces the temp folders tempPathRE finds that start a path:
+// at the start of s or after a character no path has before its root.
+func tempPath(s string, _ Env) (string, int) {
+	locs := tempPathRE.FindAllStringIndex(s, -1)
+	if locs == nil {
+		return s, 0
+	}
+	ph := Placeholder("temp-path")
+	var b strings.Builder
+	n, last := 0, 0
+	for _, l := range locs {
+		if l[0] > 0 && inPath(s[l[0]-1]) {
+			continue
+		}
+		b.WriteString(s[last:l[0]])
+		b.WriteString(ph)
+		last = l[1]
+		n++
+	}
+	if n == 0 {
+		return s, 0
+	}
+	b.WriteString(s[last:])
+	return b.String(), n
+}
+
+// inPath reports whether c can come right before a "/" inside a path.
+func inPath(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '~' || c == '>'
 }

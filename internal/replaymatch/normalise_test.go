@@ -118,6 +118,9 @@ func TestNotNormalised(t *testing.T) {
 		{"exit code", around(t, codexRollout, `Process exited with code 0`, 80), "code 0", "code 2"},
 		{"token count", around(t, codexRollout, `Original token count: 1356`, 80), "1356", "1357"},
 		{"changed word", around(t, orderLogs, `Where is my order A-1042\?`, 100), "Where is", "Where was"},
+		// A tmp folder inside the program's own tree is no temp dir.
+		{"file in a project's tmp folder", strings.Replace(around(t, claudeRequest, `Primary working directory: /tmp/go-test-script2614702457/`, 150), ": /tmp/", ": /srv/app/tmp/", 1),
+			"go-test-script2614702457", "go-test-script2614702458"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

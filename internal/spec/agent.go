@@ -31,6 +31,12 @@ type Agent struct {
 	// provider-shaped error, or ModelChangeRecord, served and recorded as
 	// a model_changed event.
 	ModelChange string `yaml:"model_change" json:"model_change,omitempty"`
+	// ReplayIgnore are regular expressions of text in the program's
+	// requests that differs from run to run and that no normaliser of
+	// the replay matcher knows (a request id of the program's own): every
+	// replay of its sessions treats them as volatile, as replay run
+	// --ignore does for one replay.
+	ReplayIgnore []string `yaml:"replay_ignore" json:"replay_ignore,omitempty"`
 }
 
 // What a request for another model than the pinned one gets.
@@ -134,6 +140,11 @@ func (s *Spec) validateAgent(bad func(string, ...any)) {
 	default:
 		bad(fmt.Sprintf("agent.model_change %q is not refuse or record", a.ModelChange), "agent", "model_change")
 	}
+	for i, e := range a.ReplayIgnore {
+		if _, err := regexp.Compile(e); err != nil {
+			bad(fmt.Sprintf("agent.replay_ignore %q: %v", e, err), "agent", "replay_ignore", i)
+		}
+	}
 	notHere := func(key, why string) {
 		bad(fmt.Sprintf("%s does not apply to an external agent: %s; remove it", key, why), key)
 	}
@@ -178,7 +189,7 @@ func isReserved(k string) bool {
 // UnmarshalYAML decodes agent strictly (Node.Decode alone would let a
 // misspelt key through).
 func (a *Agent) UnmarshalYAML(n *yaml.Node) error {
-	if err := checkKeys(n, "command", "env", "model_change"); err != nil {
+	if err := checkKeys(n, "command", "env", "model_change", "replay_ignore"); err != nil {
 		return err
 	}
 	type plain Agent

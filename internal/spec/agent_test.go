@@ -23,6 +23,7 @@ func TestAgentSpecErrors(t *testing.T) {
 		{"sandbox env", agentHead + "agent:\n  command: [node]\n  env: {AGENTCTL_SANDBOX_INIT: x}\n", `reserved for the sandbox`},
 		{"bad env name", agentHead + "agent:\n  command: [node]\n  env: {\"A-B\": x}\n", `agent.env "A-B" is not a variable name`},
 		{"model change", agentHead + "agent: {command: [node], model_change: allow}\n", `agent.model_change "allow" is not refuse or record`},
+		{"replay ignore", agentHead + "agent: {command: [node], replay_ignore: ['req_\\w+', '(']}\n", `agent.replay_ignore "(": error parsing regexp`},
 		{"tools", agentHead + "agent: {command: [node]}\ntools: [bash]\n", `:4: tools does not apply to an external agent`},
 		{"custom tools", agentHead + "agent: {command: [node]}\ncustom_tools: [{name: t, command: [x]}]\n", `custom_tools does not apply`},
 		{"approvals", agentHead + "agent: {command: [node]}\napprovals: [{tool: bash}]\n", `approvals does not apply`},
@@ -50,7 +51,7 @@ func TestAgentSpecErrors(t *testing.T) {
 func TestAgentSpecLoads(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.yaml")
-	os.WriteFile(p, []byte(agentHead+"agent:\n  command: [./bin/agent, --fast]\n  env: {AGENT_MODEL: s, DEBUG: \"1\"}\n  model_change: record\nbudget: {max_tokens: 100, max_wall: 30s}\n"), 0o644)
+	os.WriteFile(p, []byte(agentHead+"agent:\n  command: [./bin/agent, --fast]\n  env: {AGENT_MODEL: s, DEBUG: \"1\"}\n  model_change: record\n  replay_ignore: ['req_\\w+']\nbudget: {max_tokens: 100, max_wall: 30s}\n"), 0o644)
 	sp, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func TestAgentSpecLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Agent == nil || back.Agent.Command[1] != "--fast" || back.Agent.Env["AGENT_MODEL"] != "s" {
+	if back.Agent == nil || back.Agent.Command[1] != "--fast" || back.Agent.Env["AGENT_MODEL"] != "s" || len(back.Agent.ReplayIgnore) != 1 || back.Agent.ReplayIgnore[0] != `req_\w+` {
 		t.Errorf("FromHeader(JSON()).Agent = %+v", back.Agent)
 	}
 	// A plain spec records no agent key, so its hash is what it was.
