@@ -48,7 +48,7 @@ func (in *Ingester) threadFor(s *sess, c call) (*sess, error) {
 		ts = append(ts, session.Thread{System: t.system, Tools: t.toolNames, History: t.history})
 	}
 	var t *sess
-	switch i := session.Route(ts, session.Request{System: c.system, Tools: c.tools, Messages: c.input}); i {
+	switch i := session.Route(ts, session.Request{System: c.system, Tools: c.tools, Messages: c.input, Compacted: c.compacted}); i {
 	case 0:
 		return s, nil
 	case session.NewSideThread:

@@ -38,6 +38,11 @@ type Request struct {
 	System   string
 	Tools    []string
 	Messages []Message
+	// Compacted is the client's own word that this request is a compacted
+	// view of the session's conversation (OpenTelemetry's
+	// gen_ai.conversation.compacted): a summariser's request may share
+	// nothing with the history it replaces, and is still that history.
+	Compacted bool
 }
 
 // NewSideThread is what Route returns for a request that starts a new side
@@ -50,9 +55,10 @@ const NewSideThread = -1
 //
 //   - the thread whose history the request's messages extend (Extends),
 //     the session's conversation first: the request continues it;
-//   - else 0 when the request shares the system text, a tool or its first
-//     message with the session's conversation: the agent rewrote its own
-//     history (a compaction);
+//   - else 0 when the client marks the request compacted, or when it
+//     shares the system text, a tool or its first message with the
+//     session's conversation: the agent rewrote its own history (a
+//     compaction);
 //   - else NewSideThread: the request shares neither the system text, nor
 //     the tools, nor a message prefix with the session's conversation.
 //
@@ -74,7 +80,7 @@ func Route(threads []Thread, req Request) int {
 	if best != NewSideThread {
 		return best
 	}
-	if Shares(threads[0], req) {
+	if req.Compacted || Shares(threads[0], req) {
 		return 0
 	}
 	return NewSideThread

@@ -30,6 +30,7 @@ func TestRoute(t *testing.T) {
 		{"compaction: a shared tool", []Thread{agent}, Request{System: "You summarise.", Tools: []string{"read"}, Messages: []Message{user("Summary: said hello.")}}, 0},
 		{"compaction: the first message pinned", []Thread{agent}, Request{System: "You summarise.", Messages: []Message{user(`"Say hello"`), user("Summary: said hello.")}}, 0},
 		{"compaction: the first message pinned after system messages", []Thread{agent}, Request{Messages: []Message{{Role: RoleSystem, Content: "Session so far: hello"}, user(`"Say hello"`)}}, 0},
+		{"compaction: the client says so, sharing nothing", []Thread{agent}, Request{System: "You summarise.", Messages: []Message{user("Summary: said hello.")}, Compacted: true}, 0},
 		{"empty system texts are not shared", []Thread{{History: []Message{user("a"), asst("b")}}}, Request{Messages: []Message{user("c")}}, NewSideThread},
 	} {
 		if got := Route(tc.threads, tc.req); got != tc.want {
