@@ -180,9 +180,9 @@ func benchReplay(b *testing.B, opts recorder.Options, volatile bool) {
 		}
 		return bodies
 	}
-	recorded, bodies := loop("2026-12-01", "0.0012"), []string(nil)
+	recorded, bodies := loop(day(0), "0.0012"), []string(nil)
 	if volatile {
-		bodies = loop("2026-12-06", "0.0031")
+		bodies = loop(day(1), "0.0031")
 	} else {
 		bodies = recorded
 	}

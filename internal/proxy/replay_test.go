@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
@@ -65,10 +66,10 @@ func replayOf(t *testing.T, rec *MemSink, cfg ReplayConfig) *Replay {
 // (volatile) is normalised, reported by name, and served. (Before the one
 // matcher, any system text was volatile: a changed word there passed.)
 func TestReplayByteIdentical(t *testing.T) {
-	rec, answers := recordLoop(t, chatLoop("2026-12-01"))
+	rec, answers := recordLoop(t, chatLoop(day(0)))
 	r := replayOf(t, rec, ReplayConfig{})
 	srv, mem, base := startProxy(t, Config{Backend: r})
-	l := chatLoop("2026-12-02") // another day: the system text differs
+	l := chatLoop(day(1)) // another day: the system text differs
 	_, b1 := post(t, base+l.path, l.first)
 	_, b2 := post(t, base+l.path, l.second("call_1_0", "hello"))
 	if string(b1) != string(answers[0]) || string(b2) != string(answers[1]) {
@@ -87,7 +88,7 @@ func TestReplayByteIdentical(t *testing.T) {
 	// A changed word in the system text is no volatile span: it fails.
 	other := replayOf(t, rec, ReplayConfig{})
 	_, _, obase := startProxy(t, Config{Backend: other})
-	lo := chatLoop("2026-12-01, be brief")
+	lo := chatLoop(day(0) + ", be brief")
 	if st, out := post(t, obase+lo.path, lo.first); st != 400 || !strings.Contains(string(out), "system: log has") || !strings.Contains(string(out), "be brief") {
 		t.Fatalf("changed system text: status %d %s, want a 400 naming turn 1's system text", st, out)
 	}
@@ -97,7 +98,7 @@ func TestReplayByteIdentical(t *testing.T) {
 	_, _, sbase := startProxy(t, Config{Backend: strict})
 	cl := openaiClient(sbase)
 	_, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-4o", Messages: []openai.ChatCompletionMessageParamUnion{
-		openai.SystemMessage("Today is 2026-12-02"), openai.UserMessage("Read the readme.")}})
+		openai.SystemMessage("Today is " + day(1)), openai.UserMessage("Read the readme.")}})
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "turn 1") {
 		t.Fatalf("strict replay err = %v, want a 400 naming turn 1", err)
@@ -297,3 +298,8 @@ func TestReplayWithoutArtifacts(t *testing.T) {
 		}
 	}
 }
+
+// day is the calendar date n days from now: the date a program puts in its
+// prompt is its clock's, and replaymatch takes a date for volatile only
+// when one of the runs' clocks showed it.
+func day(n int) string { return time.Now().UTC().AddDate(0, 0, n).Format(time.DateOnly) }

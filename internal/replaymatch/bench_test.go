@@ -20,12 +20,13 @@ func benchSession(calls int) ([]session.Event, []Request) {
 	result := func(i int, took string) string {
 		return fmt.Sprintf("contents of f%d.txt (read in %s seconds)", i, took)
 	}
-	evs := []session.Event{{Seq: 1, Kind: session.KindSessionStarted, Model: "gpt-4o", System: sys("2026-12-01"),
+	recorded := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	evs := []session.Event{{Seq: 1, TS: recorded, Kind: session.KindSessionStarted, Model: "gpt-4o", System: sys(recorded.Format(time.DateOnly)),
 		Attrs: json.RawMessage(`{"tools":["read_file"]}`)}, {Seq: 2, Kind: session.KindUserMessage, Text: "Read every file."}}
 	msgs := []session.Message{{Role: session.RoleUser, Content: "Read every file."}}
 	var reqs []Request
 	for i := 1; i <= calls; i++ {
-		reqs = append(reqs, Request{Model: "gpt-4o", System: sys("2026-12-06"), Tools: []string{"read_file"}, Messages: append([]session.Message(nil), msgs...)})
+		reqs = append(reqs, Request{Model: "gpt-4o", System: sys(time.Now().UTC().Format(time.DateOnly)), Tools: []string{"read_file"}, Messages: append([]session.Message(nil), msgs...)})
 		id := fmt.Sprintf("call_%d", i)
 		args := json.RawMessage(fmt.Sprintf(`{"path":"f%d.txt"}`, i))
 		n := int64(len(evs))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // ErrNoContent is the error of a --strict replay of a session that
@@ -32,6 +33,11 @@ func NewMatcher(rec *Recording, opts Options) (*Matcher, error) {
 	}
 	if opts.Env.RecordedDir == "" {
 		opts.Env.RecordedDir = rec.Dir()
+	}
+	if opts.Env.Days == nil {
+		if first, last := rec.Span(); !first.IsZero() {
+			opts.Env.Days = ClockDays(first, last, time.Now())
+		}
 	}
 	return &Matcher{rec: rec, opts: opts, recorded: map[int]Request{}, cache: newTextCache()}, nil
 }

@@ -3,8 +3,10 @@ package replaymatch
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Env is what the normalisers know of the two runs: the folders the
@@ -12,6 +14,43 @@ import (
 type Env struct {
 	RecordedDir string
 	ReplayDir   string
+	// Days are the calendar days (2006-01-02) the clocks of the two runs
+	// showed: the recording's first and last events and the replay's
+	// start, each with the day before and after (a program prints its
+	// local date, the log keeps UTC). A date is volatile only when it is
+	// one of them: any other (an order's shipping date, a deadline) is the
+	// program's data and still compares. Empty (neither run's clock
+	// known): every date counts as the clock's.
+	Days []string
+}
+
+// ClockDays is Env.Days for runs whose clocks showed the given instants
+// (zero ones are skipped).
+func ClockDays(at ...time.Time) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range at {
+		if t.IsZero() {
+			continue
+		}
+		for _, d := range []int{-1, 0, 1} {
+			day := t.UTC().AddDate(0, 0, d).Format(time.DateOnly)
+			if !seen[day] {
+				seen[day] = true
+				out = append(out, day)
+			}
+		}
+	}
+	return out
+}
+
+// clockDay reports whether a date (2006-01-02...) is one env's clocks
+// showed.
+func (env Env) clockDay(date string) bool {
+	if len(env.Days) == 0 {
+		return true
+	}
+	return len(date) >= 10 && slices.Contains(env.Days, date[:10])
 }
 
 // Normaliser rewrites the volatile spans of one kind in a text so that two

@@ -14,7 +14,9 @@ import (
 var (
 	// An ISO 8601 / RFC 3339 instant (2025-12-10T19:37:37.157Z,
 	// 2026-12-02 10:04:05+01:00) or a calendar date (2026-12-02): today's
-	// date in a system prompt, a timestamp in a tool's output.
+	// date in a system prompt, a timestamp in a tool's output. Only a
+	// date one of the runs' clocks showed is replaced (Env.Days): the
+	// program's own dates (an order shipped on 2026-11-28) still compare.
 	dateTimeRE = regexp.MustCompile(`\b\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d+)?)?(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?\b`)
 	// A measured duration: a number with a fraction and a time unit
 	// (0.1799 seconds, 1.52s, 12.5 ms), or the compound form Go and
@@ -37,8 +39,19 @@ var (
 )
 
 func init() {
-	date := Regexp("date-time", "any", "today's date and the time of day (system prompts, tool output, logs)", dateTimeRE)
-	date.Order = OrderGeneric
+	date := Normaliser{Name: "date-time", Source: "any", Why: "today's date and the time of day on either run's clock (system prompts, tool output, logs)",
+		Order: OrderGeneric,
+		Apply: func(s string, env Env) (string, int) {
+			ph, n := Placeholder("date-time"), 0
+			out := dateTimeRE.ReplaceAllStringFunc(s, func(m string) string {
+				if !env.clockDay(m) {
+					return m
+				}
+				n++
+				return ph
+			})
+			return out, n
+		}}
 	dur := Regexp("duration", "any", "how long something took, as measured on that run", durationRE)
 	dur.Order = OrderGeneric
 	uuid := Regexp("uuid", "any", "random ids: sessions, requests, tool calls", uuidRE)

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -175,4 +176,33 @@ func TestNormalisersIdempotent(t *testing.T) {
 func lastWord(s string) string {
 	f := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '"' || r == '/' || r == '_' })
 	return f[len(f)-1]
+}
+
+// TestDateIsClockOnly: a date is volatile only when one of the runs'
+// clocks showed it. The otel apps' tool answers an order's shipping date:
+// another date there is another answer, and must fail; today's date in the
+// system text of a run on another day is the clock's, and matches.
+func TestDateIsClockOnly(t *testing.T) {
+	recorded := time.Date(2026, 11, 30, 23, 10, 0, 0, time.UTC)
+	replayed := time.Date(2027, 1, 9, 8, 0, 0, 0, time.UTC)
+	env := Env{Days: ClockDays(recorded, replayed)}
+	text := around(t, filepath.Join("..", "..", "testdata", "otel", "vercel-legacy", "http-json", "model-server.jsonl"), `shipped with DHL on 2026-11-28`, 100)
+	changed := strings.Replace(text, "2026-11-28", "2026-11-29", 1)
+	if changed == text {
+		t.Fatalf("no shipping date in the real text:\n%s", text)
+	}
+	if d, _ := Compare(user(text), user(changed), Options{Env: env}); d == nil {
+		t.Errorf("another shipping date compared equal: the program's own date was normalised away")
+	}
+	sys := func(day time.Time) Request {
+		return Request{System: "You are a helpful assistant. Today's date is " + day.Format(time.DateOnly) + ".", Messages: user("hi").Messages}
+	}
+	d, counts := Compare(sys(recorded), sys(replayed), Options{Env: env})
+	if d != nil || counts["date-time"] == 0 {
+		t.Errorf("today's date on two runs: Compare = %v, counts %v; want a match with date-time counted", d, counts)
+	}
+	// A local date a day ahead of the log's UTC one is still the clock's.
+	if d, _ := Compare(sys(recorded.AddDate(0, 0, 1)), sys(replayed), Options{Env: env}); d != nil {
+		t.Errorf("the recording's local date (a day after its UTC one): %v, want a match", d)
+	}
 }

@@ -3,6 +3,7 @@ package replaymatch
 import (
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -123,6 +124,24 @@ func (r *Recording) Captured() bool { return r.captured }
 // it (its workspace, or an import's source_cwd): the recorded side of
 // Env.
 func (r *Recording) Dir() string { return r.dir }
+
+// Span is the time of the recording's first and last events (zero when
+// its events carry none): the days its clock showed.
+func (r *Recording) Span() (first, last time.Time) {
+	for _, e := range r.events {
+		if !e.TS.IsZero() {
+			first = e.TS
+			break
+		}
+	}
+	for i := len(r.events) - 1; i >= 0; i-- {
+		if !r.events[i].TS.IsZero() {
+			last = r.events[i].TS
+			break
+		}
+	}
+	return first, last
+}
 
 // Expected is the request the recording holds at turn n (1-based; n must
 // be within Turns).
