@@ -146,7 +146,8 @@ type State struct {
 	// carve-out). The figures above count the session's own events only.
 	Subagents Spend `json:"subagents,omitzero"`
 
-	// Calls in the order they were requested (orphans where they appear).
+	// Calls in the order they were requested (orphans where they appear);
+	// nil for a call a lean fold packed (NewLeanState).
 	Calls []*Call `json:"calls,omitempty"`
 	// Latest indexes Calls: those of the latest assistant message.
 	Latest []int `json:"latest,omitempty"`
@@ -160,6 +161,13 @@ type State struct {
 	SegStart  time.Time     `json:"seg_start"`
 
 	byID map[string]int // call id -> index in Calls of its latest call
+	// lean, packed, packAt, touched: see NewLeanState. packAt[i] is where
+	// the call at i starts in packed; touched is the index+1 of the call
+	// the event being added named.
+	lean    bool
+	packed  [][]byte
+	packAt  []packRef
+	touched int
 	// forkTS is a fork header's time until the next event decides where
 	// the first segment starts (see Add).
 	forkTS time.Time
@@ -390,6 +398,10 @@ func (s *State) Add(e Event) {
 		s.Finished = &ev
 		s.EndSegment(e.TS)
 	}
+	if s.touched > 0 {
+		s.pack(s.touched - 1)
+		s.touched = 0
+	}
 }
 
 // EventAt returns the event of events with seq, or false. Logs have dense
@@ -429,10 +441,16 @@ func (s *State) call(e Event) *Call {
 	if s.byID == nil {
 		s.reindex()
 	}
-	if i, ok := s.byID[e.CallID]; ok {
-		return s.Calls[i]
+	i, ok := s.byID[e.CallID]
+	if !ok {
+		s.newCall(&Call{ID: e.CallID, Tool: e.Tool})
+		i = len(s.Calls) - 1
 	}
-	return s.newCall(&Call{ID: e.CallID, Tool: e.Tool})
+	if s.lean {
+		s.touched = i + 1
+		return s.restore(i)
+	}
+	return s.Calls[i]
 }
 
 // reindex rebuilds the call index (after decoding a serialized State).
@@ -456,13 +474,14 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Call returns the latest call with id, or nil.
+// Call returns the latest call with id, or nil. A lean fold's packed call
+// is returned unpacked: a copy.
 func (s *State) Call(id string) *Call {
 	if s.byID == nil {
 		s.reindex()
 	}
 	if i, ok := s.byID[id]; ok {
-		return s.Calls[i]
+		return s.unpacked(i)
 	}
 	return nil
 }
@@ -549,7 +568,7 @@ func (sp Spend) Tokens() int64 { return sp.InputTokens + sp.OutputTokens }
 func (s *State) OpenCalls() []*Call {
 	var out []*Call
 	for _, i := range s.Latest {
-		if c := s.Calls[i]; !c.Done() {
+		if c := s.Calls[i]; c != nil && !c.Done() { // a packed call is done
 			out = append(out, c)
 		}
 	}
@@ -576,7 +595,7 @@ func (s *State) NeedsHuman() []*Call {
 // Dispatched lists the calls with a row in the tool_calls view, by
 // FirstSeq.
 func (s *State) Dispatched() []*Call {
-	return s.filter((*Call).Dispatched, (*Call).FirstSeq)
+	return slices.Collect(s.DispatchedCalls())
 }
 
 // GrantList lists the tools granted for the session, sorted.
@@ -592,7 +611,7 @@ func (s *State) GrantList() []string {
 func (s *State) filter(keep func(*Call) bool, by func(*Call) int64) []*Call {
 	var out []*Call
 	for _, c := range s.Calls {
-		if keep(c) {
+		if c != nil && keep(c) { // a packed call is settled: kept by none
 			out = append(out, c)
 		}
 	}
