@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"runtime"
 	"testing"
 	"time"
@@ -18,7 +19,13 @@ func foldSays(t *testing.T, s *State, ids []string) string {
 	for _, id := range ids {
 		byID[id] = s.Call(id)
 	}
-	b, err := json.Marshal(map[string]any{
+	// DispatchedCalls may hand the same Call each time: each as it comes.
+	var each []string
+	for c := range s.DispatchedCalls() {
+		b, _ := json.Marshal(c)
+		each = append(each, string(b))
+	}
+	b, err := json.Marshal(map[string]any{"dispatched_each": each,
 		"figures": &figures, "status": s.Status(), "tokens": s.Tokens(), "grants": s.GrantList(),
 		"dispatched": s.Dispatched(), "pending": s.PendingIntents(), "awaiting": s.AwaitingApproval(),
 		"needs_human": s.NeedsHuman(), "open": s.OpenCalls(), "by_id": byID,
@@ -35,6 +42,17 @@ func foldSays(t *testing.T, s *State, ids []string) string {
 // intent after a result, a reused id, orphans, approvals, a needs_human
 // resolved, arguments and times of any form.
 func TestLeanFoldIsTheFold(t *testing.T) {
+	t.Run("hashed ids", func(t *testing.T) { leanIsFull(t) })
+	// Every id of one length under one hash: the index falls back on
+	// the ids themselves.
+	t.Run("colliding ids", func(t *testing.T) {
+		defer func(h func(maphash.Seed, string) uint64) { idHash = h }(idHash)
+		idHash = func(_ maphash.Seed, id string) uint64 { return uint64(len(id)) }
+		leanIsFull(t)
+	})
+}
+
+func leanIsFull(t *testing.T) {
 	zone := time.FixedZone("", 2*3600+30*60)
 	args := func(e Event, a string) Event { e.Args = json.RawMessage(a); return e }
 	evs := log(header(Event{Name: "n", Spec: json.RawMessage(`{"budget":{"max_tool_calls":9}}`)}), Event{Kind: KindUserMessage},
@@ -47,9 +65,9 @@ func TestLeanFoldIsTheFold(t *testing.T) {
 		intent("d"), Event{Kind: KindToolResult, CallID: "d", Tool: "t_d", Status: ResultError, Error: "boom", Args: json.RawMessage(`{}`)},
 		result("a", ResultOK), result("z", ResultOK), result("z", ResultCancelled), result("b", ResultCancelled),
 		Event{Kind: KindToolResult, CallID: "y", Tool: "t_y", Status: ResultOK, Args: json.RawMessage(``)},
-		asks("e"), Event{Kind: KindToolResult, CallID: "e", Tool: "t_e", Status: ResultOK, TS: time.Time{}},
+		asks("zz"), intent("zz"), result("zz", ResultOK), asks("e"), Event{Kind: KindToolResult, CallID: "e", Tool: "t_e", Status: ResultOK, TS: time.Time{}},
 		intent("e"), finished(StatusDone))
-	ids := []string{"a", "b", "c", "d", "e", "y", "z", "none"}
+	ids := []string{"a", "b", "c", "d", "e", "y", "z", "none", "zz"}
 	full, lean := NewState(), NewLeanState()
 	for _, e := range evs {
 		full.Add(e)

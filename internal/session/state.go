@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"time"
 )
@@ -161,13 +162,20 @@ type State struct {
 	SegStart  time.Time     `json:"seg_start"`
 
 	byID map[string]int // call id -> index in Calls of its latest call
-	// lean, packed, packAt, touched: see NewLeanState. packAt[i] is where
-	// the call at i starts in packed; touched is the index+1 of the call
-	// the event being added named.
+	// lean, packed, packAt, touched, byHash, collide: see NewLeanState.
+	// packAt[i] is where the call at i starts in packed; touched is the
+	// index+1 of the call the event being added named. A lean fold indexes
+	// calls by a hash of their id (byHash), the few ids whose hash another
+	// id has by the id (collide), instead of byID.
 	lean    bool
 	packed  [][]byte
 	packAt  []packRef
 	touched int
+	seed    maphash.Seed
+	byHash  map[uint64]int32
+	collide map[string]int
+	names   []string // a lean fold's tools and outcomes (see packCall)
+	nameAt  map[string]int
 	// forkTS is a fork header's time until the next event decides where
 	// the first segment starts (see Add).
 	forkTS time.Time
@@ -428,20 +436,33 @@ func (s *State) EndSegment(ts time.Time) {
 }
 
 func (s *State) newCall(c *Call) *Call {
-	if s.byID == nil {
-		s.reindex()
+	if s.lean {
+		s.leanIndex(c.ID, len(s.Calls))
+	} else {
+		if s.byID == nil {
+			s.reindex()
+		}
+		s.byID[c.ID] = len(s.Calls)
 	}
-	s.byID[c.ID] = len(s.Calls)
 	s.Calls = append(s.Calls, c)
 	return c
 }
 
-// call returns the latest call with e's id, or a new orphan.
-func (s *State) call(e Event) *Call {
+// index returns the index in Calls of the latest call with id.
+func (s *State) index(id string) (int, bool) {
+	if s.lean {
+		return s.leanLookup(id)
+	}
 	if s.byID == nil {
 		s.reindex()
 	}
-	i, ok := s.byID[e.CallID]
+	i, ok := s.byID[id]
+	return i, ok
+}
+
+// call returns the latest call with e's id, or a new orphan.
+func (s *State) call(e Event) *Call {
+	i, ok := s.index(e.CallID)
 	if !ok {
 		s.newCall(&Call{ID: e.CallID, Tool: e.Tool})
 		i = len(s.Calls) - 1
@@ -477,10 +498,7 @@ func (s *State) UnmarshalJSON(b []byte) error {
 // Call returns the latest call with id, or nil. A lean fold's packed call
 // is returned unpacked: a copy.
 func (s *State) Call(id string) *Call {
-	if s.byID == nil {
-		s.reindex()
-	}
-	if i, ok := s.byID[id]; ok {
+	if i, ok := s.index(id); ok {
 		return s.unpacked(i)
 	}
 	return nil
@@ -595,7 +613,7 @@ func (s *State) NeedsHuman() []*Call {
 // Dispatched lists the calls with a row in the tool_calls view, by
 // FirstSeq.
 func (s *State) Dispatched() []*Call {
-	return slices.Collect(s.DispatchedCalls())
+	return slices.Collect(s.dispatched(false))
 }
 
 // GrantList lists the tools granted for the session, sorted.
