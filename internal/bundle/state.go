@@ -52,14 +52,15 @@ func Fold(id string, evs []session.Event, tail recorder.Tail, live bool, readErr
 }
 
 // folder folds a session's events as they come, for Fold and for a bundle
-// that reads its log a record at a time: the fold's calls and the
-// projection are what it holds, not the events.
+// that reads its log a record at a time: the fold's calls (a lean fold's,
+// settled ones packed) and the projection are what it holds, not the
+// events.
 type folder struct {
 	fold *session.State
 	proj *session.Projector // from the first event, whose system prompt it starts with
 }
 
-func newFolder() *folder { return &folder{fold: session.NewState()} }
+func newFolder() *folder { return &folder{fold: session.NewLeanState()} }
 
 func (f *folder) add(e session.Event) {
 	if f.proj == nil {

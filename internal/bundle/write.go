@@ -221,11 +221,23 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // temp writes a member through a temporary file, then adds it. A failure
 // of the file itself is a tempFileError.
 func (b *builder) temp(name string, fill func(w io.Writer) error) error {
+	p, err := b.tempFile(name, fill)
+	if err != nil {
+		return err
+	}
+	defer b.opts.FS.Remove(p)
+	return b.a.addFile(name, p, false)
+}
+
+// tempFile writes member name to a temp file, fill writing it, for the
+// caller to add (addFile) and remove: a member made before its turn in the
+// archive.
+func (b *builder) tempFile(name string, fill func(w io.Writer) error) (string, error) {
 	b.n++
 	p := filepath.Join(b.tmp, strconv.Itoa(b.n))
 	f, err := vfs.Create(b.opts.FS, p)
 	if err != nil {
-		return tempFileError{fmt.Errorf("bundle: %s: %w", name, err)}
+		return "", tempFileError{fmt.Errorf("bundle: %s: %w", name, err)}
 	}
 	ew := &errWriter{w: f}
 	bw := bufio.NewWriterSize(ew, 256<<10)
@@ -243,10 +255,9 @@ func (b *builder) temp(name string, fill func(w io.Writer) error) error {
 		if ew.err != nil || cerr != nil {
 			err = tempFileError{err}
 		}
-		return err
+		return "", err
 	}
-	defer b.opts.FS.Remove(p)
-	return b.a.addFile(name, p, false)
+	return p, nil
 }
 
 // eventBatch is how many rows events.parquet is written with at a time: a
@@ -256,8 +267,11 @@ const eventBatch = 4096
 
 // session adds the members of one session under prefix. Its log is read a
 // record at a time, once for each member made from its events, and never
-// held: a bundle of a session of a million events holds its fold (the
-// calls, the projection) and a batch, not the events.
+// held: a bundle of a session of a million events holds a batch, or its
+// fold (a lean one: settled calls packed) and the projection, not the
+// events. The fold is made in the events.jsonl pass, not beside
+// events.parquet's buffered row group, and let go once last_state.json and
+// tool_calls.csv are written, before trace.json's spans.
 func (b *builder) session(ctx context.Context, id, prefix string) error {
 	// The first read: how many events there are (each member is made of
 	// these, however the log grows meanwhile), and what is needed before
@@ -328,9 +342,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) error {
 	hdr.MapStrings(red.String)
 
 	// events.parquet: the history's own writer and schema. The same read
-	// folds the events (last_state.json, tool_calls.csv) and finds what
-	// env.txt and workspace.diff name.
-	fold := newFolder()
+	// finds what env.txt and workspace.diff name.
 	var changes []session.Event // model_changed
 	base := ""                  // the first git_sha: the run's initializer commit
 	b.n++
@@ -339,7 +351,6 @@ func (b *builder) session(ctx context.Context, id, prefix string) error {
 		rows := make([]history.Row, 0, eventBatch)
 		var werr error
 		if err := each(func(e session.Event) {
-			fold.add(e)
 			if e.Kind == session.KindModelChanged {
 				changes = append(changes, e)
 			}
@@ -375,9 +386,13 @@ func (b *builder) session(ctx context.Context, id, prefix string) error {
 		return err
 	}
 
+	// events.jsonl; the same read folds the events (last_state.json,
+	// tool_calls.csv).
+	fold := newFolder()
 	if err := b.temp(prefix+EventsMember, func(w io.Writer) error {
 		var werr error
 		if err := each(func(e session.Event) {
+			fold.add(e)
 			if werr != nil {
 				return
 			}
@@ -407,6 +422,12 @@ func (b *builder) session(ctx context.Context, id, prefix string) error {
 	if err := b.a.addBytes(prefix+"last_state.json", append(sb, '\n')); err != nil {
 		return err
 	}
+	csvPath, err := b.tempFile(prefix+"tool_calls.csv", func(w io.Writer) error { return writeToolCalls(w, fold.fold) })
+	if err != nil {
+		return err
+	}
+	defer b.opts.FS.Remove(csvPath)
+	fold = nil
 	if b.opts.Trace != nil {
 		if err := b.temp(prefix+"trace.json", func(w io.Writer) error {
 			var eachErr error
@@ -416,7 +437,7 @@ func (b *builder) session(ctx context.Context, id, prefix string) error {
 			return err
 		}
 	}
-	if err := b.temp(prefix+"tool_calls.csv", func(w io.Writer) error { return writeToolCalls(w, fold.fold) }); err != nil {
+	if err := b.a.addFile(prefix+"tool_calls.csv", csvPath, false); err != nil {
 		return err
 	}
 
@@ -570,7 +591,7 @@ func writeToolCalls(w io.Writer, fold *session.State) error {
 		}
 		return strconv.FormatInt(n, 10)
 	}
-	for _, c := range fold.Dispatched() {
+	for c := range fold.DispatchedCalls() {
 		lat, hash := "", ""
 		if c.ResultSeq != 0 {
 			lat = strconv.FormatInt(c.LatencyMS, 10)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 
 	"github.com/agentctl/agentctl/internal/vfs"
 )
@@ -18,10 +17,6 @@ import (
 // RowGroupRows is the most rows one row group of a file holds. DuckDB reads
 // row groups in parallel, so a large segment is split into several.
 const RowGroupRows = 128 * 1024
-
-// codec is shared by every writer so that its pool of zstd encoders (each
-// costly to build) is reused across files.
-var codec = &zstd.Codec{Level: zstd.SpeedDefault}
 
 // WriteRows writes rows to a new Parquet file at path, atomically: a temp
 // file in the same directory is written, closed (which writes the footer),

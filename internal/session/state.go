@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"time"
 )
@@ -146,7 +147,8 @@ type State struct {
 	// carve-out). The figures above count the session's own events only.
 	Subagents Spend `json:"subagents,omitzero"`
 
-	// Calls in the order they were requested (orphans where they appear).
+	// Calls in the order they were requested (orphans where they appear);
+	// nil for a call a lean fold packed (NewLeanState).
 	Calls []*Call `json:"calls,omitempty"`
 	// Latest indexes Calls: those of the latest assistant message.
 	Latest []int `json:"latest,omitempty"`
@@ -160,6 +162,20 @@ type State struct {
 	SegStart  time.Time     `json:"seg_start"`
 
 	byID map[string]int // call id -> index in Calls of its latest call
+	// lean, packed, packAt, touched, byHash, collide: see NewLeanState.
+	// packAt[i] is where the call at i starts in packed; touched is the
+	// index+1 of the call the event being added named. A lean fold indexes
+	// calls by a hash of their id (byHash), the few ids whose hash another
+	// id has by the id (collide), instead of byID.
+	lean    bool
+	packed  [][]byte
+	packAt  []packRef
+	touched int
+	seed    maphash.Seed
+	byHash  map[uint64]int32
+	collide map[string]int
+	names   []string // a lean fold's tools and outcomes (see packCall)
+	nameAt  map[string]int
 	// forkTS is a fork header's time until the next event decides where
 	// the first segment starts (see Add).
 	forkTS time.Time
@@ -390,6 +406,10 @@ func (s *State) Add(e Event) {
 		s.Finished = &ev
 		s.EndSegment(e.TS)
 	}
+	if s.touched > 0 {
+		s.pack(s.touched - 1)
+		s.touched = 0
+	}
 }
 
 // EventAt returns the event of events with seq, or false. Logs have dense
@@ -416,23 +436,42 @@ func (s *State) EndSegment(ts time.Time) {
 }
 
 func (s *State) newCall(c *Call) *Call {
-	if s.byID == nil {
-		s.reindex()
+	if s.lean {
+		s.leanIndex(c.ID, len(s.Calls))
+	} else {
+		if s.byID == nil {
+			s.reindex()
+		}
+		s.byID[c.ID] = len(s.Calls)
 	}
-	s.byID[c.ID] = len(s.Calls)
 	s.Calls = append(s.Calls, c)
 	return c
 }
 
-// call returns the latest call with e's id, or a new orphan.
-func (s *State) call(e Event) *Call {
+// index returns the index in Calls of the latest call with id.
+func (s *State) index(id string) (int, bool) {
+	if s.lean {
+		return s.leanLookup(id)
+	}
 	if s.byID == nil {
 		s.reindex()
 	}
-	if i, ok := s.byID[e.CallID]; ok {
-		return s.Calls[i]
+	i, ok := s.byID[id]
+	return i, ok
+}
+
+// call returns the latest call with e's id, or a new orphan.
+func (s *State) call(e Event) *Call {
+	i, ok := s.index(e.CallID)
+	if !ok {
+		s.newCall(&Call{ID: e.CallID, Tool: e.Tool})
+		i = len(s.Calls) - 1
 	}
-	return s.newCall(&Call{ID: e.CallID, Tool: e.Tool})
+	if s.lean {
+		s.touched = i + 1
+		return s.restore(i)
+	}
+	return s.Calls[i]
 }
 
 // reindex rebuilds the call index (after decoding a serialized State).
@@ -456,13 +495,11 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Call returns the latest call with id, or nil.
+// Call returns the latest call with id, or nil. A lean fold's packed call
+// is returned unpacked: a copy.
 func (s *State) Call(id string) *Call {
-	if s.byID == nil {
-		s.reindex()
-	}
-	if i, ok := s.byID[id]; ok {
-		return s.Calls[i]
+	if i, ok := s.index(id); ok {
+		return s.unpacked(i)
 	}
 	return nil
 }
@@ -549,7 +586,7 @@ func (sp Spend) Tokens() int64 { return sp.InputTokens + sp.OutputTokens }
 func (s *State) OpenCalls() []*Call {
 	var out []*Call
 	for _, i := range s.Latest {
-		if c := s.Calls[i]; !c.Done() {
+		if c := s.Calls[i]; c != nil && !c.Done() { // a packed call is done
 			out = append(out, c)
 		}
 	}
@@ -576,7 +613,7 @@ func (s *State) NeedsHuman() []*Call {
 // Dispatched lists the calls with a row in the tool_calls view, by
 // FirstSeq.
 func (s *State) Dispatched() []*Call {
-	return s.filter((*Call).Dispatched, (*Call).FirstSeq)
+	return slices.Collect(s.dispatched(false))
 }
 
 // GrantList lists the tools granted for the session, sorted.
@@ -592,7 +629,7 @@ func (s *State) GrantList() []string {
 func (s *State) filter(keep func(*Call) bool, by func(*Call) int64) []*Call {
 	var out []*Call
 	for _, c := range s.Calls {
-		if keep(c) {
+		if c != nil && keep(c) { // a packed call is settled: kept by none
 			out = append(out, c)
 		}
 	}

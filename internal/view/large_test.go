@@ -227,9 +227,11 @@ func pageData(t *testing.T, page []byte) (data struct{ Session view.Session }) {
 // holds the events its page shows (20,000) and the fold, not the session:
 // the log is streamed into the fold and diagnose's checks, and only the
 // first and last events are kept. Holding every event peaked at 438 MiB of
-// heap here, streaming at 183 MiB, most of it the query views' reading of
-// the unsealed log for diagnose; the bound is loose (a sampled peak) and
-// still well below the first.
+// heap here, streaming at 177-183 MiB, most of it the query package
+// writing the unsealed log as Parquet for diagnose's SQL with a pool of
+// zstd encoders of 16 MB each; with the history's one encoder of a
+// window-sized history, 121 MiB. This is the Go heap only: DuckDB's
+// memory answering diagnose (1.5 GB at 1M events) is not counted here.
 func TestViewHoldsNotTheSession(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records a 200,000-event session")
@@ -240,7 +242,7 @@ func TestViewHoldsNotTheSession(t *testing.T) {
 	page := filepath.Join(t.TempDir(), "long.html")
 	_, peak := heappeak.During(func() { h.run(cli.ExitOK, "view", id, "-o", page) })
 	t.Logf("peak heap %.0f MiB", float64(peak)/(1<<20))
-	if peak > 250<<20 {
-		t.Fatalf("view of 200,000 events peaked at %.0f MiB of heap, want under 250 MiB: it holds the session", float64(peak)/(1<<20))
+	if peak > 150<<20 {
+		t.Fatalf("view of 200,000 events peaked at %.0f MiB of heap, want under 150 MiB: it holds the session, or its Parquet encoders", float64(peak)/(1<<20))
 	}
 }
