@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -88,6 +89,12 @@ type externalRun struct {
 	// forkLive is set at a fork's first live call (Agent.Fork).
 	forkLive bool
 	art      *proxy.SessionSink
+	// sideSpent and sideCalls fold the model calls of the run's side
+	// threads (see sideSink): sessions of their own, whose spend is the
+	// run's and whose divergence in a replay is the run's.
+	sideSpent    session.Spend
+	sideCalls    session.ModelCalls
+	sideDiverged string // the side thread of sideCalls.Diverged
 }
 
 // Causes of an external agent's stop.
@@ -113,7 +120,8 @@ func (x *externalRun) run(parent context.Context) (runner.Result, error) {
 			backend = proxy.WithKey(backend, key)
 		}
 	}
-	srv, err := proxy.New(proxy.Config{Backend: backend, Sink: (*runSink)(x), Policy: x.policy, Redactor: h.Redactor()})
+	srv, err := proxy.New(proxy.Config{Backend: backend, Sink: (*runSink)(x), OpenSide: x.openSide,
+		Header: session.Event{Name: sp.Name}, Policy: x.policy, Redactor: h.Redactor()})
 	if err != nil {
 		return h.Fail(runner.ReasonSetupError, err)
 	}
@@ -167,7 +175,12 @@ func (x *externalRun) end(ctx context.Context, exit agentExit) (runner.Result, e
 	}
 	// A replay that diverged, or model calls that all failed, end the run
 	// failed whatever the agent's exit: its exit is then part of the story.
-	if reason, detail := h.State().ModelCalls.Failure(); reason != "" {
+	// A side thread that diverged is the run's divergence too.
+	reason, detail := h.State().ModelCalls.Failure()
+	if d := x.sideCalls.Diverged; d != nil && h.State().ModelCalls.Diverged == nil {
+		reason, detail = session.ErrorTypeReplayDivergence, fmt.Sprintf("side thread %s: %s", x.sideDiverged, d.Error)
+	}
+	if reason != "" {
 		if exit.Code != 0 {
 			detail += fmt.Sprintf("; then the agent %s exited with status %d", x.sp.Agent.Command[0], exit.Code)
 		}
@@ -216,11 +229,13 @@ func (x *externalRun) policy(ctx context.Context, c *proxy.Call) *proxy.Refusal 
 				Message: fmt.Sprintf("agentctl: this session is pinned to model %q; the request asked for %q (set agent.model_change: record in the spec to allow it and record the change)", st.Model, model)}
 		}
 	}
-	over := h.Spent()
+	// The side threads' spend is charged with the session's own.
+	over := h.SpentWith(x.sideSpent)
 	if over == "" {
 		if b := h.Budget(); b.MaxTokens > 0 {
-			if est := session.EstimateTokens(c.Messages); st.Tokens()+est > b.MaxTokens {
-				over = fmt.Sprintf("max_tokens %d: %d spent, and this request's input alone is about %d tokens", b.MaxTokens, st.Tokens(), est)
+			spent := st.Tokens() + x.sideSpent.Tokens()
+			if est := session.EstimateTokens(c.Messages); spent+est > b.MaxTokens {
+				over = fmt.Sprintf("max_tokens %d: %d spent, and this request's input alone is about %d tokens", b.MaxTokens, spent, est)
 			}
 		}
 	}
@@ -263,6 +278,63 @@ func (s *runSink) AppendArtifact(name string, parts ...[]byte) ([]string, func()
 }
 
 func (s *runSink) ReadArtifact(ref string) ([]byte, error) { return s.art.ReadArtifact(ref) }
+
+// openSide is the proxy's Opener of the run's side threads: a call of the
+// agent that shares nothing with its conversation (a title or quota call:
+// session.Route decides, in the proxy) is recorded as session
+// <run>-side<N> in the run's store, its header naming the run. It is
+// finished by the proxy's Close when the agent is done.
+func (x *externalRun) openSide(id string, header session.Event) (proxy.Sink, error) {
+	sink, err := proxy.StoreSessions{Store: x.h.Store(), Options: recorder.Options{Redact: x.h.Redactor}}.Open(id, header)
+	if err != nil {
+		return nil, err
+	}
+	return &sideSink{Sink: sink, x: x}, nil
+}
+
+// sideSink records a side thread of the run: its calls are billed as the
+// run's are (the spec's model.price) and their spend and failures folded
+// into the run (externalRun.sideSpent, sideCalls), for the budget the
+// policy checks and the run's end. Their events stay in the side
+// thread's own log: the run's log keeps one conversation.
+type sideSink struct {
+	proxy.Sink
+	x *externalRun
+}
+
+func (s *sideSink) Append(evs ...session.Event) ([]session.Event, error) {
+	x := s.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := range evs {
+		if evs[i].Kind == session.KindModelCall {
+			x.h.Bill(&evs[i])
+		}
+	}
+	out, err := s.Sink.Append(evs...)
+	for _, e := range out {
+		if e.Kind != session.KindModelCall {
+			continue
+		}
+		x.sideSpent.InputTokens += e.InputTokens
+		x.sideSpent.OutputTokens += e.OutputTokens
+		x.sideSpent.CostUSD += e.CostUSD
+		was := x.sideCalls.Diverged
+		x.sideCalls.Add(e)
+		if was == nil && x.sideCalls.Diverged != nil {
+			x.sideDiverged = s.SessionID()
+		}
+	}
+	return out, err
+}
+
+// Close closes the side thread's session (the proxy's Finish calls it).
+func (s *sideSink) Close() error {
+	if c, ok := s.Sink.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
 
 // upstreamKey is the key the proxy puts on the calls it forwards upstream
 // (proxy.WithKey; the agent never sees it): the variable

@@ -44,7 +44,7 @@ func printExternalReplay(w io.Writer, r *replay.ExternalReport) {
 		if f.Fatal {
 			mark = "DIVERGED"
 		}
-		fmt.Fprintf(w, "  turn %d: %s: %s\n", f.Turn, mark, f.What)
+		fmt.Fprintf(w, "  %s: %s: %s\n", f.Where(r.ReplaySessionID), mark, f.What)
 	}
 	if !r.ContentCaptured {
 		fmt.Fprintln(w, "  the session recorded no content (collected with capture off): compared turn count, tool names and model only")

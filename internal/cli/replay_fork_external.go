@@ -52,7 +52,7 @@ func writeExternalFork(w io.Writer, rep replay.ExternalForkReport, m spec.Model)
 		if fd.Fatal {
 			mark = "DIVERGED"
 		}
-		fmt.Fprintf(w, "  turn %d: %s: %s\n", fd.Turn, mark, fd.What)
+		fmt.Fprintf(w, "  %s: %s: %s\n", fd.Where(rep.SessionID), mark, fd.What)
 	}
 	if sum := replaymatch.Summary(rep.Normalised); sum != "" {
 		fmt.Fprintf(w, "  normalised: %s\n", sum)

@@ -494,7 +494,7 @@ func externalMatches(rp *Replay, x *replay.ExternalReport) Result {
 	var p []string
 	for _, f := range x.Findings {
 		if f.Fatal {
-			p = append(p, fmt.Sprintf("turn %d diverged: %s", f.Turn, f.What))
+			p = append(p, fmt.Sprintf("%s diverged: %s", f.Where(x.ReplaySessionID), f.What))
 			if res.Divergence == nil {
 				res.Divergence = &Divergence{Turn: f.Turn, Seq: f.Seq, What: f.What}
 			}

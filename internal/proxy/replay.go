@@ -110,6 +110,16 @@ type Finding struct {
 	Difference *replaymatch.Difference `json:"difference,omitempty"`
 }
 
+// Where names the turn of a finding of the replaying session id: "turn N",
+// or "side thread <id> turn N" for one of its side threads, whose turns
+// count apart (session.Route).
+func (f Finding) Where(id string) string {
+	if f.SessionID != "" && id != "" && f.SessionID != id {
+		return fmt.Sprintf("side thread %s turn %d", f.SessionID, f.Turn)
+	}
+	return fmt.Sprintf("turn %d", f.Turn)
+}
+
 // NewReplay reads the recorded turns of a session: every model_call, with
 // the exact bytes of its response_artifact when the proxy recorded it,
 // else (a session `agentctl run` recorded) the assistant_message before it

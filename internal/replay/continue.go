@@ -177,9 +177,13 @@ func ForkSession(ctx context.Context, cfg ForkSessionConfig) (ForkSessionReport,
 			return rep, fmt.Errorf("fork %s: %w", id, err)
 		}
 		src := cfg.Recordings
+		sides, err := proxy.SideThreads(src, id)
+		if err != nil {
+			return rep, fmt.Errorf("fork %s: %w", id, err)
+		}
 		x, err := ForkExternal(ctx, ExternalForkConfig{Store: cfg.Store, SessionID: id, Events: cfg.Events, From: cfg.From,
 			Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(src.SessionDir(id), rel) },
-			Spec:      cfg.Spec, Live: backend, Provider: live.Model.Provider, Model: live.Model.ID,
+			Sides:     sides, Spec: cfg.Spec, Live: backend, Provider: live.Model.Provider, Model: live.Model.ID,
 			ForkID: cfg.ForkID, Observer: cfg.Observer})
 		rep.External = &x
 		return rep, err

@@ -23,6 +23,10 @@ type ExternalForkConfig struct {
 	// Artifacts reads the files the parent's events name (its raw
 	// bodies): proxy.ReadArtifact over the parent's folder.
 	Artifacts func(rel string) ([]byte, error)
+	// Sides are the parent's side threads (proxy.SideThreads): the
+	// program's title or quota calls are served their own recorded
+	// answers up to the fork's turn, as the parent's conversation is.
+	Sides []proxy.ReplayConfig
 	// From is the parent's seq the fork is made at: the model calls at or
 	// before it are replayed, the rest are live.
 	From int64
@@ -107,7 +111,7 @@ func ForkExternal(ctx context.Context, cfg ExternalForkConfig) (ExternalForkRepo
 			return rep, fmt.Errorf("fork %s: agent.replay_%w", cfg.SessionID, err)
 		}
 	}
-	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Artifacts: cfg.Artifacts, Until: until, Live: counted, Ignore: ignore})
+	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Artifacts: cfg.Artifacts, Until: until, Live: counted, Ignore: ignore, Sides: cfg.Sides})
 	if err != nil {
 		return rep, fmt.Errorf("fork %s: %w", cfg.SessionID, err)
 	}

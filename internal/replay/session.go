@@ -190,7 +190,14 @@ func replayExternal(ctx context.Context, cfg SessionConfig, sp *spec.Spec) (*Ext
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", id, err)
 	}
-	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Strict: cfg.Strict, Ignore: ignore,
+	// The run's side threads (its agent's title or quota calls) are
+	// sessions of their own: each thread of the agent is served its own
+	// recorded answers.
+	sides, err := proxy.SideThreads(src, id)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", id, err)
+	}
+	rb, err := proxy.NewReplay(proxy.ReplayConfig{Events: evs, Strict: cfg.Strict, Ignore: ignore, Sides: sides,
 		Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(src.SessionDir(id), rel) }})
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", id, err)

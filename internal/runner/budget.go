@@ -124,16 +124,21 @@ func (r *run) modelBudget(req provider.Request) (maxOut int64, over string) {
 // spent checks the limits that are used up whatever comes next: before a
 // tool call is dispatched, and before a resume of a session its budget
 // stopped goes on.
-func (r *run) spent() string {
+func (r *run) spent() string { return r.spentWith(session.Spend{}) }
+
+// spentWith is spent with extra charged to the run besides what its log
+// folds: an external agent's side threads (sessions of their own, whose
+// spend is the run's; see agenthost).
+func (r *run) spentWith(extra session.Spend) string {
 	b := r.budget()
-	if b.MaxToolCalls > 0 && r.callsSpent() >= b.MaxToolCalls {
+	if calls := r.callsSpent() + extra.ToolCalls; b.MaxToolCalls > 0 && calls >= b.MaxToolCalls {
 		return fmt.Sprintf("max_tool_calls %d: all used", b.MaxToolCalls)
 	}
-	if b.MaxTokens > 0 && r.tokensSpent() >= b.MaxTokens {
-		return fmt.Sprintf("max_tokens %d: %d spent", b.MaxTokens, r.tokensSpent())
+	if tokens := r.tokensSpent() + extra.Tokens(); b.MaxTokens > 0 && tokens >= b.MaxTokens {
+		return fmt.Sprintf("max_tokens %d: %d spent", b.MaxTokens, tokens)
 	}
-	if b.MaxCostUSD > 0 && r.costSpent() >= b.MaxCostUSD {
-		return fmt.Sprintf("max_cost_usd %.4f: $%.4f spent", b.MaxCostUSD, r.costSpent())
+	if cost := r.costSpent() + extra.CostUSD; b.MaxCostUSD > 0 && cost >= b.MaxCostUSD {
+		return fmt.Sprintf("max_cost_usd %.4f: $%.4f spent", b.MaxCostUSD, cost)
 	}
 	if b.MaxWall > 0 && r.wall() >= b.MaxWall {
 		return fmt.Sprintf("max_wall %s: %s spent", b.MaxWall, r.wall().Round(time.Millisecond))

@@ -175,6 +175,11 @@ func (h *Host) Budget() session.Budget { return h.r.budget() }
 // Spent names the budget limit the session has reached, "" if none.
 func (h *Host) Spent() string { return h.r.spent() }
 
+// SpentWith is Spent with extra charged besides what the session's log
+// folds: the spend of the run's side threads (an external agent's title
+// or quota calls, recorded as sessions of their own), which is the run's.
+func (h *Host) SpentWith(extra session.Spend) string { return h.r.spentWith(extra) }
+
 // Fail records an error and a failed finish.
 func (h *Host) Fail(reason string, cause error) (Result, error) { return h.r.fail(reason, cause) }
 
