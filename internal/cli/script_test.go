@@ -59,6 +59,13 @@ func TestScripts(t *testing.T) {
 			env.Setenv("CORPUS", filepath.Join(fixtures, "..", "testdata", "corpus"))
 			home := filepath.Join(env.WorkDir, ".agentctl")
 			env.Setenv("AGENTCTL_HOME", home)
+			// The clock's date and the next day's, for a program that puts
+			// today's date in its prompt and is replayed "on another day":
+			// a replay takes a date for volatile only when one of the runs'
+			// clocks showed it (replaymatch.Env.Days).
+			now := time.Now().UTC()
+			env.Setenv("TODAY", now.Format(time.DateOnly))
+			env.Setenv("TOMORROW", now.AddDate(0, 0, 1).Format(time.DateOnly))
 			// Every log a script leaves in its home must pass replay
 			// verify, unless the script damaged one on purpose.
 			env.Defer(func() {
