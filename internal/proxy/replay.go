@@ -427,8 +427,25 @@ func matchRequest(c *Call) replaymatch.Request {
 func (r *Replay) SetDir(dir string) { r.match.SetReplayDir(dir) }
 
 // Normalised lists what each normaliser changed over the replay so far
-// (name, count, turns), for the replay report.
-func (r *Replay) Normalised() []replaymatch.Change { return r.match.Changes() }
+// (name, count, turns), for the replay report: the session's thread and
+// its side threads added up by normaliser, each turn counted in its own
+// thread. Without the sides, a client whose side call came first (so
+// that its agent's conversation is side thread 1) reported nothing.
+func (r *Replay) Normalised() []replaymatch.Change {
+	var t replaymatch.Tally
+	for _, th := range append([]*Replay{r}, r.sides...) {
+		for _, c := range th.match.Changes() {
+			for i, turn := range c.Turns {
+				n := 0
+				if i == 0 {
+					n = c.Count // the count once, the turns each
+				}
+				t.Add(turn, map[string]int{c.Name: n})
+			}
+		}
+	}
+	return t.Changes()
+}
 
 // ContentCaptured reports whether the recording holds the conversation:
 // false for a session collected with content capture off, whose replay
