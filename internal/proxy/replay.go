@@ -423,8 +423,14 @@ func matchRequest(c *Call) replaymatch.Request {
 
 // SetDir names the folder the replaying program runs in, once known (the
 // fresh workspace of replay run): the workspace-path normaliser replaces
-// it as it does the recorded one. Call it before the first request.
-func (r *Replay) SetDir(dir string) { r.match.SetReplayDir(dir) }
+// it as it does the recorded one, in the session's thread and in each
+// side thread. Call it before the first request.
+func (r *Replay) SetDir(dir string) {
+	r.match.SetReplayDir(dir)
+	for _, s := range r.sides {
+		s.match.SetReplayDir(dir)
+	}
+}
 
 // Normalised lists what each normaliser changed over the replay so far
 // (name, count, turns), for the replay report: the session's thread and

@@ -376,3 +376,47 @@ threads:
 		})
 	}
 }
+
+// TestSideThreadReplayDir: the folder a replay runs in, known only once
+// replay run has made it (SetDir), reaches the side threads' matchers too,
+// so a side thread that names the workspace replays from another folder
+// as the session's conversation does.
+func TestSideThreadReplayDir(t *testing.T) {
+	const recDir, newDir = "/tmp/side-oc/proj", "/tmp/elsewhere/proj"
+	body := func(name, dir string) string {
+		b := strings.ReplaceAll(opencodeBody(t, name), `Say hello\"`, `Say hello to `+recDir+`/hello.txt\"`)
+		return strings.ReplaceAll(b, recDir, dir)
+	}
+	srv, mem, base := startProxy(t, Config{Backend: titleBackend(t)})
+	for _, name := range []string{"title", "turn1", "turn2"} {
+		if st, out := post(t, base+"/s/oc/v1/chat/completions", body(name, recDir)); st != 200 {
+			t.Fatalf("%s: status %d: %s", name, st, out)
+		}
+	}
+	waitIdle(t, srv)
+	oc, side := mem.Get("oc"), mem.Get("oc-side1")
+	if oc == nil || side == nil {
+		t.Fatalf("sessions = %v, want oc and oc-side1", mem.IDs())
+	}
+	// As a run records them: each thread's header names the workspace.
+	ocEvs, sideEvs := oc.Events(), side.Events()
+	ocEvs[0].Workspace, sideEvs[0].Workspace = recDir, recDir
+	if !strings.Contains(body("turn1", recDir), recDir+"/hello.txt") {
+		t.Fatal("the test's user message names no workspace path")
+	}
+	r, err := NewReplay(ReplayConfig{Events: ocEvs, Artifacts: oc.ReadArtifact,
+		Sides: []ReplayConfig{{Events: sideEvs, Artifacts: side.ReadArtifact}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetDir(newDir)
+	_, _, rbase := startProxy(t, Config{Backend: r})
+	for _, name := range []string{"turn1", "title", "turn2"} {
+		if st, out := post(t, rbase+"/s/re/v1/chat/completions", body(name, newDir)); st != 200 {
+			t.Fatalf("%s from %s: status %d: %s", name, newDir, st, out)
+		}
+	}
+	if r.Diverged() {
+		t.Fatalf("findings = %+v, want none fatal", r.Findings())
+	}
+}
