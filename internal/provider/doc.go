@@ -104,6 +104,20 @@
 //	    usage: {input_tokens: 120, output_tokens: 7}   # else estimated
 //	    delay: 2s                                      # sleep half-way through the text
 //	  - error: "simulated provider failure"
+//	threads:                        # side conversations of a proxied client
+//	  - system: "You are a title generator."   # text its system prompt contains
+//	    turns:
+//	      - text: "Mailer service overview"
+//
+// A thread answers the calls whose system text contains its system (the
+// first such thread; Script.For), turn N to the thread's N-th call; every
+// other call is answered by turns. agentctl proxy records such a call as
+// a side thread, a conversation of its own whose calls it counts apart
+// (internal/proxy, session.Route), so the agent's conversation gets the
+// same turns whether the client sent its side call before, between or
+// after them; matching the system text, not the order, is what keeps a
+// recording deterministic when the client's order is not. agentctl's own
+// agent makes no side calls: its scripted model serves turns only.
 //
 // Tool call ids are "call_<turn>_<index>" (turn 1-based, index 0-based).
 // Estimated usage is input = characters of the request's messages / 4 + 1

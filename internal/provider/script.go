@@ -23,5 +23,14 @@ func LoadScript(path string) (Script, error) {
 	if len(s.Turns) == 0 {
 		return Script{}, &spec.Error{File: path, Msg: "the script has no turns (add a turns: list)"}
 	}
+	for i, t := range s.Threads {
+		if t.System == "" {
+			// An empty System would match every call and silence the turns.
+			return Script{}, &spec.Error{File: path, Msg: fmt.Sprintf("threads[%d]: system is required (text the side conversation's system prompt contains)", i)}
+		}
+		if len(t.Turns) == 0 {
+			return Script{}, &spec.Error{File: path, Msg: fmt.Sprintf("threads[%d] (system %q) has no turns (add a turns: list)", i, t.System)}
+		}
+	}
 	return s, nil
 }

@@ -23,6 +23,33 @@ type Script struct {
 	// Summary answers compaction requests; empty means a digest of the
 	// request's messages.
 	Summary string `yaml:"summary"`
+	// Threads answer a proxied client's side conversations (opencode's
+	// title call, a quota check): calls that are not the agent's and would
+	// otherwise take the agent's next turn. See For.
+	Threads []ScriptThread `yaml:"threads"`
+}
+
+// ScriptThread is the script of one side conversation: the calls whose
+// system text contains System, answered turn N to the thread's N-th call.
+// It is picked by the system text, not by arrival order, because a client
+// sends its side calls before or after the agent's as it happens to run.
+type ScriptThread struct {
+	System string       `yaml:"system"`
+	Turns  []ScriptTurn `yaml:"turns"`
+}
+
+// For returns the script that answers a call whose system text is system:
+// the first thread whose System it contains, else s's own turns. The
+// result has no threads, so a call is answered by one sequence only.
+func (s Script) For(system string) Script {
+	out := Script{Turns: s.Turns, Summary: s.Summary}
+	for _, t := range s.Threads {
+		if strings.Contains(system, t.System) {
+			out.Turns = t.Turns
+			break
+		}
+	}
+	return out
 }
 
 // ScriptTurn is one assistant turn.

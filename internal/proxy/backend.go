@@ -16,8 +16,10 @@ import (
 )
 
 // Scripted serves agentctl's scripted model (provider.Scripted) over every
-// wire protocol: turn N of the script answers call N of each conversation,
-// so any agent runs with no key and no network.
+// wire protocol: turn N of the script answers call N of each conversation
+// (each side thread counted on its own, answered by the script's thread
+// its system text picks, provider.Script.For), so any agent runs with no
+// key and no network.
 type Scripted struct {
 	script provider.Script
 	// model is reported as the answer's model; "" echoes the request's.
@@ -48,7 +50,9 @@ func (b *Scripted) Serve(ctx context.Context, c *Call, w http.ResponseWriter) er
 	case APICountTokens:
 		return serveCount(w, c)
 	}
-	p := provider.NewScripted(b.script, model)
+	// The proxy counts c.Turn per thread (a side thread is a conversation
+	// of its own), so a side call takes a turn of its thread only.
+	p := provider.NewScripted(b.script.For(c.System), model)
 	p.SetTurn(max(0, c.Turn-1-b.skip))
 	enc := newEncoder(c.API, c.Stream, responseID(c), model, w)
 	resp, err := p.Complete(ctx, provider.Request{Model: model, Messages: c.projection(), MaxTokens: c.MaxTokens}, enc.text)

@@ -423,12 +423,35 @@ func matchRequest(c *Call) replaymatch.Request {
 
 // SetDir names the folder the replaying program runs in, once known (the
 // fresh workspace of replay run): the workspace-path normaliser replaces
-// it as it does the recorded one. Call it before the first request.
-func (r *Replay) SetDir(dir string) { r.match.SetReplayDir(dir) }
+// it as it does the recorded one, in the session's thread and in each
+// side thread. Call it before the first request.
+func (r *Replay) SetDir(dir string) {
+	r.match.SetReplayDir(dir)
+	for _, s := range r.sides {
+		s.match.SetReplayDir(dir)
+	}
+}
 
 // Normalised lists what each normaliser changed over the replay so far
-// (name, count, turns), for the replay report.
-func (r *Replay) Normalised() []replaymatch.Change { return r.match.Changes() }
+// (name, count, turns), for the replay report: the session's thread and
+// its side threads added up by normaliser, each turn counted in its own
+// thread. Without the sides, a client whose side call came first (so
+// that its agent's conversation is side thread 1) reported nothing.
+func (r *Replay) Normalised() []replaymatch.Change {
+	var t replaymatch.Tally
+	for _, th := range append([]*Replay{r}, r.sides...) {
+		for _, c := range th.match.Changes() {
+			for i, turn := range c.Turns {
+				n := 0
+				if i == 0 {
+					n = c.Count // the count once, the turns each
+				}
+				t.Add(turn, map[string]int{c.Name: n})
+			}
+		}
+	}
+	return t.Changes()
+}
 
 // ContentCaptured reports whether the recording holds the conversation:
 // false for a session collected with content capture off, whose replay

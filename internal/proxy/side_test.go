@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -233,13 +234,21 @@ func TestSideThreadReplay(t *testing.T) {
 			}
 			srv, mem, base := startProxy(t, Config{Backend: r})
 			for _, name := range order {
-				st, out := post(t, base+"/s/re/v1/chat/completions", opencodeBody(t, name))
+				// Run from another folder: the <env> block differs.
+				b := strings.ReplaceAll(opencodeBody(t, name), "/tmp/side-oc/proj", "/tmp/elsewhere/proj")
+				st, out := post(t, base+"/s/re/v1/chat/completions", b)
 				if st != 200 || !strings.Contains(string(out), want[name]) {
 					t.Fatalf("%s: status %d, answer %s; want %q", name, st, string(out), want[name])
 				}
 			}
 			if r.Diverged() {
 				t.Fatalf("findings = %+v, want none fatal", r.Findings())
+			}
+			// The agent's conversation is side thread 1 of the recording
+			// (the title came first): what the normalisers changed in it
+			// is in the report too.
+			if sum := replaymatch.Summary(r.Normalised()); !strings.Contains(sum, "opencode-env 2 (turns 1-2)") {
+				t.Errorf("normalised = %q, want the side thread's opencode-env 2 (turns 1-2)", sum)
 			}
 			waitIdle(t, srv)
 			noCompaction(t, mem)
@@ -311,5 +320,103 @@ func TestSideThreadConcurrent(t *testing.T) {
 		if k := kinds(mem.Get(id).Events()); !strings.HasSuffix(k, "session_finished") {
 			t.Errorf("%s kinds = %s, want it finished", id, k)
 		}
+	}
+}
+
+// TestScriptedSideThread: a script's threads answer a client's side
+// conversation from their own turns, picked by the request's system text,
+// whichever order the client sends it in; the agent's conversation is
+// served the script's turns as if the side call had not been made. With
+// one sequence for every call, opencode's title call took the agent's
+// first turn (a tool call) for its title.
+func TestScriptedSideThread(t *testing.T) {
+	script := loadScript(t, `
+turns:
+  - text: "Hello there."
+  - text: "Hello there."
+threads:
+  - system: "You are a title generator."
+    turns:
+      - text: "Greeting Test"
+`)
+	title, turn1, turn2 := opencodeBody(t, "title"), opencodeBody(t, "turn1"), opencodeBody(t, "turn2")
+	for _, tc := range []struct {
+		name        string
+		order       []string
+		titleThread string // the session the title call is recorded in
+	}{
+		{"title first", []string{title, turn1, turn2}, "oc"},
+		{"title after turn 1", []string{turn1, title, turn2}, "oc-side1"},
+		{"title last", []string{turn1, turn2, title}, "oc-side1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, mem, base := startProxy(t, Config{Backend: NewScripted(script, "")})
+			for i, b := range tc.order {
+				if st, out := post(t, base+"/s/oc/v1/chat/completions", b); st != 200 {
+					t.Fatalf("call %d: status %d: %s", i+1, st, out)
+				}
+			}
+			waitIdle(t, srv)
+			got := noCompaction(t, mem)
+			agent := "oc-side1"
+			if tc.titleThread == agent {
+				agent = "oc"
+			}
+			if a := lastOf(got[tc.titleThread], session.KindAssistantMessage); a.Text != "Greeting Test" {
+				t.Errorf("title thread %s answered %q, want the thread's turn %q", tc.titleThread, a.Text, "Greeting Test")
+			}
+			if k := kinds(got[agent]); k != agentThread {
+				t.Errorf("agent thread %s kinds = %s\nwant %s", agent, k, agentThread)
+			}
+			for _, e := range got[agent] {
+				if e.Kind == session.KindAssistantMessage && e.Text != "Hello there." {
+					t.Errorf("agent thread %s answered %q, want the script's turns", agent, e.Text)
+				}
+			}
+		})
+	}
+}
+
+// TestSideThreadReplayDir: the folder a replay runs in, known only once
+// replay run has made it (SetDir), reaches the side threads' matchers too,
+// so a side thread that names the workspace replays from another folder
+// as the session's conversation does.
+func TestSideThreadReplayDir(t *testing.T) {
+	const recDir, newDir = "/tmp/side-oc/proj", "/tmp/elsewhere/proj"
+	body := func(name, dir string) string {
+		b := strings.ReplaceAll(opencodeBody(t, name), `Say hello\"`, `Say hello to `+recDir+`/hello.txt\"`)
+		return strings.ReplaceAll(b, recDir, dir)
+	}
+	srv, mem, base := startProxy(t, Config{Backend: titleBackend(t)})
+	for _, name := range []string{"title", "turn1", "turn2"} {
+		if st, out := post(t, base+"/s/oc/v1/chat/completions", body(name, recDir)); st != 200 {
+			t.Fatalf("%s: status %d: %s", name, st, out)
+		}
+	}
+	waitIdle(t, srv)
+	oc, side := mem.Get("oc"), mem.Get("oc-side1")
+	if oc == nil || side == nil {
+		t.Fatalf("sessions = %v, want oc and oc-side1", mem.IDs())
+	}
+	// As a run records them: each thread's header names the workspace.
+	ocEvs, sideEvs := oc.Events(), side.Events()
+	ocEvs[0].Workspace, sideEvs[0].Workspace = recDir, recDir
+	if !strings.Contains(body("turn1", recDir), recDir+"/hello.txt") {
+		t.Fatal("the test's user message names no workspace path")
+	}
+	r, err := NewReplay(ReplayConfig{Events: ocEvs, Artifacts: oc.ReadArtifact,
+		Sides: []ReplayConfig{{Events: sideEvs, Artifacts: side.ReadArtifact}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetDir(newDir)
+	_, _, rbase := startProxy(t, Config{Backend: r})
+	for _, name := range []string{"turn1", "title", "turn2"} {
+		if st, out := post(t, rbase+"/s/re/v1/chat/completions", body(name, newDir)); st != 200 {
+			t.Fatalf("%s from %s: status %d: %s", name, newDir, st, out)
+		}
+	}
+	if r.Diverged() {
+		t.Fatalf("findings = %+v, want none fatal", r.Findings())
 	}
 }
