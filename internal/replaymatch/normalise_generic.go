@@ -39,19 +39,9 @@ var (
 )
 
 func init() {
-	date := Normaliser{Name: "date-time", Source: "any", Why: "today's date and the time of day on either run's clock (system prompts, tool output, logs)",
-		Order: OrderGeneric,
-		Apply: func(s string, env Env) (string, int) {
-			ph, n := Placeholder("date-time"), 0
-			out := dateTimeRE.ReplaceAllStringFunc(s, func(m string) string {
-				if !env.clockDay(m) {
-					return m
-				}
-				n++
-				return ph
-			})
-			return out, n
-		}}
+	date := RegexpWhere("date-time", "any", "today's date and the time of day on either run's clock (system prompts, tool output, logs)",
+		dateTimeRE, func(m string, env Env) bool { return env.clockDay(m) })
+	date.Order = OrderGeneric
 	dur := Regexp("duration", "any", "how long something took, as measured on that run", durationRE)
 	dur.Order = OrderGeneric
 	uuid := Regexp("uuid", "any", "random ids: sessions, requests, tool calls", uuidRE)
@@ -59,26 +49,11 @@ func init() {
 	tmp := Normaliser{Name: "temp-path", Source: "any", Why: "the random folder a temp dir was made as",
 		Order: OrderGeneric - 2, // before uuid and hex-id: the folder name is replaced whole
 		Apply: tempPath}
-	hex := Normaliser{Name: "hex-id", Source: "any", Why: "random or content-derived hex ids: trace, span and request ids, hashes, commit ids", Order: OrderGeneric,
-		Apply: func(s string, _ Env) (string, int) {
-			ph, n := Placeholder("hex-id"), 0
-			out := hexIDRE.ReplaceAllStringFunc(s, func(m string) string {
-				letter, digit := false, false
-				for i := 0; i < len(m); i++ {
-					if m[i] >= 'a' {
-						letter = true
-					} else {
-						digit = true
-					}
-				}
-				if !letter || !digit {
-					return m
-				}
-				n++
-				return ph
-			})
-			return out, n
-		}}
+	hex := RegexpWhere("hex-id", "any", "random or content-derived hex ids: trace, span and request ids, hashes, commit ids",
+		hexIDRE, func(m string, _ Env) bool {
+			return strings.ContainsAny(m, "abcdef") && strings.ContainsAny(m, "0123456789")
+		})
+	hex.Order = OrderGeneric
 	for _, n := range []Normaliser{date, dur, uuid, tmp, hex} {
 		Register(n)
 	}
