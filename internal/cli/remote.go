@@ -187,20 +187,9 @@ func historyCompactRemoteRun(ctx context.Context, f *Factory, url string, lease 
 // openRemoteQueryDB pulls the remote's history and opens the home's
 // history together with it.
 func openRemoteQueryDB(ctx context.Context, f *Factory, url string) (*query.DB, func(), error) {
-	r, err := remote.Open(ctx, url, f.Home, f.Err)
+	parts, err := pullRemoteParts(ctx, f, url)
 	if err != nil {
 		return nil, nil, err
-	}
-	snap, err := r.Pull(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var parts []query.RemotePart
-	for _, p := range snap.Parts(nil) {
-		parts = append(parts, query.RemotePart{Path: p.Path, Sessions: p.Sessions, Exclude: p.Exclude})
-	}
-	for _, p := range snap.EvalPaths() {
-		parts = append(parts, query.RemotePart{Path: p, Eval: true})
 	}
 	db, err := query.OpenRemote(ctx, f.Home, f.Err, parts)
 	if err != nil {

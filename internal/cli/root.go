@@ -108,6 +108,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newBundleCmd(f, nil, nil),
 		newDiagnoseCmd(f, nil),
 		newViewCmd(f, nil),
+		newUICmd(f, nil),
 		newProxyCmd(f, nil),
 		newCollectCmd(f, nil),
 	)

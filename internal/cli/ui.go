@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/internal/buildinfo"
+	"github.com/agentctl/agentctl/internal/query"
+	"github.com/agentctl/agentctl/internal/remote"
+	"github.com/agentctl/agentctl/internal/ui"
+)
+
+// uiTokenEnv is --token's default.
+const uiTokenEnv = "AGENTCTL_UI_TOKEN"
+
+type uiOptions struct {
+	Listen string
+	Open   bool
+	Token  string
+	Remote string
+	JSON   bool
+}
+
+func newUICmd(f *Factory, runF func(context.Context, *uiOptions) error) *cobra.Command {
+	opts := &uiOptions{}
+	cmd := &cobra.Command{
+		Use:   "ui",
+		Short: "Serve the history as a web app in your browser (runs, sessions, approvals, evals, cost, SQL)",
+		Long: `Serve the home's history as a web app, from this binary alone (no network
+needed), until Ctrl-C. It prints the URL to open; the URL carries a token
+that every request must present (the page then keeps it in a cookie), as
+Jupyter does. The server listens on loopback by default and answers only to
+the address it listens on and localhost (a web page elsewhere cannot reach
+it by a name it resolves to 127.0.0.1). The only change a page can make is
+an approval, from the page itself.
+
+--remote adds the shared history CI runners pushed ('agentctl history push'),
+read-only, as 'query --remote' does.`,
+		Example: "  agentctl ui\n  agentctl ui --open\n  agentctl ui --listen 0.0.0.0:8080 --token \"$(openssl rand -hex 24)\"\n  agentctl ui --remote s3://ci-runs/agentctl",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return uiRun(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Listen, "listen", "127.0.0.1:0", "`HOST:PORT` to serve on (port 0 picks a free one); anything but loopback needs --token")
+	fl.BoolVar(&opts.Open, "open", false, "open the URL in the browser ($BROWSER or the system's opener)")
+	fl.StringVar(&opts.Token, "token", "", "the token requests must carry, at least 16 characters (env "+uiTokenEnv+"; default: a random one)")
+	fl.StringVar(&opts.Remote, "remote", "", "also show this S3 remote's history `URL` (s3://bucket/prefix), read-only (env "+remote.Env+")")
+	fl.BoolVar(&opts.JSON, "json", false, "print the address as one JSON line instead of text")
+	return cmd
+}
+
+func uiRun(ctx context.Context, f *Factory, opts *uiOptions) error {
+	if opts.Token == "" {
+		opts.Token = os.Getenv(uiTokenEnv)
+	}
+	host, _, err := net.SplitHostPort(opts.Listen)
+	if err != nil {
+		return usageError{fmt.Errorf("ui: --listen %q: want HOST:PORT, e.g. 127.0.0.1:0", opts.Listen)}
+	}
+	if !isLoopback(host) && opts.Token == "" {
+		return usageError{fmt.Errorf("ui: --listen %s is not loopback: give --token (or %s) so that only you can open the pages", opts.Listen, uiTokenEnv)}
+	}
+	var parts []query.RemotePart
+	if url := remote.URL(opts.Remote); url != "" {
+		parts, err = pullRemoteParts(ctx, f, url)
+		if err != nil {
+			return err
+		}
+	}
+	srv, err := ui.New(ui.Options{Store: f.Store(), Remote: parts, Token: opts.Token, Generator: "agentctl " + buildinfo.Version, Warn: f.Err})
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := srv.Listen(opts.Listen)
+	if err != nil {
+		return err
+	}
+	u := srv.URL(ln)
+	if opts.JSON {
+		b, _ := json.Marshal(map[string]string{"kind": "listening", "address": ln.Addr().String(), "url": u})
+		fmt.Fprintln(f.Out, string(b))
+	} else {
+		fmt.Fprintf(f.Out, "agentctl ui: %s\n", u)
+		fmt.Fprintf(f.Err, "serving %s until Ctrl-C\n", f.Home)
+	}
+	if opts.Open {
+		if err := openInBrowser(u); err != nil {
+			fmt.Fprintf(f.Err, "agentctl ui: %v\n", err)
+		}
+	}
+	return srv.Serve(ctx, ln)
+}
+
+// pullRemoteParts pulls the remote's history into its cache and names the
+// parts the query database reads.
+func pullRemoteParts(ctx context.Context, f *Factory, url string) ([]query.RemotePart, error) {
+	r, err := remote.Open(ctx, url, f.Home, f.Err)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := r.Pull(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var parts []query.RemotePart
+	for _, p := range snap.Parts(nil) {
+		parts = append(parts, query.RemotePart{Path: p.Path, Sessions: p.Sessions, Exclude: p.Exclude})
+	}
+	for _, p := range snap.EvalPaths() {
+		parts = append(parts, query.RemotePart{Path: p, Eval: true})
+	}
+	return parts, nil
+}

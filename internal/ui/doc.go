@@ -1,0 +1,18 @@
+// Package ui serves agentctl's web app: a home's history (and a remote's,
+// read-only) as pages in the user's own browser, from the binary alone.
+//
+// Every page is rendered on the server by html/template, so a recorded
+// string reaches the browser as escaped text by construction; the one
+// script (assets/ui.js) only enhances what the HTML already shows (live
+// rows, copy buttons) and writes recorded text with textContent. Agent
+// content is hostile and the browser is the user's: the server answers only
+// requests that carry its token, name it by a host it listens as (DNS
+// rebinding) and, for the few writes (approvals), come from its own pages
+// (Origin and a CSRF field). The Content-Security-Policy allows the page's
+// own style and script and nothing else.
+//
+// Pages register themselves (register, from each page file's init) with the
+// route they serve and their place in the navigation; the server knows none
+// of them by name. The same handlers write the static export (Export), so an
+// exported page is the served page with file links.
+package ui

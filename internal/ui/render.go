@@ -1,0 +1,251 @@
+package ui
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/query"
+)
+
+//go:embed assets templates
+var files embed.FS
+
+func assetHandler() http.Handler {
+	sub, _ := fs.Sub(files, "assets")
+	return http.FileServerFS(sub)
+}
+
+// Ctx is one request to a page.
+type Ctx struct {
+	W http.ResponseWriter
+	R *http.Request
+	S *Server
+	// Static is set while exporting: links go to files, and nothing on
+	// the page may need the server (no forms, no live updates).
+	Static bool
+	// link maps an app path to the exported file that holds it; set
+	// only when Static.
+	link func(path string, q url.Values) string
+}
+
+// Link is the href of an app path with its query: the path itself when
+// served, the exported file's relative name when Static.
+func (c *Ctx) Link(path string, q url.Values) string {
+	if c.Static && c.link != nil {
+		return c.link(path, q)
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
+// CSRF is the field a page's form carries for a write.
+func (c *Ctx) CSRF() string { return c.S.csrf }
+
+// layout is what every page's template gets.
+type layout struct {
+	Title     string
+	Nav       []navItem
+	Generator string
+	Static    bool
+	CSRF      string
+	// Page is the page's own data.
+	Page any
+}
+
+// Asset is the href of a file in assets/: a page that needs its own
+// script names it in its "scripts" block as <script defer src="{{.Asset
+// "x.js"}}">, since the policy runs no inline script.
+func (l layout) Asset(name string) string {
+	if l.Static {
+		return "assets/" + name
+	}
+	return "/assets/" + name
+}
+
+type navItem struct {
+	Name, Href string
+	Current    bool
+}
+
+var (
+	tmplMu sync.Mutex
+	tmpls  = map[string]*template.Template{}
+)
+
+// funcs are the helpers every template may call.
+var funcs = template.FuncMap{
+	"tokens":   formatTokens,
+	"cost":     formatCost,
+	"duration": formatDuration,
+	"time":     formatTime,
+	"clip":     clip,
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+}
+
+// page parses the layout with one page's template (each page defines
+// "content", so each is its own set).
+func page(name string) (*template.Template, error) {
+	tmplMu.Lock()
+	defer tmplMu.Unlock()
+	if t, ok := tmpls[name]; ok {
+		return t, nil
+	}
+	t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+name)
+	if err != nil {
+		return nil, err
+	}
+	tmpls[name] = t
+	return t, nil
+}
+
+// Render writes the page template name (a file in templates/) with data
+// inside the layout. It renders to a buffer first so a template error is
+// an error page, not half a page.
+func (c *Ctx) Render(name, title string, data any) error {
+	t, err := page(name)
+	if err != nil {
+		return fmt.Errorf("ui: template %s: %w", name, err)
+	}
+	l := layout{Title: title, Generator: c.S.opts.Generator, Static: c.Static, CSRF: c.S.csrf, Page: data}
+	for _, r := range navRoutes() {
+		if c.Static && r.order >= staticNavLimit {
+			continue
+		}
+		l.Nav = append(l.Nav, navItem{Name: r.nav, Href: c.Link(r.navPath, nil), Current: strings.HasPrefix(c.R.URL.Path, r.navPath)})
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, l); err != nil {
+		return fmt.Errorf("ui: render %s: %w", name, err)
+	}
+	c.W.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, err = c.W.Write(buf.Bytes())
+	return err
+}
+
+// staticNavLimit keeps pages that need the server (order at or above it:
+// approvals, SQL) out of an export's navigation.
+const staticNavLimit = 100
+
+// JSON writes v as the answer of an endpoint the page's script reads.
+func (c *Ctx) JSON(v any) error {
+	c.W.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(c.W).Encode(v)
+}
+
+// httpError is an error with the status it answers.
+type httpError struct {
+	code int
+	err  error
+}
+
+func (e *httpError) Error() string { return e.err.Error() }
+func (e *httpError) Unwrap() error { return e.err }
+
+// notFound and badRequest make errors a handler returns.
+func notFound(format string, args ...any) error {
+	return &httpError{http.StatusNotFound, fmt.Errorf(format, args...)}
+}
+
+func badRequest(format string, args ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Errorf(format, args...)}
+}
+
+// fail answers an error as a page (or as JSON to a script), the message
+// as text: it may quote a session's strings.
+func (c *Ctx) fail(err error) {
+	code := http.StatusInternalServerError
+	var he *httpError
+	var qe *query.SQLError
+	switch {
+	case errors.As(err, &he):
+		code = he.code
+	case errors.As(err, &qe):
+		code = http.StatusBadRequest
+	}
+	if strings.HasPrefix(c.R.URL.Path, "/api/") {
+		c.W.Header().Set("Content-Type", "application/json")
+		c.W.WriteHeader(code)
+		json.NewEncoder(c.W).Encode(map[string]any{"error": err.Error()})
+		return
+	}
+	c.W.WriteHeader(code)
+	if rerr := c.Render("error.html", "Error", map[string]any{"Code": code, "Message": err.Error()}); rerr != nil {
+		fmt.Fprintf(c.W, "agentctl ui: %s", template.HTMLEscapeString(err.Error()))
+	}
+}
+
+func formatTokens(n int64) string {
+	switch {
+	case n >= 10_000_000:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%.0fk", float64(n)/1e3)
+	case n >= 1_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func formatCost(usd float64) string {
+	switch {
+	case usd == 0:
+		return "$0"
+	case usd < 0.01:
+		return fmt.Sprintf("$%.4f", usd)
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// clip cuts s to n runes with an ellipsis; the page shows a preview and
+// links to the whole.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}

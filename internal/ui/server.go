@@ -1,0 +1,237 @@
+package ui
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/query"
+	"github.com/agentctl/agentctl/internal/recorder"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Store is the home's sessions.
+	Store recorder.Store
+	// Remote, when set, adds the shared history CI runners pushed (read
+	// only), as `query --remote` does.
+	Remote []query.RemotePart
+	// Token authenticates every request. Empty makes a random one.
+	Token string
+	// Generator names what serves the pages ("agentctl v1.2.3").
+	Generator string
+	// Warn receives what the history could not read (damaged logs).
+	Warn io.Writer
+}
+
+// Server is the web app over one home. Its handlers may run concurrently;
+// the query database is shared behind a lock (DuckDB's connection is not
+// the place to learn about concurrent readers of one home).
+type Server struct {
+	opts  Options
+	token string
+	csrf  string
+	// hosts are the Host headers this server answers to; nil accepts any
+	// (a non-loopback listen, where the token is what keeps others out).
+	hosts map[string]bool
+
+	dbMu   sync.Mutex
+	db     *query.DB
+	dbSeen dbStamp
+}
+
+// dbStamp is what tells that the history changed since the database was
+// opened: the sessions folder's modification time and entry count.
+type dbStamp struct {
+	mod time.Time
+	n   int
+}
+
+// New makes a server; Listen binds it.
+func New(opts Options) (*Server, error) {
+	if opts.Warn == nil {
+		opts.Warn = io.Discard
+	}
+	tok := opts.Token
+	if tok == "" {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("ui: make a token: %w", err)
+		}
+		tok = hex.EncodeToString(b)
+	}
+	if len(tok) < 16 {
+		return nil, errors.New("ui: the token must be at least 16 characters (leave it empty for a random one)")
+	}
+	m := hmac.New(sha256.New, []byte(tok))
+	m.Write([]byte("agentctl-ui csrf"))
+	return &Server{opts: opts, token: tok, csrf: hex.EncodeToString(m.Sum(nil))}, nil
+}
+
+// Token is the token every request must carry.
+func (s *Server) Token() string { return s.token }
+
+// Listen binds addr ("127.0.0.1:0" picks a port) and fixes the Host names
+// the server answers to: on loopback, the address itself and localhost at
+// its port, so a page on another site that resolves its own name to
+// 127.0.0.1 (DNS rebinding) is refused.
+func (s *Server) Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("ui: listen on %s: %w (give another --listen address, or port 0 for any free one)", addr, err)
+	}
+	s.hosts = hostsFor(ln.Addr().(*net.TCPAddr))
+	return ln, nil
+}
+
+func hostsFor(a *net.TCPAddr) map[string]bool {
+	if !a.IP.IsLoopback() {
+		return nil
+	}
+	port := fmt.Sprint(a.Port)
+	h := map[string]bool{}
+	for _, name := range []string{a.IP.String(), "localhost", "127.0.0.1", "::1"} {
+		h[net.JoinHostPort(name, port)] = true
+	}
+	return h
+}
+
+// URL is the address to open: the listener's, with the token, as Jupyter
+// prints it.
+func (s *Server) URL(ln net.Listener) string {
+	return "http://" + ln.Addr().String() + "/?token=" + url.QueryEscape(s.token)
+}
+
+// Serve answers on ln until ctx is done.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.hosts == nil {
+		if a, ok := ln.Addr().(*net.TCPAddr); ok {
+			s.hosts = hostsFor(a)
+		}
+	}
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(shut)
+	s.Close()
+	return nil
+}
+
+// Close releases the query database.
+func (s *Server) Close() error {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}
+
+// WithDB runs fn with the history's query database, opened on first use
+// and opened again when the home's sessions changed since, so the pages
+// show sessions recorded while the server runs. Calls are serialised.
+func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	st := s.stamp()
+	if s.db != nil && st != s.dbSeen {
+		s.db.Close()
+		s.db = nil
+	}
+	if s.db == nil {
+		var db *query.DB
+		var err error
+		if len(s.opts.Remote) > 0 {
+			db, err = query.OpenRemote(ctx, s.opts.Store.Root, s.opts.Warn, s.opts.Remote)
+		} else {
+			db, err = query.OpenStore(ctx, s.opts.Store, s.opts.Warn)
+		}
+		if err != nil {
+			return err
+		}
+		s.db, s.dbSeen = db, st
+	}
+	return fn(s.db)
+}
+
+func (s *Server) stamp() dbStamp {
+	dir := s.opts.Store.Root + "/sessions"
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return dbStamp{}
+	}
+	ids, _ := s.opts.Store.IDs()
+	return dbStamp{mod: fi.ModTime(), n: len(ids)}
+}
+
+// route is one page or endpoint.
+type route struct {
+	// pattern is a net/http ServeMux pattern ("GET /runs").
+	pattern string
+	// nav is the page's name in the navigation bar; empty keeps it out.
+	nav string
+	// navPath is where the navigation link goes (the pattern's path).
+	navPath string
+	// order places it in the navigation.
+	order  int
+	handle func(*Ctx) error
+}
+
+var routes []route
+
+// register adds a page; each page file calls it from init.
+func register(r route) { routes = append(routes, r) }
+
+func navRoutes() []route {
+	var out []route
+	for _, r := range routes {
+		if r.nav != "" {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].order < out[j].order })
+	return out
+}
+
+// Handler is the whole app behind its guard.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", assetHandler()))
+	for _, r := range routes {
+		r := r
+		mux.HandleFunc(r.pattern, func(w http.ResponseWriter, req *http.Request) {
+			c := &Ctx{W: w, R: req, S: s}
+			if err := r.handle(c); err != nil {
+				c.fail(err)
+			}
+		})
+	}
+	return s.guard(mux)
+}
