@@ -123,7 +123,7 @@ func (c *Ctx) Render(name, title string, data any) error {
 	}
 	l := layout{Title: title, Generator: c.S.opts.Generator, Static: c.Static, CSRF: c.S.csrf, Page: data}
 	for _, r := range navRoutes() {
-		if c.Static && r.order >= staticNavLimit {
+		if c.Static && r.serverOnly {
 			continue
 		}
 		l.Nav = append(l.Nav, navItem{Name: r.nav, Href: c.Link(r.navPath, nil), Current: strings.HasPrefix(c.R.URL.Path, r.navPath)})
@@ -136,10 +136,6 @@ func (c *Ctx) Render(name, title string, data any) error {
 	_, err = c.W.Write(buf.Bytes())
 	return err
 }
-
-// staticNavLimit keeps pages that need the server (order at or above it:
-// approvals, SQL) out of an export's navigation.
-const staticNavLimit = 100
 
 // JSON writes v as the answer of an endpoint the page's script reads.
 func (c *Ctx) JSON(v any) error {

@@ -200,8 +200,11 @@ type route struct {
 	// navPath is where the navigation link goes (the pattern's path).
 	navPath string
 	// order places it in the navigation.
-	order  int
-	handle func(*Ctx) error
+	order int
+	// serverOnly keeps a page that needs the server (approvals, SQL) out
+	// of a static export and its navigation.
+	serverOnly bool
+	handle     func(*Ctx) error
 }
 
 var routes []route
