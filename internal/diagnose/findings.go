@@ -25,6 +25,7 @@ type askRow struct {
 	key                    uint64 // the hash of tool and args (askKey)
 	failed                 bool   // its status is error
 	n                      int32  // its occurrence among the rows of its key, from 1
+	call                   int32  // Fold: the index of its call in the fold's Calls
 }
 
 // keySeed hashes the keys of asks; the hashes are compared, never shown.
