@@ -175,12 +175,18 @@ func (d *diag) loop() error {
 	if err != nil {
 		return err
 	}
-	f := loopFacts{names: map[uint64][2]string{}}
-	for _, r := range rows {
+	type result struct {
+		seq    int64
+		failed bool
+	}
+	results := make([]result, len(rows))
+	f := loopFacts{names: map[uint64][2]string{}, result: func(i int32) (int64, bool) { return results[i].seq, results[i].failed }}
+	for i, r := range rows {
 		tool, args := str(r[2]), str(r[3])
 		k := askKey(tool, args)
 		f.names[k] = [2]string{tool, args}
-		f.asks = append(f.asks, askRow{seq: num(r[0]), tokens: num(r[4]), resultSeq: num(r[5]), key: k, failed: str(r[6]) == session.ResultError})
+		f.asks = append(f.asks, askRow{seq: num(r[0]), tokens: num(r[4]), key: k, ref: int32(i)})
+		results[i] = result{num(r[5]), str(r[6]) == session.ResultError}
 	}
 	d.renderLoop(f)
 	return nil
