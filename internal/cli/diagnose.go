@@ -76,7 +76,9 @@ func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
 			return err
 		}
 		var tail recorder.Tail
+		restore := leanMemory()
 		rep, tail, err = diagnose.Stream(st, id)
+		restore()
 		if tail.Torn {
 			fmt.Fprintf(f.Err, "warning: session %s: log has a torn tail (%d bytes after the last whole event, from a crash mid-write); 'agentctl resume' cuts it\n",
 				id, tail.FileSize-tail.GoodSize)

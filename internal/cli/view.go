@@ -97,9 +97,26 @@ written, up to the damage).`,
 	return cmd
 }
 
-// viewMemoryLimit is the soft Go memory limit while one session is
-// viewed (bench/README.md has what it was measured at).
-const viewMemoryLimit = 64 << 20
+// leanMemory sets what `view` and `diagnose` of one long session run
+// under, and returns what puts it back: the collector at +25% instead of
+// +100%, and a soft Go memory limit of 64 MiB unless GOMEMLIMIT is set.
+// Their live heap is the lean fold and a few words a call (~50 MB at a
+// million events); the limit keeps garbage from adding half of that again
+// (bench/README.md). Past the limit the runtime caps the collector at half
+// the CPU: slower, never stopped.
+func leanMemory() func() {
+	gc := debug.SetGCPercent(25)
+	limit := int64(-1)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		limit = debug.SetMemoryLimit(64 << 20)
+	}
+	return func() {
+		debug.SetGCPercent(gc)
+		if limit >= 0 {
+			debug.SetMemoryLimit(limit)
+		}
+	}
+}
 
 // viewSource is one session read for the view, from the home or a bundle.
 type viewSource struct {
@@ -140,14 +157,8 @@ func viewRun(ctx context.Context, f *Factory, opts *viewOptions) error {
 	} else {
 		// As bundle's (see bundleRun): a long session's view holds its
 		// lean fold, diagnose's few words a call and the 20,000 events
-		// the page shows; collecting at +25% and a soft limit keep
-		// garbage from doubling that. Past the limit the runtime caps the
-		// collector at half the CPU: slower, never stopped. GOMEMLIMIT,
-		// when set, rules.
-		defer debug.SetGCPercent(debug.SetGCPercent(25))
-		if os.Getenv("GOMEMLIMIT") == "" {
-			defer debug.SetMemoryLimit(debug.SetMemoryLimit(viewMemoryLimit))
-		}
+		// the page shows, and no more garbage than a quarter of that.
+		defer leanMemory()()
 		ref := opts.Session
 		if opts.Bundle != "" {
 			ref = opts.Bundle
