@@ -31,9 +31,9 @@ type Fold struct {
 	seen   keySet               // keys asked for
 	names  map[uint64][2]string // keys asked for more than once
 	reused map[string]bool      // call ids asked for while a call had them
-	turn   struct {             // the latest assistant message with calls
-		seq, tokens int64
-		from        int // its first ask
+	turn   struct {             // the latest assistant message
+		seq  int64
+		from int // its first ask
 	}
 
 	ae   afterErrorFacts
@@ -87,8 +87,10 @@ func (f *Fold) Add(e session.Event) {
 		}
 	}
 	if e.Kind == session.KindAssistantMessage && len(e.ToolCalls) > 0 {
-		for _, c := range e.ToolCalls {
-			if _, ok := f.st.CallIndex(c.ID); ok {
+		// An id asked for again, here or before, joins every call it named.
+		for i, c := range e.ToolCalls {
+			_, ok := f.st.CallIndex(c.ID)
+			if ok || slices.ContainsFunc(e.ToolCalls[:i], func(d session.ToolCall) bool { return d.ID == c.ID }) {
 				f.reused[c.ID] = true
 			}
 		}
@@ -174,7 +176,7 @@ func (f *Fold) ask(e session.Event) {
 	if e.InputTokens != 0 && e.OutputTokens != 0 {
 		tokens = e.InputTokens + e.OutputTokens
 	}
-	f.turn.seq, f.turn.tokens, f.turn.from = e.Seq, tokens, len(f.asks)
+	f.turn.seq, f.turn.from = e.Seq, len(f.asks)
 	for i, c := range e.ToolCalls {
 		args := sqlJSON(c.Args)
 		k := askKey(c.Name, args)

@@ -226,6 +226,10 @@ func madeSessions() map[string][]session.Event {
 			one(at(12, session.Event{Kind: session.KindToolResult, CallID: "t1", Tool: "Bash", Status: "ok"}))),
 		live:               cat(one(hdr("")), user, asst(10, 1, 1, call("l", "bash", `{"command":"sleep 9"}`)), one(at(12, session.Event{Kind: session.KindToolIntent, CallID: "l", Tool: "bash"}))),
 		"c0de00000000000d": one(hdr("")),
+		// One message naming one id twice: both asks join its one call.
+		"c0de00000000000e": cat(one(hdr("")), user,
+			asst(25, 100, 10, call("w", "grep", `{"q":"y"}`), call("w", "grep", `{"q":"other"}`)), tool(27, "w", "grep", "error", 3),
+			asst(28, 100, 10, call("w2", "grep", `{"q":"y"}`)), tool(29, "w2", "grep", "ok", 3)),
 	}
 }
 
