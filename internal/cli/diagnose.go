@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/bundle"
 	"github.com/agentctl/agentctl/internal/diagnose"
+	"github.com/agentctl/agentctl/internal/recorder"
 	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 	"github.com/agentctl/agentctl/internal/termsafe"
 )
@@ -24,8 +25,9 @@ func newDiagnoseCmd(f *Factory, runF func(context.Context, *diagnoseOptions) err
 	cmd := &cobra.Command{
 		Use:   "diagnose SESSION | --bundle FILE",
 		Short: "Explain a run in plain words: loops, tokens after the first error, budget, waits, exit",
-		Long: `Write the postmortem of one session from canned SQL queries over the same
-views as 'agentctl query' (so it reads a home or a debug bundle alike):
+		Long: `Write the postmortem of one session: of the home, from its log read a record
+at a time; of a debug bundle, from canned SQL queries over the views of
+'agentctl query'. The findings are the same either way:
 
   loop         repeated tool calls and the tokens of the turns that asked for
                them, from the first failure that was then repeated
@@ -62,19 +64,21 @@ Each finding cites the seqs it rests on ('agentctl show SESSION' lists them).
 }
 
 func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
-	// The log (or the bundle's events) is read a record at a time into the
-	// anchoring check, the one thing diagnose takes from the events
-	// themselves: a session of a million events is never held.
-	var id string
-	var anchors *replaycheck.Anchorer
+	// A session of the home is diagnosed from its log read a record at a
+	// time (diagnose.Stream, no SQL: a million events in the memory of
+	// the fold); a bundle's with SQL over its history, its events read a
+	// record at a time into the anchoring check.
+	var rep *diagnose.Report
 	if opts.Bundle == "" {
 		st := f.Store()
-		var err error
-		if id, err = st.Resolve(opts.Session); err != nil {
+		id, err := st.Resolve(opts.Session)
+		if err != nil {
 			return err
 		}
-		anchors = replaycheck.NewAnchorer(id, nil)
-		_, tail, err := st.Stream(id, anchors.Add)
+		var tail recorder.Tail
+		restore := leanMemory()
+		rep, tail, err = diagnose.Stream(st, id)
+		restore()
 		if tail.Torn {
 			fmt.Fprintf(f.Err, "warning: session %s: log has a torn tail (%d bytes after the last whole event, from a crash mid-write); 'agentctl resume' cuts it\n",
 				id, tail.FileSize-tail.GoodSize)
@@ -82,23 +86,20 @@ func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
 		if err != nil {
 			return err
 		}
-	}
-	db, closeDB, err := openQueryDB(ctx, f, opts.Bundle)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	if opts.Bundle != "" {
-		var m *bundle.Manifest
-		anchors = replaycheck.NewAnchorer("", nil)
-		if m, err = bundle.StreamEvents(ctx, opts.Bundle, anchors.Add); err != nil {
+	} else {
+		db, closeDB, err := openQueryDB(ctx, f, opts.Bundle)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		anchors := replaycheck.NewAnchorer("", nil)
+		m, err := bundle.StreamEvents(ctx, opts.Bundle, anchors.Add)
+		if err != nil {
 			return fmt.Errorf("diagnose: %w", err)
 		}
-		id = m.SessionID
-	}
-	rep, err := diagnose.Run(ctx, db, id, anchors.Report())
-	if err != nil {
-		return err
+		if rep, err = diagnose.Run(ctx, db, m.SessionID, anchors.Report()); err != nil {
+			return err
+		}
 	}
 	if opts.JSON {
 		b, err := json.Marshal(rep)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -18,9 +20,11 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/crashtest"
+	"github.com/agentctl/agentctl/internal/diagnose"
 	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
+	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 )
 
 // TestFoldAgreesWithViews holds the SQL views of package query to the Go
@@ -215,8 +219,34 @@ func compareHome(t *testing.T, home string) int {
 		if int64(len(vc)) != sum.ToolCalls {
 			t.Errorf("%s: %d rows in tool_calls, sessions.tool_calls %d", id, len(vc), sum.ToolCalls)
 		}
+		compareDiagnose(t, db, st, id)
 	}
 	return len(res.Rows)
+}
+
+// compareDiagnose is diagnose's differential test (see
+// internal/diagnose TestStreamedIsSQL) over this test's homes: the report
+// diagnose.Stream makes from the log is the report diagnose.Run makes
+// with SQL over the views, byte for byte as JSON.
+func compareDiagnose(t *testing.T, db *query.DB, st recorder.Store, id string) {
+	t.Helper()
+	got, _, err := diagnose.Stream(st, id)
+	if err != nil && !errors.Is(err, recorder.ErrCorrupt) {
+		t.Errorf("%s: diagnose.Stream: %v", id, err)
+		return
+	}
+	a := replaycheck.NewAnchorer(id, nil)
+	st.Stream(id, a.Add)
+	want, err := diagnose.Run(context.Background(), db, id, a.Report())
+	if err != nil {
+		t.Errorf("%s: diagnose.Run: %v", id, err)
+		return
+	}
+	g, _ := json.MarshalIndent(got, "", "  ")
+	w, _ := json.MarshalIndent(want, "", "  ")
+	if string(g) != string(w) {
+		t.Errorf("%s: diagnose from the log:\n%s\nfrom the views:\n%s", id, g, w)
+	}
 }
 
 func str(v any) string {

@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,7 +19,6 @@ import (
 	"github.com/agentctl/agentctl/internal/buildinfo"
 	"github.com/agentctl/agentctl/internal/bundle"
 	"github.com/agentctl/agentctl/internal/diagnose"
-	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
 	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 	"github.com/agentctl/agentctl/internal/session"
@@ -96,6 +97,27 @@ written, up to the damage).`,
 	return cmd
 }
 
+// leanMemory sets what `view` and `diagnose` of one long session run
+// under, and returns what puts it back: the collector at +25% instead of
+// +100%, and a soft Go memory limit of 64 MiB unless GOMEMLIMIT is set.
+// Their live heap is the lean fold and a few words a call (~50 MB at a
+// million events); the limit keeps garbage from adding half of that again
+// (bench/README.md). Past the limit the runtime caps the collector at half
+// the CPU: slower, never stopped.
+func leanMemory() func() {
+	gc := debug.SetGCPercent(25)
+	limit := int64(-1)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		limit = debug.SetMemoryLimit(64 << 20)
+	}
+	return func() {
+		debug.SetGCPercent(gc)
+		if limit >= 0 {
+			debug.SetMemoryLimit(limit)
+		}
+	}
+}
+
 // viewSource is one session read for the view, from the home or a bundle.
 type viewSource struct {
 	in      view.Input
@@ -133,6 +155,10 @@ func viewRun(ctx context.Context, f *Factory, opts *viewOptions) error {
 		page = view.Page{Title: "agentctl: " + a.in.ID + " vs " + b.in.ID, Compare: c, Generator: gen}
 		loadErr = errors.Join(a.loadErr, b.loadErr)
 	} else {
+		// As bundle's (see bundleRun): a long session's view holds its
+		// lean fold, diagnose's few words a call and the 20,000 events
+		// the page shows, and no more garbage than a quarter of that.
+		defer leanMemory()()
 		ref := opts.Session
 		if opts.Bundle != "" {
 			ref = opts.Bundle
@@ -189,14 +215,25 @@ func viewRun(ctx context.Context, f *Factory, opts *viewOptions) error {
 // are read into Input.Events.
 func viewLoad(ctx context.Context, f *Factory, ref string, isBundle bool, out string, full bool) (*viewSource, error) {
 	src := &viewSource{}
-	var anchors *replaycheck.Anchorer
+	var rep *diagnose.Report
+	var repErr error
 	if isBundle {
 		var m *bundle.Manifest
 		var evs []session.Event
 		var err error
 		if full {
-			anchors = replaycheck.NewAnchorer("", nil)
-			m, err = bundle.StreamEvents(ctx, ref, anchors.Add)
+			var fold *diagnose.Fold
+			anchors := replaycheck.NewAnchorer("", nil)
+			m, err = bundle.StreamEvents(ctx, ref, func(e session.Event) {
+				if fold == nil {
+					fold = diagnose.NewFold(e.SessionID)
+				}
+				anchors.Add(e)
+				fold.Add(e)
+			})
+			if err == nil && fold != nil {
+				rep, repErr = fold.Report(false, false, anchors.Report())
+			}
 		} else {
 			m, evs, err = bundle.ReadEvents(ctx, ref)
 		}
@@ -232,8 +269,8 @@ func viewLoad(ctx context.Context, f *Factory, ref string, isBundle bool, out st
 		var evs []session.Event
 		var tail recorder.Tail
 		if full {
-			anchors = replaycheck.NewAnchorer(id, nil)
-			_, tail, err = st.Stream(id, anchors.Add)
+			rep, tail, err = diagnose.Stream(st, id)
+			repErr = err
 		} else {
 			evs, tail, err = st.Load(id)
 		}
@@ -265,29 +302,23 @@ func viewLoad(ctx context.Context, f *Factory, ref string, isBundle bool, out st
 	if !full {
 		return src, nil
 	}
-	bundlePath := ""
-	if isBundle {
-		bundlePath = ref
-	}
-	note := func(err error) {
-		fmt.Fprintf(f.Err, "warning: view: no diagnosis: %v\n", err)
-		src.in.Findings = []view.Finding{{Kind: "note", Text: "diagnose could not run: " + err.Error(), Seqs: []int64{}}}
-	}
-	db, closeDB, err := openQueryDB(ctx, f, bundlePath)
-	if err != nil {
-		note(err)
-		return src, nil
-	}
-	defer closeDB()
-	if rep, err := diagnose.Run(ctx, db, src.in.ID, anchors.Report()); err != nil {
-		note(err)
-	} else {
+	// Diagnosis and forks come from the log and the store's headers, not
+	// from DuckDB: its plan for one session of a million events held
+	// ~1.6 GB, the page's goal is 150 MB (bench/README.md).
+	switch {
+	case rep != nil:
 		for _, fd := range rep.Findings {
 			src.in.Findings = append(src.in.Findings, view.Finding{Kind: fd.Kind, Text: fd.Text, Seqs: fd.Seqs})
 		}
+	case repErr != nil:
+		fmt.Fprintf(f.Err, "warning: view: no diagnosis: %v\n", repErr)
+		src.in.Findings = []view.Finding{{Kind: "note", Text: "diagnose could not run: " + repErr.Error(), Seqs: []int64{}}}
 	}
-	if src.in.Forks, err = forksOf(ctx, db, src.in.ID); err != nil {
-		fmt.Fprintf(f.Err, "warning: view: forks of %s: %v\n", src.in.ID, err)
+	if !isBundle {
+		var err error
+		if src.in.Forks, err = forksOf(f.Store(), src.in.ID); err != nil {
+			fmt.Fprintf(f.Err, "warning: view: forks of %s: %v\n", src.in.ID, err)
+		}
 	}
 	return src, nil
 }
@@ -323,19 +354,21 @@ func isBundleFile(ref string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// forksOf lists the sessions whose header names id as their parent.
-func forksOf(ctx context.Context, db *query.DB, id string) ([]view.Fork, error) {
-	res, err := db.Query(ctx, `SELECT session_id, coalesce(forked_from, 0)::BIGINT FROM events
-		WHERE kind = 'session_started' AND seq = 1 AND parent_session_id = '`+strings.ReplaceAll(id, "'", "''")+`' ORDER BY session_id`)
+// forksOf lists the sessions whose header names id as their parent
+// (forks, replays, subagents, side threads), by id, reading one record of
+// each log. A log whose header cannot be read is not one.
+func forksOf(st recorder.Store, id string) ([]view.Fork, error) {
+	ids, err := st.IDs()
 	if err != nil {
 		return nil, err
 	}
 	var out []view.Fork
-	for _, r := range res.Rows {
-		fid, _ := r[0].(string)
-		at, _ := r[1].(int64)
-		out = append(out, view.Fork{ID: fid, At: at})
+	for _, k := range ids {
+		if hdr, err := st.Header(k); err == nil && hdr.Seq == 1 && hdr.ParentSessionID == id {
+			out = append(out, view.Fork{ID: k, At: hdr.ForkedFrom})
+		}
 	}
+	slices.SortFunc(out, func(a, b view.Fork) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

@@ -1,6 +1,12 @@
 // Package diagnose writes the postmortem of one session in plain words,
-// from canned SQL queries over the query package's views (events,
-// sessions, tool_calls), so it reads a home and a debug bundle alike.
+// two ways with one result: Run, from canned SQL queries over the query
+// package's views (events, sessions, tool_calls), which read a home and a
+// debug bundle alike and are the reference; and Fold (Stream for a
+// session of a home), from the log read a record at a time on the session
+// package's lean fold, which needs no DuckDB and holds a few words a tool
+// call (a million-event session: ~50 MB against ~1.6 GB for the SQL).
+// Both gather each finding's facts and make its text in one place
+// (findings.go); TestStreamedIsSQL holds their reports equal.
 //
 // Every Finding cites the seqs it rests on, so a reader can check it with
 // `agentctl show` or `agentctl query`: all of them up to MaxSeqs, else the
@@ -13,6 +19,8 @@
 //
 //	db, _ := query.Open(ctx, home, os.Stderr)
 //	rep, err := diagnose.Run(ctx, db, id, replaycheck.Anchors(id, events, nil))
+//	// or, from the log alone:
+//	rep, _, err := diagnose.Stream(recorder.Store{Root: home}, id)
 //	rep.WriteText(os.Stdout)
 //
 // # Findings, in report order
@@ -38,6 +46,7 @@
 // # Concurrency
 //
 // Run issues its queries one after the other on the Querier it is given.
+// A Fold is one goroutine's.
 package diagnose
 
 import (
@@ -48,7 +57,6 @@ import (
 	"math/big"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -158,8 +166,7 @@ FROM sessions WHERE session_id = $ID`)
 }
 
 // asksSQL lists every tool call the model asked for, with the tokens of the
-// model call that produced it, its occurrence number among identical calls
-// (same tool, same compact arguments) and what became of it.
+// model call that produced it and what became of it.
 const asksSQL = `WITH ev AS (SELECT * FROM events WHERE session_id = $ID),
 asks AS (
   SELECT a.seq, u.c.id AS call_id, u.c.name AS tool, coalesce(CAST(json(u.c.args) AS VARCHAR), '') AS args,
@@ -168,78 +175,29 @@ asks AS (
     unnest(from_json(a.tool_calls, '[{"id":"VARCHAR","name":"VARCHAR","args":"JSON"}]')) AS u(c)
   WHERE a.kind = 'assistant_message' AND a.tool_calls IS NOT NULL
 )
-SELECT k.seq, k.call_id, k.tool, k.args, k.tokens::BIGINT,
-  row_number() OVER (PARTITION BY k.tool, k.args ORDER BY k.seq, k.call_id) AS n,
-  t.result_seq, coalesce(t.status, 'not run') AS status
+SELECT k.seq, k.call_id, k.tool, k.args, k.tokens::BIGINT, t.result_seq, coalesce(t.status, 'not run') AS status
 FROM asks k LEFT JOIN tool_calls t ON t.session_id = $ID AND t.call_id = k.call_id
-ORDER BY k.seq, k.call_id`
-
-type ask struct {
-	seq, tokens, n, resultSeq int64
-	callID, tool, args        string
-	status                    string
-}
-
-func (a ask) key() string { return a.tool + "\x00" + a.args }
+ORDER BY k.seq, k.call_id, t.result_seq NULLS FIRST`
 
 func (d *diag) loop() error {
 	rows, err := d.q(asksSQL)
 	if err != nil {
 		return err
 	}
-	var asks []ask
-	count := map[string]int64{}
-	for _, r := range rows {
-		a := ask{seq: num(r[0]), callID: str(r[1]), tool: str(r[2]), args: str(r[3]), tokens: num(r[4]), n: num(r[5]), resultSeq: num(r[6]), status: str(r[7])}
-		asks = append(asks, a)
-		count[a.key()]++
+	type result struct {
+		seq    int64
+		failed bool
 	}
-	// The first failed call that was asked for again later.
-	var first *ask
-	for i := range asks {
-		a := &asks[i]
-		if a.status == "error" && count[a.key()] > a.n && (first == nil || a.resultSeq < first.resultSeq) {
-			first = a
-		}
+	results := make([]result, len(rows))
+	f := loopFacts{names: map[uint64][2]string{}, result: func(i int32) (int64, bool) { return results[i].seq, results[i].failed }}
+	for i, r := range rows {
+		tool, args := str(r[2]), str(r[3])
+		k := askKey(tool, args)
+		f.names[k] = [2]string{tool, args}
+		f.asks = append(f.asks, askRow{seq: num(r[0]), tokens: num(r[4]), key: k, ref: int32(i)})
+		results[i] = result{num(r[5]), str(r[6]) == session.ResultError}
 	}
-	from := int64(0)
-	if first != nil {
-		from = first.resultSeq
-	}
-	turnTokens := map[int64]int64{}
-	times := map[string]int64{}
-	var keys []string
-	var seqs []int64
-	for _, a := range asks {
-		if a.n < 2 || a.seq < from {
-			continue
-		}
-		turnTokens[a.seq] = a.tokens
-		if times[a.key()] == 0 {
-			keys = append(keys, a.key())
-		}
-		times[a.key()]++
-		seqs = append(seqs, a.seq)
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	var burnt int64
-	for _, t := range turnTokens {
-		burnt += t
-	}
-	var parts []string
-	for _, k := range keys {
-		tool, args, _ := strings.Cut(k, "\x00")
-		parts = append(parts, fmt.Sprintf("%s ×%d", label(tool, args), times[k]))
-	}
-	what := fmt.Sprintf("repeating %d %s (%s)", len(keys), plural(len(keys), "command", "commands"), strings.Join(parts, ", "))
-	if first != nil {
-		what += fmt.Sprintf(" after the first failed %s at seq %d", label(first.tool, first.args), first.resultSeq)
-		seqs = append(seqs, first.resultSeq)
-	}
-	d.add("loop", fmt.Sprintf("%s of tokens (%d of %d) went to %s; %d %s asked for a call already made.",
-		pct(burnt, d.rep.Tokens), burnt, d.rep.Tokens, what, len(turnTokens), plural(len(turnTokens), "turn", "turns")), seqs...)
+	d.renderLoop(f)
 	return nil
 }
 
@@ -257,20 +215,8 @@ WHERE fe.s IS NOT NULL GROUP BY fe.s`)
 		return err
 	}
 	r := rows[0]
-	seq, kind, tool, msg, after, calls := num(r[0]), str(r[1]), str(r[2]), str(r[3]), num(r[4]), num(r[5])
-	what := kind
-	if tool != "" {
-		what = tool + " " + kind
-	}
-	if msg != "" {
-		what += " (" + clip(msg, 60) + ")"
-	}
-	seqs := []int64{seq}
-	if calls > 0 {
-		seqs = append(seqs, num(r[6]), num(r[7]))
-	}
-	d.add("after_error", fmt.Sprintf("%s of tokens (%d of %d, %d model %s) were spent after the first error, the %s at seq %d.",
-		pct(after, d.rep.Tokens), after, d.rep.Tokens, calls, plural(int(calls), "call", "calls"), what, seq), seqs...)
+	d.renderAfterError(afterErrorFacts{seq: num(r[0]), kind: str(r[1]), tool: str(r[2]), msg: str(r[3]), after: num(r[4]), calls: num(r[5]),
+		minSeq: num(r[6]), maxSeq: num(r[7])})
 	return nil
 }
 
@@ -285,33 +231,10 @@ ORDER BY seq`)
 	if err != nil {
 		return err
 	}
-	var parts []string
-	var seqs []int64
+	var f providerFacts
 	for _, r := range rows {
-		seq, kind := num(r[0]), str(r[1])
-		refusal, finish, etype, msg, text, attempt := str(r[2]), str(r[3]), str(r[4]), str(r[5]), str(r[6]), num(r[7])
-		switch {
-		case kind == string(session.KindAssistantMessage) && refusal != "":
-			parts = append(parts, fmt.Sprintf("the model refused at seq %d: %q", seq, clip(refusal, 100)))
-		case kind == string(session.KindAssistantMessage):
-			parts = append(parts, fmt.Sprintf("the answer at seq %d was cut at the output cap (finish_reason %s)", seq, finish))
-		case msg == "":
-			continue // the successful last try of a retried call
-		default:
-			what := etype
-			if what == "" {
-				what = clip(msg, 80)
-			}
-			s := fmt.Sprintf("model call at seq %d failed: %s", seq, what)
-			if attempt > 0 {
-				s += fmt.Sprintf(" (try %d of the call)", attempt)
-			}
-			if text != "" {
-				s += fmt.Sprintf(", after streaming %d characters (%q)", len([]rune(text)), clip(text, 40))
-			}
-			parts = append(parts, s)
-		}
-		seqs = append(seqs, seq)
+		f.rows = append(f.rows, providerRow{seq: num(r[0]), kind: str(r[1]), refusal: str(r[2]), finish: str(r[3]), etype: str(r[4]),
+			msg: str(r[5]), text: str(r[6]), attempt: num(r[7])})
 	}
 	cache, err := d.q(`SELECT coalesce(sum(input_tokens), 0)::BIGINT, coalesce(sum(cache_read_input_tokens), 0)::BIGINT,
   coalesce(sum(cache_creation_input_tokens), 0)::BIGINT, list(seq ORDER BY seq)
@@ -319,17 +242,10 @@ FROM events WHERE session_id = $ID AND kind = 'model_call' AND (cache_read_input
 	if err != nil {
 		return err
 	}
-	if len(cache) > 0 && num(cache[0][0]) > 0 {
-		in, read, write := num(cache[0][0]), num(cache[0][1]), num(cache[0][2])
-		parts = append(parts, fmt.Sprintf("%d input tokens of the cached calls were cache reads (%s) and %d cache writes, billed and counted in the totals",
-			read, pct(read, in), write))
-		seqs = append(seqs, ints(cache[0][3])...)
+	if len(cache) > 0 {
+		f.cacheIn, f.read, f.written, f.cacheSeqs = num(cache[0][0]), num(cache[0][1]), num(cache[0][2]), ints(cache[0][3])
 	}
-	if len(parts) == 0 {
-		return nil
-	}
-	text := strings.Join(parts, "; ")
-	d.add("provider", strings.ToUpper(text[:1])+text[1:]+".", seqs...)
+	d.renderProvider(f)
 	return nil
 }
 
@@ -356,36 +272,7 @@ FROM ev`)
 			_ = sp.Budget.Apply(json.RawMessage(str(c)))
 		}
 	}
-	firstSeq, lastSeq, ms := num(r[1]), num(r[2]), num(r[3])
-	mins := float64(ms) / 60000
-	var b strings.Builder
-	fmt.Fprintf(&b, "spent %d tokens, %d tool calls and $%.4f in %s", d.rep.Tokens, d.rep.ToolCalls, d.rep.CostUSD, dur(ms))
-	if mins > 0 {
-		fmt.Fprintf(&b, " (%.0f tokens/min, %.1f tool calls/min)", float64(d.rep.Tokens)/mins, float64(d.rep.ToolCalls)/mins)
-	}
-	var limits []string
-	bu := sp.Budget
-	if bu.MaxTokens > 0 {
-		limits = append(limits, fmt.Sprintf("tokens %d/%d (%s)", d.rep.Tokens, bu.MaxTokens, pct(d.rep.Tokens, bu.MaxTokens)))
-	}
-	if bu.MaxToolCalls > 0 {
-		limits = append(limits, fmt.Sprintf("tool calls %d/%d (%s)", d.rep.ToolCalls, bu.MaxToolCalls, pct(d.rep.ToolCalls, bu.MaxToolCalls)))
-	}
-	if bu.MaxCostUSD > 0 {
-		limits = append(limits, fmt.Sprintf("cost $%.4f/$%.4f", d.rep.CostUSD, bu.MaxCostUSD))
-	}
-	if bu.MaxWall > 0 {
-		limits = append(limits, "wall "+bu.MaxWall.String())
-	}
-	if len(limits) > 0 {
-		fmt.Fprintf(&b, "; limits: %s", strings.Join(limits, ", "))
-	}
-	seqs := []int64{firstSeq, lastSeq}
-	if stops := ints(r[4]); len(stops) > 0 {
-		fmt.Fprintf(&b, "; the budget stopped the run at seq %d: %s", stops[len(stops)-1], str(r[5]))
-		seqs = append(seqs, stops...)
-	}
-	d.add("budget", "Spent"+strings.TrimPrefix(b.String(), "spent")+".", seqs...)
+	d.renderBudget(budgetFacts{budget: sp.Budget, firstSeq: num(r[1]), lastSeq: num(r[2]), ms: num(r[3]), stops: ints(r[4]), lastStopReason: str(r[5])})
 	return nil
 }
 
@@ -397,19 +284,9 @@ ORDER BY intent_seq`)
 	if err != nil {
 		return err
 	}
-	if len(rows) > 0 {
-		var parts []string
-		var seqs []int64
-		for _, r := range rows {
-			parts = append(parts, fmt.Sprintf("%s %s (seq %d, key %s)", str(r[1]), str(r[0]), num(r[2]), str(r[3])))
-			seqs = append(seqs, num(r[2]))
-		}
-		how := "the effect may or may not have happened, and resume reconciles it before anything else runs"
-		if d.rep.ImportedFrom != "" {
-			how = "the " + d.rep.ImportedFrom + " transcript records no result for it"
-		}
-		d.add("pending", fmt.Sprintf("%d pending %s: %s; %s.",
-			len(rows), plural(len(rows), "intent", "intents"), strings.Join(parts, ", "), how), seqs...)
+	var pending []pendingRow
+	for _, r := range rows {
+		pending = append(pending, pendingRow{callID: str(r[0]), tool: str(r[1]), intentSeq: num(r[2]), key: str(r[3])})
 	}
 	rows, err = d.q(`WITH ev AS (SELECT * FROM events WHERE session_id = $ID)
 SELECT r.seq, r.call_id, coalesce(r.tool, ''), r.outcome,
@@ -418,26 +295,11 @@ FROM ev r WHERE r.kind = 'reconciled' ORDER BY r.seq`)
 	if err != nil {
 		return err
 	}
-	var parts []string
-	var seqs []int64
-	human := 0
+	var reconciled []reconciledRow
 	for _, r := range rows {
-		s := fmt.Sprintf("%s %s %s at seq %d", str(r[2]), str(r[1]), str(r[3]), num(r[0]))
-		seqs = append(seqs, num(r[0]))
-		if str(r[3]) == session.ReconciledNeedsHuman {
-			human++
-			if later := num(r[4]); later > 0 {
-				s += fmt.Sprintf(" (resolved at seq %d)", later)
-				seqs = append(seqs, later)
-			} else {
-				s += " (still waiting for 'agentctl resolve')"
-			}
-		}
-		parts = append(parts, s)
+		reconciled = append(reconciled, reconciledRow{seq: num(r[0]), callID: str(r[1]), tool: str(r[2]), outcome: str(r[3]), later: num(r[4])})
 	}
-	if len(parts) > 0 {
-		d.add("pending", fmt.Sprintf("Resume reconciled %d %s (%d needs_human): %s.", len(parts), plural(len(parts), "intent", "intents"), human, strings.Join(parts, "; ")), seqs...)
-	}
+	d.renderPending(pending, reconciled)
 	return nil
 }
 
@@ -446,27 +308,14 @@ func (d *diag) approvals() error {
 SELECT r.seq, r.call_id, coalesce(r.tool, ''), min(x.seq), arg_min(x.kind, x.seq), date_diff('millisecond', r.ts, arg_min(x.ts, x.seq))
 FROM ev r LEFT JOIN ev x ON x.call_id = r.call_id AND x.seq > r.seq AND x.kind IN ('approval_granted', 'approval_denied')
 WHERE r.kind = 'approval_request' GROUP BY r.seq, r.call_id, r.tool, r.ts ORDER BY r.seq`)
-	if err != nil || len(rows) == 0 {
+	if err != nil {
 		return err
 	}
-	var parts []string
-	var seqs []int64
-	var waited int64
-	open := 0
+	var out []approvalRow
 	for _, r := range rows {
-		seqs = append(seqs, num(r[0]))
-		if r[3] == nil {
-			open++
-			parts = append(parts, fmt.Sprintf("%s %s (seq %d) still waits", str(r[2]), str(r[1]), num(r[0])))
-			continue
-		}
-		seqs = append(seqs, num(r[3]))
-		waited += num(r[5])
-		verb := strings.TrimPrefix(str(r[4]), "approval_")
-		parts = append(parts, fmt.Sprintf("%s %s (seq %d) %s after %s (seq %d)", str(r[2]), str(r[1]), num(r[0]), verb, dur(num(r[5])), num(r[3])))
+		out = append(out, approvalRow{seq: num(r[0]), callID: str(r[1]), tool: str(r[2]), decision: num(r[3]), verdict: str(r[4]), waitedMS: num(r[5])})
 	}
-	d.add("approvals", fmt.Sprintf("%d approval %s, %s waited in all, %d unanswered: %s.", len(rows), plural(len(rows), "request", "requests"),
-		dur(waited), open, strings.Join(parts, "; ")), seqs...)
+	d.renderApprovals(out)
 	return nil
 }
 
@@ -479,39 +328,7 @@ func (d *diag) compactions() error {
 	for _, r := range rows {
 		seqs = append(seqs, num(r[0]))
 	}
-	rep := d.anchors
-	text := fmt.Sprintf("%d %s (last through seq %d)", len(rows), plural(len(rows), "compaction", "compactions"), num(rows[len(rows)-1][1]))
-	if rep.OK {
-		text += "; the goal survived: the first user message is held verbatim after each, and every summary was made from original events."
-	} else {
-		// The first few failures in words, the rest counted by code.
-		var bad, codes []string
-		byCode := map[string]int{}
-		total := 0
-		for _, c := range rep.Compactions {
-			for _, f := range c.Findings {
-				total++
-				if len(bad) < maxListed {
-					bad = append(bad, fmt.Sprintf("seq %d %s: %s", c.Seq, f.Code, f.Detail))
-					continue
-				}
-				if byCode[f.Code] == 0 {
-					codes = append(codes, f.Code)
-				}
-				byCode[f.Code]++
-			}
-		}
-		text += "; the goal may be lost: " + strings.Join(bad, "; ")
-		if more := total - len(bad); more > 0 {
-			var counts []string
-			for _, c := range codes {
-				counts = append(counts, fmt.Sprintf("%d %s", byCode[c], c))
-			}
-			text += fmt.Sprintf("; and %d more (%s)", more, strings.Join(counts, ", "))
-		}
-		text += "."
-	}
-	d.add("compaction", text, seqs...)
+	d.renderCompactions(seqs, num(rows[len(rows)-1][1]))
 	return nil
 }
 
@@ -521,13 +338,11 @@ FROM tool_calls WHERE session_id = $ID AND latency_ms IS NOT NULL ORDER BY laten
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	var parts []string
-	var seqs []int64
+	var out []slowRow
 	for _, r := range rows {
-		parts = append(parts, fmt.Sprintf("%s %s %s (%s, seq %d)", str(r[0]), str(r[1]), dur(num(r[3])), str(r[4]), num(r[2])))
-		seqs = append(seqs, num(r[2]))
+		out = append(out, slowRow{tool: str(r[0]), callID: str(r[1]), resultSeq: num(r[2]), latencyMS: num(r[3]), status: str(r[4])})
 	}
-	d.add("slow_tools", fmt.Sprintf("Slowest tools (%s in tools in all): %s.", dur(num(rows[0][5])), strings.Join(parts, "; ")), seqs...)
+	d.renderSlowTools(out, num(rows[0][5]))
 	return nil
 }
 
@@ -538,57 +353,19 @@ AND (kind IN ('session_finished', 'budget_exceeded', 'interrupted', 'error', 'ev
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	var path []string
-	var seqs []int64
-	for _, r := range rows {
-		if str(r[1]) != string(session.KindSessionFinished) {
-			continue
-		}
-		s := fmt.Sprintf("finished %s at seq %d", str(r[2]), num(r[0]))
-		if reason := str(r[3]); reason != "" {
-			s += " (" + clip(reason, 80) + ")"
-		}
-		path = append(path, s)
-		seqs = append(seqs, num(r[0]))
-	}
-	last := rows[len(rows)-1]
-	var text string
-	if str(last[1]) != string(session.KindSessionFinished) {
-		what := str(last[1])
-		if t := str(last[4]); t != "" {
-			what += " " + t
-		}
-		text = fmt.Sprintf("the log ends at seq %d (%s) with no session_finished: the process died there (crash, kill, lost machine) or is still running; 'agentctl resume' continues it", num(last[0]), what)
-		if d.rep.ImportedFrom != "" {
-			end := "records no end state"
-			if d.rep.SourceStatus != "" {
-				end = "recorded the end state " + strconv.Quote(d.rep.SourceStatus)
-			}
-			text = fmt.Sprintf("imported from %s, whose transcript %s; the log ends at seq %d (%s) with no session_finished because the run happened there, not in agentctl: there is nothing to resume ('agentctl replay fork' continues it)",
-				d.rep.ImportedFrom, end, num(last[0]), what)
-		}
-		seqs = append(seqs, num(last[0]))
-		if len(path) > 0 {
-			text = strings.Join(path, ", resumed, then ") + "; then " + text
-		}
-	} else {
-		text = strings.Join(path, ", resumed, then ")
-		// The cause just before the final finish.
-		for i := len(rows) - 2; i >= 0; i-- {
-			k := str(rows[i][1])
-			if k == string(session.KindSessionFinished) {
-				break
-			}
-			cause := k
-			if x := str(rows[i][2]); x != "" {
-				cause += " " + x
-			}
-			text += fmt.Sprintf(", after %s at seq %d", cause, num(rows[i][0]))
-			seqs = append(seqs, num(rows[i][0]))
-			break
+	var f exitFacts
+	all := make([]exitRow, len(rows))
+	for i, r := range rows {
+		all[i] = exitRow{seq: num(r[0]), kind: str(r[1]), status: str(r[2]), reason: str(r[3]), tool: str(r[4])}
+		if all[i].kind == string(session.KindSessionFinished) {
+			f.finished = append(f.finished, all[i])
 		}
 	}
-	d.add("exit", strings.ToUpper(text[:1])+text[1:]+".", seqs...)
+	f.last = &all[len(all)-1]
+	if len(all) > 1 {
+		f.before = &all[len(all)-2]
+	}
+	d.renderExit(f)
 	return nil
 }
 

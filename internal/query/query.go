@@ -79,7 +79,15 @@ func OpenStore(ctx context.Context, st recorder.Store, warn io.Writer) (*DB, err
 	return open(ctx, h, warn, nil)
 }
 
+// OnOpen, when a test sets it, is called as any DB opens: a test that a
+// command reads no SQL (`view`, whose memory DuckDB would exceed) fails
+// in it.
+var OnOpen func()
+
 func open(ctx context.Context, hist *history.History, warn io.Writer, remote []RemotePart) (*DB, error) {
+	if OnOpen != nil {
+		OnOpen()
+	}
 	home := hist.Store.Root
 	if warn == nil {
 		warn = io.Discard

@@ -504,6 +504,25 @@ func (s *State) Call(id string) *Call {
 	return nil
 }
 
+// CallIndex returns the index in Calls of the latest call with id: a
+// reader that keeps a call's place instead of the call (a lean fold's may
+// be packed) reads it back with CallAt.
+func (s *State) CallIndex(id string) (int, bool) { return s.index(id) }
+
+// CallAt returns the call at index i of Calls. A lean fold's packed call
+// is unpacked into into (when not nil, else a new Call), valid until into
+// is used again: a reader going through every call holds one.
+func (s *State) CallAt(i int, into *Call) *Call {
+	if c := s.Calls[i]; c != nil || into == nil {
+		return s.unpacked(i)
+	}
+	at := s.packAt[i]
+	if err := s.unpackInto(into, s.packed[at.chunk][at.off:], true); err != nil {
+		panic("session: unpack call: " + err.Error()) // only pack wrote these bytes
+	}
+	return into
+}
+
 // Status is the session's status now:
 //
 //	corrupt      Corrupt is set: reading stopped at damage

@@ -269,13 +269,17 @@ func Build(in Input) (*Session, error) {
 	limit := maxEvents(in)
 	head := limit / 2
 	tailN := max(1, limit-head)
-	st := session.NewState()
-	callOf := map[*session.Call]int{}
-	index := func(sc *session.Call) int {
-		if sc == nil {
+	// The lean fold packs each settled call into a few dozen bytes (nil
+	// in st.Calls): calls are numbered by their place in st.Calls, from 1,
+	// and only those of the events shown are unpacked at the end, so a
+	// session of 238,095 calls costs ~30 MB here, not ~90 and a map.
+	st := session.NewLeanState()
+	index := func(id string) int {
+		i, ok := st.CallIndex(id)
+		if !ok {
 			return 0
 		}
-		return callOf[sc]
+		return i + 1
 	}
 	var (
 		first, ring []kept // the first head events; the last tailN, a ring from ringAt
@@ -293,24 +297,21 @@ func Build(in Input) (*Session, error) {
 		}
 		n++
 		st.Add(e)
-		for _, sc := range st.Calls[len(callOf):] {
-			callOf[sc] = len(callOf) + 1
-		}
 		mk.add(e)
 		if goal == nil && e.Kind == session.KindUserMessage {
 			g := e.Text
 			goal = &g
 		}
-		k := kept{e: e}
+		k := keep(e)
 		switch e.Kind {
 		case session.KindAssistantMessage:
 			k.turn = st.Turns
 			for _, i := range st.Latest {
-				k.calls = append(k.calls, index(st.Calls[i]))
+				k.calls = append(k.calls, i+1)
 			}
 		case session.KindToolIntent, session.KindToolResult, session.KindReconciled,
 			session.KindApprovalRequest, session.KindApprovalGranted, session.KindApprovalDenied:
-			k.call = index(st.Call(e.CallID))
+			k.call = index(e.CallID)
 		}
 		switch {
 		case len(first) < head:
@@ -319,7 +320,7 @@ func Build(in Input) (*Session, error) {
 			ring = append(ring, k)
 		default:
 			// The oldest of the last events leaves the page.
-			old := ring[ringAt].e.Seq
+			old := ring[ringAt].seq
 			if omitted == nil {
 				omitted = &Omitted{FromSeq: old, Head: head, Tail: tailN}
 			}
@@ -342,25 +343,13 @@ func Build(in Input) (*Session, error) {
 	shown = append(shown, ring[:ringAt]...)
 	c := &cleaner{max: textCap(in, func(yield func(session.Event)) {
 		for i := range shown {
-			yield(shown[i].e)
+			yield(shown[i].event())
 		}
 	})}
+	first, ring = nil, nil // shown holds them
 	out := &Session{Findings: []Finding{}, Events: make([]Event, 0, len(shown)), Calls: []Call{}, Marks: []Mark{}}
-	t0 := hdr.TS
-	for _, k := range shown {
-		e := k.e
-		ev := c.event(e, t0)
-		ev.Turn, ev.Calls, ev.Call = k.turn, k.calls, k.call
-		if e.Artifact != "" && in.Artifact != nil && safeArtifact(e.Artifact) {
-			if href, ok := in.Artifact(e.Artifact); ok {
-				ev.ArtifactHref = href
-			}
-		}
-		if e.ChildSessionID != "" {
-			ev.Child = link(in, e.ChildSessionID)
-		}
-		out.Events = append(out.Events, ev)
-	}
+	// What needs the fold comes first, so that the fold (most of what a
+	// long session's view holds) is let go before the events are made.
 	st.Live = in.Live
 	out.Summary = recorder.SummaryOf(in.ID, st, in.Tail, in.ReadErr)
 	// The calls of the events shown, renumbered in their order.
@@ -370,10 +359,10 @@ func Build(in Input) (*Session, error) {
 			used[i] = i
 		}
 	} else {
-		for _, ev := range out.Events {
-			used[ev.Call] = 1
-			for _, k := range ev.Calls {
-				used[k] = 1
+		for _, k := range shown {
+			used[k.call] = 1
+			for _, i := range k.calls {
+				used[i] = 1
 			}
 		}
 		used[0] = 0 // no call
@@ -384,18 +373,12 @@ func Build(in Input) (*Session, error) {
 				used[i] = n
 			}
 		}
-		for j := range out.Events {
-			ev := &out.Events[j]
-			ev.Call = used[ev.Call]
-			for k := range ev.Calls {
-				ev.Calls[k] = used[ev.Calls[k]]
-			}
-		}
 	}
-	for i, sc := range st.Calls {
+	for i := range st.Calls {
 		if used[i+1] == 0 {
 			continue
 		}
+		sc := st.CallAt(i, nil)
 		// A call nothing ended is "pending" in the tool_calls view; the
 		// page says why when the log does.
 		outcome := sc.Outcome()
@@ -433,16 +416,63 @@ func Build(in Input) (*Session, error) {
 	}
 	out.Header = header(in, st, out.Summary, c, hdr, goal)
 	out.Header.Omitted = omitted
+	st = nil
+	t0 := hdr.TS
+	for i, k := range shown {
+		e := k.event()
+		ev := c.event(e, t0)
+		ev.Turn, ev.Calls, ev.Call = k.turn, k.calls, used[k.call]
+		for j := range ev.Calls {
+			ev.Calls[j] = used[ev.Calls[j]]
+		}
+		if e.Artifact != "" && in.Artifact != nil && safeArtifact(e.Artifact) {
+			if href, ok := in.Artifact(e.Artifact); ok {
+				ev.ArtifactHref = href
+			}
+		}
+		if e.ChildSessionID != "" {
+			ev.Child = link(in, e.ChildSessionID)
+		}
+		out.Events = append(out.Events, ev)
+		shown[i] = kept{} // the event is in the page's form now
+	}
+	out.Header.Clipped = c.clipped // the events' strings too
 	return out, nil
 }
 
 // kept is an event the page shows, with what the fold said of it when it
-// was read: its call, the calls of an assistant message, its turn.
+// was read: its call, the calls of an assistant message, its turn. The
+// event is held in its log form (session.Encode), a few hundred bytes,
+// not as a session.Event of ~700 bytes of fields before its strings: the
+// 20,000 a long session's page shows cost ~5 MB, not ~18.
 type kept struct {
-	e     session.Event
+	seq   int64
+	b     []byte         // the event, encoded
+	e     *session.Event // the event, if it could not be encoded
 	call  int
 	calls []int
 	turn  int
+}
+
+func keep(e session.Event) kept {
+	if b, err := session.Encode(e); err == nil {
+		return kept{seq: e.Seq, b: b}
+	}
+	return kept{seq: e.Seq, e: &e}
+}
+
+// event is the kept event, decoded: the log's own form reads back as the
+// event it was read as.
+func (k kept) event() session.Event {
+	if k.e != nil {
+		return *k.e
+	}
+	e, err := session.Decode(k.b)
+	if err != nil {
+		// Only keep encoded these bytes: a failure is a bug here.
+		panic("view: decode a kept event: " + err.Error())
+	}
+	return e
 }
 
 func maxEvents(in Input) int {

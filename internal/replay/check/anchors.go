@@ -83,7 +83,14 @@ type Anchorer struct {
 	p       *session.Projector
 	started bool
 	first   *session.Event
-	kinds   []session.Kind // kinds[seq-1]: source_seqs name earlier events
+	// kinds[seq-1] is the kind of each event (source_seqs name earlier
+	// events), as its index in names, the distinct kinds seen: a byte an
+	// event, not a string header and the decoded string (~31 MB at 1M
+	// events, most of what `view` held then). Past 255 kinds (a forged
+	// log) the rest are one, kindMany.
+	kinds  []uint8
+	names  []session.Kind
+	nameAt map[session.Kind]uint8
 	// Messages counts the projection messages the checks read (the
 	// projection's length at each compaction is not read unless needles
 	// ask): what makes the work linear, for tests to count.
@@ -102,7 +109,7 @@ func (a *Anchorer) Add(e session.Event) {
 		a.p = session.NewProjector(e.System)
 	}
 	if e.Seq == int64(len(a.kinds))+1 {
-		a.kinds = append(a.kinds, e.Kind)
+		a.kinds = append(a.kinds, a.kindIndex(e.Kind))
 	}
 	a.p.Add(e)
 	if e.Kind == session.KindUserMessage && a.first == nil {
@@ -156,7 +163,7 @@ func (a *Anchorer) Add(e session.Event) {
 		var kind session.Kind
 		ok := s >= 1 && s <= int64(len(a.kinds))
 		if ok {
-			kind = a.kinds[s-1]
+			kind = a.names[a.kinds[s-1]]
 		}
 		switch {
 		case !ok:
@@ -174,6 +181,29 @@ func (a *Anchorer) Add(e session.Event) {
 		a.rep.OK = false
 	}
 	a.rep.Compactions = append(a.rep.Compactions, c)
+}
+
+// kindMany stands for every kind past the first 255 of a log.
+const kindMany session.Kind = "(one of many kinds)"
+
+// kindIndex is k's index in a.names, added if new.
+func (a *Anchorer) kindIndex(k session.Kind) uint8 {
+	if i, ok := a.nameAt[k]; ok {
+		return i
+	}
+	if a.nameAt == nil {
+		a.nameAt = map[session.Kind]uint8{}
+	}
+	if len(a.names) == 255 {
+		a.names = append(a.names, kindMany)
+	}
+	if len(a.names) > 255 {
+		return 255
+	}
+	i := uint8(len(a.names))
+	a.names = append(a.names, k)
+	a.nameAt[k] = i
+	return i
 }
 
 // Report is the check of the events added so far.

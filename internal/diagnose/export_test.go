@@ -1,0 +1,4 @@
+package diagnose
+
+// SQLJSON is sqlJSON, for TestSQLJSONIsDuckDBs.
+var SQLJSON = sqlJSON
