@@ -25,7 +25,11 @@
 //	            of a call), for an import its imported_from and
 //	            source_status (the end state the source recorded), and the
 //	            header's parent_session_id, parent_seq (a subagent's: its
-//	            parent's task intent) and forked_from (a fork's)
+//	            parent's task intent) and forked_from (a fork's); origin
+//	            (run, proxy, collect, import), turns, reason (the ending
+//	            session_finished's), finish_reason (the last model call's),
+//	            tags (MAP(VARCHAR, VARCHAR): tags['env'] = 'ci') and
+//	            user_id, from the header
 //	tool_calls  one row per call (its id and requesting message) that was
 //	            dispatched or answered: its last tool_intent joined with its
 //	            last tool_result, and a later reconciliation's outcome; args

@@ -481,14 +481,29 @@ func (d *DB) sessionsView() string {
 // are an import's source tool and the end state it recorded (NULL for
 // sessions agentctl ran); parent_session_id is the header's (a subagent's
 // or a fork's parent), parent_seq a subagent's (its parent's task intent)
-// and forked_from a fork's, NULL when the header has none.
+// and forked_from a fork's, NULL when the header has none. origin says
+// what recorded the session, from its header's attrs: collect (spans
+// agentctl collect received), proxy, import (any other imported_from),
+// else run. turns counts assistant messages (State.Turns); reason is the
+// ending session_finished's; finish_reason is the last model_call's (NULL
+// when that call failed: an earlier call's would misreport the end); tags
+// and user_id are the header's attrs tags and user_id (FORMAT.md, "Tags
+// and user"). tags is a MAP(VARCHAR, VARCHAR), empty when the header has
+// none, so tags['env'] = 'ci' and map_contains(tags, 'env') filter in SQL.
 const sessionsView = `CREATE OR REPLACE VIEW main.sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
   events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd,
   coalesce(t.n, 0) AS tool_calls, errors,
   cache_read_input_tokens, cache_creation_input_tokens, refusals, truncations, retries,
-  imported_from, source_status, parent_session_id, parent_seq, forked_from
+  imported_from, source_status, parent_session_id, parent_seq, forked_from,
+  CASE WHEN otlp_source = 'collect' THEN 'collect'
+    WHEN recorded_by = 'proxy' THEN 'proxy'
+    WHEN imported_from IS NOT NULL THEN 'import'
+    ELSE 'run' END AS origin,
+  turns, reason, finish_reason,
+  coalesce(TRY_CAST(tags AS MAP(VARCHAR, VARCHAR)), MAP {}::MAP(VARCHAR, VARCHAR)) AS tags,
+  user_id
 FROM (
   SELECT session_id,
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
@@ -516,7 +531,14 @@ FROM (
     nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.source_status'), seq) FILTER (WHERE kind = 'session_started'), '') AS source_status,
     nullif(arg_min(parent_session_id, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), '') AS parent_session_id,
     nullif(arg_min(parent_seq, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS parent_seq,
-    nullif(arg_min(forked_from, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS forked_from
+    nullif(arg_min(forked_from, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS forked_from,
+    arg_min(json_extract_string(nullif(attrs, ''), '$.otlp_source'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS otlp_source,
+    arg_min(json_extract_string(nullif(attrs, ''), '$.recorded_by'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS recorded_by,
+    count(*) FILTER (WHERE kind = 'assistant_message') AS turns,
+    CASE WHEN arg_max(kind, seq) = 'session_finished' THEN nullif(arg_max_null(reason, seq), '') END AS reason,
+    nullif(arg_max_null(finish_reason, seq) FILTER (WHERE kind = 'model_call'), '') AS finish_reason,
+    arg_min(json_extract(nullif(attrs, ''), '$.tags'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS tags,
+    nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.user_id'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1), '') AS user_id
   FROM main.events GROUP BY session_id
 ) LEFT JOIN (SELECT session_id, count(*) AS n FROM main.tool_calls GROUP BY session_id) t USING (session_id)`
 
