@@ -34,6 +34,11 @@
 //	            dispatched or answered: its last tool_intent joined with its
 //	            last tool_result, and a later reconciliation's outcome; args
 //	            are the intent's, else the requesting message's
+//	model_calls one row per model_call event (every provider request, a
+//	            failed or retried one too): provider, model, tokens (input,
+//	            output, cache reads and writes), cost_usd, latency_ms,
+//	            finish_reason, error_type and error, attempt (1 for a call
+//	            tried once); its sums per session are the sessions view's
 //	eval_runs   one row per eval report sealed into the history (package
 //	            history, EvalRow), the home's and a remote's, a report in
 //	            both read once: report_digest, suite, branch, commit,

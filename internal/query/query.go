@@ -24,7 +24,7 @@ import (
 
 // Views lists the views every query can use, in the order they are
 // documented.
-var Views = []string{"events", "sessions", "tool_calls", "eval_runs", "eval_results"}
+var Views = []string{"events", "sessions", "tool_calls", "model_calls", "eval_runs", "eval_results"}
 
 // LogState is what reading a session's log found, for a session read from
 // its log rather than from the history.
@@ -390,7 +390,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	parts = append(parts, addedColumns)
 	stmts := []string{"CREATE OR REPLACE VIEW main.events AS " + strings.Join(parts, "\nUNION ALL BY NAME ")}
 	if d.derived {
-		stmts = append(stmts, toolCallsView, d.sessionsView()) // sessions reads tool_calls
+		stmts = append(stmts, d.derivedViews()...)
 	}
 	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
@@ -410,12 +410,13 @@ const addedColumns = `SELECT NULL::VARCHAR AS refusal, NULL::BIGINT AS cache_rea
   NULL::BIGINT AS cache_creation_input_tokens, NULL::BIGINT AS max_tokens, NULL::VARCHAR AS response_id,
   NULL::VARCHAR AS error_type, NULL::BIGINT AS attempt, NULL::BIGINT AS parent_seq WHERE false`
 
-// needDerived reports whether q may use the sessions or tool_calls views:
-// it names one, or lists the catalog. Binding those two views costs more
-// than a simple query over events, so they are made on first use.
+// needDerived reports whether q may use the sessions, tool_calls or
+// model_calls views: it names one, or lists the catalog. Binding those
+// views costs more than a simple query over events, so they are made on
+// first use.
 func needDerived(q string) bool {
 	q = strings.ToLower(q)
-	for _, w := range []string{"sessions", "tool_calls", "show", "describe", "summarize", "information_schema", "duckdb_", "pragma"} {
+	for _, w := range []string{"sessions", "tool_calls", "model_calls", "show", "describe", "summarize", "information_schema", "duckdb_", "pragma"} {
 		if strings.Contains(q, w) {
 			return true
 		}
@@ -423,18 +424,44 @@ func needDerived(q string) bool {
 	return false
 }
 
-// ensureDerived creates the sessions and tool_calls views if q may use
-// them and they do not exist yet.
+// ensureDerived creates the derived views if q may use them and they do
+// not exist yet.
 func (d *DB) ensureDerived(ctx context.Context, q string) error {
 	if d.derived || !needDerived(q) {
 		return nil
 	}
-	if _, err := d.db.ExecContext(ctx, toolCallsView+";\n"+d.sessionsView()); err != nil {
+	if _, err := d.db.ExecContext(ctx, strings.Join(d.derivedViews(), ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
 	}
 	d.derived = true
 	return d.scopeViews(ctx)
 }
+
+// derivedViews are the statements that make the views over events, in
+// the order they read each other (sessions reads tool_calls).
+func (d *DB) derivedViews() []string {
+	return []string{toolCallsView, d.sessionsView(), modelCallsView}
+}
+
+// modelCallsView has one row per model_call event: every provider request,
+// a failed, retried or interrupted one too, as the log records it. Its
+// token and cost columns are those the sessions view sums (a session's
+// input_tokens is the sum of its rows' input_tokens, and so on), so the two
+// always agree. attempt is 1 for a call tried once (the log leaves it out);
+// error_type and error say why a call failed (NULL when it did not);
+// purpose is the attrs' ("compaction" for a summary request).
+const modelCallsView = `CREATE OR REPLACE VIEW main.model_calls AS
+SELECT session_id, seq, ts, nullif(provider, '') AS provider, nullif(model, '') AS model,
+  coalesce(input_tokens, 0) AS input_tokens, coalesce(output_tokens, 0) AS output_tokens,
+  coalesce(input_tokens, 0) + coalesce(output_tokens, 0) AS tokens,
+  coalesce(cache_read_input_tokens, 0) AS cache_read_input_tokens,
+  coalesce(cache_creation_input_tokens, 0) AS cache_creation_input_tokens,
+  coalesce(cost_usd, 0) AS cost_usd, latency_ms, nullif(finish_reason, '') AS finish_reason,
+  nullif(error_type, '') AS error_type, nullif(error, '') AS error,
+  coalesce(nullif(attempt, 0), 1) AS attempt, nullif(max_tokens, 0) AS max_tokens,
+  nullif(request_digest, '') AS request_digest, nullif(response_id, '') AS response_id,
+  json_extract_string(nullif(attrs, ''), '$.purpose') AS purpose
+FROM main.events WHERE kind = 'model_call'`
 
 // sessionsView returns the sessions view's statement with what the log
 // cannot say about itself (session.State's inputs): the sessions a process

@@ -3,6 +3,7 @@ package query_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/transcript"
 )
 
 // viewSession is one session of the runs-page fixture: its header attrs
@@ -92,6 +94,63 @@ func TestSessionsViewRunsPageColumns(t *testing.T) {
 		{"SELECT string_agg(session_id[16:] || ':' || cardinality(tags), ',' ORDER BY session_id) FROM sessions", "1:2,2:1,3:0,4:1,5:0"},
 		{"SELECT string_agg(session_id[16:] || ':' || name || ':' || model || ':' || tokens || ':' || cost_usd, ',' ORDER BY session_id) FROM sessions WHERE session_id[16:] IN ('1', '2')",
 			"1:agent1:claude:330:0.75,2:agent2:claude:55:0.1"},
+	} {
+		if got := scalar(t, db, tc.q); got != tc.want {
+			t.Errorf("%s\n got %s\nwant %s", tc.q, got, tc.want)
+		}
+	}
+}
+
+// importCorpus writes the sessions of real transcripts (package
+// transcript, as agentctl import does) into home.
+func importCorpus(t *testing.T, home string, files ...string) {
+	t.Helper()
+	st := recorder.Store{Root: home}
+	for _, f := range files {
+		ss, err := transcript.Import(transcript.FormatAuto, filepath.Join("..", "..", "testdata", "corpus", "transcripts", filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range transcript.All(ss) {
+			if _, err := st.WriteSession(s.Events, recorder.Options{NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// The model_calls view has a row per model_call, and its sums per session
+// are the sessions view's figures, for sessions agentctl recorded and
+// sessions imported from other tools' real transcripts.
+func TestModelCallsAgreeWithSessions(t *testing.T) {
+	home := viewHome(t)
+	importCorpus(t, home,
+		"claude-code/codemie-ai__codemie-code/session-9eda1058.jsonl",
+		"openhands/All-Hands-AI__OpenHands/basic.json",
+		"swe-agent/SWE-agent__SWE-agent/6e44b9__sweagenttestrepo-1c2844.traj")
+	db, err := query.Open(context.Background(), home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tc := range []struct{ q, want string }{
+		// Imported sessions with model calls of their own, so the
+		// comparison below is not over zeros alone.
+		{"SELECT count(DISTINCT session_id), sum(tokens) > 1000 FROM model_calls WHERE session_id NOT LIKE 'a0000000000000%'", "3 true"},
+		{`SELECT count(*) FROM sessions s FULL JOIN (
+			SELECT session_id, count(*) AS n, sum(input_tokens) AS i, sum(output_tokens) AS o, sum(tokens) AS tk, sum(cost_usd) AS c,
+			  sum(cache_read_input_tokens) AS cr, sum(cache_creation_input_tokens) AS cw, count(*) FILTER (WHERE attempt > 1) AS retries
+			FROM model_calls GROUP BY session_id) m USING (session_id)
+		  WHERE s.session_id IS NULL OR s.input_tokens <> coalesce(m.i, 0) OR s.output_tokens <> coalesce(m.o, 0) OR s.tokens <> coalesce(m.tk, 0)
+		    OR abs(s.cost_usd - coalesce(m.c, 0)) > 1e-12 OR s.cache_read_input_tokens <> coalesce(m.cr, 0)
+		    OR s.cache_creation_input_tokens <> coalesce(m.cw, 0) OR s.retries <> coalesce(m.retries, 0)
+		    OR s.finish_reason IS DISTINCT FROM (SELECT finish_reason FROM model_calls x WHERE x.session_id = s.session_id ORDER BY seq DESC LIMIT 1)`, "0"},
+		{"SELECT count(*) FROM model_calls WHERE session_id = 'a000000000000001'", "2"},
+		{"SELECT string_agg(seq || ':' || model || ':' || tokens || ':' || cost_usd || ':' || latency_ms || ':' || finish_reason || ':' || attempt, ',' ORDER BY seq) FROM model_calls WHERE session_id = 'a000000000000001'",
+			"2:claude:110:0.25:100:tool_use:1,4:claude:220:0.5:100:end_turn:1"},
+		// A failed call: its error, the provider's error type, no finish reason.
+		{"SELECT error_type || ':' || error || ':' || coalesce(finish_reason, '-') || ':' || tokens FROM model_calls WHERE session_id = 'a000000000000002' AND seq = 3",
+			"overloaded_error:overloaded:-:0"},
 	} {
 		if got := scalar(t, db, tc.q); got != tc.want {
 			t.Errorf("%s\n got %s\nwant %s", tc.q, got, tc.want)
