@@ -31,6 +31,9 @@ var Views = []string{"events", "sessions", "tool_calls", "model_calls", "eval_ru
 type LogState struct {
 	Torn bool
 	Err  error
+	// Events is how many events were read: a log with none has no row
+	// in the views.
+	Events int64
 }
 
 // DB is an in-memory DuckDB database whose views read an agentctl home's
@@ -294,6 +297,7 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 			defer func() { <-sem }()
 			var batch []history.Row // grows to logBatch: most logs are short
 			var convErr error
+			var n int64
 			flush := func() {
 				mu.Lock()
 				defer mu.Unlock()
@@ -308,6 +312,7 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 					convErr = errors.Join(convErr, rerr)
 					return
 				}
+				n++
 				if batch = append(batch, r); len(batch) == logBatch {
 					flush()
 				}
@@ -337,7 +342,7 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 			flush()
 			mu.Lock()
 			defer mu.Unlock()
-			d.logs[id] = LogState{Torn: tail.Torn, Err: errors.Join(err, convErr)}
+			d.logs[id] = LogState{Torn: tail.Torn, Err: errors.Join(err, convErr), Events: n}
 		})
 	}
 	wg.Wait()
