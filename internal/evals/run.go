@@ -336,7 +336,17 @@ func (e *engine) start(ctx context.Context, sc *Scenario, obs runner.Observer) (
 		return runner.Result{}, err
 	}
 	cfg.Store, cfg.Observer = e.cfg.Store, obs
+	cfg.Tags = e.tags(sc)
 	return runner.Start(ctx, cfg)
+}
+
+// tags label a scenario's session with its suite and scenario, so that
+// the sessions an eval ran are found by them (sessions --tag
+// eval.suite=NAME, tags['eval.scenario'] in SQL). Names the suite file
+// chose are cut to fit a tag, never refused.
+func (e *engine) tags(sc *Scenario) map[string]string {
+	t, _ := session.CleanTags(map[string]string{"eval.suite": e.suite.Name, "eval.scenario": sc.Name})
+	return t
 }
 
 // replay re-runs the scenario's recorded session offline, as `agentctl
