@@ -362,7 +362,7 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 		return replay.SessionReport{}, nil, err
 	}
 	cfg := replay.SessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
-		WorkspaceFrom: sc.Replay.WorkspaceFrom, Ignore: sc.Replay.Ignore, Observer: obs}
+		WorkspaceFrom: sc.Replay.WorkspaceFrom, Ignore: sc.Replay.Ignore, Observer: obs, Tags: e.tags(sc)}
 	if p := sc.Replay.Program(); p != nil {
 		if err := e.programHome(p); err != nil {
 			return replay.SessionReport{}, nil, fmt.Errorf("replay %s: %w", id, err)
@@ -430,7 +430,7 @@ func (e *engine) forkProgram(ctx context.Context, sc *Scenario, obs runner.Obser
 		return nil, fmt.Errorf("fork %s: live_from_turn %w", id, err)
 	}
 	rep, err := replay.ForkSession(ctx, replay.ForkSessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
-		From: seq, Spec: replay.ProgramSpec(evs, *p), Model: sc.Model, Observer: obs})
+		From: seq, Spec: replay.ProgramSpec(evs, *p), Model: sc.Model, Observer: obs, Tags: e.tags(sc)})
 	return rep.External, err
 }
 
@@ -453,7 +453,7 @@ func (e *engine) fork(ctx context.Context, sc *Scenario, obs runner.Observer) (s
 		sp.Workspace.From, sp.Workspace.Path = rp.WorkspaceFrom, ""
 	}
 	rep, err := replay.ForkSession(ctx, replay.ForkSessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
-		From: rp.ForkFrom, Spec: sp, StandIn: standIn != "", Model: sc.Model, Prompt: sc.Prompt, Observer: obs})
+		From: rp.ForkFrom, Spec: sp, StandIn: standIn != "", Model: sc.Model, Prompt: sc.Prompt, Observer: obs, Tags: e.tags(sc)})
 	if rep.SessionID() == "" && err == nil {
 		err = fmt.Errorf("fork %s: no session was made", id)
 	}

@@ -156,9 +156,31 @@ func MergeTags(base, over map[string]string) map[string]string {
 // WithTags returns the header attrs attrs (a JSON object, or empty) with
 // tags and user_id added, and attrs unchanged when there are neither (or
 // attrs is not an object). The existing keys keep their bytes and order.
+// Tags attrs already holds stay, under the new ones (a fork's header
+// copied from its parent, with the tags of the run that made it), and
+// user replaces the one it holds.
 func WithTags(attrs json.RawMessage, tags map[string]string, user string) json.RawMessage {
 	if len(tags) == 0 && user == "" {
 		return attrs
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(attrs, &obj) == nil {
+		_, hasTags := obj["tags"]
+		_, hasUser := obj["user_id"]
+		if hasTags || hasUser {
+			// Rewritten whole: a JSON object must not name a key twice.
+			old := HeaderTags(Event{Kind: KindSessionStarted, Attrs: attrs})
+			if t := MergeTags(old, tags); len(t) > 0 {
+				obj["tags"], _ = json.Marshal(t)
+			}
+			if user != "" {
+				obj["user_id"], _ = json.Marshal(user)
+			}
+			b, err := json.Marshal(obj)
+			if err == nil {
+				return b
+			}
+		}
 	}
 	var add bytes.Buffer
 	if len(tags) > 0 {

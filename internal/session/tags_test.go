@@ -69,17 +69,27 @@ func TestWithTags(t *testing.T) {
 		{attrs: `{}`, user: "bob", want: `{"user_id":"bob"}`},
 		{attrs: `{"tools":[]}`, want: `{"tools":[]}`},
 		{attrs: `[1]`, tags: tags, want: `[1]`},
+		// A header that has tags (a fork's, copied from its parent): the
+		// new ones over them, one key each.
+		{attrs: `{"z":1,"tags":{"env":"dev","keep":"x"},"user_id":"u"}`, tags: tags, want: `{"tags":{"env":"ci","keep":"x","team":"a"},"user_id":"u","z":1}`},
 	} {
 		got := WithTags(json.RawMessage(tt.attrs), tt.tags, tt.user)
 		if string(got) != tt.want {
 			t.Errorf("WithTags(%s) = %s, want %s", tt.attrs, got, tt.want)
 		}
-		h := Event{Kind: KindSessionStarted, Attrs: got}
-		if fmt.Sprint(HeaderTags(h)) != fmt.Sprint(map[string]string(tt.tags)) && tt.attrs != `[1]` {
-			t.Errorf("HeaderTags(%s) = %v, want %v", got, HeaderTags(h), tt.tags)
+		if tt.attrs == `[1]` {
+			continue
 		}
-		if tt.attrs != `[1]` && HeaderUserID(h) != tt.user {
-			t.Errorf("HeaderUserID(%s) = %q", got, HeaderUserID(h))
+		var want struct {
+			Tags map[string]string `json:"tags"`
+			User string            `json:"user_id"`
+		}
+		if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
+			t.Fatal(err)
+		}
+		h := Event{Kind: KindSessionStarted, Attrs: got}
+		if fmt.Sprint(HeaderTags(h)) != fmt.Sprint(want.Tags) || HeaderUserID(h) != want.User {
+			t.Errorf("HeaderTags, HeaderUserID(%s) = %v, %q", got, HeaderTags(h), HeaderUserID(h))
 		}
 	}
 }
