@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -212,5 +213,65 @@ func TestSessionsFilter(t *testing.T) {
 	if got := fmt.Sprintf("%s %s %d %d %.2f %s %s %v %s %d", s.Status, s.Origin, s.Turns, s.Tokens, s.CostUSD, s.FinishReason, s.UserID, s.Tags, s.Name, *s.DurationMS); got !=
 		"done run 2 330 0.75 end_turn alice map[env:ci team:infra] agent1 5000" {
 		t.Errorf("session = %s", got)
+	}
+}
+
+// A log with no readable event has no row in the view; Sessions lists it
+// (status corrupt) when the filter selects every session or names its
+// status, and never for a filter on what it cannot have (a start, tags).
+func TestSessionsFilterUnreadableLog(t *testing.T) {
+	home := viewHome(t)
+	st := recorder.Store{Root: home}
+	id := "c000000000000001"
+	if _, err := st.WriteSession([]session.Event{
+		{TS: time.Now(), Kind: session.KindSessionStarted, SessionID: id, Name: "broken"},
+		{Kind: session.KindUserMessage, Text: "hello"},
+		{Kind: session.KindSessionFinished, Status: "done"},
+	}, recorder.Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	p := st.LogPath(id)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[40] ^= 0xff // inside the header's record: nothing before it reads
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := query.Open(context.Background(), home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tt := range []struct {
+		name string
+		f    query.Filter
+		want bool
+	}{
+		{"all", query.Filter{}, true},
+		{"its status", query.Filter{Status: []session.Status{session.StatusCorrupt}}, true},
+		{"another status", query.Filter{Status: []session.Status{session.StatusDone}}, false},
+		{"a tag", query.Filter{Tags: map[string]string{"env": "ci"}}, false},
+		{"since", query.Filter{Since: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}, false},
+		{"limit past the others", query.Filter{Limit: 6}, true},
+		{"limit", query.Filter{Limit: 5}, false},
+	} {
+		list, err := db.Sessions(context.Background(), tt.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, s := range list {
+			if s.SessionID == id {
+				found = true
+				if s.Status != session.StatusCorrupt || s.Err == "" {
+					t.Errorf("%s: %+v, want corrupt with the error", tt.name, s.Summary)
+				}
+			}
+		}
+		if found != tt.want {
+			t.Errorf("%s: listed %t, want %t (%d sessions)", tt.name, found, tt.want, len(list))
+		}
 	}
 }
