@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/agentctl/agentctl/internal/otelsession/oteltest"
@@ -43,6 +44,9 @@ func TestCollectedSessionUserAndTags(t *testing.T) {
 	want := "collect alice@example.com map[env:prod metadata.attempt:2 metadata.customer:A-1042 support: tier:Gold]"
 	if got := fmt.Sprint(r.Origin, " ", r.UserID, " ", r.Tags); got != want {
 		t.Errorf("session = %s\nwant      %s", got, want)
+	}
+	if out := agentctlOut(t, chome, "show", r.SessionID); !strings.Contains(out, "(user alice@example.com; tags env=prod, metadata.attempt=2, metadata.customer=A-1042, support=, tier=Gold)") {
+		t.Errorf("show's header line does not name the user and tags:\n%s", out)
 	}
 	out := agentctlOut(t, chome, "query", "--format", "csv", "SELECT json_extract(attrs, '$.tags_dropped') AS dropped FROM events WHERE kind = 'session_started'")
 	if out != "dropped\n1\n" {
