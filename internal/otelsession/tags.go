@@ -28,14 +28,24 @@ var metadataPrefixes = []string{"langfuse.trace.metadata."}
 // span attributes first and the resource's after (the first user found
 // stands; tags from every span are merged, the first value of a key
 // stands). Metadata becomes tags named metadata.KEY, for its values that
-// are strings, numbers or booleans. The tags are made to fit
+// are strings, numbers or booleans and the same on every span that has
+// the key: what an app sets for the conversation (setMetadata puts one
+// object on all its spans), not what an instrumentation writes per step
+// (LangChain's langgraph_step, checkpoint_ns). The tags are made to fit
 // (session.CleanTags): dropped counts those that could not.
 func identity(ms []mapped) (user string, tags map[string]string, dropped int) {
 	raw := map[string]string{}
+	meta, varies := map[string]string{}, map[string]bool{}
 	add := func(k, v string) {
 		if _, ok := raw[k]; !ok {
 			raw[k] = v
 		}
+	}
+	addMeta := func(k, v string) {
+		if old, ok := meta[k]; ok && old != v {
+			varies[k] = true
+		}
+		meta[k] = v
 	}
 	read := func(a attrs) {
 		if user == "" {
@@ -55,7 +65,7 @@ func identity(ms []mapped) (user string, tags map[string]string, dropped int) {
 			if json.Unmarshal([]byte(m), &obj) == nil {
 				for k, v := range obj {
 					if s, ok := scalar(v); ok {
-						add("metadata."+k, s)
+						addMeta(k, s)
 					}
 				}
 			}
@@ -64,7 +74,7 @@ func identity(ms []mapped) (user string, tags map[string]string, dropped int) {
 			for _, p := range metadataPrefixes {
 				if rest, ok := strings.CutPrefix(k, p); ok && rest != "" {
 					if s, ok := scalar(v); ok {
-						add("metadata."+rest, s)
+						addMeta(rest, s)
 					}
 				}
 			}
@@ -75,6 +85,11 @@ func identity(ms []mapped) (user string, tags map[string]string, dropped int) {
 	}
 	for _, m := range ms {
 		read(m.sp.Resource)
+	}
+	for k, v := range meta {
+		if !varies[k] {
+			add("metadata."+k, v)
+		}
 	}
 	if len(raw) > 0 {
 		tags, dropped = session.CleanTags(raw)

@@ -25,6 +25,10 @@ func TestIdentity(t *testing.T) {
 		{name: "resource", spans: []attrs{{}}, resource: attrs{"enduser.id": "u3"}, want: "u3 map[] 0"},
 		{name: "bad keys dropped", spans: []attrs{{"tag.tags": `["has space","ok"]`}}, want: " map[ok:] 1"},
 		{name: "none", spans: []attrs{{"session.id": "s"}}, want: " map[] 0"},
+		// Metadata an instrumentation writes per step differs from span
+		// to span: not the session's. What every span says is.
+		{name: "per-step metadata", spans: []attrs{{"metadata": `{"langgraph_step":0,"ls_provider":"openai"}`}, {"metadata": `{"langgraph_step":1,"ls_provider":"openai"}`}},
+			want: " map[metadata.ls_provider:openai] 0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var ms []mapped
