@@ -93,6 +93,9 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 	if opts.Unsandboxed {
 		sp.Sandbox.Unconfined = true
 	}
+	if err := session.ValidateTags(session.MergeTags(sp.Tags, tags)); err != nil {
+		return usageError{fmt.Errorf("--tag with the spec's tags: %w", err)}
+	}
 	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
 	if err != nil {
 		return err
