@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/agentctl/agentctl/internal/query"
-	"github.com/agentctl/agentctl/internal/recorder"
 )
 
 func init() {
@@ -17,10 +16,10 @@ func init() {
 
 // runsPage lists every session, newest first.
 func runsPage(c *Ctx) error {
-	var list []recorder.Summary
+	var list []query.Session
 	err := c.S.WithDB(c.R.Context(), func(db *query.DB) error {
 		var err error
-		list, err = db.Sessions(c.R.Context())
+		list, err = db.Sessions(c.R.Context(), query.Filter{})
 		return err
 	})
 	if err != nil {
