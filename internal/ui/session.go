@@ -20,6 +20,13 @@ import (
 
 func init() {
 	register(route{pattern: "GET /sessions/{id}", handle: sessionPage})
+	register(route{pattern: "GET /api/sessions/{id}/diagnosis", handle: func(c *Ctx) error {
+		id, err := c.S.opts.Store.Resolve(c.R.PathValue("id"))
+		if err != nil {
+			return notFound("%v", err)
+		}
+		return c.JSON(diagnosisOf(c, id))
+	}})
 }
 
 // PageEvents is how many events one page of a session's timeline shows.
@@ -33,9 +40,12 @@ type sessionView struct {
 	ID string
 	// S is view.Build's data over the whole log, keeping almost no
 	// events: its Summary, Header and the figures are the fold's.
-	S        *view.Session
-	Findings []finding
-	DiagErr  string
+	S *view.Session
+	// Diag is the diagnosis and the children, which need the query
+	// database and a second read of the log: an exported page holds it,
+	// a served one fetches it from DiagURL after it painted.
+	Diag     *diagnosis
+	DiagURL  string
 	Duration string
 	Rows     []row
 	Calls    []modelCall
@@ -45,7 +55,6 @@ type sessionView struct {
 	Prev, Next     string
 	First, End     string
 	Ancestors      []lineageLink
-	Children       []lineageLink
 	LineageErr     string
 	Commands       []command
 	Live           bool
@@ -53,20 +62,30 @@ type sessionView struct {
 	EventsURL string
 }
 
+// diagnosis is what /api/sessions/{id}/diagnosis answers.
+type diagnosis struct {
+	Findings []finding     `json:"findings"`
+	Error    string        `json:"error,omitempty"`
+	Children []lineageLink `json:"children"`
+}
+
 // finding is a diagnose finding with links to the seqs it cites.
 type finding struct {
-	Kind, Text string
-	Seqs       []seqLink
+	Kind string    `json:"kind"`
+	Text string    `json:"text"`
+	Seqs []seqLink `json:"seqs"`
 }
 
 type seqLink struct {
-	Seq  int64
-	Href string
+	Seq  int64  `json:"seq"`
+	Href string `json:"href"`
 }
 
 type lineageLink struct {
-	ID, Href, Relation string
-	Seq                int64
+	ID       string `json:"id"`
+	Href     string `json:"href"`
+	Relation string `json:"relation"`
+	Seq      int64  `json:"seq,omitempty"`
 }
 
 type command struct {
@@ -94,32 +113,15 @@ func sessionPage(c *Ctx) error {
 			return badRequest("from=%q: give the seq a page starts at (1 or more)", f)
 		}
 	}
-	d, anchors, err := readSession(st, id, from, PageEvents)
+	d, err := readSession(st, id, from, PageEvents)
 	if err != nil {
 		return err
 	}
-	ctx := c.R.Context()
-	err = c.S.WithDB(ctx, func(db *query.DB) error {
-		if rep, err := diagnose.Run(ctx, db, id, anchors.Report()); err != nil {
-			d.DiagErr = "diagnose could not run: " + err.Error()
-		} else {
-			for _, f := range rep.Findings {
-				fd := finding{Kind: termsafe.String(f.Kind), Text: termsafe.String(f.Text)}
-				for _, q := range f.Seqs {
-					fd.Seqs = append(fd.Seqs, seqLink{Seq: q, Href: seqHref(c, id, q)})
-				}
-				d.Findings = append(d.Findings, fd)
-			}
-		}
-		kids, err := childrenOf(ctx, db, st, id)
-		if err != nil {
-			d.LineageErr = err.Error()
-		}
-		d.Children = kids
-		return nil
-	})
-	if err != nil {
-		d.DiagErr = "diagnose could not run: " + err.Error()
+	if c.Static {
+		// No script fetches it in an exported page: it is part of it.
+		d.Diag = diagnosisOf(c, id)
+	} else {
+		d.DiagURL = "/api/sessions/" + id + "/diagnosis"
 	}
 	ups, err := st.Ancestors(id)
 	for _, l := range ups {
@@ -130,9 +132,6 @@ func sessionPage(c *Ctx) error {
 	}
 	for i := range d.Ancestors {
 		d.Ancestors[i].Href = c.Link("/sessions/"+d.Ancestors[i].ID, nil)
-	}
-	for i := range d.Children {
-		d.Children[i].Href = c.Link("/sessions/"+d.Children[i].ID, nil)
 	}
 	page := func(f int64) string {
 		return c.Link("/sessions/"+id, url.Values{"from": {strconv.FormatInt(f, 10)}})
@@ -158,6 +157,44 @@ func sessionPage(c *Ctx) error {
 	return c.Render("session.html", title, d)
 }
 
+// diagnosisOf runs diagnose on session id (the log read once more for
+// the compaction anchoring check) and finds its children; what fails is
+// said in Error, not a failed page.
+func diagnosisOf(c *Ctx, id string) *diagnosis {
+	st := c.S.opts.Store
+	ctx := c.R.Context()
+	d := &diagnosis{Findings: []finding{}, Children: []lineageLink{}}
+	var errs []string
+	anchors := replaycheck.NewAnchorer(id, nil)
+	if _, _, err := st.Stream(id, anchors.Add); err != nil && !errors.Is(err, recorder.ErrCorrupt) {
+		errs = append(errs, err.Error())
+	}
+	err := c.S.WithDB(ctx, func(db *query.DB) error {
+		rep, err := diagnose.Run(ctx, db, id, anchors.Report())
+		if err != nil {
+			return err
+		}
+		for _, f := range rep.Findings {
+			fd := finding{Kind: termsafe.String(f.Kind), Text: termsafe.String(f.Text), Seqs: []seqLink{}}
+			for _, q := range f.Seqs {
+				fd.Seqs = append(fd.Seqs, seqLink{Seq: q, Href: seqHref(c, id, q)})
+			}
+			d.Findings = append(d.Findings, fd)
+		}
+		kids, err := childrenOf(ctx, db, st, id)
+		for i := range kids {
+			kids[i].Href = c.Link("/sessions/"+kids[i].ID, nil)
+		}
+		d.Children = append(d.Children, kids...)
+		return err
+	})
+	if err != nil {
+		errs = append(errs, "diagnose could not run: "+err.Error())
+	}
+	d.Error = termsafe.String(strings.Join(errs, "; "))
+	return d
+}
+
 // pageStart is the first seq of the page that holds seq.
 func pageStart(seq int64) int64 { return (seq-1)/PageEvents*PageEvents + 1 }
 
@@ -167,11 +204,10 @@ func seqHref(c *Ctx, id string, seq int64) string {
 }
 
 // readSession reads session id's log once, a record at a time: the whole
-// of it goes through view.Build's fold (which keeps two events), the
-// compaction anchoring check takes every event, and the events with seq
-// in [from, from+n) are kept and cleaned by view.Build for the timeline.
-func readSession(st recorder.Store, id string, from int64, n int) (*sessionView, *replaycheck.Anchorer, error) {
-	anchors := replaycheck.NewAnchorer(id, nil)
+// of it goes through view.Build's fold (which keeps two events), and the
+// events with seq in [from, from+n) are kept and cleaned by view.Build
+// for the timeline.
+func readSession(st recorder.Store, id string, from int64, n int) (*sessionView, error) {
 	var hdr session.Event
 	var window []session.Event
 	var last int64
@@ -187,26 +223,25 @@ func readSession(st recorder.Store, id string, from int64, n int) (*sessionView,
 					window = append(window, e)
 				}
 				last = e.Seq
-				anchors.Add(e)
 				fn(e)
 			})
 			return tail, err
 		},
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	d := &sessionView{ID: id, S: s, From: from, Last: last}
 	rows, calls, err := cleanRows(id, hdr, window)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	d.Rows, d.Calls = rows, calls
 	d.To = from - 1
 	if len(window) > 0 {
 		d.To = window[len(window)-1].Seq
 	}
-	return d, anchors, nil
+	return d, nil
 }
 
 // cleanRows makes the rows of evs (seqs in order) with view.Build's

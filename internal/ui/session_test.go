@@ -37,10 +37,10 @@ func TestSessionPagePaged(t *testing.T) {
 	home := newHome(t)
 	id := crafted(t, home, "5e55000000000001", 300, false) // 1,203 events
 	tests := []struct {
-		from            string
-		first, last     string
-		rows, calls     int
-		next, prev      bool
+		from        string
+		first, last string
+		rows, calls int
+		next, prev  bool
 	}{
 		{"", "1", "500", 500, 125, true, false},
 		{"501", "501", "1000", 500, 125, true, true},

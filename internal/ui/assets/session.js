@@ -51,3 +51,59 @@
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', live);
   else live();
 })();
+// The diagnosis and the children need the query database: the page
+// paints first and asks for them after.
+(function () {
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined) e.textContent = text;
+    if (cls) e.className = cls;
+    return e;
+  }
+  function link(href, text, cls) {
+    var a = el('a', text, cls);
+    // Only the server's own relative links: a recorded string never
+    // becomes an href.
+    if (typeof href === 'string' && href.charAt(0) === '/' && href.charAt(1) !== '/') a.setAttribute('href', href);
+    return a;
+  }
+  function fill(d) {
+    var box = document.getElementById('diagnosis-box');
+    var ul = document.getElementById('diagnosis');
+    ul.textContent = '';
+    if (d.error) box.insertBefore(el('p', d.error, 'error'), ul);
+    (d.findings || []).forEach(function (f) {
+      var li = el('li');
+      li.setAttribute('data-kind', f.kind);
+      li.appendChild(el('strong', f.kind));
+      li.appendChild(document.createTextNode(' ' + f.text));
+      (f.seqs || []).forEach(function (s) {
+        li.appendChild(document.createTextNode(' '));
+        li.appendChild(link(s.href, '#' + s.seq));
+      });
+      ul.appendChild(li);
+    });
+    if (!(d.findings || []).length) ul.appendChild(el('li', 'no finding', 'muted'));
+    var kids = document.getElementById('children');
+    kids.textContent = '';
+    (d.children || []).forEach(function (k) {
+      var li = el('li');
+      li.setAttribute('data-lineage', 'child');
+      li.appendChild(link(k.href, k.id, 'mono'));
+      li.appendChild(document.createTextNode(': ' + k.relation + (k.seq ? ' at seq ' + k.seq : '')));
+      kids.appendChild(li);
+    });
+    if (!(d.children || []).length) kids.appendChild(el('li', 'no subagent, fork or replay', 'muted'));
+    box.setAttribute('data-loaded', '');
+  }
+  function load() {
+    var box = document.getElementById('diagnosis-box');
+    var src = box && box.getAttribute('data-src');
+    if (!src) return;
+    fetch(src, {credentials: 'same-origin'}).then(function (r) { return r.json(); }).then(fill, function (e) {
+      fill({error: 'the diagnosis could not be loaded: ' + e, findings: [], children: []});
+    });
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', load);
+  else load();
+})();

@@ -1,0 +1,276 @@
+package ui_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/testenv/browser"
+	"github.com/agentctl/agentctl/internal/testenv/testcli"
+	"github.com/agentctl/agentctl/internal/ui"
+)
+
+// TestSessionPageInChromium opens a recorded run's page: its figures,
+// every event in the timeline, the diagnosis, a model call row and the
+// commands, with nothing reported by the page.
+func TestSessionPageInChromium(t *testing.T) {
+	b := browser.New(t)
+	home := newHome(t)
+	id := runDefault(t, home)
+	sum := recorder.Store{Root: home}.Summary(id)
+	s := serve(t, home)
+	tab := s.open(t, b, "/sessions/"+id[:6], nil)
+	if n := tab.Count("#timeline tbody tr"); int64(n) != sum.Events {
+		t.Errorf("timeline has %d rows, want the %d events", n, sum.Events)
+	}
+	if got := tab.Text("#status"); got != string(sum.Status) {
+		t.Errorf("status %q, want %q", got, sum.Status)
+	}
+	tab.WaitFor("#diagnosis-box[data-loaded]")
+	if tab.Count("#diagnosis li[data-kind]") == 0 {
+		t.Error("no diagnosis finding")
+	}
+	if tab.Count("#model-calls tbody tr[data-seq]") == 0 {
+		t.Error("no model call row")
+	}
+	if got := tab.Text("#cmd-verify"); got != "agentctl replay verify "+id {
+		t.Errorf("verify command %q", got)
+	}
+	tab.Screenshot(shots, "session")
+	tab.Clean(s.ownOnly)
+}
+
+// TestSessionPageXSS records the red-team corpus in a session's user
+// text, tool arguments and output, model, name and tags and opens its page:
+// nothing runs, no element of it is made, and the text is shown as text.
+func TestSessionPageXSS(t *testing.T) {
+	b := browser.New(t)
+	home := newHome(t)
+	id := crafted(t, home, "5e55000000000bad", 3, true)
+	s := serve(t, home)
+	tab := s.open(t, b, "/sessions/"+id, nil)
+	tab.WaitFor("#diagnosis-box[data-loaded]")
+	assertInert(t, tab)
+	if !strings.Contains(tab.Text("#timeline"), `<img src=x onerror="window.__pwned=2">`) {
+		t.Error("the recorded markup is not shown as text in the timeline")
+	}
+	tab.Clean(s.ownOnly)
+}
+
+// assertInert fails if the corpus ran or made an element.
+func assertInert(t *testing.T, tab *browser.Tab) {
+	t.Helper()
+	var got struct {
+		Pwned string
+		Title string
+		Bad   int
+	}
+	tab.Eval(`({Pwned: String(window.__pwned), Title: document.title,
+		Bad: document.querySelectorAll('img[src="x"], svg[onload], main script, [onerror], [onload]').length})`, &got)
+	if got.Pwned != "undefined" || got.Title == "pwned" || got.Bad != 0 {
+		t.Errorf("the corpus ran or made elements: __pwned=%s title=%q elements=%d", got.Pwned, got.Title, got.Bad)
+	}
+}
+
+// TestSessionPage100k measures the page of a 100,000-event session: time
+// to first paint in chromium and the peak RSS of the server, a process of
+// its own (this test binary re-run as TestServeHome). The goals are 1 s
+// and 150 MB; the test fails at three times either (the page built
+// whole, not paged), and logs the figures.
+func TestSessionPage100k(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 100,000-event session")
+	}
+	b := browser.New(t)
+	home := newHome(t)
+	id := crafted(t, home, "5e55000000100000", 25000, false)
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestServeHome$")
+	cmd.Env = append(os.Environ(), serveHomeEnv+"="+home)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the server printed no URL: %v", err)
+	}
+	u, err := url.Parse(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := u.Scheme + "://" + u.Host
+	tok := u.Query().Get("token")
+	// The runs page first, as a user comes: it opens the query database.
+	b.Open(t, base+"/runs?token="+tok, "body[data-painted]")
+	start := time.Now()
+	tab := b.Open(t, base+"/sessions/"+id+"?token="+tok, "body[data-painted]")
+	paint := time.Since(start)
+	tab.WaitFor("#diagnosis-box[data-loaded]")
+	peak := procPeakRSS(t, cmd.Process.Pid)
+	if n := tab.Count("#timeline tbody tr"); n != 500 {
+		t.Errorf("first page has %d rows, want 500", n)
+	}
+	if got := tab.Text("#event-count"); got != "100003" {
+		t.Errorf("event count %q, want 100003", got)
+	}
+	t.Logf("session page of 100,003 events: first paint %v (goal 1 s), server peak RSS %d MB with the diagnosis (goal 150 MB)", paint.Round(time.Millisecond), peak>>20)
+	if paint > 3*time.Second {
+		t.Errorf("first paint took %v, want about 1 s", paint)
+	}
+	if peak > 3*150<<20 {
+		t.Errorf("server peak RSS %d MB, want about 150 MB", peak>>20)
+	}
+}
+
+// serveHomeEnv makes TestServeHome serve the home it names.
+const serveHomeEnv = "AGENTCTL_UI_TEST_SERVE"
+
+// TestServeHome is the server of TestSessionPage100k when re-run with
+// serveHomeEnv set: it prints its URL and serves until killed.
+func TestServeHome(t *testing.T) {
+	home := os.Getenv(serveHomeEnv)
+	if home == "" {
+		t.Skip("the server of TestSessionPage100k, run in a process of its own")
+	}
+	srv, err := ui.New(ui.Options{Store: recorder.Store{Root: home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println(srv.URL(ln))
+	srv.Serve(context.Background(), ln)
+}
+
+// procPeakRSS is process pid's RSS high-water mark (Linux).
+func procPeakRSS(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no peak RSS: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Skip("no VmHWM in /proc/PID/status")
+	return 0
+}
+
+// TestSessionPageLive opens the page of a run while its scripted model
+// waits, then sees the events it records next appear in the page, each
+// within a second of being in the log.
+func TestSessionPageLive(t *testing.T) {
+	b := browser.New(t)
+	home := newHome(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "slow.yaml"), []byte(`turns:
+  - text: "Listing first."
+    tool_calls:
+      - {name: list_files, args: {path: "."}}
+  - text: "Now the second turn, after a pause."
+    delay: 2500ms
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "spec.yaml"), []byte(`name: slow
+model: {provider: scripted, id: scripted-1, script: slow.yaml}
+prompt: "List, pause, answer."
+tools: [list_files]
+`), 0o644)
+	const id = "5e55000000001111"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan testcli.Result, 1)
+	go func() {
+		ran <- testcli.RunContext(ctx, t, home, "run", filepath.Join(dir, "spec.yaml"), "-q", "--session-id", id)
+	}()
+	st := recorder.Store{Root: home}
+	// Wait until the first turn's result is durable: the model now waits.
+	var shown int64
+	deadline := time.Now().Add(20 * time.Second)
+	for shown == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run recorded no tool result")
+		}
+		time.Sleep(20 * time.Millisecond)
+		st.Stream(id, func(e session.Event) {
+			if e.Kind == session.KindToolResult {
+				shown = e.Seq
+			}
+		})
+	}
+	s := serve(t, home)
+	tab := s.open(t, b, "/sessions/"+id, nil)
+	if tab.Count("#timeline[data-events]") != 1 {
+		t.Fatal("the page of a running session does not follow it")
+	}
+	last := int64(tab.Count("#timeline tbody tr"))
+	// Each event the run appends from now on: when it is in the log, and
+	// when its row is in the page.
+	inLog := map[int64]time.Time{}
+	inPage := map[int64]time.Time{}
+	deadline = time.Now().Add(20 * time.Second)
+	finished := false
+	for !finished || len(inPage) < len(inLog) {
+		if time.Now().After(deadline) {
+			t.Fatalf("events in the log %v, in the page %v", keys(inLog), keys(inPage))
+		}
+		now := time.Now()
+		st.Stream(id, func(e session.Event) {
+			if _, ok := inLog[e.Seq]; !ok && e.Seq > last {
+				inLog[e.Seq] = now
+			}
+			if e.Kind == session.KindSessionFinished {
+				finished = true
+			}
+		})
+		var seqs []int64
+		tab.Eval(`Array.from(document.querySelectorAll('#timeline tbody tr')).map(r => +r.dataset.seq)`, &seqs)
+		now = time.Now()
+		for _, q := range seqs {
+			if _, ok := inPage[q]; !ok && q > last {
+				inPage[q] = now
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(inLog) < 3 {
+		t.Fatalf("the run appended %d events after the page opened, want the second turn's", len(inLog))
+	}
+	for q, at := range inLog {
+		lag := inPage[q].Sub(at)
+		if lag > time.Second {
+			t.Errorf("event %d appeared in the page %v after it was in the log, want under 1 s", q, lag)
+		}
+	}
+	t.Logf("live: %d new events, each in the page within a second", len(inLog))
+	if r := <-ran; r.Code != 0 {
+		t.Fatalf("run: exit %d: %s", r.Code, r.Stderr)
+	}
+	tab.Screenshot(shots, "session-live")
+	tab.Clean(s.ownOnly)
+}
+
+func keys(m map[int64]time.Time) string {
+	var out []string
+	for k := range m {
+		out = append(out, fmt.Sprint(k))
+	}
+	return strings.Join(out, ",")
+}
