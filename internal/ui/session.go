@@ -357,10 +357,12 @@ func childrenOf(ctx context.Context, db *query.DB, st recorder.Store, id string)
 // commandsFor are the commands that replay, fork, bundle and verify the
 // session, as a user types them.
 func commandsFor(id string, s *view.Session) []command {
+	// Before the end: forking at a session_finished continues nothing.
 	at := s.Summary.Events
-	if at < 1 {
-		at = 1
+	if s.Summary.Status != session.StatusRunning {
+		at--
 	}
+	at = max(at, 1)
 	return []command{
 		{ID: "cmd-verify", What: "check that the recording replays to the same events", Line: "agentctl replay verify " + id},
 		{ID: "cmd-replay", What: "run the agent again against the recorded model answers", Line: "agentctl replay run " + id},
