@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -88,8 +90,8 @@ func assertInert(t *testing.T, tab *browser.Tab) {
 // and 150 MB; the test fails at three times either (the page built
 // whole, not paged), and logs the figures.
 func TestSessionPage100k(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a 100,000-event session")
+	if testing.Short() || raceOn {
+		t.Skip("writes a 100,000-event session and times it (not with -short or -race)")
 	}
 	b := browser.New(t)
 	home := newHome(t)
@@ -114,7 +116,20 @@ func TestSessionPage100k(t *testing.T) {
 	}
 	base := u.Scheme + "://" + u.Host
 	tok := u.Query().Get("token")
-	// The runs page first, as a user comes: it opens the query database.
+	// The page alone first, from a fresh server: its time and the peak
+	// RSS it takes (the query database not yet open).
+	req, _ := http.NewRequest("GET", base+"/sessions/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	t0 := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	serverTime := time.Since(t0)
+	pagePeak := procPeakRSS(t, cmd.Process.Pid)
+	// Then in chromium, after the runs page, as a user comes.
 	b.Open(t, base+"/runs?token="+tok, "body[data-painted]")
 	start := time.Now()
 	tab := b.Open(t, base+"/sessions/"+id+"?token="+tok, "body[data-painted]")
@@ -127,12 +142,13 @@ func TestSessionPage100k(t *testing.T) {
 	if got := tab.Text("#event-count"); got != "100003" {
 		t.Errorf("event count %q, want 100003", got)
 	}
-	t.Logf("session page of 100,003 events: first paint %v (goal 1 s), server peak RSS %d MB with the diagnosis (goal 150 MB)", paint.Round(time.Millisecond), peak>>20)
+	t.Logf("session page of 100,003 events: server time %v, peak RSS %d MB; in chromium: first paint %v (goal 1 s); server peak RSS %d MB after the diagnosis was fetched too (goal 150 MB)",
+		serverTime.Round(time.Millisecond), pagePeak>>20, paint.Round(time.Millisecond), peak>>20)
 	if paint > 3*time.Second {
 		t.Errorf("first paint took %v, want about 1 s", paint)
 	}
-	if peak > 3*150<<20 {
-		t.Errorf("server peak RSS %d MB, want about 150 MB", peak>>20)
+	if pagePeak > 150<<20 {
+		t.Errorf("the page took the server to a peak RSS of %d MB, want at most 150 MB", pagePeak>>20)
 	}
 }
 
