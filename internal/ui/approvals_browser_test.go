@@ -96,12 +96,14 @@ func TestApprovalsPageXSS(t *testing.T) {
 	b := browser.New(t)
 	home := newHome(t)
 	args, _ := json.Marshal(map[string]string{"command": hostile("cmd")})
+	edit, _ := json.Marshal(map[string]string{"path": hostile("path"), "old": hostile("old"), "new": hostile("new")})
 	evs := []session.Event{
 		{Kind: session.KindSessionStarted, SessionID: "a9900000000000ba", Name: hostile("name"), Provider: "scripted", Model: hostile("model")},
 		{Kind: session.KindUserMessage, Text: hostile("user")},
-		{Kind: session.KindAssistantMessage, Text: hostile("text"), ToolCalls: []session.ToolCall{{ID: "call_1_0", Name: "bash", Args: args}}},
+		{Kind: session.KindAssistantMessage, Text: hostile("text"), ToolCalls: []session.ToolCall{{ID: "call_1_0", Name: "bash", Args: args}, {ID: "call_1_1", Name: "edit_file", Args: edit}}},
 		{Kind: session.KindModelCall, Provider: "scripted", Model: hostile("model"), InputTokens: 10, OutputTokens: 5},
 		{Kind: session.KindApprovalRequest, CallID: "call_1_0", Tool: "bash", Args: args, Reason: "rule bash"},
+		{Kind: session.KindApprovalRequest, CallID: "call_1_1", Tool: "edit_file", Args: edit, Reason: "rule edit_file"},
 		{Kind: session.KindSessionFinished, Status: string(session.StatusAwaitingApproval), Reason: hostile("reason")},
 	}
 	if _, err := (recorder.Store{Root: home}).WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
@@ -109,12 +111,15 @@ func TestApprovalsPageXSS(t *testing.T) {
 	}
 	s := serve(t, home)
 	tab := s.open(t, b, "/approvals", nil)
-	if tab.Count(`section.approval[data-session="a9900000000000ba"]`) != 1 {
+	if tab.Count(`section.approval[data-session="a9900000000000ba"]`) != 2 {
 		t.Fatalf("the crafted waiting call is not listed: %s", tab.Text("main"))
 	}
 	assertInert(t, tab)
 	if !strings.Contains(tab.Text("pre.command"), `<img src=x onerror="window.__pwned=2">`) {
 		t.Errorf("the command is not shown as text: %q", tab.Text("pre.command"))
+	}
+	if !strings.Contains(tab.Text("pre.diff"), `-old <script>window.__pwned=1;`) {
+		t.Errorf("the edit's diff is not shown as text: %q", tab.Text("pre.diff"))
 	}
 	tab.Clean(s.ownOnly)
 }

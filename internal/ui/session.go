@@ -25,7 +25,10 @@ func init() {
 		if err != nil {
 			return notFound("%v", err)
 		}
-		return c.JSON(diagnosisOf(c, id))
+		q := c.R.URL.Query()
+		from, _ := strconv.ParseInt(q.Get("from"), 10, 64)
+		to, _ := strconv.ParseInt(q.Get("to"), 10, 64)
+		return c.JSON(diagnosisOf(c, id, from, to))
 	}})
 }
 
@@ -119,9 +122,9 @@ func sessionPage(c *Ctx) error {
 	}
 	if c.Static {
 		// No script fetches it in an exported page: it is part of it.
-		d.Diag = diagnosisOf(c, id)
+		d.Diag = diagnosisOf(c, id, d.From, d.To)
 	} else {
-		d.DiagURL = "/api/sessions/" + id + "/diagnosis"
+		d.DiagURL = "/api/sessions/" + id + "/diagnosis?" + url.Values{"from": {strconv.FormatInt(d.From, 10)}, "to": {strconv.FormatInt(d.To, 10)}}.Encode()
 	}
 	ups, err := st.Ancestors(id)
 	for _, l := range ups {
@@ -159,8 +162,9 @@ func sessionPage(c *Ctx) error {
 
 // diagnosisOf runs diagnose on session id (the log read once more for
 // the compaction anchoring check) and finds its children; what fails is
-// said in Error, not a failed page.
-func diagnosisOf(c *Ctx, id string) *diagnosis {
+// said in Error, not a failed page. A cited seq in [from, to], the page
+// that shows the diagnosis, links within the page.
+func diagnosisOf(c *Ctx, id string, from, to int64) *diagnosis {
 	st := c.S.opts.Store
 	ctx := c.R.Context()
 	d := &diagnosis{Findings: []finding{}, Children: []lineageLink{}}
@@ -177,7 +181,11 @@ func diagnosisOf(c *Ctx, id string) *diagnosis {
 		for _, f := range rep.Findings {
 			fd := finding{Kind: termsafe.String(f.Kind), Text: termsafe.String(f.Text), Seqs: []seqLink{}}
 			for _, q := range f.Seqs {
-				fd.Seqs = append(fd.Seqs, seqLink{Seq: q, Href: seqHref(c, id, q)})
+				href := seqHref(c, id, q)
+				if q >= from && q <= to {
+					href = "#e" + strconv.FormatInt(q, 10)
+				}
+				fd.Seqs = append(fd.Seqs, seqLink{Seq: q, Href: href})
 			}
 			d.Findings = append(d.Findings, fd)
 		}

@@ -42,6 +42,12 @@ func TestSessionPageInChromium(t *testing.T) {
 	if tab.Count("#diagnosis li[data-kind]") == 0 {
 		t.Error("no diagnosis finding")
 	}
+	// A cited seq on this page links to its row.
+	var dangling []string
+	tab.Eval(`Array.from(document.querySelectorAll('#diagnosis a')).map(a => a.getAttribute('href')).filter(h => !h.startsWith('#e') || !document.getElementById(h.slice(1)))`, &dangling)
+	if len(dangling) > 0 || tab.Count(`#diagnosis a[href^="#e"]`) == 0 {
+		t.Errorf("diagnosis links %v do not go to rows of the page", dangling)
+	}
 	if tab.Count("#model-calls tbody tr[data-seq]") == 0 {
 		t.Error("no model call row")
 	}

@@ -64,7 +64,7 @@
     var a = el('a', text, cls);
     // Only the server's own relative links: a recorded string never
     // becomes an href.
-    if (typeof href === 'string' && href.charAt(0) === '/' && href.charAt(1) !== '/') a.setAttribute('href', href);
+    if (typeof href === 'string' && (/^#e[0-9]+$/.test(href) || (href.charAt(0) === '/' && href.charAt(1) !== '/'))) a.setAttribute('href', href);
     return a;
   }
   function fill(d) {
