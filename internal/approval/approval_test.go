@@ -3,11 +3,11 @@ package approval
 import (
 	"encoding/json"
 	"errors"
+	"strings"
+	"testing"
 
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
-	"strings"
-	"testing"
 )
 
 func TestDiff(t *testing.T) {
