@@ -282,6 +282,20 @@ tools: [list_files]
 		}
 	}
 	t.Logf("live: %d new events, each in the page within a second", len(inLog))
+	// The figures follow: the second model call's tokens are counted,
+	// and the status is the end's.
+	sum := st.Summary(id)
+	tab.WaitFor("#live-note")
+	deadline = time.Now().Add(5 * time.Second)
+	for tab.Text("#status") != string(sum.Status) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := tab.Text("#status"); got != string(sum.Status) {
+		t.Errorf("status shown %q after the end, want %q", got, sum.Status)
+	}
+	if got := tab.Text("#fig-out"); got != fmt.Sprint(sum.OutputTokens) {
+		t.Errorf("output tokens shown %q, want the fold's %d", got, sum.OutputTokens)
+	}
 	if r := <-ran; r.Code != 0 {
 		t.Fatalf("run: exit %d: %s", r.Code, r.Stderr)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 func init() {
@@ -17,6 +18,21 @@ func init() {
 // ends with a note and the page offers a reload (the timeline is paged;
 // an open page is not where a million events are read).
 const maxLiveRows = 5000
+
+// liveRow is a row and the session's figures after it, as the fold
+// makes them, formatted as the page's header shows them.
+type liveRow struct {
+	row
+	Figures figures `json:"figures"`
+}
+
+type figures struct {
+	In        string `json:"in"`
+	Out       string `json:"out"`
+	Cost      string `json:"cost"`
+	Turns     int    `json:"turns"`
+	ToolCalls int64  `json:"tool_calls"`
+}
 
 // sessionEvents streams a session's events after seq ?after= as they
 // become durable (recorder.Store.Follow), as server-sent events: each
@@ -45,12 +61,14 @@ func sessionEvents(c *Ctx) error {
 	fmt.Fprint(c.W, ": agentctl ui live events\n\n")
 	fl.Flush()
 	var hdr session.Event
+	fold := session.NewState()
 	sent := 0
 	errEnough := fmt.Errorf("enough")
 	err = st.Follow(c.R.Context(), id, func(e session.Event) error {
 		if e.Seq == 1 {
 			hdr = e
 		}
+		fold.Add(e)
 		if e.Seq <= after {
 			return nil
 		}
@@ -58,7 +76,10 @@ func sessionEvents(c *Ctx) error {
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		b, err := json.Marshal(rows[0])
+		b, err := json.Marshal(liveRow{row: rows[0], Figures: figures{
+			In: formatTokens(fold.InputTokens), Out: formatTokens(fold.OutputTokens), Cost: formatCost(fold.CostUSD),
+			Turns: fold.Turns, ToolCalls: fold.ToolCalls,
+		}})
 		if err != nil {
 			return err
 		}
@@ -80,7 +101,9 @@ func sessionEvents(c *Ctx) error {
 	case c.R.Context().Err() != nil:
 		return nil
 	}
-	b, _ := json.Marshal(map[string]string{"reason": reason})
+	// Nothing writes it any more (or the stream stopped): the fold's
+	// status without a lease.
+	b, _ := json.Marshal(map[string]string{"reason": reason, "status": termsafe.String(string(fold.Status()))})
 	fmt.Fprintf(c.W, "event: end\ndata: %s\n\n", b)
 	fl.Flush()
 	return nil

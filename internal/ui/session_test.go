@@ -70,7 +70,7 @@ func TestSessionPagePaged(t *testing.T) {
 			t.Errorf("from=%s: previous link %v, want %v", tc.from, got, tc.prev)
 		}
 		// The figures are the whole session's on every page.
-		for _, want := range []string{`<span id="event-count">1203</span>`, "300 · 300 ·", "replay verify " + id, "replay fork " + id + " --from ", "bundle " + id} {
+		for _, want := range []string{`<span id="event-count">1203</span>`, `<span id="fig-turns">300</span> · <span id="fig-tools">300</span>`, "replay verify " + id, "replay fork " + id + " --from ", "bundle " + id} {
 			if !strings.Contains(body, want) {
 				t.Errorf("from=%s: page lacks %q", tc.from, want)
 			}

@@ -26,8 +26,17 @@
       what.appendChild(pre);
     }
     tbody.appendChild(tr);
-    var n = document.getElementById('event-count');
-    if (n) n.textContent = String(r.seq);
+    set('event-count', String(r.seq));
+    var f = r.figures || {};
+    set('fig-in', f.in);
+    set('fig-out', f.out);
+    set('fig-cost', f.cost);
+    set('fig-turns', f.turns);
+    set('fig-tools', f.tool_calls);
+  }
+  function set(id, v) {
+    var e = document.getElementById(id);
+    if (e && v !== undefined && v !== null) e.textContent = String(v);
   }
   function live() {
     var table = document.getElementById('timeline');
@@ -41,7 +50,9 @@
     es.addEventListener('end', function (m) {
       es.close();
       var note = document.getElementById('live-note');
-      var why = JSON.parse(m.data).reason;
+      var end = JSON.parse(m.data);
+      var why = end.reason;
+      if (why === 'finished' && end.status) set('status', end.status);
       if (note) note.textContent = why === 'more' ? 'many new events: reload the page to see them paged' : 'the session stopped recording: reload for its final figures';
     });
     es.onerror = function () {
