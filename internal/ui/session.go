@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,11 +16,24 @@ import (
 	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/termsafe"
+	"github.com/agentctl/agentctl/internal/vfs"
 	"github.com/agentctl/agentctl/internal/view"
 )
 
 func init() {
 	register(route{pattern: "GET /sessions/{id}", handle: sessionPage})
+	register(route{pattern: "GET /api/sessions/{id}/figures", handle: func(c *Ctx) error {
+		id, err := c.S.opts.Store.Resolve(c.R.PathValue("id"))
+		if err != nil {
+			return notFound("%v", err)
+		}
+		from, _ := strconv.ParseInt(c.R.URL.Query().Get("from"), 10, 64)
+		f, err := figuresOf(c, id, from)
+		if err != nil {
+			return err
+		}
+		return c.JSON(f)
+	}})
 	register(route{pattern: "GET /api/sessions/{id}/diagnosis", handle: func(c *Ctx) error {
 		id, err := c.S.opts.Store.Resolve(c.R.PathValue("id"))
 		if err != nil {
@@ -34,35 +48,61 @@ func init() {
 
 // PageEvents is how many events one page of a session's timeline shows.
 // A page is a seq range (?from=SEQ): the log is read a record at a time
-// and only the range's events are kept, so a session of any length costs
-// its fold and one page.
+// up to the range's end and only its events are kept, so the first page
+// of a session of any length paints in the time of its 500 events. The
+// figures need the whole log folded: a served page fetches them after it
+// painted (/api/sessions/ID/figures), an exported one holds them.
 const PageEvents = 500
 
 // sessionView is the data of the session page.
 type sessionView struct {
 	ID string
-	// S is view.Build's data over the whole log, keeping almost no
-	// events: its Summary, Header and the figures are the fold's.
-	S *view.Session
+	// Name, Model, Started, SpecPath and Goal are the header's and the
+	// first user message's: the top of the log, read for any page.
+	Name, Model, Started, SpecPath, Goal string
+	// Fig is the fold's figures: set in an exported page; a served one
+	// fetches them from FigURL after it painted.
+	Fig    *sessionFigures
+	FigURL string
 	// Diag is the diagnosis and the children, which need the query
-	// database and a second read of the log: an exported page holds it,
-	// a served one fetches it from DiagURL after it painted.
-	Diag     *diagnosis
-	DiagURL  string
-	Duration string
-	Rows     []row
-	Calls    []modelCall
-	// From and To bound the seqs shown; Prev and Next are the pages
-	// around it (0: none).
-	From, To, Last int64
-	Prev, Next     string
-	First, End     string
-	Ancestors      []lineageLink
-	LineageErr     string
-	Commands       []command
-	Live           bool
+	// database and another read of the log: set in an exported page, a
+	// served one fetches them from DiagURL.
+	Diag    *diagnosis
+	DiagURL string
+	Rows    []row
+	Calls   []modelCall
+	// From and To bound the seqs shown; More is set when the log goes on
+	// after To. Prev, Next and First link the pages around.
+	From, To          int64
+	More              bool
+	Prev, Next, First string
+	// ReadErr is what stopped the read before the page's end (damage).
+	ReadErr    string
+	Ancestors  []lineageLink
+	LineageErr string
+	Commands   []command
 	// EventsURL is the live endpoint; empty when nothing will come.
 	EventsURL string
+}
+
+// sessionFigures are the figures of the whole session, from view.Build's
+// fold (the one `agentctl sessions` and `view` show), formatted as the
+// page shows them.
+type sessionFigures struct {
+	Status    string `json:"status"`
+	Exit      string `json:"exit"`
+	Source    string `json:"source"`
+	In        string `json:"in"`
+	Out       string `json:"out"`
+	Cost      string `json:"cost"`
+	Duration  string `json:"duration"`
+	Turns     int    `json:"turns"`
+	ToolCalls int64  `json:"tool_calls"`
+	Events    int64  `json:"events"`
+	// LastHref links the session's last page; Fork is the fork command
+	// (it names the seq to fork at).
+	LastHref string `json:"last_href,omitempty"`
+	Fork     string `json:"fork"`
 }
 
 // diagnosis is what /api/sessions/{id}/diagnosis answers.
@@ -116,48 +156,149 @@ func sessionPage(c *Ctx) error {
 			return badRequest("from=%q: give the seq a page starts at (1 or more)", f)
 		}
 	}
-	d, err := readSession(st, id, from, PageEvents)
+	d, last, err := readWindow(st, id, from, PageEvents)
 	if err != nil {
 		return err
 	}
+	span := url.Values{"from": {strconv.FormatInt(d.From, 10)}, "to": {strconv.FormatInt(d.To, 10)}}.Encode()
 	if c.Static {
-		// No script fetches it in an exported page: it is part of it.
+		// No script fetches them in an exported page: they are part of it.
+		if d.Fig, err = figuresOf(c, id, d.From); err != nil {
+			return err
+		}
 		d.Diag = diagnosisOf(c, id, d.From, d.To)
 	} else {
-		d.DiagURL = "/api/sessions/" + id + "/diagnosis?" + url.Values{"from": {strconv.FormatInt(d.From, 10)}, "to": {strconv.FormatInt(d.To, 10)}}.Encode()
+		d.FigURL = "/api/sessions/" + id + "/figures?" + span
+		d.DiagURL = "/api/sessions/" + id + "/diagnosis?" + span
 	}
 	ups, err := st.Ancestors(id)
 	for _, l := range ups {
 		d.Ancestors = append(d.Ancestors, lineageLink{ID: termsafe.String(l.Parent), Relation: string(l.Relation), Seq: l.Seq()})
 	}
 	if err != nil {
-		d.LineageErr = strings.TrimSpace(d.LineageErr + " " + err.Error())
+		d.LineageErr = err.Error()
 	}
 	for i := range d.Ancestors {
 		d.Ancestors[i].Href = c.Link("/sessions/"+d.Ancestors[i].ID, nil)
 	}
-	page := func(f int64) string {
-		return c.Link("/sessions/"+id, url.Values{"from": {strconv.FormatInt(f, 10)}})
-	}
 	if d.From > 1 {
-		d.Prev = page(max(1, d.From-PageEvents))
-		d.First = page(1)
+		d.Prev = pageHref(c, id, max(1, d.From-PageEvents))
+		d.First = pageHref(c, id, 1)
 	}
-	if d.To < d.Last {
-		d.Next = page(d.To + 1)
-		d.End = page(pageStart(d.Last))
+	if d.More {
+		d.Next = pageHref(c, id, d.To+1)
 	}
-	d.Commands = commandsFor(id, d.S)
-	d.Duration = formatDuration(time.Duration(d.S.Header.DurationMS) * time.Millisecond)
-	d.Live = d.S.Summary.Status == session.StatusRunning
-	if d.Live && !c.Static && d.To >= d.Last {
-		d.EventsURL = "/api/sessions/" + id + "/events?after=" + strconv.FormatInt(d.Last, 10)
+	d.Commands = commandsFor(id)
+	if d.Fig != nil {
+		d.Commands[2].Line = d.Fig.Fork
+	}
+	if !d.More && !c.Static && recorder.Live(st.SessionDir(id)) {
+		d.EventsURL = "/api/sessions/" + id + "/events?after=" + strconv.FormatInt(last, 10)
 	}
 	title := "Session " + id
-	if d.S.Summary.Name != "" {
-		title += " " + termsafe.String(d.S.Summary.Name)
+	if d.Name != "" {
+		title += " " + d.Name
 	}
 	return c.Render("session.html", title, d)
+}
+
+func pageHref(c *Ctx, id string, from int64) string {
+	return c.Link("/sessions/"+id, url.Values{"from": {strconv.FormatInt(from, 10)}})
+}
+
+// readWindow reads session id's log a record at a time from the start
+// and stops after seq from+n-1: the page's events, cleaned by view.Build
+// as `view` cleans them, and the header and first user message. last is
+// the last seq read.
+func readWindow(st recorder.Store, id string, from int64, n int) (*sessionView, int64, error) {
+	f, err := vfs.OpenRegular(st.LogPath(id))
+	if err != nil {
+		return nil, 0, notFound("session %s has no log to read: %v", id, err)
+	}
+	defer f.Close()
+	d := &sessionView{ID: id, From: from, To: from - 1}
+	rd := recorder.NewReader(f)
+	to := from + int64(n) - 1
+	var hdr session.Event
+	var window []session.Event
+	var last int64
+	for {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) || errors.Is(err, recorder.ErrTornTail) {
+			break
+		}
+		if err != nil {
+			d.ReadErr = termsafe.String(err.Error())
+			break
+		}
+		if e.Seq > to {
+			d.More = true
+			break
+		}
+		last = e.Seq
+		switch {
+		case e.Seq == 1:
+			hdr = e
+		case e.Kind == session.KindUserMessage && d.Goal == "":
+			d.Goal = clip(termsafe.String(e.Text), 200)
+		}
+		if e.Seq >= from {
+			window = append(window, e)
+		}
+	}
+	if hdr.Kind == "" {
+		return nil, 0, notFound("session %s: its log holds no header to read", id)
+	}
+	d.Name, d.Model, d.SpecPath = termsafe.String(hdr.Name), termsafe.String(hdr.Provider+"/"+hdr.Model), termsafe.String(hdr.SpecPath)
+	d.Started = formatTime(hdr.TS)
+	if d.Goal == "" {
+		d.Goal = clip(termsafe.String(hdr.Text), 200)
+	}
+	rows, calls, err := cleanRows(id, hdr, window)
+	if err != nil {
+		return nil, 0, err
+	}
+	d.Rows, d.Calls = rows, calls
+	if len(window) > 0 {
+		d.To = window[len(window)-1].Seq
+	}
+	return d, last, nil
+}
+
+// figuresOf folds the whole of session id's log, a record at a time,
+// through view.Build (which keeps two of its events): the figures `view`
+// and `agentctl sessions` show. from is the page asking, whose last page
+// link it makes.
+func figuresOf(c *Ctx, id string, from int64) (*sessionFigures, error) {
+	st := c.S.opts.Store
+	var last int64
+	s, err := view.Build(view.Input{
+		ID: id, Live: recorder.Live(st.SessionDir(id)), MaxEvents: 2,
+		Stream: func(fn func(session.Event)) (recorder.Tail, error) {
+			_, tail, err := st.Stream(id, func(e session.Event) { last = e.Seq; fn(e) })
+			return tail, err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum, h := s.Summary, s.Header
+	f := &sessionFigures{
+		Status: termsafe.String(string(sum.Status)), Exit: h.Exit, Source: h.Source,
+		In: formatTokens(sum.InputTokens), Out: formatTokens(sum.OutputTokens), Cost: formatCost(sum.CostUSD),
+		Duration: formatDuration(time.Duration(h.DurationMS) * time.Millisecond),
+		Turns:    h.Turns, ToolCalls: sum.ToolCalls, Events: sum.Events,
+	}
+	if p := pageStart(last); p > from {
+		f.LastHref = pageHref(c, id, p)
+	}
+	// Before the end: forking at a session_finished continues nothing.
+	at := last
+	if sum.Status != session.StatusRunning {
+		at--
+	}
+	f.Fork = fmt.Sprintf("agentctl replay fork %s --from %d", id, max(at, 1))
+	return f, nil
 }
 
 // diagnosisOf runs diagnose on session id (the log read once more for
@@ -209,47 +350,6 @@ func pageStart(seq int64) int64 { return (seq-1)/PageEvents*PageEvents + 1 }
 // seqHref links to the event seq on the page that holds it.
 func seqHref(c *Ctx, id string, seq int64) string {
 	return c.Link("/sessions/"+id, url.Values{"from": {strconv.FormatInt(pageStart(seq), 10)}}) + "#e" + strconv.FormatInt(seq, 10)
-}
-
-// readSession reads session id's log once, a record at a time: the whole
-// of it goes through view.Build's fold (which keeps two events), and the
-// events with seq in [from, from+n) are kept and cleaned by view.Build
-// for the timeline.
-func readSession(st recorder.Store, id string, from int64, n int) (*sessionView, error) {
-	var hdr session.Event
-	var window []session.Event
-	var last int64
-	to := from + int64(n) - 1
-	s, err := view.Build(view.Input{
-		ID: id, Live: recorder.Live(st.SessionDir(id)), MaxEvents: 2,
-		Stream: func(fn func(session.Event)) (recorder.Tail, error) {
-			_, tail, err := st.Stream(id, func(e session.Event) {
-				if e.Seq == 1 {
-					hdr = e
-				}
-				if e.Seq >= from && e.Seq <= to {
-					window = append(window, e)
-				}
-				last = e.Seq
-				fn(e)
-			})
-			return tail, err
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	d := &sessionView{ID: id, S: s, From: from, Last: last}
-	rows, calls, err := cleanRows(id, hdr, window)
-	if err != nil {
-		return nil, err
-	}
-	d.Rows, d.Calls = rows, calls
-	d.To = from - 1
-	if len(window) > 0 {
-		d.To = window[len(window)-1].Seq
-	}
-	return d, nil
 }
 
 // cleanRows makes the rows of evs (seqs in order) with view.Build's
@@ -363,18 +463,13 @@ func childrenOf(ctx context.Context, db *query.DB, st recorder.Store, id string)
 }
 
 // commandsFor are the commands that replay, fork, bundle and verify the
-// session, as a user types them.
-func commandsFor(id string, s *view.Session) []command {
-	// Before the end: forking at a session_finished continues nothing.
-	at := s.Summary.Events
-	if s.Summary.Status != session.StatusRunning {
-		at--
-	}
-	at = max(at, 1)
+// session, as a user types them. The fork's seq is the figures' (the
+// page's script sets it when they come).
+func commandsFor(id string) []command {
 	return []command{
 		{ID: "cmd-verify", What: "check that the recording replays to the same events", Line: "agentctl replay verify " + id},
 		{ID: "cmd-replay", What: "run the agent again against the recorded model answers", Line: "agentctl replay run " + id},
-		{ID: "cmd-fork", What: "continue from a seq with the live model (pick the seq)", Line: fmt.Sprintf("agentctl replay fork %s --from %d", id, at)},
+		{ID: "cmd-fork", What: "continue from a seq with the live model (pick the seq)", Line: "agentctl replay fork " + id + " --from SEQ"},
 		{ID: "cmd-bundle", What: "pack the session into a debug bundle", Line: "agentctl bundle " + id},
 		{ID: "cmd-show", What: "print every event", Line: "agentctl show " + id},
 	}

@@ -32,6 +32,7 @@ func TestSessionPageInChromium(t *testing.T) {
 	sum := recorder.Store{Root: home}.Summary(id)
 	s := serve(t, home)
 	tab := s.open(t, b, "/sessions/"+id[:6], nil)
+	tab.WaitFor("#figures[data-loaded]")
 	if n := tab.Count("#timeline tbody tr"); int64(n) != sum.Events {
 		t.Errorf("timeline has %d rows, want the %d events", n, sum.Events)
 	}
@@ -68,6 +69,7 @@ func TestSessionPageXSS(t *testing.T) {
 	s := serve(t, home)
 	tab := s.open(t, b, "/sessions/"+id, nil)
 	tab.WaitFor("#diagnosis-box[data-loaded]")
+	tab.WaitFor("#figures[data-loaded]")
 	assertInert(t, tab)
 	if !strings.Contains(tab.Text("#timeline"), `<img src=x onerror="window.__pwned=2">`) {
 		t.Error("the recorded markup is not shown as text in the timeline")
@@ -140,6 +142,8 @@ func TestSessionPage100k(t *testing.T) {
 	start := time.Now()
 	tab := b.Open(t, base+"/sessions/"+id+"?token="+tok, "body[data-painted]")
 	paint := time.Since(start)
+	tab.WaitFor("#figures[data-loaded]")
+	figures := time.Since(start)
 	tab.WaitFor("#diagnosis-box[data-loaded]")
 	peak := procPeakRSS(t, cmd.Process.Pid)
 	if n := tab.Count("#timeline tbody tr"); n != 500 {
@@ -148,10 +152,10 @@ func TestSessionPage100k(t *testing.T) {
 	if got := tab.Text("#event-count"); got != "100003" {
 		t.Errorf("event count %q, want 100003", got)
 	}
-	t.Logf("session page of 100,003 events: server time %v, peak RSS %d MB; in chromium: first paint %v (goal 1 s); server peak RSS %d MB after the diagnosis was fetched too (goal 150 MB)",
-		serverTime.Round(time.Millisecond), pagePeak>>20, paint.Round(time.Millisecond), peak>>20)
-	if paint > 3*time.Second {
-		t.Errorf("first paint took %v, want about 1 s", paint)
+	t.Logf("session page of 100,003 events: server time %v, peak RSS %d MB; in chromium: first paint %v (goal 1 s), figures of the whole log in %v; server peak RSS %d MB after the diagnosis was fetched too (goal 150 MB)",
+		serverTime.Round(time.Millisecond), pagePeak>>20, paint.Round(time.Millisecond), figures.Round(time.Millisecond), peak>>20)
+	if paint > time.Second {
+		t.Errorf("first paint took %v, want at most 1 s", paint)
 	}
 	if pagePeak > 150<<20 {
 		t.Errorf("the page took the server to a peak RSS of %d MB, want at most 150 MB", pagePeak>>20)

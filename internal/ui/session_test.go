@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -69,11 +70,27 @@ func TestSessionPagePaged(t *testing.T) {
 		if got := strings.Contains(body, `id="page-prev"`); got != tc.prev {
 			t.Errorf("from=%s: previous link %v, want %v", tc.from, got, tc.prev)
 		}
-		// The figures are the whole session's on every page.
-		for _, want := range []string{`<span id="event-count">1203</span>`, `<span id="fig-turns">300</span> · <span id="fig-tools">300</span>`, "replay verify " + id, "replay fork " + id + " --from ", "bundle " + id} {
+		for _, want := range []string{"replay verify " + id, "replay fork " + id + " --from ", "bundle " + id} {
 			if !strings.Contains(body, want) {
 				t.Errorf("from=%s: page lacks %q", tc.from, want)
 			}
+		}
+		// The figures are the whole session's whatever the page.
+		f := tc.from
+		if f == "" {
+			f = "1"
+		}
+		code, body = get(t, home, "/api/sessions/5e55/figures?from="+f)
+		var fig map[string]any
+		if err := json.Unmarshal([]byte(body), &fig); code != http.StatusOK || err != nil {
+			t.Fatalf("figures: %d %v %s", code, err, body)
+		}
+		if fig["events"] != 1203.0 || fig["turns"] != 300.0 || fig["tool_calls"] != 300.0 || fig["status"] != "done" ||
+			fig["fork"] != "agentctl replay fork "+id+" --from 1202" {
+			t.Errorf("from=%s: figures %v", tc.from, fig)
+		}
+		if got, want := fig["last_href"], map[bool]any{true: "/sessions/" + id + "?from=1001", false: nil}[tc.next]; got != want {
+			t.Errorf("from=%s: last page link %v, want %v", tc.from, got, want)
 		}
 	}
 	if code, _ := get(t, home, "/sessions/5e55?from=0"); code != http.StatusBadRequest {

@@ -27,6 +27,7 @@
     }
     tbody.appendChild(tr);
     set('event-count', String(r.seq));
+    document.getElementById('figures').setAttribute('data-live-seq', String(r.seq));
     var f = r.figures || {};
     set('fig-in', f.in);
     set('fig-out', f.out);
@@ -52,7 +53,10 @@
       var note = document.getElementById('live-note');
       var end = JSON.parse(m.data);
       var why = end.reason;
-      if (why === 'finished' && end.status) set('status', end.status);
+      if (why === 'finished' && end.status) {
+        set('status', end.status);
+        document.getElementById('figures').setAttribute('data-ended', '');
+      }
       if (note) note.textContent = why === 'more' ? 'many new events: reload the page to see them paged' : 'the session stopped recording: reload for its final figures';
     });
     es.onerror = function () {
@@ -107,7 +111,38 @@
     if (!(d.children || []).length) kids.appendChild(el('li', 'no subagent, fork or replay', 'muted'));
     box.setAttribute('data-loaded', '');
   }
+  function figures(f) {
+    var box = document.getElementById('figures');
+    // Rows streamed live since the fold was read are newer than it.
+    if (+(box.getAttribute('data-live-seq') || 0) > f.events || box.hasAttribute('data-ended')) {
+      box.setAttribute('data-loaded', '');
+      return;
+    }
+    var st = document.getElementById('status');
+    st.textContent = f.status;
+    if (/^[a-z_]+$/.test(f.status)) st.className = 'status status-' + f.status;
+    [['fig-in', f.in], ['fig-out', f.out], ['fig-cost', f.cost], ['fig-duration', f.duration], ['fig-turns', f.turns],
+     ['fig-tools', f.tool_calls], ['event-count', f.events], ['fig-exit', f.exit], ['fig-source', f.source], ['cmd-fork', f.fork]]
+      .forEach(function (p) {
+        var e = document.getElementById(p[0]);
+        if (e && p[1] !== undefined && p[1] !== null) e.textContent = String(p[1]);
+      });
+    var last = document.getElementById('page-last');
+    if (last && f.last_href && f.last_href.charAt(0) === '/' && f.last_href.charAt(1) !== '/') {
+      last.setAttribute('href', f.last_href);
+      last.textContent = 'last';
+    }
+    document.getElementById('figures').setAttribute('data-loaded', '');
+  }
   function load() {
+    var figs = document.getElementById('figures');
+    var fsrc = figs && figs.getAttribute('data-src');
+    if (fsrc) {
+      fetch(fsrc, {credentials: 'same-origin'}).then(function (r) { return r.json(); }).then(function (f) {
+        if (f.error) document.getElementById('fig-exit').textContent = f.error;
+        else figures(f);
+      }, function () {});
+    }
     var box = document.getElementById('diagnosis-box');
     var src = box && box.getAttribute('data-src');
     if (!src) return;
