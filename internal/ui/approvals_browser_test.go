@@ -81,7 +81,7 @@ func comparable(t *testing.T, home, id string) []string {
 		b, _ := session.Encode(e)
 		var m map[string]any
 		json.Unmarshal(b, &m)
-		for _, k := range []string{"ts", "session_id", "latency_ms", "workspace", "attrs", "duration_ms"} {
+		for _, k := range []string{"ts", "session_id", "latency_ms", "workspace", "duration_ms"} {
 			delete(m, k)
 		}
 		c, _ := json.Marshal(m)
