@@ -95,8 +95,8 @@ func assertInert(t *testing.T, tab *browser.Tab) {
 // TestSessionPage100k measures the page of a 100,000-event session: time
 // to first paint in chromium and the peak RSS of the server, a process of
 // its own (this test binary re-run as TestServeHome). The goals are 1 s
-// and 150 MB; the test fails at three times either (the page built
-// whole, not paged), and logs the figures.
+// and 150 MB: it fails when the server's answer passes either, or the
+// paint in chromium three times the goal, and logs the figures.
 func TestSessionPage100k(t *testing.T) {
 	if testing.Short() || raceOn {
 		t.Skip("writes a 100,000-event session and times it (not with -short or -race)")
@@ -139,11 +139,20 @@ func TestSessionPage100k(t *testing.T) {
 	pagePeak := procPeakRSS(t, cmd.Process.Pid)
 	// Then in chromium, after the runs page, as a user comes.
 	b.Open(t, base+"/runs?token="+tok, "body[data-painted]")
-	start := time.Now()
 	tab := b.Open(t, base+"/sessions/"+id+"?token="+tok, "body[data-painted]")
-	paint := time.Since(start)
+	// The browser's own clock, from the navigation's start (the token's
+	// redirect included) to its first contentful paint; then to the
+	// figures of the whole log.
+	var fcp float64
+	tab.Eval(`(performance.getEntriesByName('first-contentful-paint')[0] || {startTime: -1}).startTime`, &fcp)
+	if fcp < 0 {
+		t.Fatal("chromium reported no first contentful paint")
+	}
+	paint := time.Duration(fcp * float64(time.Millisecond))
 	tab.WaitFor("#figures[data-loaded]")
-	figures := time.Since(start)
+	var loaded float64
+	tab.Eval(`performance.now()`, &loaded)
+	figures := time.Duration(loaded * float64(time.Millisecond))
 	tab.WaitFor("#diagnosis-box[data-loaded]")
 	peak := procPeakRSS(t, cmd.Process.Pid)
 	if n := tab.Count("#timeline tbody tr"); n != 500 {
@@ -154,8 +163,13 @@ func TestSessionPage100k(t *testing.T) {
 	}
 	t.Logf("session page of 100,003 events: server time %v, peak RSS %d MB; in chromium: first paint %v (goal 1 s), figures of the whole log in %v; server peak RSS %d MB after the diagnosis was fetched too (goal 150 MB)",
 		serverTime.Round(time.Millisecond), pagePeak>>20, paint.Round(time.Millisecond), figures.Round(time.Millisecond), peak>>20)
-	if paint > time.Second {
-		t.Errorf("first paint took %v, want at most 1 s", paint)
+	// The server's part is the goal's; chromium's own paint on a loaded
+	// machine is logged, and fails only far off it.
+	if serverTime > time.Second {
+		t.Errorf("the server took %v for the page, want at most 1 s", serverTime)
+	}
+	if paint > 3*time.Second {
+		t.Errorf("first paint took %v, want about 1 s", paint)
 	}
 	if pagePeak > 150<<20 {
 		t.Errorf("the page took the server to a peak RSS of %d MB, want at most 150 MB", pagePeak>>20)

@@ -150,6 +150,9 @@
       fill({error: 'the diagnosis could not be loaded: ' + e, findings: [], children: []});
     });
   }
-  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', load);
-  else load();
+  // After the first paint: the fold and the diagnosis read the whole log,
+  // which must not slow the page's own paint.
+  function later() { requestAnimationFrame(function () { setTimeout(load, 0); }); }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', later);
+  else later();
 })();
