@@ -3,11 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/internal/approval"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
@@ -98,47 +99,19 @@ func decideRun(f *Factory, opts *decideOptions) error {
 	if opts.Approve && opts.Scope != runner.ScopeOnce && opts.Scope != runner.ScopeSession {
 		return usageError{fmt.Errorf("--scope %q: use once or session", opts.Scope)}
 	}
-	id, sess, evs, err := openToDecide(f, opts.Session)
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
-	fold := session.Fold(evs)
-	pending := fold.AwaitingApproval()
-	var target *session.Call
-	switch {
-	case len(pending) == 0:
-		return fmt.Errorf("session %s has no call waiting for approval", id)
-	case opts.Call == "" && len(pending) > 1:
-		var ids []string
-		for _, p := range pending {
-			ids = append(ids, fmt.Sprintf("%s (%s)", p.ID, p.Tool))
-		}
-		return usageError{fmt.Errorf("session %s has %d calls waiting: %s; name one", id, len(pending), strings.Join(ids, ", "))}
-	case opts.Call == "":
-		target = pending[0]
-	default:
-		for _, p := range pending {
-			if p.ID == opts.Call {
-				target = p
-			}
-		}
-		if target == nil {
-			return fmt.Errorf("session %s: call %q is not waiting for approval", id, opts.Call)
-		}
-	}
 	d, verb := session.Decision{Verb: session.DecideDeny, Reason: opts.Reason}, "denied"
 	if opts.Approve {
 		d, verb = session.Decision{Verb: session.DecideApprove, Scope: opts.Scope}, "approved"
 	}
-	ev, err := session.Decide(fold, target.ID, d)
+	res, err := approval.Decide(f.Store(), opts.Session, opts.Call, d)
+	var amb *approval.AmbiguousError
+	if errors.As(err, &amb) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}
-	out, err := sess.Append(ev)
-	if err != nil {
-		return err
-	}
+	out, target, id := []session.Event{res.Event}, res.Call, res.SessionID
 	if opts.JSON {
 		b, _ := session.Encode(out[0])
 		fmt.Fprintln(f.Out, string(b))
