@@ -50,7 +50,7 @@ func writeHostile(t *testing.T, home string) string {
 func assertInert(t *testing.T, tab *browser.Tab, wantText bool) {
 	t.Helper()
 	var got struct {
-		Pwned, Title string
+		Pwned, Title  string
 		Imgs, Scripts int
 		Shown         bool
 	}
