@@ -166,19 +166,23 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 		s.db = nil
 	}
 	if s.db == nil {
-		var db *query.DB
-		var err error
-		if len(s.opts.Remote) > 0 {
-			db, err = query.OpenRemote(ctx, s.opts.Store.Root, s.opts.Warn, s.opts.Remote)
-		} else {
-			db, err = query.OpenStore(ctx, s.opts.Store, s.opts.Warn)
-		}
+		db, err := s.openDB(ctx)
 		if err != nil {
 			return err
 		}
 		s.db, s.dbSeen = db, st
 	}
 	return fn(s.db)
+}
+
+// openDB opens a query database over the home (and the remote): the
+// shared one of WithDB, or one of its own for a page that must change it
+// (the SQL page confines its own, which cannot be undone).
+func (s *Server) openDB(ctx context.Context) (*query.DB, error) {
+	if len(s.opts.Remote) > 0 {
+		return query.OpenRemote(ctx, s.opts.Store.Root, s.opts.Warn, s.opts.Remote)
+	}
+	return query.OpenStore(ctx, s.opts.Store, s.opts.Warn)
 }
 
 func (s *Server) stamp() dbStamp {
