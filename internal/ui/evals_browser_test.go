@@ -68,7 +68,7 @@ func TestEvalsPages(t *testing.T) {
 
 	tab := s.open(t, b, "/evals/pages", nil)
 	type report struct {
-		Digest, Branch, Baseline string
+		Digest, Branch, Baseline   string
 		Runs, RunsOK, Cost, Tokens float64
 	}
 	var reps []report
