@@ -20,13 +20,15 @@ const (
 	// compareMin and compareMax bound the sessions of one comparison: a
 	// page of eight columns is the most a screen shows side by side.
 	compareMin, compareMax = 2, 8
-	// compareMaxLog bounds the log a comparison reads whole: turns are
-	// aligned over all of a session's events (replaycheck.Diff), so a
-	// bigger session is compared with `agentctl replay diff`.
-	compareMaxLog = 64 << 20
 	// compareMaxTurns bounds the rows of the turn table.
 	compareMaxTurns = 500
 )
+
+// compareMaxLog bounds the log a comparison reads whole (eight of them at
+// most): turns are aligned over all of a session's events
+// (replaycheck.Diff), so a bigger session is compared with `agentctl
+// replay diff`. A variable for the test of the bound.
+var compareMaxLog int64 = 16 << 20
 
 // compareData is the compare page: each session against the first, as
 // `agentctl replay diff FIRST OTHER` compares two.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/internal/testenv/browser"
+	"github.com/agentctl/agentctl/internal/ui"
 )
 
 // scriptedSpec writes an agent spec whose scripted model makes turns (a
@@ -118,7 +119,12 @@ func TestCompareBounds(t *testing.T) {
 		{nine, 400, "compare takes 2 to 8 sessions, got 9"},
 		{[]string{id}, 400, "compare takes 2 to 8 sessions, got 1"},
 		{[]string{id, "ffff0000ffff0000"}, 404, "ffff0000ffff0000"},
+		{[]string{id, id}, 400, "more than the page reads (0 MB): compare it with agentctl replay diff"},
 	} {
+		if tt.code == 400 && len(tt.refs) == 2 {
+			old := ui.SetCompareMaxLog(100)
+			defer ui.SetCompareMaxLog(old)
+		}
 		code, body := s.get(t, "/compare", url.Values{"s": tt.refs})
 		if code != tt.code || !strings.Contains(body, tt.want) {
 			t.Errorf("%d sessions: %d %s, want %d with %q", len(tt.refs), code, body, tt.code, tt.want)

@@ -166,6 +166,9 @@ type suiteData struct {
 	Scenario     string
 	History      []historyRow
 	HistoryChart *chart
+	// CompareHref compares the newest runs of the scenario (up to the
+	// compare page's eight), when there are two.
+	CompareHref string
 }
 
 func suitePage(c *Ctx) error {
@@ -208,6 +211,15 @@ func suitePage(c *Ctx) error {
 			pts = append(pts, chartPoint{fmt.Sprintf("%s #%d", h.Started.Local().Format("01-02 15:04"), h.Repeat), v})
 		}
 		d.HistoryChart = columnChart("chart-scenario", "Passed (1) or failed (0), per run", pts, plainNumber)
+		var ids []string
+		for _, h := range d.History {
+			if h.SessionID != "" && len(ids) < compareMax {
+				ids = append(ids, h.SessionID)
+			}
+		}
+		if len(ids) >= compareMin {
+			d.CompareHref = c.Link("/compare", url.Values{"s": ids})
+		}
 	}
 	title := "Evals: " + d.Suite
 	if d.Scenario != "" {

@@ -122,6 +122,13 @@ func TestEvalsPages(t *testing.T) {
 	}
 	assertInert(t, sc, true)
 	sc.Screenshot(shots, "evals-scenario")
+	// The two runs of the scenario (its assertion differs, its agent's
+	// turns do not) open side by side.
+	sc.Click("#compare-runs")
+	sc.WaitFor("#verdict")
+	if got := sc.Text("#verdict"); !strings.Contains(got, "No difference") {
+		t.Errorf("comparing the scenario's two runs: %q", got)
+	}
 	sc.Clean(s.ownOnly)
 
 	if code, _ := s.get(t, "/evals/nosuch", nil); code != 404 {
