@@ -166,7 +166,9 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 		s.db = nil
 	}
 	if s.db == nil {
-		db, err := s.openDB(ctx)
+		var db *query.DB
+		var err error
+		db, err = s.openDB(ctx)
 		if err != nil {
 			return err
 		}
