@@ -177,16 +177,6 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 	return fn(s.db)
 }
 
-// openDB opens a query database over the home (and the remote): the
-// shared one of WithDB, or one of its own for a page that must change it
-// (the SQL page confines its own, which cannot be undone).
-func (s *Server) openDB(ctx context.Context) (*query.DB, error) {
-	if len(s.opts.Remote) > 0 {
-		return query.OpenRemote(ctx, s.opts.Store.Root, s.opts.Warn, s.opts.Remote)
-	}
-	return query.OpenStore(ctx, s.opts.Store, s.opts.Warn)
-}
-
 func (s *Server) stamp() dbStamp {
 	dir := s.opts.Store.Root + "/sessions"
 	fi, err := os.Stat(dir)
@@ -243,4 +233,14 @@ func (s *Server) Handler() http.Handler {
 		})
 	}
 	return s.guard(mux)
+}
+
+// openDB opens a query database over the home (and the remote): the
+// shared one of WithDB, or one of its own for a page that must change it
+// (the SQL page confines its own, which cannot be undone).
+func (s *Server) openDB(ctx context.Context) (*query.DB, error) {
+	if len(s.opts.Remote) > 0 {
+		return query.OpenRemote(ctx, s.opts.Store.Root, s.opts.Warn, s.opts.Remote)
+	}
+	return query.OpenStore(ctx, s.opts.Store, s.opts.Warn)
 }
