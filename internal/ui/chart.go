@@ -96,9 +96,9 @@ func maxOf(pts []chartPoint) float64 {
 	return m
 }
 
-// num is a number DuckDB returned (BIGINT, HUGEINT, DOUBLE, DECIMAL...)
+// cellNum is a number DuckDB returned (BIGINT, HUGEINT, DOUBLE, DECIMAL...)
 // as a float64; ok is false for NULL and for anything not a number.
-func num(v any) (float64, bool) {
+func cellNum(v any) (float64, bool) {
 	switch x := v.(type) {
 	case int64:
 		return float64(x), true

@@ -17,15 +17,15 @@ func init() {
 // whatever the page says, the views say. Tokens and cost are those of
 // model_call events, as the sessions view sums them.
 const (
-	costByModelSQL = `SELECT coalesce(nullif(model, ''), '(unknown)') AS model, count(*) AS calls,
+	costByModelSQL = `SELECT coalesce(nullif(model, ''), '(unknown)') AS model, cellInt(*) AS calls,
   CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
   sum(cost_usd) AS cost_usd
 FROM events WHERE kind = 'model_call' GROUP BY 1 ORDER BY cost_usd DESC, model`
-	costByAgentSQL = `SELECT coalesce(nullif(name, ''), '(unnamed)') AS agent, count(*) AS sessions,
+	costByAgentSQL = `SELECT coalesce(nullif(name, ''), '(unnamed)') AS agent, cellInt(*) AS sessions,
   CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
   sum(cost_usd) AS cost_usd
 FROM sessions GROUP BY 1 ORDER BY cost_usd DESC, agent`
-	costByDaySQL = `SELECT strftime(ts, '%Y-%m-%d') AS day, count(*) AS calls,
+	costByDaySQL = `SELECT strftime(ts, '%Y-%m-%d') AS day, cellInt(*) AS calls,
   CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
   sum(cost_usd) AS cost_usd
 FROM events WHERE kind = 'model_call' GROUP BY 1 ORDER BY day DESC LIMIT 90`
@@ -91,12 +91,12 @@ func costPage(c *Ctx) error {
 			return fmt.Errorf("ui: cost: running sessions: %w", err)
 		}
 		for _, r := range res.Rows {
-			b := burnRow{SessionID: str(r[0]), Name: str(r[1]), Model: str(r[2])}
+			b := burnRow{SessionID: cellText(r[0]), Name: cellText(r[1]), Model: cellText(r[2])}
 			b.Href = c.Link("/sessions/"+b.SessionID, nil)
 			b.Started, _ = r[3].(time.Time)
-			tok, _ := num(r[4])
-			b.CostUSD, _ = num(r[5])
-			s, _ := num(r[6])
+			tok, _ := cellNum(r[4])
+			b.CostUSD, _ = cellNum(r[5])
+			s, _ := cellNum(r[6])
 			b.Tokens, b.Seconds = int64(tok), int64(s)
 			b.CostPerHour = b.CostUSD / s * 3600
 			b.TokensPerMinute = tok / s * 60
@@ -155,16 +155,16 @@ func costRows(ctx context.Context, db *query.DB, q string) ([]costRow, error) {
 	}
 	out := make([]costRow, 0, len(res.Rows))
 	for _, r := range res.Rows {
-		n, _ := num(r[1])
-		in, _ := num(r[2])
-		o, _ := num(r[3])
-		cost, _ := num(r[4])
-		out = append(out, costRow{Key: str(r[0]), N: int64(n), InputTokens: int64(in), OutputTokens: int64(o), CostUSD: cost})
+		n, _ := cellNum(r[1])
+		in, _ := cellNum(r[2])
+		o, _ := cellNum(r[3])
+		cost, _ := cellNum(r[4])
+		out = append(out, costRow{Key: cellText(r[0]), N: int64(n), InputTokens: int64(in), OutputTokens: int64(o), CostUSD: cost})
 	}
 	return out, nil
 }
 
-func str(v any) string {
+func cellText(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""

@@ -21,7 +21,7 @@ func init() {
 // `agentctl eval` and `eval merge` seal into the history, the home's and a
 // remote's), as `agentctl query` does.
 const (
-	evalSuitesSQL = `SELECT suite, count(*) AS reports, max(started) AS last_started,
+	evalSuitesSQL = `SELECT suite, cellInt(*) AS reports, max(started) AS last_started,
   arg_max(ok, started) AS last_ok, arg_max(branch, started) AS last_branch,
   arg_max(runs_ok, started) AS last_runs_ok, arg_max(runs, started) AS last_runs,
   string_agg(DISTINCT coalesce(branch, '(none)'), ', ' ORDER BY coalesce(branch, '(none)')) AS branches
@@ -35,11 +35,11 @@ FROM eval_runs GROUP BY suite ORDER BY last_started DESC, suite`
 FROM eval_runs r LEFT JOIN (SELECT report_digest, sum(cost_usd) AS cost_usd, CAST(sum(tokens) AS BIGINT) AS tokens
   FROM eval_results GROUP BY report_digest) x USING (report_digest)
 WHERE r.suite = $SUITE ORDER BY r.started DESC, r.report_digest LIMIT 200`
-	evalBranchesSQL = `SELECT coalesce(branch, '') AS branch, count(*) AS reports, max(started) AS last_started,
+	evalBranchesSQL = `SELECT coalesce(branch, '') AS branch, cellInt(*) AS reports, max(started) AS last_started,
   arg_max(runs_ok * 1.0 / nullif(runs, 0), started) AS last_pass_rate,
   avg(runs_ok * 1.0 / nullif(runs, 0)) AS mean_pass_rate, arg_max(ok, started) AS last_ok
 FROM eval_runs WHERE suite = $SUITE GROUP BY 1 ORDER BY last_started DESC`
-	evalScenariosSQL = `SELECT scenario, count(*) AS results, count(*) FILTER (WHERE passed) AS passed,
+	evalScenariosSQL = `SELECT scenario, cellInt(*) AS results, cellInt(*) FILTER (WHERE passed) AS passed,
   avg(tokens) AS tokens, avg(cost_usd) AS cost_usd, arg_max(passed, started) AS last_passed,
   min(scenario_index) AS idx
 FROM eval_results WHERE suite = $SUITE GROUP BY scenario ORDER BY idx, scenario`
@@ -49,8 +49,8 @@ FROM eval_results WHERE suite = $SUITE AND scenario = $SCENARIO
 ORDER BY started DESC, report_digest, "repeat" LIMIT 500`
 )
 
-// sqlString is s as a SQL string literal.
-func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+// sqlLit is s as a SQL string literal.
+func sqlLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 type suiteRow struct {
 	Suite, Href, LastBranch, Branches string
@@ -68,9 +68,9 @@ func evalsPage(c *Ctx) error {
 			return fmt.Errorf("ui: evals: %w", err)
 		}
 		for _, r := range res.Rows {
-			s := suiteRow{Suite: str(r[0]), LastBranch: str(r[4]), Branches: str(r[7])}
+			s := suiteRow{Suite: cellText(r[0]), LastBranch: cellText(r[4]), Branches: cellText(r[7])}
 			s.Href = c.Link("/evals/"+url.PathEscape(s.Suite), nil)
-			s.Reports, s.LastRunsOK, s.LastRuns = count(r[1]), count(r[5]), count(r[6])
+			s.Reports, s.LastRunsOK, s.LastRuns = cellInt(r[1]), cellInt(r[5]), cellInt(r[6])
 			s.LastStarted, _ = r[2].(time.Time)
 			s.LastOK, _ = r[3].(bool)
 			suites = append(suites, s)
@@ -83,9 +83,9 @@ func evalsPage(c *Ctx) error {
 	return c.Render("evals.html", "Evals", map[string]any{"Suites": suites})
 }
 
-// count is a count DuckDB returned, 0 for NULL.
-func count(v any) int64 {
-	f, _ := num(v)
+// cellInt is a count DuckDB returned, 0 for NULL.
+func cellInt(v any) int64 {
+	f, _ := cellNum(v)
 	return int64(f)
 }
 
@@ -176,7 +176,7 @@ func suitePage(c *Ctx) error {
 	d.Href = c.Link("/evals/"+url.PathEscape(d.Suite), nil)
 	d.EvalsHref = c.Link("/evals", nil)
 	ctx := c.R.Context()
-	rep := strings.NewReplacer("$SUITE", sqlString(d.Suite), "$SCENARIO", sqlString(d.Scenario))
+	rep := strings.NewReplacer("$SUITE", sqlLit(d.Suite), "$SCENARIO", sqlLit(d.Scenario))
 	err := c.S.WithDB(ctx, func(db *query.DB) error {
 		return d.load(ctx, c, db, rep)
 	})
@@ -235,19 +235,19 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 	}
 	verdicts := map[string]*comparison{}
 	for _, r := range res.Rows {
-		x := reportRow{Digest: str(r[0]), Branch: str(r[1]), Commit: str(r[2]), Millis: count(r[4]),
-			Scenarios: count(r[7]), Passed: count(r[8]), Failed: count(r[9]), Runs: count(r[10]), RunsOK: count(r[11]), Tokens: count(r[13])}
+		x := reportRow{Digest: cellText(r[0]), Branch: cellText(r[1]), Commit: cellText(r[2]), Millis: cellInt(r[4]),
+			Scenarios: cellInt(r[7]), Passed: cellInt(r[8]), Failed: cellInt(r[9]), Runs: cellInt(r[10]), RunsOK: cellInt(r[11]), Tokens: cellInt(r[13])}
 		x.Started, _ = r[3].(time.Time)
 		x.Complete, _ = r[5].(bool)
 		x.OK, _ = r[6].(bool)
-		x.CostUSD, _ = num(r[12])
+		x.CostUSD, _ = cellNum(r[12])
 		if x.Runs > 0 {
 			x.PassRate = 100 * float64(x.RunsOK) / float64(x.Runs)
 		}
 		if x.Scenarios > 0 {
 			x.TokensPerScenario = x.Tokens / x.Scenarios
 		}
-		if s := str(r[14]); s != "" && s != "null" {
+		if s := cellText(r[14]); s != "" && s != "null" {
 			var cmp comparison
 			if err := json.Unmarshal([]byte(s), &cmp); err == nil {
 				x.Cmp = &cmp
@@ -260,10 +260,10 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 		return fmt.Errorf("ui: evals: branches: %w", err)
 	}
 	for _, r := range res.Rows {
-		b := branchRow{Branch: str(r[0]), Reports: count(r[1])}
+		b := branchRow{Branch: cellText(r[0]), Reports: cellInt(r[1])}
 		b.LastStarted, _ = r[2].(time.Time)
-		b.LastPassRate, _ = num(r[3])
-		b.MeanRate, _ = num(r[4])
+		b.LastPassRate, _ = cellNum(r[3])
+		b.MeanRate, _ = cellNum(r[4])
 		b.LastPassRate, b.MeanRate = 100*b.LastPassRate, 100*b.MeanRate
 		b.LastOK, _ = r[5].(bool)
 		d.Branches = append(d.Branches, b)
@@ -272,11 +272,11 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 		return fmt.Errorf("ui: evals: scenarios: %w", err)
 	}
 	for _, r := range res.Rows {
-		s := scenarioRow{Name: str(r[0]), Results: count(r[1]), Passed: count(r[2])}
+		s := scenarioRow{Name: cellText(r[0]), Results: cellInt(r[1]), Passed: cellInt(r[2])}
 		s.Href = c.Link("/evals/"+url.PathEscape(d.Suite), url.Values{"scenario": {s.Name}})
-		tok, _ := num(r[3])
+		tok, _ := cellNum(r[3])
 		s.Tokens = int64(math.Round(tok))
-		s.CostUSD, _ = num(r[4])
+		s.CostUSD, _ = cellNum(r[4])
 		s.LastPassed, _ = r[5].(bool)
 		if s.Results > 0 {
 			s.PassRate = 100 * float64(s.Passed) / float64(s.Results)
@@ -290,12 +290,12 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 		return fmt.Errorf("ui: evals: scenario history: %w", err)
 	}
 	for _, r := range res.Rows {
-		h := historyRow{Digest: str(r[0]), Branch: str(r[2]), Commit: str(r[3]), Repeat: count(r[4]), Status: str(r[6]),
-			Error: str(r[7]), Failed: failedAssertions(r[8]), SessionID: str(r[9]), Tokens: count(r[11]), ToolCalls: count(r[12]),
-			Took: time.Duration(count(r[13])) * time.Millisecond}
+		h := historyRow{Digest: cellText(r[0]), Branch: cellText(r[2]), Commit: cellText(r[3]), Repeat: cellInt(r[4]), Status: cellText(r[6]),
+			Error: cellText(r[7]), Failed: failedAssertions(r[8]), SessionID: cellText(r[9]), Tokens: cellInt(r[11]), ToolCalls: cellInt(r[12]),
+			Took: time.Duration(cellInt(r[13])) * time.Millisecond}
 		h.Started, _ = r[1].(time.Time)
 		h.Passed, _ = r[5].(bool)
-		h.CostUSD, _ = num(r[10])
+		h.CostUSD, _ = cellNum(r[10])
 		if h.SessionID != "" {
 			h.SessionHref = c.Link("/sessions/"+h.SessionID, nil)
 		}
@@ -314,7 +314,7 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 // failedAssertions reads eval_results.failed_assertions (a JSON list of
 // messages, as the report has them); text that is not one is shown whole.
 func failedAssertions(v any) []string {
-	s := str(v)
+	s := cellText(v)
 	if s == "" || s == "null" {
 		return nil
 	}

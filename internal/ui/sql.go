@@ -67,7 +67,7 @@ type sqlCell struct {
 type sqlExample struct{ Title, Q string }
 
 var sqlExamples = []sqlExample{
-	{"Sessions by status", "SELECT status, count(*) AS n FROM sessions GROUP BY status ORDER BY n DESC"},
+	{"Sessions by status", "SELECT status, cellInt(*) AS n FROM sessions GROUP BY status ORDER BY n DESC"},
 	{"Cost by model", "SELECT model, sum(cost_usd) AS cost_usd FROM sessions GROUP BY model ORDER BY cost_usd DESC"},
 	{"Slowest tools", "SELECT tool, avg(latency_ms) AS avg_ms FROM tool_calls GROUP BY tool ORDER BY avg_ms DESC LIMIT 10"},
 	{"Failed tool calls", "SELECT session_id, tool, status, error FROM tool_calls WHERE status <> 'ok' LIMIT 50"},
@@ -200,7 +200,7 @@ func fill(d *sqlData, res *query.Result) {
 	for j := range res.Columns {
 		isNum[j] = true
 		for _, r := range res.Rows {
-			if _, ok := num(r[j]); !ok && r[j] != nil {
+			if _, ok := cellNum(r[j]); !ok && r[j] != nil {
 				isNum[j] = false
 				break
 			}
@@ -216,7 +216,7 @@ func fill(d *sqlData, res *query.Result) {
 	if len(res.Columns) == 2 && isNum[1] && len(res.Rows) > 0 {
 		pts := make([]chartPoint, 0, len(res.Rows))
 		for i, r := range res.Rows {
-			v, _ := num(r[1])
+			v, _ := cellNum(r[1])
 			pts = append(pts, chartPoint{recs[i+1][0], v})
 		}
 		d.Chart = barChart("sql-chart", res.Columns[1]+" by "+res.Columns[0], pts, plainNumber)
