@@ -64,7 +64,7 @@ func f64(t *testing.T, v any) float64 {
 // TestCostPage: every figure of the cost page (per model, agent and day,
 // the totals, a running session's spend) equals what `agentctl query`
 // answers over the same views, the charts draw the same numbers, and the
-// hostile session's model name stays text.
+// pagesHostile session's model name stays text.
 func TestCostPage(t *testing.T) {
 	b := browser.New(t)
 	home := newHome(t)
@@ -150,7 +150,7 @@ func TestCostPage(t *testing.T) {
 	if got := tab.Text("#burn"); got == "$0/h" {
 		t.Errorf("burn rate %q with a running session that spent $2", got)
 	}
-	assertInert(t, tab, true)
+	assertPageInert(t, tab, true)
 	tab.Screenshot(shots, "cost")
 	tab.Clean(s.ownOnly)
 }

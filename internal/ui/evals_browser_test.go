@@ -17,7 +17,7 @@ import (
 // fixed), and returns its path.
 func evalSuite(t *testing.T, spec string, fixed bool) string {
 	t.Helper()
-	hostileAssert := fmt.Sprintf("called: %q", hostile)
+	hostileAssert := fmt.Sprintf("called: %q", pagesHostile)
 	if fixed {
 		hostileAssert = "called: read_file"
 	}
@@ -32,7 +32,7 @@ scenarios:
     agent: %s
     assert:
       - %s
-`, spec, "x "+hostile, spec, hostileAssert)
+`, spec, "x "+pagesHostile, spec, hostileAssert)
 	p := filepath.Join(t.TempDir(), "pages.yaml")
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ scenarios:
 // then a branch against main's report as its baseline, where it passes)
 // and reads the evals pages: the suites, the reports by time and branch
 // with pass rate, cost and tokens as agentctl query has them, the baseline
-// verdicts, a scenario's history with links to its sessions; the hostile
+// verdicts, a scenario's history with links to its sessions; the pagesHostile
 // scenario name and failure stay text.
 func TestEvalsPages(t *testing.T) {
 	b := browser.New(t)
@@ -100,13 +100,13 @@ func TestEvalsPages(t *testing.T) {
 	if n := tab.Count("#chart-pass-rate g.bar"); n != 2 {
 		t.Errorf("the pass rate chart has %d bars, want 2", n)
 	}
-	assertInert(t, tab, true)
+	assertPageInert(t, tab, true)
 	tab.Screenshot(shots, "evals")
 	tab.Clean(s.ownOnly)
 
 	// A scenario's history: one row a report, the verdict of the run with
 	// a baseline, and the session each result ran.
-	sc := s.open(t, b, "/evals/pages", url.Values{"scenario": {"x " + hostile}})
+	sc := s.open(t, b, "/evals/pages", url.Values{"scenario": {"x " + pagesHostile}})
 	var hist []struct{ Passed, Verdict, Session string }
 	sc.Eval(`Array.from(document.querySelectorAll('#scenario-history tbody tr')).map(r => ({Passed: r.dataset.passed, Verdict: r.dataset.verdict, Session: r.dataset.session}))`, &hist)
 	if len(hist) != 2 || hist[0].Passed != "true" || hist[0].Verdict != "improved" || hist[1].Passed != "false" || hist[1].Verdict != "" {
@@ -120,7 +120,7 @@ func TestEvalsPages(t *testing.T) {
 			t.Errorf("the linked session is not in the home: %v", err)
 		}
 	}
-	assertInert(t, sc, true)
+	assertPageInert(t, sc, true)
 	sc.Screenshot(shots, "evals-scenario")
 	// The two runs of the scenario (its assertion differs, its agent's
 	// turns do not) open side by side.

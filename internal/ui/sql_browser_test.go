@@ -13,7 +13,7 @@ import (
 )
 
 // TestSQLPage: a query's rows are the rows of `agentctl query`, a label
-// and a number are drawn as a chart, and the hostile strings a query
+// and a number are drawn as a chart, and the pagesHostile strings a query
 // returns stay text.
 func TestSQLPage(t *testing.T) {
 	b := browser.New(t)
@@ -40,7 +40,7 @@ func TestSQLPage(t *testing.T) {
 			t.Errorf("row %d: page %q, agentctl query %q", i, page[i], want[i])
 		}
 	}
-	assertInert(t, tab, true)
+	assertPageInert(t, tab, true)
 	tab.Clean(s.ownOnly)
 
 	chart := s.open(t, b, "/sql", url.Values{"q": {"SELECT name, sum(tokens) AS tokens FROM sessions GROUP BY name ORDER BY name"}})

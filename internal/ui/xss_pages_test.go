@@ -12,42 +12,42 @@ import (
 	"github.com/agentctl/agentctl/internal/testenv/browser"
 )
 
-// hostile is the red-team string of view's XSS corpus: recorded text that
+// pagesHostile is the red-team string of view's XSS corpus: recorded text that
 // would run if a page wrote it as HTML.
-const hostile = `<script>window.__pwned=1;document.title="pwned"</script><img src=x onerror="window.__pwned=2"></td></table>`
+const pagesHostile = `<script>window.__pwned=1;document.title="pwned"</script><img src=x onerror="window.__pwned=2"></td></table>`
 
-// hostileID is the session writeHostile records.
-const hostileID = "bad0000000000001"
+// pagesHostileID is the session writeHostile records.
+const pagesHostileID = "bad0000000000001"
 
 // writeHostile records a finished session whose every recorded string a
 // page may show (session name, model, user text, tool args, tool output,
-// tags) is the hostile markup, with tokens and cost so the cost page
+// tags) is the pagesHostile markup, with tokens and cost so the cost page
 // counts it.
 func writeHostile(t *testing.T, home string) string {
 	t.Helper()
-	args, _ := json.Marshal(map[string]string{"path": hostile})
-	tags, _ := json.Marshal(map[string]any{"tags": map[string]string{"team": hostile}, "user": hostile})
+	args, _ := json.Marshal(map[string]string{"path": pagesHostile})
+	tags, _ := json.Marshal(map[string]any{"tags": map[string]string{"team": pagesHostile}, "user": pagesHostile})
 	evs := []session.Event{
-		{Kind: session.KindSessionStarted, SessionID: hostileID, Name: hostile, Provider: "scripted", Model: hostile, Attrs: tags},
-		{Kind: session.KindUserMessage, Text: hostile},
-		{Kind: session.KindAssistantMessage, Text: hostile, ToolCalls: []session.ToolCall{{ID: "c1", Name: "read_file", Args: args}}},
-		{Kind: session.KindModelCall, Provider: "scripted", Model: hostile, InputTokens: 1000, OutputTokens: 200, CostUSD: 0.5},
+		{Kind: session.KindSessionStarted, SessionID: pagesHostileID, Name: pagesHostile, Provider: "scripted", Model: pagesHostile, Attrs: tags},
+		{Kind: session.KindUserMessage, Text: pagesHostile},
+		{Kind: session.KindAssistantMessage, Text: pagesHostile, ToolCalls: []session.ToolCall{{ID: "c1", Name: "read_file", Args: args}}},
+		{Kind: session.KindModelCall, Provider: "scripted", Model: pagesHostile, InputTokens: 1000, OutputTokens: 200, CostUSD: 0.5},
 		{Kind: session.KindToolIntent, CallID: "c1", Tool: "read_file", Args: args},
-		{Kind: session.KindToolResult, CallID: "c1", Tool: "read_file", Status: "ok", Output: hostile},
-		{Kind: session.KindAssistantMessage, Text: hostile},
-		{Kind: session.KindModelCall, Provider: "scripted", Model: hostile, InputTokens: 500, OutputTokens: 50, CostUSD: 0.25},
+		{Kind: session.KindToolResult, CallID: "c1", Tool: "read_file", Status: "ok", Output: pagesHostile},
+		{Kind: session.KindAssistantMessage, Text: pagesHostile},
+		{Kind: session.KindModelCall, Provider: "scripted", Model: pagesHostile, InputTokens: 500, OutputTokens: 50, CostUSD: 0.25},
 		{Kind: session.KindSessionFinished, Status: "done"},
 	}
 	if _, err := (recorder.Store{Root: home}).WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
-	return hostileID
+	return pagesHostileID
 }
 
-// assertInert fails when the hostile markup ran or became an element in
+// assertPageInert fails when the pagesHostile markup ran or became an element in
 // the tab, or when it is not on the page as text (a page that dropped it
 // would pass the first checks for nothing).
-func assertInert(t *testing.T, tab *browser.Tab, wantText bool) {
+func assertPageInert(t *testing.T, tab *browser.Tab, wantText bool) {
 	t.Helper()
 	var got struct {
 		Pwned, Title  string
@@ -65,7 +65,7 @@ func assertInert(t *testing.T, tab *browser.Tab, wantText bool) {
 		t.Errorf("the recorded markup made elements: %d <img>, %d inline <script>", got.Imgs, got.Scripts)
 	}
 	if wantText && !got.Shown {
-		t.Errorf("the hostile string is not shown as text on the page")
+		t.Errorf("the pagesHostile string is not shown as text on the page")
 	}
 }
 
