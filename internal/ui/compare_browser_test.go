@@ -56,7 +56,7 @@ const (
 
 // TestComparePage: two runs of scripted models that part at turn 2 are
 // named as differing at turn 2, two runs of one script as the same, and a
-// third session is aligned with the first; the pagesHostile session's strings
+// third session is aligned with the first; the hostile session's strings
 // stay text.
 func TestComparePage(t *testing.T) {
 	b := browser.New(t)

@@ -17,15 +17,15 @@ func init() {
 // whatever the page says, the views say. Tokens and cost are those of
 // model_call events, as the sessions view sums them.
 const (
-	costByModelSQL = `SELECT coalesce(nullif(model, ''), '(unknown)') AS model, cellInt(*) AS calls,
+	costByModelSQL = `SELECT coalesce(nullif(model, ''), '(unknown)') AS model, count(*) AS calls,
   CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
   sum(cost_usd) AS cost_usd
 FROM events WHERE kind = 'model_call' GROUP BY 1 ORDER BY cost_usd DESC, model`
-	costByAgentSQL = `SELECT coalesce(nullif(name, ''), '(unnamed)') AS agent, cellInt(*) AS sessions,
+	costByAgentSQL = `SELECT coalesce(nullif(name, ''), '(unnamed)') AS agent, count(*) AS sessions,
   CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
   sum(cost_usd) AS cost_usd
 FROM sessions GROUP BY 1 ORDER BY cost_usd DESC, agent`
-	costByDaySQL = `SELECT strftime(ts, '%Y-%m-%d') AS day, cellInt(*) AS calls,
+	costByDaySQL = `SELECT strftime(ts, '%Y-%m-%d') AS day, count(*) AS calls,
   CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
   sum(cost_usd) AS cost_usd
 FROM events WHERE kind = 'model_call' GROUP BY 1 ORDER BY day DESC LIMIT 90`
@@ -67,6 +67,7 @@ type costData struct {
 	// Burn is the running sessions' cost per hour together.
 	Burn, BurnTokens float64
 	RunningSQL       string
+	BurnChart        *chart
 	TotalCost        float64
 	TotalTokens      int64
 }
@@ -108,6 +109,17 @@ func costPage(c *Ctx) error {
 	})
 	if err != nil {
 		return err
+	}
+	if len(d.Running) > 0 {
+		pts := make([]chartPoint, len(d.Running))
+		for i, b := range d.Running {
+			label := b.SessionID
+			if b.Name != "" {
+				label = b.Name + " " + b.SessionID[:min(8, len(b.SessionID))]
+			}
+			pts[i] = chartPoint{label, b.CostPerHour}
+		}
+		d.BurnChart = barChart("chart-burn", "Cost per hour of each running session", pts, func(f float64) string { return formatCost(f) + "/h" })
 	}
 	for _, r := range secs[1].Rows {
 		d.TotalCost += r.CostUSD

@@ -64,7 +64,7 @@ func f64(t *testing.T, v any) float64 {
 // TestCostPage: every figure of the cost page (per model, agent and day,
 // the totals, a running session's spend) equals what `agentctl query`
 // answers over the same views, the charts draw the same numbers, and the
-// pagesHostile session's model name stays text.
+// hostile session's model name stays text.
 func TestCostPage(t *testing.T) {
 	b := browser.New(t)
 	home := newHome(t)
@@ -146,6 +146,9 @@ func TestCostPage(t *testing.T) {
 	tab.Eval(`Array.from(document.querySelectorAll('#burn-rate tbody tr')).map(r => ({ID: r.dataset.session, Cost: +r.dataset.cost, Tokens: +r.dataset.tokens}))`, &burn)
 	if len(run) != 1 || len(burn) != 1 || burn[0].ID != live || burn[0].Cost != f64(t, run[0]["cost_usd"]) || burn[0].Tokens != f64(t, run[0]["tokens"]) {
 		t.Errorf("running sessions on the page %+v, agentctl query %v", burn, run)
+	}
+	if n := tab.Count("#chart-burn g.bar"); n != 1 {
+		t.Errorf("the burn rate chart has %d bars, want 1", n)
 	}
 	if got := tab.Text("#burn"); got == "$0/h" {
 		t.Errorf("burn rate %q with a running session that spent $2", got)

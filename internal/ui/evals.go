@@ -21,7 +21,7 @@ func init() {
 // `agentctl eval` and `eval merge` seal into the history, the home's and a
 // remote's), as `agentctl query` does.
 const (
-	evalSuitesSQL = `SELECT suite, cellInt(*) AS reports, max(started) AS last_started,
+	evalSuitesSQL = `SELECT suite, count(*) AS reports, max(started) AS last_started,
   arg_max(ok, started) AS last_ok, arg_max(branch, started) AS last_branch,
   arg_max(runs_ok, started) AS last_runs_ok, arg_max(runs, started) AS last_runs,
   string_agg(DISTINCT coalesce(branch, '(none)'), ', ' ORDER BY coalesce(branch, '(none)')) AS branches
@@ -35,11 +35,11 @@ FROM eval_runs GROUP BY suite ORDER BY last_started DESC, suite`
 FROM eval_runs r LEFT JOIN (SELECT report_digest, sum(cost_usd) AS cost_usd, CAST(sum(tokens) AS BIGINT) AS tokens
   FROM eval_results GROUP BY report_digest) x USING (report_digest)
 WHERE r.suite = $SUITE ORDER BY r.started DESC, r.report_digest LIMIT 200`
-	evalBranchesSQL = `SELECT coalesce(branch, '') AS branch, cellInt(*) AS reports, max(started) AS last_started,
+	evalBranchesSQL = `SELECT coalesce(branch, '') AS branch, count(*) AS reports, max(started) AS last_started,
   arg_max(runs_ok * 1.0 / nullif(runs, 0), started) AS last_pass_rate,
   avg(runs_ok * 1.0 / nullif(runs, 0)) AS mean_pass_rate, arg_max(ok, started) AS last_ok
 FROM eval_runs WHERE suite = $SUITE GROUP BY 1 ORDER BY last_started DESC`
-	evalScenariosSQL = `SELECT scenario, cellInt(*) AS results, cellInt(*) FILTER (WHERE passed) AS passed,
+	evalScenariosSQL = `SELECT scenario, count(*) AS results, count(*) FILTER (WHERE passed) AS passed,
   avg(tokens) AS tokens, avg(cost_usd) AS cost_usd, arg_max(passed, started) AS last_passed,
   min(scenario_index) AS idx
 FROM eval_results WHERE suite = $SUITE GROUP BY scenario ORDER BY idx, scenario`
@@ -163,6 +163,7 @@ type suiteData struct {
 	Scenarios    []scenarioRow
 	PassChart    *chart
 	CostChart    *chart
+	TokensChart  *chart
 	Scenario     string
 	History      []historyRow
 	HistoryChart *chart
@@ -190,16 +191,18 @@ func suitePage(c *Ctx) error {
 		return notFound("suite %q has no result of scenario %q", d.Suite, d.Scenario)
 	}
 	// Oldest first along the time axis.
-	var pass, cost []chartPoint
+	var pass, cost, tok []chartPoint
 	for i := len(d.Reports) - 1; i >= 0; i-- {
 		r := d.Reports[i]
 		label := r.Started.Local().Format("01-02 15:04")
 		pass = append(pass, chartPoint{label, r.PassRate})
 		cost = append(cost, chartPoint{label, r.CostUSD})
+		tok = append(tok, chartPoint{label, float64(r.TokensPerScenario)})
 	}
 	pct := func(f float64) string { return fmt.Sprintf("%.0f%%", f) }
 	d.PassChart = columnChart("chart-pass-rate", "Pass rate of the runs, per report", pass, pct)
 	d.CostChart = columnChart("chart-cost", "Cost per report", cost, formatCost)
+	d.TokensChart = columnChart("chart-tokens", "Tokens per scenario, per report", tok, func(f float64) string { return formatTokens(int64(f)) })
 	if len(d.History) > 0 {
 		var pts []chartPoint
 		for i := len(d.History) - 1; i >= 0; i-- {

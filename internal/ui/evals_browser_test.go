@@ -44,7 +44,7 @@ scenarios:
 // then a branch against main's report as its baseline, where it passes)
 // and reads the evals pages: the suites, the reports by time and branch
 // with pass rate, cost and tokens as agentctl query has them, the baseline
-// verdicts, a scenario's history with links to its sessions; the pagesHostile
+// verdicts, a scenario's history with links to its sessions; the hostile
 // scenario name and failure stay text.
 func TestEvalsPages(t *testing.T) {
 	b := browser.New(t)
@@ -97,8 +97,10 @@ func TestEvalsPages(t *testing.T) {
 	if n := tab.Count("#branches tbody tr"); n != 2 {
 		t.Errorf("%d branches, want 2", n)
 	}
-	if n := tab.Count("#chart-pass-rate g.bar"); n != 2 {
-		t.Errorf("the pass rate chart has %d bars, want 2", n)
+	for _, c := range []string{"#chart-pass-rate", "#chart-cost", "#chart-tokens"} {
+		if n := tab.Count(c + " g.bar"); n != 2 {
+			t.Errorf("chart %s has %d bars, want 2 (one a report)", c, n)
+		}
 	}
 	assertPageInert(t, tab, true)
 	tab.Screenshot(shots, "evals")

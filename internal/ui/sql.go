@@ -67,7 +67,7 @@ type sqlCell struct {
 type sqlExample struct{ Title, Q string }
 
 var sqlExamples = []sqlExample{
-	{"Sessions by status", "SELECT status, cellInt(*) AS n FROM sessions GROUP BY status ORDER BY n DESC"},
+	{"Sessions by status", "SELECT status, count(*) AS n FROM sessions GROUP BY status ORDER BY n DESC"},
 	{"Cost by model", "SELECT model, sum(cost_usd) AS cost_usd FROM sessions GROUP BY model ORDER BY cost_usd DESC"},
 	{"Slowest tools", "SELECT tool, avg(latency_ms) AS avg_ms FROM tool_calls GROUP BY tool ORDER BY avg_ms DESC LIMIT 10"},
 	{"Failed tool calls", "SELECT session_id, tool, status, error FROM tool_calls WHERE status <> 'ok' LIMIT 50"},

@@ -13,7 +13,7 @@ import (
 )
 
 // TestSQLPage: a query's rows are the rows of `agentctl query`, a label
-// and a number are drawn as a chart, and the pagesHostile strings a query
+// and a number are drawn as a chart, and the hostile strings a query
 // returns stay text.
 func TestSQLPage(t *testing.T) {
 	b := browser.New(t)

@@ -21,7 +21,7 @@ const pagesHostileID = "bad0000000000001"
 
 // writeHostile records a finished session whose every recorded string a
 // page may show (session name, model, user text, tool args, tool output,
-// tags) is the pagesHostile markup, with tokens and cost so the cost page
+// tags) is the hostile markup, with tokens and cost so the cost page
 // counts it.
 func writeHostile(t *testing.T, home string) string {
 	t.Helper()
@@ -44,7 +44,7 @@ func writeHostile(t *testing.T, home string) string {
 	return pagesHostileID
 }
 
-// assertPageInert fails when the pagesHostile markup ran or became an element in
+// assertPageInert fails when the hostile markup ran or became an element in
 // the tab, or when it is not on the page as text (a page that dropped it
 // would pass the first checks for nothing).
 func assertPageInert(t *testing.T, tab *browser.Tab, wantText bool) {
@@ -65,7 +65,7 @@ func assertPageInert(t *testing.T, tab *browser.Tab, wantText bool) {
 		t.Errorf("the recorded markup made elements: %d <img>, %d inline <script>", got.Imgs, got.Scripts)
 	}
 	if wantText && !got.Shown {
-		t.Errorf("the pagesHostile string is not shown as text on the page")
+		t.Errorf("the hostile string is not shown as text on the page")
 	}
 }
 
