@@ -67,7 +67,7 @@ func barChart(id, title string, pts []chartPoint, format func(float64) string) *
 
 // columnChart lays out points (oldest first) as columns along a time axis.
 func columnChart(id, title string, pts []chartPoint, format func(float64) string) *chart {
-	c := &chart{ID: id, Title: title, Width: 560, Height: 220, Columns: true}
+	c := &chart{ID: id, Title: title, Width: 390, Height: 220, Columns: true}
 	if len(pts) > chartMaxBars {
 		c.Dropped, pts = len(pts)-chartMaxBars, pts[len(pts)-chartMaxBars:]
 	}
