@@ -3,9 +3,12 @@ package ui
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/internal/query"
+	"github.com/agentctl/agentctl/internal/recorder"
 )
 
 func init() {
@@ -21,17 +24,30 @@ const (
   CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
   sum(cost_usd) AS cost_usd
 FROM events WHERE kind = 'model_call' GROUP BY 1 ORDER BY cost_usd DESC, model`
-	costByAgentSQL = `SELECT coalesce(nullif(name, ''), '(unnamed)') AS agent, count(*) AS sessions,
+	// costByAgentSQL is the sessions view's name and model_call sums
+	// (its definitions) per session, from the events: the view itself
+	// also pairs every tool call, seconds of work at a million events
+	// that this page does not need.
+	costByAgentSQL = `WITH s AS (SELECT session_id, arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
+    coalesce(sum(input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS input_tokens,
+    coalesce(sum(output_tokens) FILTER (WHERE kind = 'model_call'), 0) AS output_tokens,
+    coalesce(sum(cost_usd) FILTER (WHERE kind = 'model_call'), 0) AS cost_usd
+  FROM events GROUP BY session_id)
+SELECT coalesce(nullif(name, ''), '(unnamed)') AS agent, count(*) AS sessions,
   CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
   sum(cost_usd) AS cost_usd
-FROM sessions GROUP BY 1 ORDER BY cost_usd DESC, agent`
+FROM s GROUP BY 1 ORDER BY cost_usd DESC, agent`
 	costByDaySQL = `SELECT strftime(ts, '%Y-%m-%d') AS day, count(*) AS calls,
   CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
   sum(cost_usd) AS cost_usd
 FROM events WHERE kind = 'model_call' GROUP BY 1 ORDER BY day DESC LIMIT 90`
+	// costRunningSQL asks the sessions view (which says what running
+	// is) about the sessions that may be running ($IDS: those read from
+	// their logs whose lease a process holds now); with none, the page
+	// does not ask.
 	costRunningSQL = `SELECT session_id, name, model, started, tokens, cost_usd,
   greatest(date_diff('second', started, now()), 1) AS seconds
-FROM sessions WHERE status = 'running' ORDER BY started`
+FROM sessions WHERE status = 'running' AND session_id IN ($IDS) ORDER BY started`
 )
 
 // costRow is one line of a breakdown: a model, an agent or a day.
@@ -87,7 +103,18 @@ func costPage(c *Ctx) error {
 			}
 			secs[i].Rows = rows
 		}
-		res, err := db.Query(c.R.Context(), costRunningSQL)
+		var live []string
+		for id := range db.Logs() {
+			if recorder.Live(c.S.opts.Store.SessionDir(id)) {
+				live = append(live, sqlLit(id))
+			}
+		}
+		if len(live) == 0 {
+			return nil
+		}
+		sort.Strings(live)
+		d.RunningSQL = strings.Replace(costRunningSQL, "$IDS", strings.Join(live, ", "), 1)
+		res, err := db.Query(c.R.Context(), d.RunningSQL)
 		if err != nil {
 			return fmt.Errorf("ui: cost: running sessions: %w", err)
 		}
