@@ -13,7 +13,10 @@ import (
 )
 
 func init() {
-	register(route{pattern: "GET /compare", nav: "Compare", navPath: "/compare", order: 30, handle: comparePage})
+	// serverOnly: the sessions compared come in the URL, so a static
+	// export (which writes each page once, without a query) could only
+	// write an empty page.
+	register(route{pattern: "GET /compare", nav: "Compare", navPath: "/compare", order: 30, serverOnly: true, handle: comparePage})
 }
 
 const (
