@@ -31,18 +31,6 @@ const (
 // database.
 var sqlSlots = make(chan struct{}, 2)
 
-// The SQL page runs the user's SQL on a database of its own, opened for
-// the query and confined (query.DB.Confine, as a suite's sql: is): reads
-// of the views' files only, no external access, configuration locked.
-// The confinement cannot be undone on a database, and the other pages'
-// shared database is not confined (its SQL is the pages' own, and a
-// remote's cached files lie outside the home), so user SQL never runs on
-// it. On top, only a single SELECT passes (DuckDB's own parser says which
-// statement it is: json_serialize_sql serializes SELECTs only), so COPY,
-// ATTACH, INSTALL, LOAD, SET, CREATE and PRAGMA are refused by name
-// before anything runs, and a query may not write even into the folders
-// the confinement allows.
-
 type sqlData struct {
 	Q       string
 	Columns []string
@@ -101,6 +89,18 @@ type sqlRefused struct{ why string }
 
 func (e *sqlRefused) Error() string { return e.why }
 
+// The SQL page runs the user's SQL on a database of its own, opened for
+// the query and confined (query.DB.Confine, as a suite's sql: is): reads
+// of the views' files only, no external access, configuration locked.
+// The confinement cannot be undone on a database, and the other pages'
+// shared database is not confined (its SQL is the pages' own, and a
+// remote's cached files lie outside the home), so user SQL never runs on
+// it. On top, only a single SELECT passes (DuckDB's own parser says which
+// statement it is: json_serialize_sql serializes SELECTs only), so COPY,
+// ATTACH, INSTALL, LOAD, SET, CREATE and PRAGMA are refused by name
+// before anything runs, and a query may not write even into the folders
+// the confinement allows.
+//
 // runUserSQL runs q, a single SELECT, on a confined database of its own,
 // at most sqlMaxRows+1 rows of it.
 func (s *Server) runUserSQL(ctx context.Context, q string) (*query.Result, error) {
