@@ -89,6 +89,9 @@ type sqlRefused struct{ why string }
 
 func (e *sqlRefused) Error() string { return e.why }
 
+// runUserSQL runs q, a single SELECT, on a confined database of its own,
+// at most sqlMaxRows+1 rows of it.
+//
 // The SQL page runs the user's SQL on a database of its own, opened for
 // the query and confined (query.DB.Confine, as a suite's sql: is): reads
 // of the views' files only, no external access, configuration locked.
@@ -100,9 +103,6 @@ func (e *sqlRefused) Error() string { return e.why }
 // ATTACH, INSTALL, LOAD, SET, CREATE and PRAGMA are refused by name
 // before anything runs, and a query may not write even into the folders
 // the confinement allows.
-//
-// runUserSQL runs q, a single SELECT, on a confined database of its own,
-// at most sqlMaxRows+1 rows of it.
 func (s *Server) runUserSQL(ctx context.Context, q string) (*query.Result, error) {
 	select {
 	case sqlSlots <- struct{}{}:
