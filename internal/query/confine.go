@@ -9,7 +9,8 @@ import (
 )
 
 // Confine limits the SQL run on d afterwards to the files its views read
-// (the home's history and d's own copy of the unsealed logs) and locks
+// (the home's history, d's own copy of the unsealed logs and the folders
+// of a remote's cached parts) and locks
 // DuckDB's configuration so that SQL cannot lift the limit again.
 //
 // DuckDB otherwise reads and writes any file the process can
@@ -30,7 +31,17 @@ func (d *DB) Confine(ctx context.Context) error {
 		}
 	}
 	var dirs []string
-	for _, p := range []string{d.hist.Dir, d.tmp} {
+	// A remote's parts are files of its local cache (package remote),
+	// outside the home: their folders are read by the views too.
+	read := []string{d.hist.Dir, d.tmp}
+	seen := map[string]bool{}
+	for _, rp := range d.remote {
+		if dir := filepath.Dir(rp.Path); !seen[dir] {
+			seen[dir] = true
+			read = append(read, dir)
+		}
+	}
+	for _, p := range read {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return fmt.Errorf("query: %w", err)

@@ -98,14 +98,15 @@ var funcs = template.FuncMap{
 }
 
 // page parses the layout with one page's template (each page defines
-// "content", so each is its own set).
+// "content", so each is its own set) and the partials every page may use
+// (templates/partial-*.html: the chart).
 func page(name string) (*template.Template, error) {
 	tmplMu.Lock()
 	defer tmplMu.Unlock()
 	if t, ok := tmpls[name]; ok {
 		return t, nil
 	}
-	t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+name)
+	t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/partial-*.html", "templates/"+name)
 	if err != nil {
 		return nil, err
 	}

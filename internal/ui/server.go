@@ -168,11 +168,7 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 	if s.db == nil {
 		var db *query.DB
 		var err error
-		if len(s.opts.Remote) > 0 {
-			db, err = query.OpenRemote(ctx, s.opts.Store.Root, s.opts.Warn, s.opts.Remote)
-		} else {
-			db, err = query.OpenStore(ctx, s.opts.Store, s.opts.Warn)
-		}
+		db, err = s.openDB(ctx)
 		if err != nil {
 			return err
 		}
@@ -237,4 +233,14 @@ func (s *Server) Handler() http.Handler {
 		})
 	}
 	return s.guard(mux)
+}
+
+// openDB opens a query database over the home (and the remote): the
+// shared one of WithDB, or one of its own for a page that must change it
+// (the SQL page confines its own, which cannot be undone).
+func (s *Server) openDB(ctx context.Context) (*query.DB, error) {
+	if len(s.opts.Remote) > 0 {
+		return query.OpenRemote(ctx, s.opts.Store.Root, s.opts.Warn, s.opts.Remote)
+	}
+	return query.OpenStore(ctx, s.opts.Store, s.opts.Warn)
 }
