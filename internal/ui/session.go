@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/diagnose"
-	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
-	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/termsafe"
 	"github.com/agentctl/agentctl/internal/vfs"
@@ -301,24 +298,21 @@ func figuresOf(c *Ctx, id string, from int64) (*sessionFigures, error) {
 	return f, nil
 }
 
-// diagnosisOf runs diagnose on session id (the log read once more for
-// the compaction anchoring check) and finds its children; what fails is
-// said in Error, not a failed page. A cited seq in [from, to], the page
-// that shows the diagnosis, links within the page.
+// diagnosisOf diagnoses session id from its log (diagnose.Stream, the
+// path `view` and `diagnose ID` take: no DuckDB, so a long session costs
+// the server the memory of a lean fold, not of the events view) and finds
+// its children from the home's headers; what fails is said in Error, not a
+// failed page. A cited seq in [from, to], the page that shows the
+// diagnosis, links within the page.
 func diagnosisOf(c *Ctx, id string, from, to int64) *diagnosis {
 	st := c.S.opts.Store
-	ctx := c.R.Context()
 	d := &diagnosis{Findings: []finding{}, Children: []lineageLink{}}
 	var errs []string
-	anchors := replaycheck.NewAnchorer(id, nil)
-	if _, _, err := st.Stream(id, anchors.Add); err != nil && !errors.Is(err, recorder.ErrCorrupt) {
-		errs = append(errs, err.Error())
+	rep, _, err := diagnose.Stream(st, id)
+	if err != nil {
+		errs = append(errs, "diagnose: "+err.Error())
 	}
-	err := c.S.WithDB(ctx, func(db *query.DB) error {
-		rep, err := diagnose.Run(ctx, db, id, anchors.Report())
-		if err != nil {
-			return err
-		}
+	if rep != nil {
 		for _, f := range rep.Findings {
 			fd := finding{Kind: termsafe.String(f.Kind), Text: termsafe.String(f.Text), Seqs: []seqLink{}}
 			for _, q := range f.Seqs {
@@ -330,16 +324,15 @@ func diagnosisOf(c *Ctx, id string, from, to int64) *diagnosis {
 			}
 			d.Findings = append(d.Findings, fd)
 		}
-		kids, err := childrenOf(ctx, db, st, id)
-		for i := range kids {
-			kids[i].Href = c.Link("/sessions/"+kids[i].ID, nil)
-		}
-		d.Children = append(d.Children, kids...)
-		return err
-	})
-	if err != nil {
-		errs = append(errs, "diagnose could not run: "+err.Error())
 	}
+	kids, err := childrenOf(st, id)
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	for i := range kids {
+		kids[i].Href = c.Link("/sessions/"+kids[i].ID, nil)
+	}
+	d.Children = append(d.Children, kids...)
 	d.Error = termsafe.String(strings.Join(errs, "; "))
 	return d
 }
@@ -438,28 +431,23 @@ func rowOf(e view.Event) row {
 	return r
 }
 
-// childrenOf lists the sessions whose header names id as their parent
-// (forks, replays, subagents), classified by their header as the lineage
-// walk classifies them.
-func childrenOf(ctx context.Context, db *query.DB, st recorder.Store, id string) ([]lineageLink, error) {
-	res, err := db.Query(ctx, `SELECT session_id FROM events WHERE kind = 'session_started' AND seq = 1
-		AND parent_session_id = '`+strings.ReplaceAll(id, "'", "''")+`' ORDER BY session_id LIMIT 1000`)
+// childrenOf lists the subagents, forks and replays of id from the home's
+// headers (recorder.Lineage: a subagent counts when its parent's log
+// confirms it), at most 1,000.
+func childrenOf(st recorder.Store, id string) ([]lineageLink, error) {
+	l, err := st.Lineage()
 	if err != nil {
 		return nil, fmt.Errorf("children of %s: %w", id, err)
 	}
 	var out []lineageLink
-	var errs []error
-	for _, r := range res.Rows {
-		kid, _ := r[0].(string)
-		hdr, err := st.Header(kid)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+	for _, kid := range l.Children(id) {
+		if len(out) == 1000 {
+			break
 		}
-		l := recorder.HeaderLink(kid, hdr)
-		out = append(out, lineageLink{ID: termsafe.String(kid), Relation: string(l.Relation), Seq: l.Seq()})
+		ln := l.LinkOf(kid)
+		out = append(out, lineageLink{ID: termsafe.String(kid), Relation: string(ln.Relation), Seq: ln.Seq()})
 	}
-	return out, errors.Join(errs...)
+	return out, nil
 }
 
 // commandsFor are the commands that replay, fork, bundle and verify the
