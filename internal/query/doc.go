@@ -25,11 +25,20 @@
 //	            of a call), for an import its imported_from and
 //	            source_status (the end state the source recorded), and the
 //	            header's parent_session_id, parent_seq (a subagent's: its
-//	            parent's task intent) and forked_from (a fork's)
+//	            parent's task intent) and forked_from (a fork's); origin
+//	            (run, proxy, collect, import), turns, reason (the ending
+//	            session_finished's), finish_reason (the last model call's),
+//	            tags (MAP(VARCHAR, VARCHAR): tags['env'] = 'ci') and
+//	            user_id, from the header
 //	tool_calls  one row per call (its id and requesting message) that was
 //	            dispatched or answered: its last tool_intent joined with its
 //	            last tool_result, and a later reconciliation's outcome; args
 //	            are the intent's, else the requesting message's
+//	model_calls one row per model_call event (every provider request, a
+//	            failed or retried one too): provider, model, tokens (input,
+//	            output, cache reads and writes), cost_usd, latency_ms,
+//	            finish_reason, error_type and error, attempt (1 for a call
+//	            tried once); its sums per session are the sessions view's
 //	eval_runs   one row per eval report sealed into the history (package
 //	            history, EvalRow), the home's and a remote's, a report in
 //	            both read once: report_digest, suite, branch, commit,

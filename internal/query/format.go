@@ -128,7 +128,7 @@ func (r *Result) typeOf(i int) string {
 // timestamp in year 1) and an INTERVAL as a struct ({3 0 0}). Those are
 // printed as DuckDB casts them to VARCHAR (2026-12-06, 12:34:56, 3 months,
 // 00:01:02), in table, csv and json alike; an INTERVAL inside a list, map
-// or struct too. A DATE or TIME nested in one keeps the timestamp form:
+// or struct too. A MAP becomes an object keyed by its keys' text. A DATE or TIME nested in one keeps the timestamp form:
 // only a column's own type is known here.
 func duckValue(v any, typ string) any {
 	switch x := v.(type) {
@@ -151,6 +151,15 @@ func duckValue(v any, typ string) any {
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			out[k] = duckValue(e, "")
+		}
+		return out
+	case duckdb.OrderedMap:
+		// A MAP is an object of its keys' text (JSON has no other keys),
+		// in key order as every object here is.
+		keys, vals := x.Keys(), x.Values()
+		out := make(map[string]any, len(keys))
+		for i, k := range keys {
+			out[text(duckValue(k, ""))] = duckValue(vals[i], "")
 		}
 		return out
 	}

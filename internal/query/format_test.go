@@ -51,6 +51,11 @@ func TestWriteDuckDBTypes(t *testing.T) {
 		{expr: "TIMESTAMP '2026-12-06 10:11:12.5'", want: "2026-12-06T10:11:12.5Z"},
 		// Nested values are JSON, each interval inside as DuckDB prints it.
 		{expr: "[INTERVAL 3 MONTH, INTERVAL 62 SECOND]", want: `["3 months","00:01:02"]`},
+		// A MAP (the sessions view's tags) is a JSON object, not Go's
+		// map[k:v]; a key that is not a string is its text.
+		{expr: "MAP {'env': 'ci', 'team': 'a b'}", want: `{"env":"ci","team":"a b"}`},
+		{expr: "MAP {}::MAP(VARCHAR, VARCHAR)", want: `{}`},
+		{expr: "MAP {1: INTERVAL 3 MONTH}", want: `{"1":"3 months"}`},
 	}
 	for _, tt := range tests {
 		res, err := db.Query(context.Background(), "SELECT "+tt.expr+" AS v, ("+tt.expr+")::VARCHAR AS duck")

@@ -24,7 +24,7 @@ import (
 
 // Views lists the views every query can use, in the order they are
 // documented.
-var Views = []string{"events", "sessions", "tool_calls", "eval_runs", "eval_results"}
+var Views = []string{"events", "sessions", "tool_calls", "model_calls", "eval_runs", "eval_results"}
 
 // LogState is what reading a session's log found, for a session read from
 // its log rather than from the history.
@@ -390,7 +390,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	parts = append(parts, addedColumns)
 	stmts := []string{"CREATE OR REPLACE VIEW main.events AS " + strings.Join(parts, "\nUNION ALL BY NAME ")}
 	if d.derived {
-		stmts = append(stmts, toolCallsView, d.sessionsView()) // sessions reads tool_calls
+		stmts = append(stmts, d.derivedViews()...)
 	}
 	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
@@ -410,12 +410,13 @@ const addedColumns = `SELECT NULL::VARCHAR AS refusal, NULL::BIGINT AS cache_rea
   NULL::BIGINT AS cache_creation_input_tokens, NULL::BIGINT AS max_tokens, NULL::VARCHAR AS response_id,
   NULL::VARCHAR AS error_type, NULL::BIGINT AS attempt, NULL::BIGINT AS parent_seq WHERE false`
 
-// needDerived reports whether q may use the sessions or tool_calls views:
-// it names one, or lists the catalog. Binding those two views costs more
-// than a simple query over events, so they are made on first use.
+// needDerived reports whether q may use the sessions, tool_calls or
+// model_calls views: it names one, or lists the catalog. Binding those
+// views costs more than a simple query over events, so they are made on
+// first use.
 func needDerived(q string) bool {
 	q = strings.ToLower(q)
-	for _, w := range []string{"sessions", "tool_calls", "show", "describe", "summarize", "information_schema", "duckdb_", "pragma"} {
+	for _, w := range []string{"sessions", "tool_calls", "model_calls", "show", "describe", "summarize", "information_schema", "duckdb_", "pragma"} {
 		if strings.Contains(q, w) {
 			return true
 		}
@@ -423,18 +424,44 @@ func needDerived(q string) bool {
 	return false
 }
 
-// ensureDerived creates the sessions and tool_calls views if q may use
-// them and they do not exist yet.
+// ensureDerived creates the derived views if q may use them and they do
+// not exist yet.
 func (d *DB) ensureDerived(ctx context.Context, q string) error {
 	if d.derived || !needDerived(q) {
 		return nil
 	}
-	if _, err := d.db.ExecContext(ctx, toolCallsView+";\n"+d.sessionsView()); err != nil {
+	if _, err := d.db.ExecContext(ctx, strings.Join(d.derivedViews(), ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
 	}
 	d.derived = true
 	return d.scopeViews(ctx)
 }
+
+// derivedViews are the statements that make the views over events, in
+// the order they read each other (sessions reads tool_calls).
+func (d *DB) derivedViews() []string {
+	return []string{toolCallsView, d.sessionsView(), modelCallsView}
+}
+
+// modelCallsView has one row per model_call event: every provider request,
+// a failed, retried or interrupted one too, as the log records it. Its
+// token and cost columns are those the sessions view sums (a session's
+// input_tokens is the sum of its rows' input_tokens, and so on), so the two
+// always agree. attempt is 1 for a call tried once (the log leaves it out);
+// error_type and error say why a call failed (NULL when it did not);
+// purpose is the attrs' ("compaction" for a summary request).
+const modelCallsView = `CREATE OR REPLACE VIEW main.model_calls AS
+SELECT session_id, seq, ts, nullif(provider, '') AS provider, nullif(model, '') AS model,
+  coalesce(input_tokens, 0) AS input_tokens, coalesce(output_tokens, 0) AS output_tokens,
+  coalesce(input_tokens, 0) + coalesce(output_tokens, 0) AS tokens,
+  coalesce(cache_read_input_tokens, 0) AS cache_read_input_tokens,
+  coalesce(cache_creation_input_tokens, 0) AS cache_creation_input_tokens,
+  coalesce(cost_usd, 0) AS cost_usd, latency_ms, nullif(finish_reason, '') AS finish_reason,
+  nullif(error_type, '') AS error_type, nullif(error, '') AS error,
+  coalesce(nullif(attempt, 0), 1) AS attempt, nullif(max_tokens, 0) AS max_tokens,
+  nullif(request_digest, '') AS request_digest, nullif(response_id, '') AS response_id,
+  json_extract_string(nullif(attrs, ''), '$.purpose') AS purpose
+FROM main.events WHERE kind = 'model_call'`
 
 // sessionsView returns the sessions view's statement with what the log
 // cannot say about itself (session.State's inputs): the sessions a process
@@ -481,14 +508,29 @@ func (d *DB) sessionsView() string {
 // are an import's source tool and the end state it recorded (NULL for
 // sessions agentctl ran); parent_session_id is the header's (a subagent's
 // or a fork's parent), parent_seq a subagent's (its parent's task intent)
-// and forked_from a fork's, NULL when the header has none.
+// and forked_from a fork's, NULL when the header has none. origin says
+// what recorded the session, from its header's attrs: collect (spans
+// agentctl collect received), proxy, import (any other imported_from),
+// else run. turns counts assistant messages (State.Turns); reason is the
+// ending session_finished's; finish_reason is the last model_call's (NULL
+// when that call failed: an earlier call's would misreport the end); tags
+// and user_id are the header's attrs tags and user_id (FORMAT.md, "Tags
+// and user"). tags is a MAP(VARCHAR, VARCHAR), empty when the header has
+// none, so tags['env'] = 'ci' and map_contains(tags, 'env') filter in SQL.
 const sessionsView = `CREATE OR REPLACE VIEW main.sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
   events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd,
   coalesce(t.n, 0) AS tool_calls, errors,
   cache_read_input_tokens, cache_creation_input_tokens, refusals, truncations, retries,
-  imported_from, source_status, parent_session_id, parent_seq, forked_from
+  imported_from, source_status, parent_session_id, parent_seq, forked_from,
+  CASE WHEN otlp_source = 'collect' THEN 'collect'
+    WHEN recorded_by = 'proxy' THEN 'proxy'
+    WHEN imported_from IS NOT NULL THEN 'import'
+    ELSE 'run' END AS origin,
+  turns, reason, finish_reason,
+  coalesce(TRY_CAST(tags AS MAP(VARCHAR, VARCHAR)), MAP {}::MAP(VARCHAR, VARCHAR)) AS tags,
+  user_id
 FROM (
   SELECT session_id,
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
@@ -516,7 +558,14 @@ FROM (
     nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.source_status'), seq) FILTER (WHERE kind = 'session_started'), '') AS source_status,
     nullif(arg_min(parent_session_id, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), '') AS parent_session_id,
     nullif(arg_min(parent_seq, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS parent_seq,
-    nullif(arg_min(forked_from, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS forked_from
+    nullif(arg_min(forked_from, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS forked_from,
+    arg_min(json_extract_string(nullif(attrs, ''), '$.otlp_source'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS otlp_source,
+    arg_min(json_extract_string(nullif(attrs, ''), '$.recorded_by'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS recorded_by,
+    count(*) FILTER (WHERE kind = 'assistant_message') AS turns,
+    CASE WHEN arg_max(kind, seq) = 'session_finished' THEN nullif(arg_max_null(reason, seq), '') END AS reason,
+    nullif(arg_max_null(finish_reason, seq) FILTER (WHERE kind = 'model_call'), '') AS finish_reason,
+    arg_min(json_extract(nullif(attrs, ''), '$.tags'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS tags,
+    nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.user_id'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1), '') AS user_id
   FROM main.events GROUP BY session_id
 ) LEFT JOIN (SELECT session_id, count(*) AS n FROM main.tool_calls GROUP BY session_id) t USING (session_id)`
 

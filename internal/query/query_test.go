@@ -182,7 +182,7 @@ func TestSQLErrorListsViews(t *testing.T) {
 	}
 }
 
-// The sessions and tool_calls views are made on first use; every way of
+// The sessions, tool_calls and model_calls views are made on first use; every way of
 // reaching them must still find them.
 func TestDerivedViewsMadeOnUse(t *testing.T) {
 	home := t.TempDir()
@@ -191,6 +191,7 @@ func TestDerivedViewsMadeOnUse(t *testing.T) {
 		{"SELECT count(*) FROM events", "5"},
 		{"SELECT count(*) FROM Sessions", "1"},
 		{"SELECT status FROM TOOL_CALLS", "error"},
+		{"SELECT tokens FROM Model_Calls", "15"},
 		{"SELECT count(*) FROM information_schema.tables WHERE table_name IN ('sessions', 'tool_calls')", "2"},
 		{"SELECT count(*) FROM duckdb_views() WHERE view_name = 'tool_calls'", "1"},
 		{"SELECT count(*) FROM Eval_Runs", "0"},
@@ -214,8 +215,8 @@ func TestDerivedViewsMadeOnUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(res.Rows) != "[[eval_results] [eval_runs] [events] [sessions] [tool_calls]]" {
-		t.Errorf("SHOW TABLES = %v, want the five views", res.Rows)
+	if fmt.Sprint(res.Rows) != "[[eval_results] [eval_runs] [events] [model_calls] [sessions] [tool_calls]]" {
+		t.Errorf("SHOW TABLES = %v, want the six views", res.Rows)
 	}
 	if ss, err := db.Sessions(context.Background()); err != nil || len(ss) != 1 {
 		t.Errorf("Sessions() = %v, %v", ss, err)

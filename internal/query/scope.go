@@ -6,12 +6,13 @@ import (
 )
 
 // scopeViews are the views of schema scenario that hold one session's rows
-// of the main views: an eval's sql: assertion names events, sessions and
-// tool_calls as usual and reads its own run only.
+// of the main views: an eval's sql: assertion names events, sessions,
+// tool_calls and model_calls as usual and reads its own run only.
 const scopeViews = `CREATE SCHEMA IF NOT EXISTS scenario;
 CREATE OR REPLACE VIEW scenario.events AS SELECT * FROM main.events WHERE session_id = %[1]s;
 CREATE OR REPLACE VIEW scenario.sessions AS SELECT * FROM main.sessions WHERE session_id = %[1]s;
-CREATE OR REPLACE VIEW scenario.tool_calls AS SELECT * FROM main.tool_calls WHERE session_id = %[1]s`
+CREATE OR REPLACE VIEW scenario.tool_calls AS SELECT * FROM main.tool_calls WHERE session_id = %[1]s;
+CREATE OR REPLACE VIEW scenario.model_calls AS SELECT * FROM main.model_calls WHERE session_id = %[1]s`
 
 // Scope limits what the views events, sessions and tool_calls show to the
 // session id, for every query run on d afterwards: views of that name in

@@ -86,6 +86,7 @@ func TestScopeHoldsThroughCompaction(t *testing.T) {
 				"SELECT count(DISTINCT session_id) FROM events",
 				"SELECT count(*) FROM sessions",
 				"SELECT count(DISTINCT session_id) FROM tool_calls",
+				"SELECT count(DISTINCT session_id) FROM model_calls",
 			} {
 				if got := scalar(t, db, q); got != "1" {
 					t.Errorf("%s = %s after a compaction, want 1 (the scope's session only)", q, got)

@@ -1,0 +1,159 @@
+package query_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/history"
+	"github.com/agentctl/agentctl/internal/query"
+	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/transcript"
+)
+
+// viewSession is one session of the runs-page fixture: its header attrs
+// and the events after the header.
+type viewSession struct {
+	id    string
+	attrs string
+	evs   []session.Event
+	seal  bool
+}
+
+// viewHome records sessions of every origin (run, proxy, collect,
+// import), some sealed into the history and some read from their logs,
+// so that each column is read from Parquet and from a log alike.
+func viewHome(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	st := recorder.Store{Root: home}
+	h := history.New(home)
+	h.NoSync = true
+	ts := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	call := func(in, out int64, cost float64, fr string) session.Event {
+		return session.Event{Kind: session.KindModelCall, Provider: "anthropic", Model: "claude", InputTokens: in, OutputTokens: out, CostUSD: cost, FinishReason: fr, LatencyMS: 100}
+	}
+	msg := func(text string) session.Event { return session.Event{Kind: session.KindAssistantMessage, Text: text} }
+	sessions := []viewSession{
+		{id: "a000000000000001", attrs: `{"tools":["bash"],"tags":{"env":"ci","team":"infra"},"user_id":"alice"}`, seal: true, evs: []session.Event{
+			call(100, 10, 0.25, "tool_use"), msg("one"), call(200, 20, 0.5, "end_turn"), msg("two"),
+			{Kind: session.KindSessionFinished, Status: "done"},
+		}},
+		{id: "a000000000000002", attrs: `{"tags":{"env":"dev"}}`, evs: []session.Event{
+			call(50, 5, 0.1, "end_turn"),
+			{Kind: session.KindModelCall, Provider: "anthropic", Model: "claude", Error: "overloaded", ErrorType: "overloaded_error", Attempt: 1},
+			{Kind: session.KindSessionFinished, Status: "failed", Reason: "provider_error: overloaded"},
+		}},
+		{id: "a000000000000003", attrs: `{"recorded_by":"proxy","api":"messages"}`, seal: true, evs: []session.Event{call(7, 3, 0.01, "stop"), msg("p")}},
+		{id: "a000000000000004", attrs: `{"imported_from":"otlp","recorded_by":"otlp","otlp_source":"collect","user_id":"bob","tags":{"tag.release":""}}`, evs: []session.Event{call(1, 1, 0, "stop")}},
+		{id: "a000000000000005", attrs: `{"imported_from":"claude-code","source_status":"done"}`, seal: true, evs: []session.Event{msg("i")}},
+	}
+	for i, s := range sessions {
+		hdr := session.Event{TS: ts.Add(time.Duration(i) * time.Minute), Kind: session.KindSessionStarted, SessionID: s.id, Name: "agent" + s.id[15:], Provider: "anthropic", Model: "claude", Attrs: json.RawMessage(s.attrs)}
+		evs := []session.Event{hdr}
+		for j, e := range s.evs {
+			e.TS = hdr.TS.Add(time.Duration(j+1) * time.Second)
+			evs = append(evs, e)
+		}
+		if _, err := st.WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
+			t.Fatal(err)
+		}
+		if s.seal {
+			if _, err := h.Seal(s.id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return home
+}
+
+// The sessions view has what the runs page shows: origin, turns, the end
+// reason, the last model call's finish reason, the header's tags (a MAP
+// that filters with tags['k']) and user.
+func TestSessionsViewRunsPageColumns(t *testing.T) {
+	db, err := query.Open(context.Background(), viewHome(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tc := range []struct{ q, want string }{
+		{"SELECT string_agg(session_id[16:] || ':' || origin, ',' ORDER BY session_id) FROM sessions", "1:run,2:run,3:proxy,4:collect,5:import"},
+		{"SELECT string_agg(session_id[16:] || ':' || turns, ',' ORDER BY session_id) FROM sessions", "1:2,2:0,3:1,4:0,5:1"},
+		// The last model call failed: it has no finish reason, and an
+		// earlier call's is not reported as the session's.
+		{"SELECT string_agg(session_id[16:] || ':' || coalesce(finish_reason, '-'), ',' ORDER BY session_id) FROM sessions", "1:end_turn,2:-,3:stop,4:stop,5:-"},
+		{"SELECT string_agg(session_id[16:] || ':' || coalesce(reason, '-'), ',' ORDER BY session_id) FROM sessions", "1:-,2:provider_error: overloaded,3:-,4:-,5:-"},
+		{"SELECT string_agg(session_id[16:] || ':' || coalesce(user_id, '-'), ',' ORDER BY session_id) FROM sessions", "1:alice,2:-,3:-,4:bob,5:-"},
+		{"SELECT typeof(tags) FROM sessions LIMIT 1", "MAP(VARCHAR, VARCHAR)"},
+		{"SELECT string_agg(session_id[16:], ',' ORDER BY session_id) FROM sessions WHERE tags['env'] = 'ci'", "1"},
+		{"SELECT string_agg(session_id[16:], ',' ORDER BY session_id) FROM sessions WHERE map_contains(tags, 'env')", "1,2"},
+		{"SELECT string_agg(session_id[16:], ',' ORDER BY session_id) FROM sessions WHERE map_contains(tags, 'tag.release')", "4"},
+		{"SELECT string_agg(session_id[16:] || ':' || cardinality(tags), ',' ORDER BY session_id) FROM sessions", "1:2,2:1,3:0,4:1,5:0"},
+		{"SELECT string_agg(session_id[16:] || ':' || name || ':' || model || ':' || tokens || ':' || cost_usd, ',' ORDER BY session_id) FROM sessions WHERE session_id[16:] IN ('1', '2')",
+			"1:agent1:claude:330:0.75,2:agent2:claude:55:0.1"},
+	} {
+		if got := scalar(t, db, tc.q); got != tc.want {
+			t.Errorf("%s\n got %s\nwant %s", tc.q, got, tc.want)
+		}
+	}
+}
+
+// importCorpus writes the sessions of real transcripts (package
+// transcript, as agentctl import does) into home.
+func importCorpus(t *testing.T, home string, files ...string) {
+	t.Helper()
+	st := recorder.Store{Root: home}
+	for _, f := range files {
+		ss, err := transcript.Import(transcript.FormatAuto, filepath.Join("..", "..", "testdata", "corpus", "transcripts", filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range transcript.All(ss) {
+			if _, err := st.WriteSession(s.Events, recorder.Options{NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// The model_calls view has a row per model_call, and its sums per session
+// are the sessions view's figures, for sessions agentctl recorded and
+// sessions imported from other tools' real transcripts.
+func TestModelCallsAgreeWithSessions(t *testing.T) {
+	home := viewHome(t)
+	importCorpus(t, home,
+		"claude-code/codemie-ai__codemie-code/session-9eda1058.jsonl",
+		"openhands/All-Hands-AI__OpenHands/basic.json",
+		"swe-agent/SWE-agent__SWE-agent/6e44b9__sweagenttestrepo-1c2844.traj")
+	db, err := query.Open(context.Background(), home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tc := range []struct{ q, want string }{
+		// Imported sessions with model calls of their own, so the
+		// comparison below is not over zeros alone.
+		{"SELECT count(DISTINCT session_id), sum(tokens) > 1000 FROM model_calls WHERE session_id NOT LIKE 'a0000000000000%'", "3 true"},
+		{`SELECT count(*) FROM sessions s FULL JOIN (
+			SELECT session_id, count(*) AS n, sum(input_tokens) AS i, sum(output_tokens) AS o, sum(tokens) AS tk, sum(cost_usd) AS c,
+			  sum(cache_read_input_tokens) AS cr, sum(cache_creation_input_tokens) AS cw, count(*) FILTER (WHERE attempt > 1) AS retries
+			FROM model_calls GROUP BY session_id) m USING (session_id)
+		  WHERE s.session_id IS NULL OR s.input_tokens <> coalesce(m.i, 0) OR s.output_tokens <> coalesce(m.o, 0) OR s.tokens <> coalesce(m.tk, 0)
+		    OR abs(s.cost_usd - coalesce(m.c, 0)) > 1e-12 OR s.cache_read_input_tokens <> coalesce(m.cr, 0)
+		    OR s.cache_creation_input_tokens <> coalesce(m.cw, 0) OR s.retries <> coalesce(m.retries, 0)
+		    OR s.finish_reason IS DISTINCT FROM (SELECT finish_reason FROM model_calls x WHERE x.session_id = s.session_id ORDER BY seq DESC LIMIT 1)`, "0"},
+		{"SELECT count(*) FROM model_calls WHERE session_id = 'a000000000000001'", "2"},
+		{"SELECT string_agg(seq || ':' || model || ':' || tokens || ':' || cost_usd || ':' || latency_ms || ':' || finish_reason || ':' || attempt, ',' ORDER BY seq) FROM model_calls WHERE session_id = 'a000000000000001'",
+			"2:claude:110:0.25:100:tool_use:1,4:claude:220:0.5:100:end_turn:1"},
+		// A failed call: its error, the provider's error type, no finish reason.
+		{"SELECT error_type || ':' || error || ':' || coalesce(finish_reason, '-') || ':' || tokens FROM model_calls WHERE session_id = 'a000000000000002' AND seq = 3",
+			"overloaded_error:overloaded:-:0"},
+	} {
+		if got := scalar(t, db, tc.q); got != tc.want {
+			t.Errorf("%s\n got %s\nwant %s", tc.q, got, tc.want)
+		}
+	}
+}
