@@ -19,5 +19,5 @@ func TestRunsPageInChromium(t *testing.T) {
 		t.Fatalf("runs page has %d rows for %s, want 1", n, id)
 	}
 	tab.Screenshot(shots, "runs")
-	tab.Clean(s.ownOnly)
+	tab.Clean(s.ownOrPicker)
 }

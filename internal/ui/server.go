@@ -50,6 +50,10 @@ type Server struct {
 	dbMu   sync.Mutex
 	db     *query.DB
 	dbSeen dbStamp
+	// made holds what pages built in the database since it was opened
+	// (onceDB), so that a table derived from the views is made once per
+	// opening, not once per request.
+	made map[string]bool
 }
 
 // dbStamp is what tells that the history changed since the database was
@@ -176,9 +180,24 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 		if err != nil {
 			return err
 		}
-		s.db, s.dbSeen = db, st
+		s.db, s.dbSeen, s.made = db, st, map[string]bool{}
 	}
 	return fn(s.db)
+}
+
+// onceDB runs make the first time it is called with key since the
+// database was opened; a page calls it inside WithDB to build a table
+// it reads on every request (the runs page's). A failed make runs again
+// next time.
+func (s *Server) onceDB(key string, make func() error) error {
+	if s.made[key] {
+		return nil
+	}
+	if err := make(); err != nil {
+		return err
+	}
+	s.made[key] = true
+	return nil
 }
 
 func (s *Server) stamp() dbStamp {
