@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -29,7 +30,7 @@ const runsPerPage = 50
 // the page filters and pages this table instead, in milliseconds, and
 // reads the events only for a text search. sort_us orders the list
 // (newest first; a session with no start last) and is the paging cursor.
-const runsTable = `CREATE OR REPLACE TEMP TABLE ui_runs AS
+const runsTableSQL = `CREATE OR REPLACE TEMP TABLE ui_runs AS
 SELECT session_id, coalesce(name, '') AS name, coalesce(status, '') AS status, coalesce(reason, '') AS reason,
   origin, coalesce(model, '') AS model, turns::BIGINT AS turns, tool_calls::BIGINT AS tool_calls, tokens::BIGINT AS tokens,
   cost_usd::DOUBLE AS cost_usd, coalesce(duration_ms, 0)::BIGINT AS duration_ms,
@@ -37,6 +38,14 @@ SELECT session_id, coalesce(name, '') AS name, coalesce(status, '') AS status, c
   array_to_string(list_sort(list_transform(map_entries(tags), lambda e: e.key || '=' || e.value)), ' ') AS tag_text,
   coalesce(user_id, '') AS user_id
 FROM sessions`
+
+// runsTable makes ui_runs, once per opening of db; call it inside WithDB.
+func (s *Server) runsTable(ctx context.Context, db *query.DB) error {
+	return s.onceDB("ui_runs", func() error {
+		_, err := db.Query(ctx, runsTableSQL)
+		return err
+	})
+}
 
 // runsFilter is the runs page's query string: every filter the URL keeps,
 // so a filtered list can be pasted.
@@ -274,10 +283,7 @@ SELECT session_id, name, status, reason, origin, model, turns, tool_calls, token
 FROM f %s ORDER BY %s %s`, where, page, order, limit)
 	var res *query.Result
 	err = c.S.WithDB(c.R.Context(), func(db *query.DB) error {
-		if err := c.S.onceDB("ui_runs", func() error {
-			_, err := db.Query(c.R.Context(), runsTable)
-			return err
-		}); err != nil {
+		if err := c.S.runsTable(c.R.Context(), db); err != nil {
 			return err
 		}
 		res, err = db.Query(c.R.Context(), q)
