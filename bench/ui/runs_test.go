@@ -169,4 +169,3 @@ func agentctl(b *testing.B) string {
 	}
 	return p
 }
-

@@ -276,3 +276,23 @@ func TestRunsXSSCorpus(t *testing.T) {
 		tab.Clean(s.ownOrPicker)
 	}
 }
+
+// TestRunsListsNewSessions records a session while the server runs: the
+// next load of the runs page lists it (the database is opened again and
+// the page's table made again), and a load with nothing new does not
+// reopen it.
+func TestRunsListsNewSessions(t *testing.T) {
+	b := browser.New(t)
+	home := filterHome(t)
+	s := serve(t, home)
+	tab := s.open(t, b, "/runs", nil)
+	if n := len(rows(tab)); n != 5 {
+		t.Fatalf("runs page lists %d sessions, want 5", n)
+	}
+	crafted{id: "f000000000000009", name: "late", model: "m", status: "done", text: "x", started: day0.AddDate(0, 1, 0)}.write(t, home)
+	tab.Navigate(s.page("/runs", nil), "body[data-painted]")
+	if got := rows(tab); len(got) != 6 || got[0] != "f000000000000009" {
+		t.Errorf("after a new session the runs page lists %v, want it first of 6", got)
+	}
+	tab.Clean(s.ownOrPicker)
+}
