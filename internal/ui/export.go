@@ -198,6 +198,11 @@ func (s *Server) selectSessions(ctx context.Context, q url.Values) ([]string, er
 		if err := s.runsTable(ctx, db); err != nil {
 			return err
 		}
+		if f.Text != "" {
+			if err := s.textTable(ctx, db); err != nil {
+				return err
+			}
+		}
 		res, err := db.Query(ctx, "SELECT session_id FROM ui_runs WHERE "+where+" ORDER BY sort_us DESC, session_id")
 		if err != nil {
 			return err
