@@ -104,6 +104,7 @@ func TestRunsFiltersInChromium(t *testing.T) {
 	if want := []string{"fix-typo", "failed max_turns", "run", "claude-sonnet-4-5", "1", "0", "120", "$0.30", "2.0s"}; len(cells) < 10 || !slices.Equal(cells[1:10], want) {
 		t.Errorf("row cells %q, want %q after the id", cells, want)
 	}
+	tab.Screenshot(shots, "runs") // the README's docs/ui-runs.png
 	tab.Clean(s.ownOrPicker)
 
 	for _, tc := range []struct {
