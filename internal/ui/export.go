@@ -203,7 +203,7 @@ func (s *Server) selectSessions(ctx context.Context, q url.Values) ([]string, er
 				return err
 			}
 		}
-		res, err := db.Query(ctx, "SELECT session_id FROM ui_runs WHERE "+where+" ORDER BY sort_us DESC, session_id")
+		res, err := db.Query(ctx, "SELECT session_id FROM ui_runs WHERE "+where+" ORDER BY ord")
 		if err != nil {
 			return err
 		}

@@ -28,16 +28,19 @@ const runsPerPage = 50
 // opening of the database (Server.onceDB). The sessions view folds every
 // event of every session on each query (seconds at 100,000 sessions);
 // the page filters and pages this table instead, in milliseconds, and
-// reads the events only for a text search. sort_us orders the list
-// (newest first; a session with no start last) and is the paging cursor.
+// reads the events only for a text search. sort_us and session_id order
+// the list (newest first; a session with no start last) and are the
+// paging cursor; ord is that order as one number, which the page sorts by
+// (half the CPU of sorting by the pair at 100,000 rows).
 const runsTableSQL = `CREATE OR REPLACE TEMP TABLE ui_runs AS
+SELECT *, row_number() OVER (ORDER BY sort_us DESC, session_id) AS ord FROM (
 SELECT session_id, coalesce(name, '') AS name, coalesce(status, '') AS status, coalesce(reason, '') AS reason,
   origin, coalesce(model, '') AS model, turns::BIGINT AS turns, tool_calls::BIGINT AS tool_calls, tokens::BIGINT AS tokens,
   cost_usd::DOUBLE AS cost_usd, coalesce(duration_ms, 0)::BIGINT AS duration_ms,
   started, coalesce(epoch_us(started), 0) AS sort_us, tags,
   array_to_string(list_sort(list_transform(map_entries(tags), lambda e: e.key || '=' || e.value)), ' ') AS tag_text,
   coalesce(user_id, '') AS user_id
-FROM sessions`
+FROM sessions) ORDER BY ord`
 
 // runsTable makes ui_runs, once per opening of db; call it inside WithDB.
 func (s *Server) runsTable(ctx context.Context, db *query.DB) error {
@@ -275,30 +278,29 @@ func runsPage(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, order, newer := "", "sort_us DESC, session_id ASC", false
+	page, order, newer := "true", "ord", false
 	switch {
 	case f.After != "":
 		k, err := parseCursor(f.After)
 		if err != nil {
 			return err
 		}
-		page = fmt.Sprintf("WHERE sort_us < %d OR (sort_us = %d AND session_id > %s)", k.us, k.us, sqlString(k.id))
+		page = fmt.Sprintf("(sort_us < %d OR (sort_us = %d AND session_id > %s))", k.us, k.us, sqlString(k.id))
 	case f.Before != "":
 		k, err := parseCursor(f.Before)
 		if err != nil {
 			return err
 		}
-		page = fmt.Sprintf("WHERE sort_us > %d OR (sort_us = %d AND session_id < %s)", k.us, k.us, sqlString(k.id))
-		order, newer = "sort_us ASC, session_id DESC", true
+		page = fmt.Sprintf("(sort_us > %d OR (sort_us = %d AND session_id < %s))", k.us, k.us, sqlString(k.id))
+		order, newer = "ord DESC", true
 	}
 	limit := fmt.Sprintf("LIMIT %d", runsPerPage+1)
 	if c.Static {
 		limit = ""
 	}
-	q := fmt.Sprintf(`WITH f AS (SELECT * FROM ui_runs WHERE %s)
-SELECT session_id, name, status, reason, origin, model, turns, tool_calls, tokens, cost_usd, duration_ms,
-  started, tag_text, user_id, sort_us, (SELECT count(*) FROM f) AS total
-FROM f %s ORDER BY %s %s`, where, page, order, limit)
+	q := fmt.Sprintf(`SELECT session_id, name, status, reason, origin, model, turns, tool_calls, tokens, cost_usd, duration_ms,
+  started, tag_text, user_id, sort_us, (SELECT count(*) FROM ui_runs WHERE %s) AS total
+FROM ui_runs WHERE (%s) AND %s ORDER BY %s %s`, where, where, page, order, limit)
 	var res *query.Result
 	err = c.S.WithDB(c.R.Context(), func(db *query.DB) error {
 		if err := c.S.runsTable(c.R.Context(), db); err != nil {
