@@ -16,13 +16,13 @@ import (
 // --export DIR --session ...` and opens every written page from file://
 // in chromium with no server: no console error, no CSP violation, no
 // request outside DIR; the runs page lists the two; a row's link opens
-// that session's file; the hostile strings stay text.
+// that session's file; the runsHostile strings stay text.
 func TestExportOpensFromFile(t *testing.T) {
 	defer ui.StubSessionPage()()
 	b := browser.New(t)
 	home := filterHome(t)
-	crafted{id: "bad0000000000001", name: hostile, model: hostile, status: "failed", reason: hostile, text: hostile,
-		started: day0.AddDate(0, 0, 9), tags: map[string]string{"x": hostile}, user: hostile}.write(t, home)
+	runsSession{id: "bad0000000000001", name: runsHostile, model: runsHostile, status: "failed", reason: runsHostile, text: runsHostile,
+		started: day0.AddDate(0, 0, 9), tags: map[string]string{"x": runsHostile}, user: runsHostile}.write(t, home)
 	dir := filepath.Join(t.TempDir(), "export")
 	r := testcli.Must(t, home, "ui", "--export", dir, "--session", "f000000000000002", "--session", "bad0000000000001")
 	if !strings.Contains(r.Stdout, filepath.Join(dir, "index.html")) {

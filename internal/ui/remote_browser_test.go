@@ -24,11 +24,11 @@ func TestRunsRemoteUnion(t *testing.T) {
 	b := browser.New(t)
 
 	homeA, homeB, report := newHome(t), newHome(t), newHome(t)
-	crafted{id: "aaaa000000000001", name: "on-a", model: "gpt-4o-mini", status: "done", text: "from runner a", started: day0}.write(t, homeA)
-	crafted{id: "aaaa000000000002", name: "on-a", model: "claude-sonnet-4-5", status: "failed", text: "from runner a", started: day0.Add(time.Hour)}.write(t, homeA)
-	crafted{id: "bbbb000000000001", name: "on-b", model: "gpt-4o-mini", status: "done", text: "from runner b", started: day0.Add(2 * time.Hour)}.write(t, homeB)
-	crafted{id: "cccc000000000001", name: "local", model: "llama-3", status: "done", text: "mine", started: day0.Add(3 * time.Hour)}.write(t, report)
-	// What a run seals at its end, the crafted sessions are sealed here.
+	runsSession{id: "aaaa000000000001", name: "on-a", model: "gpt-4o-mini", status: "done", text: "from runner a", started: day0}.write(t, homeA)
+	runsSession{id: "aaaa000000000002", name: "on-a", model: "claude-sonnet-4-5", status: "failed", text: "from runner a", started: day0.Add(time.Hour)}.write(t, homeA)
+	runsSession{id: "bbbb000000000001", name: "on-b", model: "gpt-4o-mini", status: "done", text: "from runner b", started: day0.Add(2 * time.Hour)}.write(t, homeB)
+	runsSession{id: "cccc000000000001", name: "local", model: "llama-3", status: "done", text: "mine", started: day0.Add(3 * time.Hour)}.write(t, report)
+	// What a run seals at its end, the runsSession sessions are sealed here.
 	testcli.Must(t, homeA, "history", "seal")
 	testcli.Must(t, homeB, "history", "seal")
 	testcli.Must(t, homeA, "history", "push", "--remote", bucket)

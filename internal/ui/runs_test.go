@@ -14,9 +14,9 @@ import (
 	"github.com/agentctl/agentctl/internal/testenv/browser"
 )
 
-// crafted is a session written event by event (recorder.Store.WriteSession),
+// runsSession is a session written event by event (recorder.Store.WriteSession),
 // with the fields the runs page shows and filters on.
-type crafted struct {
+type runsSession struct {
 	id, name, model, status, reason, text, user string
 	origin                                      string // "", "proxy", "collect", "import"
 	started                                     time.Time
@@ -24,7 +24,7 @@ type crafted struct {
 	tags                                        map[string]string
 }
 
-func (c crafted) write(t testing.TB, home string) {
+func (c runsSession) write(t testing.TB, home string) {
 	t.Helper()
 	attrs := map[string]any{}
 	switch c.origin {
@@ -66,7 +66,7 @@ var day0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.Local)
 // filterHome records sessions that differ in each filtered field.
 func filterHome(t *testing.T) string {
 	home := newHome(t)
-	for _, c := range []crafted{
+	for _, c := range []runsSession{
 		{id: "f000000000000001", name: "fix-typo", model: "gpt-4o-mini", status: "done", text: "fix the typo in README", started: day0, cost: 0.002, tags: map[string]string{"env": "ci"}, user: "ana"},
 		{id: "f000000000000002", name: "fix-typo", model: "claude-sonnet-4-5", status: "failed", reason: "max_turns", text: "fix the typo in main.go", started: day0.AddDate(0, 0, 1), cost: 0.30, tags: map[string]string{"env": "dev"}},
 		{id: "f000000000000003", name: "refactor", model: "gpt-4o-mini", status: "done", text: "rename the package", started: day0.AddDate(0, 0, 2), cost: 0.05, origin: "proxy", user: "bo"},
@@ -186,7 +186,7 @@ func TestRunsPaging(t *testing.T) {
 	var want []string
 	for i := range 120 {
 		// Pairs share a start time: the cursor must order by id too.
-		c := crafted{id: fmt.Sprintf("a0000000000%05d", i), name: "p", model: "m", status: "done", text: "x", started: day0.Add(time.Duration(i/2) * time.Minute)}
+		c := runsSession{id: fmt.Sprintf("a0000000000%05d", i), name: "p", model: "m", status: "done", text: "x", started: day0.Add(time.Duration(i/2) * time.Minute)}
 		c.write(t, home)
 	}
 	for i := 119; i >= 0; i -= 2 {
@@ -234,9 +234,9 @@ func TestRunsPaging(t *testing.T) {
 	tab.Clean(s.ownOrPicker)
 }
 
-// hostile is the red-team corpus of view's tests, and more, for every
+// runsHostile is the red-team corpus of view's tests, and more, for every
 // string the runs page shows.
-const hostile = `<script>window.__pwned=1;document.title="pwned"</script><img src=x onerror="window.__pwned=2"></td></tr></table><svg onload="window.__pwned=3">"'` + "\u202eevil"
+const runsHostile = `<script>window.__pwned=1;document.title="pwned"</script><img src=x onerror="window.__pwned=2"></td></tr></table><svg onload="window.__pwned=3">"'` + "\u202eevil"
 
 // TestRunsXSSCorpus records a session whose name, model, message, reason,
 // tags and user are markup and script, and loads the runs page (and a
@@ -245,11 +245,11 @@ const hostile = `<script>window.__pwned=1;document.title="pwned"</script><img sr
 func TestRunsXSSCorpus(t *testing.T) {
 	b := browser.New(t)
 	home := newHome(t)
-	crafted{id: "bad0000000000001", name: hostile, model: hostile, status: "failed", reason: hostile, text: hostile,
-		started: day0, cost: 0.01, tags: map[string]string{"x": hostile}, user: hostile}.write(t, home)
+	runsSession{id: "bad0000000000001", name: runsHostile, model: runsHostile, status: "failed", reason: runsHostile, text: runsHostile,
+		started: day0, cost: 0.01, tags: map[string]string{"x": runsHostile}, user: runsHostile}.write(t, home)
 	runDefault(t, home)
 	s := serve(t, home)
-	for _, q := range []url.Values{nil, {"q": {hostile}}, {"model": {hostile}, "tag": {"x"}}} {
+	for _, q := range []url.Values{nil, {"q": {runsHostile}}, {"model": {runsHostile}, "tag": {"x"}}} {
 		tab := s.open(t, b, "/runs", q)
 		var got struct {
 			Pwned   string
@@ -290,7 +290,7 @@ func TestRunsListsNewSessions(t *testing.T) {
 	if n := len(rows(tab)); n != 5 {
 		t.Fatalf("runs page lists %d sessions, want 5", n)
 	}
-	crafted{id: "f000000000000009", name: "late", model: "m", status: "done", text: "x", started: day0.AddDate(0, 1, 0)}.write(t, home)
+	runsSession{id: "f000000000000009", name: "late", model: "m", status: "done", text: "x", started: day0.AddDate(0, 1, 0)}.write(t, home)
 	tab.Navigate(s.page("/runs", nil), "body[data-painted]")
 	if got := rows(tab); len(got) != 6 || got[0] != "f000000000000009" {
 		t.Errorf("after a new session the runs page lists %v, want it first of 6", got)
