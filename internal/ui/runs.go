@@ -298,9 +298,16 @@ func runsPage(c *Ctx) error {
 	if c.Static {
 		limit = ""
 	}
-	q := fmt.Sprintf(`SELECT session_id, name, status, reason, origin, model, turns, tool_calls, tokens, cost_usd, duration_ms,
-  started, tag_text, user_id, sort_us, (SELECT count(*) FROM ui_runs WHERE %s) AS total
-FROM ui_runs WHERE (%s) AND %s ORDER BY %s %s`, where, where, page, order, limit)
+	cols := `session_id, name, status, reason, origin, model, turns, tool_calls, tokens, cost_usd, duration_ms, started, tag_text, user_id, sort_us`
+	q := fmt.Sprintf(`SELECT %s, (SELECT count(*) FROM ui_runs WHERE %s) AS total
+FROM ui_runs WHERE (%s) AND %s ORDER BY %s %s`, cols, where, where, page, order, limit)
+	if f.Text != "" {
+		// The text search is the costly condition: evaluated once, into
+		// the narrow list of the matching rows' keys.
+		q = fmt.Sprintf(`WITH f AS MATERIALIZED (SELECT session_id, sort_us, ord FROM ui_runs WHERE %s)
+SELECT %s, (SELECT count(*) FROM f) AS total FROM ui_runs
+WHERE session_id IN (SELECT session_id FROM f WHERE %s ORDER BY %s %s) ORDER BY %s`, where, cols, page, order, limit, order)
+	}
 	var res *query.Result
 	err = c.S.WithDB(c.R.Context(), func(db *query.DB) error {
 		if err := c.S.runsTable(c.R.Context(), db); err != nil {
