@@ -60,7 +60,12 @@ func TestFlagParsing(t *testing.T) {
 	importCmd := run(func() (*cobra.Command, any) { c, o := capture(newImportCmd)(); return c, o })
 	atifCmd := run(func() (*cobra.Command, any) { c, o := capture(newExportATIFCmd)(); return c, o })
 	showCmd := run(func() (*cobra.Command, any) { c, o := capture(newShowCmd)(); return c, o })
+	sessionsCmd := run(func() (*cobra.Command, any) { c, o := capture(newSessionsCmd)(); return c, o })
 	for _, tt := range []tc{
+		{name: "run --tag", parse: runCmd, args: []string{"spec.yaml", "--tag", "env=ci", "--tag", "pr=12"},
+			want: runOptions{Spec: "spec.yaml", Tags: []string{"env=ci", "pr=12"}}},
+		{name: "sessions filters", parse: sessionsCmd, args: []string{"--status", "done,failed", "--status", "crashed", "--since", "24h", "--limit", "5", "--tag", "a=b,c", "--tag", "d=e", "--user", "u", "--json"},
+			want: sessionsOptions{Status: []string{"done", "failed", "crashed"}, Since: "24h", Limit: 5, Tags: []string{"a=b,c", "d=e"}, User: "u", JSON: true}},
 		{name: "run", parse: runCmd, args: []string{"spec.yaml", "--prompt", "fix it", "--json", "--unsandboxed"},
 			want: runOptions{Spec: "spec.yaml", Prompt: "fix it", JSON: true, Unsandboxed: true}},
 		{name: "run default agent", parse: runCmd, args: []string{"-q"}, want: runOptions{Quiet: true}},

@@ -29,7 +29,7 @@ import (
 // user runs (forks to another model, approvals, imports of every corpus transcript, a crash and a
 // needs_human stop, a corrupt log), and of every point of crashtest's
 // matrix, the sessions view and the fold give the same status, counts,
-// tokens, cost, model and times, and the tool_calls view has exactly the
+// tokens, cost, model, times, turns and end reason, and the tool_calls view has exactly the
 // fold's dispatched calls with the same outcome. Each home is compared as
 // read from its logs and again once sealed into the history.
 func TestFoldAgreesWithViews(t *testing.T) {
@@ -155,7 +155,7 @@ func compareHome(t *testing.T, home string) int {
 	defer db.Close()
 	res, err := db.Query(ctx, `SELECT session_id, name, provider, model, status, started, ended, events,
 		input_tokens, output_tokens, cost_usd, tool_calls, errors, coalesce(source_status, ''),
-		coalesce(parent_session_id, ''), coalesce(parent_seq, 0), coalesce(forked_from, 0) FROM sessions ORDER BY session_id`)
+		coalesce(parent_session_id, ''), coalesce(parent_seq, 0), coalesce(forked_from, 0), turns, coalesce(reason, '') FROM sessions ORDER BY session_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +197,9 @@ func compareHome(t *testing.T, home string) int {
 		}
 		if got, want := fmt.Sprintf("parent=%s parent_seq=%d forked_from=%d", str(r[14]), i64(r[15]), i64(r[16])),
 			fmt.Sprintf("parent=%s parent_seq=%d forked_from=%d", fold.ParentSessionID, fold.ParentSeq, fold.ForkedFrom); got != want {
+			t.Errorf("%s: view %s, fold %s", id, got, want)
+		}
+		if got, want := fmt.Sprintf("turns=%d reason=%q", i64(r[17]), str(r[18])), fmt.Sprintf("turns=%d reason=%q", fold.Turns, fold.Reason()); got != want {
 			t.Errorf("%s: view %s, fold %s", id, got, want)
 		}
 		if c := f64(r[10]); math.Abs(c-sum.CostUSD) > 1e-9 {

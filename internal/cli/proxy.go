@@ -40,6 +40,7 @@ type proxyOptions struct {
 	Session  string
 	JSON     bool
 	Command  []string
+	Tags     []string
 }
 
 func newProxyCmd(f *Factory, runF func(context.Context, *proxyOptions) error) *cobra.Command {
@@ -118,6 +119,7 @@ needs --token (clients send it as X-Agentctl-Token or a /t/<token> prefix).`,
 	fl.StringVar(&opts.Token, "token", os.Getenv("AGENTCTL_PROXY_TOKEN"), "token every client must send (env AGENTCTL_PROXY_TOKEN)")
 	fl.StringVar(&opts.Name, "name", "proxy", "name of the sessions recorded")
 	fl.StringVar(&opts.Session, "session", "", "with a COMMAND: the id of the session it records (default a new one)")
+	fl.StringArrayVar(&opts.Tags, "tag", nil, "label every session recorded KEY=VALUE (repeatable; the sessions view's tags, sessions --tag)")
 	fl.BoolVar(&opts.JSON, "json", false, "print the listening address, then the result, as JSON lines")
 	return cmd
 }
@@ -268,11 +270,16 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	if opts.Port < 0 || opts.Port > 65535 {
 		return usageError{fmt.Errorf("--port %d: want 0..65535", opts.Port)}
 	}
+	tags, err := session.ParseTags(opts.Tags)
+	if err != nil {
+		return usageError{fmt.Errorf("--tag: %w", err)}
+	}
 	backend, replay, hdr, err := proxyBackend(f, opts)
 	if err != nil {
 		return err
 	}
 	hdr.Name = opts.Name
+	hdr.Attrs = session.WithTags(hdr.Attrs, tags, "")
 	srv, err := proxy.New(proxy.Config{Backend: backend, Open: proxy.StoreSessions{Store: f.Store()}.Open, Header: hdr, Token: opts.Token,
 		Logf: func(format string, args ...any) {
 			if !opts.JSON {

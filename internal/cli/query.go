@@ -34,12 +34,19 @@ Views:
               fields (session_id, seq, ts, kind, model, input_tokens,
               cost_usd, tool, args, status, ...); nested values are JSON text
   sessions    one row per session: session_id, name, provider, model, status,
-              started, ended, duration_ms, events, input_tokens,
-              output_tokens, tokens, cost_usd, tool_calls, errors
+              reason, started, ended, duration_ms, events, input_tokens,
+              output_tokens, tokens, cost_usd, tool_calls, errors, turns,
+              origin (run|proxy|collect|import), finish_reason (the last
+              model call's), tags (MAP: tags['env'] = 'ci'), user_id, ...
   tool_calls  one row per tool call: session_id, call_id, tool, args,
               idempotency_key, intent_seq, intent_ts, result_seq, result_ts,
               status (ok|error|cancelled|denied|pending), latency_ms, error,
               output, artifact
+  model_calls one row per model call (failed and retried ones too):
+              session_id, seq, ts, provider, model, input_tokens,
+              output_tokens, tokens, cache_read_input_tokens,
+              cache_creation_input_tokens, cost_usd, latency_ms,
+              finish_reason, error_type, error, attempt, purpose
   eval_runs   one row per eval report ('agentctl eval' seals each into the
               history): report_digest, suite, suite_path, suite_sha256,
               branch, commit, started, ms, complete (the whole suite, no

@@ -30,6 +30,7 @@ type runOptions struct {
 	JSON        bool
 	Quiet       bool
 	SessionID   string
+	Tags        []string
 }
 
 func newRunCmd(f *Factory, runF func(context.Context, *runOptions) error) *cobra.Command {
@@ -49,7 +50,8 @@ SIGINT or SIGTERM stops the run cleanly; 'agentctl resume' continues it.`,
 		Example: `  agentctl run
   agentctl run fixtures/agents/fix-typo.yaml
   agentctl run fixtures/agents/fix-typo.yaml --json | jq .status
-  agentctl run spec.yaml --prompt "Fix the failing test in pkg/db"`,
+  agentctl run spec.yaml --prompt "Fix the failing test in pkg/db"
+  agentctl run spec.yaml --tag env=ci --tag pr=1234`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -65,12 +67,17 @@ SIGINT or SIGTERM stops the run cleanly; 'agentctl resume' continues it.`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object with the outcome at the end")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "no live view on stderr")
 	cmd.Flags().BoolVar(&opts.Unsandboxed, "unsandboxed", false, "where this machine has no namespaces, run tools unconfined instead of refusing (same as sandbox.unconfined: true; recorded in the session's spec)")
+	cmd.Flags().StringArrayVar(&opts.Tags, "tag", nil, "label the session KEY=VALUE (repeatable; over the spec's tags:; the sessions view's tags column, sessions --tag)")
 	cmd.Flags().StringVar(&opts.SessionID, "session-id", "", "use this id for the new session (default: random)")
 	_ = cmd.Flags().MarkHidden("session-id")
 	return cmd
 }
 
 func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
+	tags, err := session.ParseTags(opts.Tags)
+	if err != nil {
+		return usageError{fmt.Errorf("--tag: %w", err)}
+	}
 	path := opts.Spec
 	if path == "" {
 		dir, err := fixtures.Extract(filepath.Join(f.Home, "default-agent"))
@@ -86,11 +93,14 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 	if opts.Unsandboxed {
 		sp.Sandbox.Unconfined = true
 	}
+	if err := session.ValidateTags(session.MergeTags(sp.Tags, tags)); err != nil {
+		return usageError{fmt.Errorf("--tag with the spec's tags: %w", err)}
+	}
 	cfg, err := runConfig(f, sp, opts.Quiet || opts.JSON)
 	if err != nil {
 		return err
 	}
-	cfg.Prompt, cfg.SessionID = opts.Prompt, opts.SessionID
+	cfg.Prompt, cfg.SessionID, cfg.Tags = opts.Prompt, opts.SessionID, tags
 	res, err := runner.Start(ctx, cfg)
 	flushTelemetry(f, cfg.Observer)
 	sealSession(f, res.SessionID)

@@ -91,6 +91,7 @@ func TestScripts(t *testing.T) {
 			"forgeheader": damages(forgeHeader),
 			"cc21":        cc21,
 			"jsonset":     jsonSet,
+			"jsonsame":    jsonSame,
 			"forgeevent":  damages(forgeEvent),
 			"procsgone":   procsGone,
 			"nogrow":      noGrow,

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -259,6 +261,20 @@ func describe(e session.Event) string {
 				s += ", source end state " + st
 			}
 			s += ")"
+		}
+		var who []string
+		if u := session.HeaderUserID(e); u != "" {
+			who = append(who, "user "+u)
+		}
+		if tags := session.HeaderTags(e); len(tags) > 0 {
+			kv := make([]string, 0, len(tags))
+			for _, k := range slices.Sorted(maps.Keys(tags)) {
+				kv = append(kv, k+"="+tags[k])
+			}
+			who = append(who, "tags "+strings.Join(kv, ", "))
+		}
+		if len(who) > 0 {
+			s += " (" + strings.Join(who, "; ") + ")"
 		}
 		return s
 	case session.KindUserMessage:

@@ -117,18 +117,6 @@ func writeTree(w io.Writer, n *treeNode) {
 	line(n, "", "")
 }
 
-// parentFilter keeps the sessions whose parent (a subagent's or a fork's)
-// is parent.
-func parentFilter(list []recorder.Summary, parent string) []recorder.Summary {
-	var out []recorder.Summary
-	for _, s := range list {
-		if s.ParentSessionID == parent {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // subagentLine describes a subagent event in the timeline.
 func subagentLine(e session.Event) string {
 	s := "child " + e.ChildSessionID

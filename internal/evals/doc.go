@@ -82,8 +82,8 @@
 // results). file and command look at the session's final workspace;
 // command runs the suite author's shell command unsandboxed, like any CI
 // step, with a 5-minute timeout. sql runs DuckDB (package query) over the
-// home with the views events, sessions and tool_calls narrowed to the run's
-// session (query.DB.Scope); it passes when the first column of the first row is
+// home with the views events, sessions, tool_calls and model_calls narrowed
+// to the run's session (query.DB.Scope); it passes when the first column of the first row is
 // true. crash_safe runs package crashtest over the agent spec once per eval
 // (not per repeat) and needs the agentctl binary (Config.Exe). anchored is
 // replaycheck.Anchors with the needles, and needs min_compactions (default 1)

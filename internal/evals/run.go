@@ -336,7 +336,17 @@ func (e *engine) start(ctx context.Context, sc *Scenario, obs runner.Observer) (
 		return runner.Result{}, err
 	}
 	cfg.Store, cfg.Observer = e.cfg.Store, obs
+	cfg.Tags = e.tags(sc)
 	return runner.Start(ctx, cfg)
+}
+
+// tags label a scenario's session with its suite and scenario, so that
+// the sessions an eval ran are found by them (sessions --tag
+// eval.suite=NAME, tags['eval.scenario'] in SQL). Names the suite file
+// chose are cut to fit a tag, never refused.
+func (e *engine) tags(sc *Scenario) map[string]string {
+	t, _ := session.CleanTags(map[string]string{"eval.suite": e.suite.Name, "eval.scenario": sc.Name})
+	return t
 }
 
 // replay re-runs the scenario's recorded session offline, as `agentctl
@@ -352,7 +362,7 @@ func (e *engine) replay(ctx context.Context, sc *Scenario, obs runner.Observer) 
 		return replay.SessionReport{}, nil, err
 	}
 	cfg := replay.SessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
-		WorkspaceFrom: sc.Replay.WorkspaceFrom, Ignore: sc.Replay.Ignore, Observer: obs}
+		WorkspaceFrom: sc.Replay.WorkspaceFrom, Ignore: sc.Replay.Ignore, Observer: obs, Tags: e.tags(sc)}
 	if p := sc.Replay.Program(); p != nil {
 		if err := e.programHome(p); err != nil {
 			return replay.SessionReport{}, nil, fmt.Errorf("replay %s: %w", id, err)
@@ -420,7 +430,7 @@ func (e *engine) forkProgram(ctx context.Context, sc *Scenario, obs runner.Obser
 		return nil, fmt.Errorf("fork %s: live_from_turn %w", id, err)
 	}
 	rep, err := replay.ForkSession(ctx, replay.ForkSessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
-		From: seq, Spec: replay.ProgramSpec(evs, *p), Model: sc.Model, Observer: obs})
+		From: seq, Spec: replay.ProgramSpec(evs, *p), Model: sc.Model, Observer: obs, Tags: e.tags(sc)})
 	return rep.External, err
 }
 
@@ -443,7 +453,7 @@ func (e *engine) fork(ctx context.Context, sc *Scenario, obs runner.Observer) (s
 		sp.Workspace.From, sp.Workspace.Path = rp.WorkspaceFrom, ""
 	}
 	rep, err := replay.ForkSession(ctx, replay.ForkSessionConfig{Store: e.cfg.Store, Recordings: src, SessionID: id, Events: evs,
-		From: rp.ForkFrom, Spec: sp, StandIn: standIn != "", Model: sc.Model, Prompt: sc.Prompt, Observer: obs})
+		From: rp.ForkFrom, Spec: sp, StandIn: standIn != "", Model: sc.Model, Prompt: sc.Prompt, Observer: obs, Tags: e.tags(sc)})
 	if rep.SessionID() == "" && err == nil {
 		err = fmt.Errorf("fork %s: no session was made", id)
 	}

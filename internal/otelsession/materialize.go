@@ -699,6 +699,16 @@ func (in *Ingester) header(s *sess, pt *pendingTrace, ms []mapped) session.Event
 	}
 	not = append(not, "workspace")
 	a["not_recorded"] = not
+	user, tags, dropped := identity(ms)
+	if len(tags) > 0 {
+		a["tags"] = tags
+	}
+	if user != "" {
+		a["user_id"] = user
+	}
+	if dropped > 0 {
+		a["tags_dropped"] = dropped // keys no tag can have, or past session.MaxTags
+	}
 	h.Attrs = marshal(a)
 	if s.sideOf != "" {
 		h = session.SideThreadHeader(h, s.sideOf, s.sideN)

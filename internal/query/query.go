@@ -31,6 +31,9 @@ var Views = []string{"events", "sessions", "tool_calls", "model_calls", "eval_ru
 type LogState struct {
 	Torn bool
 	Err  error
+	// Events is how many events were read: a log with none has no row
+	// in the views.
+	Events int64
 }
 
 // DB is an in-memory DuckDB database whose views read an agentctl home's
@@ -294,6 +297,7 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 			defer func() { <-sem }()
 			var batch []history.Row // grows to logBatch: most logs are short
 			var convErr error
+			var n int64
 			flush := func() {
 				mu.Lock()
 				defer mu.Unlock()
@@ -308,6 +312,7 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 					convErr = errors.Join(convErr, rerr)
 					return
 				}
+				n++
 				if batch = append(batch, r); len(batch) == logBatch {
 					flush()
 				}
@@ -337,7 +342,7 @@ func (d *DB) readLogs(ids []string, mayBeGone map[string]bool, lw *history.RowWr
 			flush()
 			mu.Lock()
 			defer mu.Unlock()
-			d.logs[id] = LogState{Torn: tail.Torn, Err: errors.Join(err, convErr)}
+			d.logs[id] = LogState{Torn: tail.Torn, Err: errors.Join(err, convErr), Events: n}
 		})
 	}
 	wg.Wait()
@@ -524,13 +529,13 @@ SELECT session_id, name, provider, model, status, started, ended,
   coalesce(t.n, 0) AS tool_calls, errors,
   cache_read_input_tokens, cache_creation_input_tokens, refusals, truncations, retries,
   imported_from, source_status, parent_session_id, parent_seq, forked_from,
-  CASE WHEN otlp_source = 'collect' THEN 'collect'
-    WHEN recorded_by = 'proxy' THEN 'proxy'
+  CASE WHEN json_extract_string(hattrs, '$.otlp_source') = 'collect' THEN 'collect'
+    WHEN json_extract_string(hattrs, '$.recorded_by') = 'proxy' THEN 'proxy'
     WHEN imported_from IS NOT NULL THEN 'import'
     ELSE 'run' END AS origin,
   turns, reason, finish_reason,
-  coalesce(TRY_CAST(tags AS MAP(VARCHAR, VARCHAR)), MAP {}::MAP(VARCHAR, VARCHAR)) AS tags,
-  user_id
+  coalesce(TRY_CAST(json_extract(hattrs, '$.tags') AS MAP(VARCHAR, VARCHAR)), MAP {}::MAP(VARCHAR, VARCHAR)) AS tags,
+  nullif(json_extract_string(hattrs, '$.user_id'), '') AS user_id
 FROM (
   SELECT session_id,
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
@@ -559,13 +564,10 @@ FROM (
     nullif(arg_min(parent_session_id, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), '') AS parent_session_id,
     nullif(arg_min(parent_seq, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS parent_seq,
     nullif(arg_min(forked_from, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS forked_from,
-    arg_min(json_extract_string(nullif(attrs, ''), '$.otlp_source'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS otlp_source,
-    arg_min(json_extract_string(nullif(attrs, ''), '$.recorded_by'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS recorded_by,
+    arg_min(nullif(attrs, ''), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS hattrs,
     count(*) FILTER (WHERE kind = 'assistant_message') AS turns,
     CASE WHEN arg_max(kind, seq) = 'session_finished' THEN nullif(arg_max_null(reason, seq), '') END AS reason,
-    nullif(arg_max_null(finish_reason, seq) FILTER (WHERE kind = 'model_call'), '') AS finish_reason,
-    arg_min(json_extract(nullif(attrs, ''), '$.tags'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS tags,
-    nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.user_id'), seq) FILTER (WHERE kind = 'session_started' AND seq = 1), '') AS user_id
+    nullif(arg_max_null(finish_reason, seq) FILTER (WHERE kind = 'model_call'), '') AS finish_reason
   FROM main.events GROUP BY session_id
 ) LEFT JOIN (SELECT session_id, count(*) AS n FROM main.tool_calls GROUP BY session_id) t USING (session_id)`
 

@@ -97,7 +97,7 @@ func TestViewsOverSealedAndLiveSessions(t *testing.T) {
 	if got := scalar(t, db, q); got != "15TIMESTAMP WITH TIME ZONEDOUBLEBIGINT" {
 		t.Errorf("read_parquet = %s", got)
 	}
-	sums, err := db.Sessions(context.Background())
+	sums, err := db.Sessions(context.Background(), query.Filter{})
 	if err != nil || len(sums) != 4 {
 		t.Fatalf("Sessions = %v, %v", sums, err)
 	}
@@ -218,7 +218,7 @@ func TestDerivedViewsMadeOnUse(t *testing.T) {
 	if fmt.Sprint(res.Rows) != "[[eval_results] [eval_runs] [events] [model_calls] [sessions] [tool_calls]]" {
 		t.Errorf("SHOW TABLES = %v, want the six views", res.Rows)
 	}
-	if ss, err := db.Sessions(context.Background()); err != nil || len(ss) != 1 {
+	if ss, err := db.Sessions(context.Background(), query.Filter{}); err != nil || len(ss) != 1 {
 		t.Errorf("Sessions() = %v, %v", ss, err)
 	}
 }

@@ -139,4 +139,13 @@ func TestViewsReadFilesWithoutNewColumns(t *testing.T) {
 		"f000000000000001:0:0:0,f000000000000002:1:1:55096,f000000000000003:1:1:55096" {
 		t.Errorf("sessions = %s", got)
 	}
+	// The runs page's columns (issue 40) over a file without attrs or
+	// finish reasons: no tags (an empty map), no user, origin run.
+	if got := scalar(t, db, "SELECT string_agg(session_id || ':' || origin || ':' || cardinality(tags) || ':' || coalesce(user_id, '-') || ':' || coalesce(finish_reason, '-') || ':' || turns, ',' ORDER BY session_id) FROM sessions"); got !=
+		"f000000000000001:run:0:-:-:0,f000000000000002:run:0:-:-:1,f000000000000003:run:0:-:-:1" {
+		t.Errorf("sessions = %s", got)
+	}
+	if got := scalar(t, db, "SELECT count(*), sum(tokens) FROM model_calls"); got != "3 110951" { // 10+5, and 55377+91 twice
+		t.Errorf("model_calls = %s, want 3 calls", got)
+	}
 }

@@ -79,13 +79,13 @@ func TestMain(m *testing.M) {
 }
 
 // listSessions is what 'agentctl sessions' does.
-func listSessions(b testing.TB, home string) []recorder.Summary {
+func listSessions(b testing.TB, home string) []query.Session {
 	db, err := query.Open(context.Background(), home, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	list, err := db.Sessions(context.Background())
+	list, err := db.Sessions(context.Background(), query.Filter{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func BenchmarkSessionsOneLongUnsealed(b *testing.B) {
 	const n = 1_000_000
 	home := benchHome(b, "long", func(home string) { recordLong(b, recorder.Store{Root: home}, "long0000000000", n) })
 	for b.Loop() {
-		var list []recorder.Summary
+		var list []query.Session
 		peak := peakHeap(func() { list = listSessions(b, home) })
 		if len(list) != 1 || list[0].Events != n {
 			b.Fatalf("list = %+v", list)
@@ -141,7 +141,7 @@ func TestListingLongSessionHeap(t *testing.T) {
 	const n = 200_000
 	home := t.TempDir()
 	recordLong(t, recorder.Store{Root: home}, "long0000000000", n)
-	var list []recorder.Summary
+	var list []query.Session
 	peak := peakHeap(func() { list = listSessions(t, home) })
 	t.Logf("peak heap %d MiB listing a session of %d events", peak>>20, n)
 	if len(list) != 1 || list[0].Events != n {

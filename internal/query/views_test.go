@@ -3,7 +3,10 @@ package query_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,6 +157,121 @@ func TestModelCallsAgreeWithSessions(t *testing.T) {
 	} {
 		if got := scalar(t, db, tc.q); got != tc.want {
 			t.Errorf("%s\n got %s\nwant %s", tc.q, got, tc.want)
+		}
+	}
+}
+
+// Sessions filters in SQL over the sessions view: each field of Filter
+// selects what the same condition in a query selects, newest first, and
+// Limit keeps the most recently started.
+func TestSessionsFilter(t *testing.T) {
+	db, err := query.Open(context.Background(), viewHome(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	base := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		f    query.Filter
+		want string
+	}{
+		{"all", query.Filter{}, "5 4 3 2 1"},
+		{"status", query.Filter{Status: []session.Status{session.StatusFailed, session.StatusImported}}, "5 4 2"},
+		{"crashed", query.Filter{Status: []session.Status{session.StatusCrashed}}, "3"},
+		{"since", query.Filter{Since: base.Add(2 * time.Minute)}, "5 4 3"},
+		{"tag", query.Filter{Tags: map[string]string{"env": "ci"}}, "1"},
+		{"tag with another value", query.Filter{Tags: map[string]string{"env": "prod"}}, ""},
+		{"two tags", query.Filter{Tags: map[string]string{"env": "ci", "team": "infra"}}, "1"},
+		{"two tags, one wrong", query.Filter{Tags: map[string]string{"env": "ci", "team": "web"}}, ""},
+		{"empty tag value", query.Filter{Tags: map[string]string{"tag.release": ""}}, "4"},
+		{"user", query.Filter{User: "bob"}, "4"},
+		{"limit", query.Filter{Limit: 2}, "5 4"},
+		{"status and limit", query.Filter{Status: []session.Status{session.StatusDone, session.StatusFailed}, Limit: 1}, "2"},
+		// A value with a quote is an argument, not SQL.
+		{"quote", query.Filter{User: "x' OR true --"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			list, err := db.Sessions(context.Background(), tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range list {
+				got = append(got, s.SessionID[15:])
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("Sessions(%+v) = %v, want %s", tt.f, got, tt.want)
+			}
+		})
+	}
+	list, err := db.Sessions(context.Background(), query.Filter{Tags: map[string]string{"env": "ci"}})
+	if err != nil || len(list) != 1 {
+		t.Fatal(list, err)
+	}
+	s := list[0]
+	if got := fmt.Sprintf("%s %s %d %d %.2f %s %s %v %s %d", s.Status, s.Origin, s.Turns, s.Tokens, s.CostUSD, s.FinishReason, s.UserID, s.Tags, s.Name, *s.DurationMS); got !=
+		"done run 2 330 0.75 end_turn alice map[env:ci team:infra] agent1 5000" {
+		t.Errorf("session = %s", got)
+	}
+}
+
+// A log with no readable event has no row in the view; Sessions lists it
+// (status corrupt) when the filter selects every session or names its
+// status, and never for a filter on what it cannot have (a start, tags).
+func TestSessionsFilterUnreadableLog(t *testing.T) {
+	home := viewHome(t)
+	st := recorder.Store{Root: home}
+	id := "c000000000000001"
+	if _, err := st.WriteSession([]session.Event{
+		{TS: time.Now(), Kind: session.KindSessionStarted, SessionID: id, Name: "broken"},
+		{Kind: session.KindUserMessage, Text: "hello"},
+		{Kind: session.KindSessionFinished, Status: "done"},
+	}, recorder.Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	p := st.LogPath(id)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[40] ^= 0xff // inside the header's record: nothing before it reads
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := query.Open(context.Background(), home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tt := range []struct {
+		name string
+		f    query.Filter
+		want bool
+	}{
+		{"all", query.Filter{}, true},
+		{"its status", query.Filter{Status: []session.Status{session.StatusCorrupt}}, true},
+		{"another status", query.Filter{Status: []session.Status{session.StatusDone}}, false},
+		{"a tag", query.Filter{Tags: map[string]string{"env": "ci"}}, false},
+		{"since", query.Filter{Since: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}, false},
+		{"limit past the others", query.Filter{Limit: 6}, true},
+		{"limit", query.Filter{Limit: 5}, false},
+	} {
+		list, err := db.Sessions(context.Background(), tt.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, s := range list {
+			if s.SessionID == id {
+				found = true
+				if s.Status != session.StatusCorrupt || s.Err == "" {
+					t.Errorf("%s: %+v, want corrupt with the error", tt.name, s.Summary)
+				}
+			}
+		}
+		if found != tt.want {
+			t.Errorf("%s: listed %t, want %t (%d sessions)", tt.name, found, tt.want, len(list))
 		}
 	}
 }

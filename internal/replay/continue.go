@@ -118,6 +118,9 @@ type ForkSessionConfig struct {
 	RerunBash bool
 	ForkID    string
 	Observer  runner.Observer
+	// Tags label the new session over its spec's (an eval scenario's
+	// eval.suite and eval.scenario; runner.Config.Tags).
+	Tags map[string]string
 }
 
 // ForkSessionReport is what a fork made: Own for agentctl's loop and
@@ -184,7 +187,7 @@ func ForkSession(ctx context.Context, cfg ForkSessionConfig) (ForkSessionReport,
 		x, err := ForkExternal(ctx, ExternalForkConfig{Store: cfg.Store, SessionID: id, Events: cfg.Events, From: cfg.From,
 			Artifacts: func(rel string) ([]byte, error) { return proxy.ReadArtifact(src.SessionDir(id), rel) },
 			Sides:     sides, Spec: cfg.Spec, Live: backend, Provider: live.Model.Provider, Model: live.Model.ID,
-			ForkID: cfg.ForkID, Observer: cfg.Observer})
+			ForkID: cfg.ForkID, Observer: cfg.Observer, Tags: cfg.Tags})
 		rep.External = &x
 		return rep, err
 	}
@@ -197,7 +200,7 @@ func ForkSession(ctx context.Context, cfg ForkSessionConfig) (ForkSessionReport,
 	}
 	own, err := Fork(ctx, ForkConfig{Store: cfg.Store, SessionID: id, Events: cfg.Events, From: cfg.From, Spec: &live,
 		Provider: rc.Provider, Tools: rc.Tools, Prompt: cfg.Prompt, ForkID: cfg.ForkID, Observer: cfg.Observer,
-		RerunBash: cfg.RerunBash, NewProvider: rc.NewProvider})
+		RerunBash: cfg.RerunBash, NewProvider: rc.NewProvider, Tags: cfg.Tags})
 	rep.Own = &own
 	return rep, err
 }

@@ -46,6 +46,9 @@ type ForkConfig struct {
 	// NewProvider builds the model of a subagent the fork's task calls
 	// start (runner.Config.NewProvider).
 	NewProvider func(*spec.Spec) (provider.Provider, error)
+	// Tags label the fork over the tags its header copies from the
+	// parent's (an eval scenario's eval.suite and eval.scenario).
+	Tags map[string]string
 }
 
 // ForkReport is the outcome of a fork; --json prints it.
@@ -168,6 +171,7 @@ func Fork(ctx context.Context, cfg ForkConfig) (ForkReport, error) {
 	// session.State starts the copied segment's wall time at the first of
 	// them, not at the header.
 	hdr.TS = time.Time{}
+	hdr.Attrs = session.WithTags(hdr.Attrs, cfg.Tags, "")
 
 	forkEvs := append([]session.Event{hdr}, keep[1:]...)
 	// Close the copied segment where the parent was cut, stamped with the

@@ -43,6 +43,8 @@ type ExternalForkConfig struct {
 	Provider, Model string
 	ForkID          string
 	Observer        runner.Observer
+	// Tags label the fork over its spec's (runner.Config.Tags).
+	Tags map[string]string
 }
 
 // ExternalForkReport is the outcome of ForkExternal; --json prints it.
@@ -122,7 +124,7 @@ func ForkExternal(ctx context.Context, cfg ExternalForkConfig) (ExternalForkRepo
 		backend = counted
 	}
 	res, err := runner.Start(ctx, runner.Config{Spec: cfg.Spec, Store: cfg.Store,
-		Agent: &agenthost.Agent{Backend: backend, ReplayOf: cfg.SessionID, Fork: fork}, SessionID: cfg.ForkID, Observer: cfg.Observer})
+		Agent: &agenthost.Agent{Backend: backend, ReplayOf: cfg.SessionID, Fork: fork}, SessionID: cfg.ForkID, Observer: cfg.Observer, Tags: cfg.Tags})
 	rep.SessionID, rep.Result = res.SessionID, res
 	rep.Live = int(counted.n.Load())
 	rep.ModelChanged = changes && rep.Live > 0

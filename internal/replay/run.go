@@ -58,6 +58,9 @@ type RunConfig struct {
 	// own recording (children.go); without it task calls get an error
 	// result and diverge.
 	Recordings *recorder.Store
+	// Tags label the new session over its spec's (an eval scenario's
+	// eval.suite and eval.scenario; runner.Config.Tags).
+	Tags map[string]string
 }
 
 // ToolDiff is one difference between a recorded tool result and the
@@ -166,7 +169,7 @@ func Run(ctx context.Context, cfg RunConfig) (RunReport, error) {
 	rep.RecordedTurns = prov.Turns()
 
 	rc := runner.Config{Spec: &sp, Store: cfg.Store, Provider: prov, Tools: cfg.Tools, Observer: obs, SessionID: cfg.ReplayID,
-		Keys: obs.recordedKey}
+		Keys: obs.recordedKey, Tags: cfg.Tags}
 	if cfg.Recordings != nil {
 		rc.Children = obs
 	}

@@ -45,6 +45,9 @@ type SessionConfig struct {
 	// --ignore, a scenario's replay.ignore).
 	Ignore   []string
 	Observer runner.Observer
+	// Tags label the new session over its spec's (an eval scenario's
+	// eval.suite and eval.scenario; runner.Config.Tags).
+	Tags map[string]string
 }
 
 // SessionReport is what a replay found: Own for agentctl's loop and
@@ -148,7 +151,7 @@ func Session(ctx context.Context, cfg SessionConfig) (SessionReport, error) {
 	}
 	src := cfg.Recordings
 	rep, err := Run(ctx, RunConfig{Store: cfg.Store, SessionID: id, Events: evs, Spec: sp, Tools: reg, Strict: cfg.Strict,
-		Observer: cfg.Observer, Recordings: &src})
+		Observer: cfg.Observer, Recordings: &src, Tags: cfg.Tags})
 	if err != nil && rep.ReplaySessionID == "" {
 		return SessionReport{}, err
 	}
@@ -204,7 +207,7 @@ func replayExternal(ctx context.Context, cfg SessionConfig, sp *spec.Spec) (*Ext
 	}
 	// Offline: nothing but the proxy is reachable from the agent.
 	sp.Sandbox.Network, sp.Sandbox.Allow = sandbox.NetworkDeny, nil
-	res, err := runner.Start(ctx, runner.Config{Spec: sp, Store: cfg.Store, Agent: &agenthost.Agent{Backend: rb, ReplayOf: id}, Observer: cfg.Observer})
+	res, err := runner.Start(ctx, runner.Config{Spec: sp, Store: cfg.Store, Agent: &agenthost.Agent{Backend: rb, ReplayOf: id}, Observer: cfg.Observer, Tags: cfg.Tags})
 	if err != nil && res.SessionID == "" {
 		return nil, fmt.Errorf("replay %s: %w", id, err)
 	}

@@ -80,6 +80,7 @@ func startHosted(ctx context.Context, cfg Config) (res Result, err error) {
 		ha["replay_of"] = plan.ReplayOf
 	}
 	attrs, _ := json.Marshal(ha)
+	attrs = session.WithTags(attrs, session.MergeTags(sp.Tags, cfg.Tags), "")
 	header := session.Event{
 		Kind: session.KindSessionStarted, SessionID: id, Name: sp.Name,
 		Provider: sp.Model.Provider, Model: sp.Model.ID, System: sp.System,

@@ -86,6 +86,11 @@ type Config struct {
 	// Host; the own loop's fields above are unused.
 	Agent Hosted
 
+	// Tags label a new session, over the spec's tags (run --tag, an eval
+	// scenario's eval.suite and eval.scenario); the header's attrs record
+	// the merge. A subagent's session gets its parent's.
+	Tags map[string]string
+
 	// Resume is what only Resume reads: the changes the user allowed.
 	Resume ResumeOptions
 }
@@ -241,6 +246,7 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		header.ParentSessionID, header.ParentSeq = p.SessionID, p.Seq
 		header.Attrs = subagentAttrs(cfg.Tools, p.Root)
 	}
+	header.Attrs = session.WithTags(header.Attrs, session.MergeTags(sp.Tags, cfg.Tags), "")
 	// Stamp the header here so the state folded in memory and the log
 	// agree on when the session started.
 	header.TS = time.Now()

@@ -191,7 +191,7 @@ func (r *run) prepareChild(callID string, args json.RawMessage, key string, inte
 	return &child{id: id, cfg: Config{
 		Spec: sp, Store: r.cfg.Store, Provider: m.Provider, Tools: reg, Observer: obs, Clock: r.cfg.Clock,
 		SessionID: id, NoSync: r.cfg.NoSync, NewProvider: r.cfg.NewProvider, Children: m.Children,
-		Parent: &lin, Keys: m.Keys,
+		Parent: &lin, Keys: m.Keys, Tags: session.MergeTags(r.cfg.Spec.Tags, r.cfg.Tags),
 		// Crash injection names a child's points by its id (failpoint.go).
 		Failpoint: childFailpoint(r.cfg.Failpoint, id),
 	}}, nil

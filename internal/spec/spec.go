@@ -10,11 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +67,10 @@ type Spec struct {
 	// model + tools loop (see Agent). Nil for agentctl's own agents, so
 	// their recorded spec and its hash do not change.
 	Agent *Agent `yaml:"agent" json:"agent,omitempty"`
+	// Tags label the sessions the spec runs (key=value, in their header's
+	// attrs and the sessions view's tags column): run --tag adds to them.
+	// Nil when absent, so specs without them keep their hash.
+	Tags map[string]string `yaml:"tags" json:"tags,omitempty"`
 
 	// Path is the absolute path of the spec file; Dir its directory.
 	Path string `yaml:"-" json:"-"`
@@ -613,6 +619,14 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	}
 	if s.Workspace.From != "" && s.Workspace.Path != "" {
 		bad("workspace takes from (copied) or path (used in place), not both", "workspace")
+	}
+	if len(s.Tags) > session.MaxTags {
+		bad(fmt.Sprintf("tags: %d tags, at most %d", len(s.Tags), session.MaxTags), "tags")
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Tags)) {
+		if err := session.ValidateTags(map[string]string{k: s.Tags[k]}); err != nil {
+			bad(err.Error(), "tags", k)
+		}
 	}
 	for i, name := range s.Progress {
 		if why := badProgressName(name); why != "" {

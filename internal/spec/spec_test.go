@@ -45,6 +45,9 @@ func TestLoadErrors(t *testing.T) {
 		{"on_truncated evaluate without checks", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\non_truncated: evaluate\n", `:4: on_truncated: evaluate needs done checks`},
 		{"negative price", "name: x\nmodel: {provider: openai, id: g, price: {input: -1, output: 2}}\nprompt: hi\n", `model.price: prices must not be negative`},
 		{"unknown price key", "name: x\nmodel: {provider: openai, id: g, price: {in: 1}}\nprompt: hi\n", `unknown key "in"`},
+		{"bad tag key", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ntags:\n  env: ci\n  Team Name: a\n", `:6: tag key "Team Name" must be 1 to 64 characters of a-z, 0-9`},
+		{"long tag value", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ntags: {env: " + strings.Repeat("v", 257) + "}\n", `:4: tag env: value is 257 bytes, at most 256`},
+		{"tag not a string map", "name: x\nmodel: {provider: openai, id: g}\nprompt: hi\ntags: [env=ci]\n", `:4:`},
 		{"empty", "", "the file is empty"},
 		{"not yaml", "name: [x\n", "did not find expected"},
 	}
@@ -96,6 +99,7 @@ func TestLoadAcceptsGoodRules(t *testing.T) {
 		"approvals: [{tool: write_file, path: migrations/**}, {tool: edit_file, path: \"**/*.{sql,go}\"}, {tool: grep, path: \"db/[a-z]?/x\"}, {tool: bash}]\n",
 		"custom_tools:\n  - {name: deploy, command: [d], side_effects: true, parameters: {type: object, properties: {path: {type: string}}}}\napprovals: [{tool: deploy, path: prod/**}]\n",
 		"mode: read-only\ntools: [read_file]\ncustom_tools:\n  - {name: lookup_order, command: [s], side_effects: false}\n",
+		"tags: {env: ci, eval.suite: smoke, team-a_1: \"\", count: 3}\n",
 	} {
 		p := filepath.Join(t.TempDir(), "agent.yaml")
 		os.WriteFile(p, []byte("name: x\nmodel: {provider: openai, id: g}\nprompt: hi\n"+y), 0o644)
