@@ -197,6 +197,12 @@ func rows() []row {
 		g.needEnv = "AGENTCTL_JAEGER_BIN"
 		return g
 	}
+	// The runs page of agentctl ui (bench/ui): one request, by size and
+	// filter, over a generated history of sealed sessions.
+	uiPage := func(n int, filter string) *gobench {
+		return gb("./bench/ui", fmt.Sprintf("BenchmarkRunsPage/sessions=%d/filter=%s", n, filter), "3x", "10x")
+	}
+	uiNone, uiText := uiPage(100000, "none"), uiPage(100000, "text")
 	collectIngest := gb("./bench/collect", "BenchmarkIngest/target=agentctl", "5x", "20x")
 	jaegerIngest := jaegerSide("BenchmarkIngest/target=jaeger", "5x", "20x")
 
@@ -282,6 +288,29 @@ func rows() []row {
 		{name: "collect: that burst until the last export is acknowledged (s)", a: gb("./bench/collect", "BenchmarkSDKBurst/target=agentctl", "1x", "3x"), b: jaegerSide("BenchmarkSDKBurst/target=jaeger", "1x", "3x"), metric: "wall-s", quick: true, runs: [2]int{1, 1}},
 		{name: "peak RSS: collect ingesting 1M vs 10k spans (MB)", a: gb("./bench/collect", "BenchmarkCollectRSS/spans=1000000", "1x", "1x"), b: gb("./bench/collect", "BenchmarkCollectRSS/spans=10000", "1x", "1x"), metric: "peak-rss-MB", runs: [2]int{1, 1},
 			goal: ratioAtMost(2, "<= 2x: flat")},
+		{name: "ui runs page, 100k sessions, no filter vs 10k (ms)", a: uiNone, b: uiPage(10000, "none"), metric: "s", runs: [2]int{1, 3},
+			goal: ratioAtMost(1.5, "<= 1.5x: flat (40)")},
+		{name: "ui runs page, 100k sessions, no filter vs agentctl sessions --json (ms)", a: uiNone, b: gb("./bench/ui", "BenchmarkSessionsJSON/sessions=100000", "1x", "3x"), metric: "s", runs: [2]int{1, 3},
+			goal: ratioAtMost(1.0, "<= 1.0x (40)")},
+		{name: "ui runs page, 100k sessions, text search vs 10k (ms)", a: uiText, b: uiPage(10000, "text"), metric: "s", runs: [2]int{1, 3},
+			goal: ratioAtMost(1.5, "<= 1.5x: flat (40)")},
+		{name: "ui runs page, 100k sessions, filter status (ms)", a: uiPage(100000, "status"), metric: "s", runs: [2]int{1, 3},
+			goal: valueAtMost(0.150, "<= 150 ms (40)")},
+		{name: "ui runs page, 100k sessions, filter model (ms)", a: uiPage(100000, "model"), metric: "s", runs: [2]int{1, 3},
+			goal: valueAtMost(0.150, "<= 150 ms (40)")},
+		{name: "ui runs page, 100k sessions, filter since (ms)", a: uiPage(100000, "since"), metric: "s", runs: [2]int{1, 3},
+			goal: valueAtMost(0.150, "<= 150 ms (40)")},
+		{name: "ui runs page, 100k sessions, filter cost (ms)", a: uiPage(100000, "cost"), metric: "s", runs: [2]int{1, 3},
+			goal: valueAtMost(0.150, "<= 150 ms (40)")},
+		{name: "ui runs page, 100k sessions, filter tag (ms)", a: uiPage(100000, "tag"), metric: "s", runs: [2]int{1, 3},
+			goal: valueAtMost(0.150, "<= 150 ms (40)")},
+		{name: "ui runs page, 100k sessions, filter text (ms)", a: uiText, metric: "s", runs: [2]int{1, 3},
+			goal: valueAtMost(0.150, "<= 150 ms (40)")},
+		{name: "ui runs page, 100k sessions, filter nomatch (ms)", a: uiPage(100000, "nomatch"), metric: "s", runs: [2]int{1, 3},
+			goal: valueAtMost(0.150, "<= 150 ms (40)")},
+		{name: "ui runs page, 100k sessions, filter page (ms)", a: uiPage(100000, "page"), metric: "s", runs: [2]int{1, 3},
+			goal: valueAtMost(0.150, "<= 150 ms (40)")},
+		{name: "ui runs page, 100k sessions: first request after the history changed (ms)", a: uiNone, metric: "open-ms", runs: [2]int{1, 3}},
 		{name: "remote push of 1,000 sessions vs bulk upload (s)", a: remotePush, b: remotePushSync, metric: "s"},
 		{name: "cold query --remote of 1,000 sessions vs bulk download (ms)", a: remoteQuery, b: remoteQuerySync, metric: "s"},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,10 @@ type uiOptions struct {
 	Token  string
 	Remote string
 	JSON   bool
+	// Export writes the pages as files instead of serving them.
+	Export   string
+	Sessions []string
+	Since    string
 }
 
 func newUICmd(f *Factory, runF func(context.Context, *uiOptions) error) *cobra.Command {
@@ -40,8 +45,14 @@ it by a name it resolves to 127.0.0.1). The only change a page can make is
 an approval, from the page itself.
 
 --remote adds the shared history CI runners pushed ('agentctl history push'),
-read-only, as 'query --remote' does.`,
-		Example: "  agentctl ui\n  agentctl ui --open\n  agentctl ui --listen 0.0.0.0:8080 --token \"$(openssl rand -hex 24)\"\n  agentctl ui --remote s3://ci-runs/agentctl",
+read-only, as 'query --remote' does.
+
+--export DIR writes the same pages as files instead (a CI artifact that
+opens from file:// with no server): DIR/index.html lists the sessions
+chosen with --session and --since (every session without them), each with
+its page, and the pages that need no server (pages that change or query,
+approvals and SQL, are left out).`,
+		Example: "  agentctl ui\n  agentctl ui --open\n  agentctl ui --export out/runs --since 2026-12-01\n  agentctl ui --listen 0.0.0.0:8080 --token \"$(openssl rand -hex 24)\"\n  agentctl ui --remote s3://ci-runs/agentctl",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -56,10 +67,16 @@ read-only, as 'query --remote' does.`,
 	fl.StringVar(&opts.Token, "token", "", "the token requests must carry, at least 16 characters (env "+uiTokenEnv+"; default: a random one)")
 	fl.StringVar(&opts.Remote, "remote", "", "also show this S3 remote's history `URL` (s3://bucket/prefix), read-only (env "+remote.Env+")")
 	fl.BoolVar(&opts.JSON, "json", false, "print the address as one JSON line instead of text")
+	fl.StringVar(&opts.Export, "export", "", "write the pages as static files into `DIR` (index.html first) instead of serving them")
+	fl.StringArrayVar(&opts.Sessions, "session", nil, "with --export: export this session `ID` (repeat for more; default: every session)")
+	fl.StringVar(&opts.Since, "since", "", "with --export: only sessions started since `WHEN` (2026-12-01, or an RFC 3339 time)")
 	return cmd
 }
 
 func uiRun(ctx context.Context, f *Factory, opts *uiOptions) error {
+	if opts.Export == "" && (len(opts.Sessions) > 0 || opts.Since != "") {
+		return usageError{fmt.Errorf("ui: --session and --since choose what --export writes; give --export DIR")}
+	}
 	if opts.Token == "" {
 		opts.Token = os.Getenv(uiTokenEnv)
 	}
@@ -80,6 +97,9 @@ func uiRun(ctx context.Context, f *Factory, opts *uiOptions) error {
 	srv, err := ui.New(ui.Options{Store: f.Store(), Remote: parts, Token: opts.Token, Generator: "agentctl " + buildinfo.Version, Warn: f.Err})
 	if err != nil {
 		return usageError{err}
+	}
+	if opts.Export != "" {
+		return uiExport(ctx, f, srv, opts)
 	}
 	ln, err := srv.Listen(opts.Listen)
 	if err != nil {
@@ -120,4 +140,29 @@ func pullRemoteParts(ctx context.Context, f *Factory, url string) ([]query.Remot
 		parts = append(parts, query.RemotePart{Path: p, Eval: true})
 	}
 	return parts, nil
+}
+
+// uiExport writes the pages under opts.Export and says where.
+func uiExport(ctx context.Context, f *Factory, srv *ui.Server, opts *uiOptions) error {
+	defer srv.Close()
+	ids := make([]string, len(opts.Sessions))
+	for i, id := range opts.Sessions {
+		// A prefix or "latest" as other commands take them; an id only
+		// a remote has is given whole.
+		if full, err := f.Store().Resolve(id); err == nil {
+			id = full
+		}
+		ids[i] = id
+	}
+	res, err := srv.Export(ctx, opts.Export, ui.ExportOptions{Sessions: ids, Since: opts.Since})
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		b, _ := json.Marshal(map[string]any{"kind": "exported", "dir": res.Dir, "pages": res.Pages, "sessions": res.Sessions})
+		fmt.Fprintln(f.Out, string(b))
+		return nil
+	}
+	fmt.Fprintf(f.Out, "wrote %d pages (%d sessions): %s\n", res.Pages, res.Sessions, filepath.Join(res.Dir, "index.html"))
+	return nil
 }

@@ -74,6 +74,12 @@ func (l layout) Asset(name string) string {
 	return "/assets/" + name
 }
 
+// StaticCSP is the policy an exported page carries in a meta element (a
+// file has no headers): CSP's, less what a meta element cannot say.
+func (l layout) StaticCSP() string {
+	return "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
+}
+
 type navItem struct {
 	Name, Href string
 	Current    bool

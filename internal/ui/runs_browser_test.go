@@ -18,6 +18,6 @@ func TestRunsPageInChromium(t *testing.T) {
 	if n := tab.Count(`tr[data-session="` + id + `"]`); n != 1 {
 		t.Fatalf("runs page has %d rows for %s, want 1", n, id)
 	}
-	tab.Screenshot(shots, "runs")
-	tab.Clean(s.ownOnly)
+	tab.Screenshot(shots, "runs-one")
+	tab.Clean(s.ownOrPicker)
 }

@@ -50,6 +50,10 @@ type Server struct {
 	dbMu   sync.Mutex
 	db     *query.DB
 	dbSeen dbStamp
+	// made holds what pages built in the database since it was opened
+	// (onceDB), so that a table derived from the views is made once per
+	// opening, not once per request.
+	made map[string]bool
 }
 
 // dbStamp is what tells that the history changed since the database was
@@ -57,7 +61,12 @@ type Server struct {
 type dbStamp struct {
 	mod time.Time
 	n   int
+	// settled: mod was already in the past when seen, so any change
+	// since would have given the folder a later time.
+	settled bool
 }
+
+func (a dbStamp) same(b dbStamp) bool { return a.mod.Equal(b.mod) && a.n == b.n }
 
 // New makes a server; Listen binds it.
 func New(opts Options) (*Server, error) {
@@ -161,7 +170,7 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
 	st := s.stamp()
-	if s.db != nil && st != s.dbSeen {
+	if s.db != nil && !st.same(s.dbSeen) {
 		s.db.Close()
 		s.db = nil
 	}
@@ -172,19 +181,46 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 		if err != nil {
 			return err
 		}
-		s.db, s.dbSeen = db, st
+		s.db, s.dbSeen, s.made = db, st, map[string]bool{}
 	}
 	return fn(s.db)
 }
 
+// onceDB runs make the first time it is called with key since the
+// database was opened; a page calls it inside WithDB to build a table
+// it reads on every request (the runs page's). A failed make runs again
+// next time.
+func (s *Server) onceDB(key string, make func() error) error {
+	if s.made[key] {
+		return nil
+	}
+	if err := make(); err != nil {
+		return err
+	}
+	s.made[key] = true
+	return nil
+}
+
+// stamp reads the sessions folder's stamp. Counting its entries costs
+// ~45 ms at 100,000 sessions, on every request: it is skipped when the
+// folder's time is the one seen and was settled then. Only a time within
+// the clock's granularity of the moment it was seen can hide a second
+// change, and the count tells those apart.
 func (s *Server) stamp() dbStamp {
 	dir := s.opts.Store.Root + "/sessions"
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return dbStamp{}
 	}
+	if s.db != nil && s.dbSeen.settled && fi.ModTime().Equal(s.dbSeen.mod) {
+		return s.dbSeen
+	}
 	ids, _ := s.opts.Store.IDs()
-	return dbStamp{mod: fi.ModTime(), n: len(ids)}
+	st := dbStamp{mod: fi.ModTime(), n: len(ids), settled: time.Since(fi.ModTime()) > 2*time.Second}
+	if s.db != nil && st.same(s.dbSeen) {
+		s.dbSeen.settled = st.settled
+	}
+	return st
 }
 
 // route is one page or endpoint.

@@ -1,0 +1,184 @@
+// Package ui measures the server time of `agentctl ui`'s runs page over a
+// generated history of 10,000 and 100,000 sealed sessions, for several
+// filters, against `agentctl sessions --json` of the same history as a
+// process (the only other way to list it).
+//
+//	go test -run '^$' -bench 'Runs|SessionsJSON' -benchtime 5x ./bench/ui
+//
+// The histories are generated once into $AGENTCTL_BENCH_CACHE (bench/run
+// sets it), else a folder of the system's temp dir that later runs reuse.
+// The agentctl binary is $AGENTCTL_BENCH_AGENTCTL, else one built here.
+//
+// A page's time is a request answered by the server's handler in process
+// (the guard, the SQL, the template; ns/op its wall time, cpu-ms/op the
+// process's CPU time), after a first request that opened
+// the database and made the page's table (reported as open-ms: it is paid
+// once per change of the home, not per page).
+package ui
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/bench/internal/benchgen"
+	"github.com/agentctl/agentctl/internal/history"
+	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/testenv"
+	"github.com/agentctl/agentctl/internal/ui"
+)
+
+// eventsPerSession is each generated session's length: a model call,
+// a tool call and an assistant message a turn.
+const eventsPerSession = 20
+
+// filters are the runs page's query strings measured: none, each kind of
+// filter, a text search in the messages (the one that reads the events)
+// and a page deep in the list.
+var filters = []struct{ name, query string }{
+	{"none", ""},
+	{"status", "status=done"},
+	{"model", "model=gpt-4o-mini"},
+	{"since", "since=" + benchgen.Epoch.Add(5000*time.Second).Format(time.RFC3339)},
+	{"cost", "cost=0.004"},
+	{"tag", "tag=env%3Dci"},
+	{"text", "q=next+step"},
+	{"nomatch", "model=none&q=nothing"},
+	{"page", "after=" + fmt.Sprint(benchgen.Epoch.Add(5000*time.Second).UnixMicro()) + "_0000000000001388"},
+}
+
+var sizes = []int{10000, 100000}
+
+// home is a history of n sealed sessions, generated once.
+func home(b *testing.B, n int) string {
+	b.Helper()
+	root := os.Getenv("AGENTCTL_BENCH_CACHE")
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "agentctl-bench-ui")
+	}
+	h := filepath.Join(root, fmt.Sprintf("ui-%d", n))
+	done := filepath.Join(h, "generated")
+	if _, err := os.Stat(done); err == nil {
+		return h
+	}
+	os.RemoveAll(h)
+	if err := os.MkdirAll(h, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	jsonl := filepath.Join(h, "events.jsonl")
+	if err := benchgen.History(h, jsonl, n, eventsPerSession); err != nil {
+		b.Fatal(err)
+	}
+	os.Remove(jsonl)
+	hist := history.New(h)
+	hist.AutoCompactFiles = -1
+	ids, err := hist.Store.IDs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := hist.Seal(ids...); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := hist.Compact(history.CompactOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("generated, sealed and compacted %d sessions in %s", n, time.Since(t0).Round(time.Second))
+	return h
+}
+
+// BenchmarkRunsPage is one request of the runs page, by size and filter.
+func BenchmarkRunsPage(b *testing.B) {
+	for _, n := range sizes {
+		for _, f := range filters {
+			b.Run(fmt.Sprintf("sessions=%d/filter=%s", n, f.name), func(b *testing.B) {
+				h := home(b, n)
+				srv, err := ui.New(ui.Options{Store: recorder.Store{Root: h}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer srv.Close()
+				handler := srv.Handler()
+				get := func() int {
+					req := httptest.NewRequest("GET", "/runs?"+f.query, nil)
+					req.Header.Set("Authorization", "Bearer "+srv.Token())
+					w := httptest.NewRecorder()
+					handler.ServeHTTP(w, req)
+					if w.Code != http.StatusOK {
+						b.Fatalf("GET /runs?%s: %d %s", f.query, w.Code, w.Body.String())
+					}
+					return strings.Count(w.Body.String(), "<tr data-session=")
+				}
+				t0 := time.Now()
+				rows := get()
+				open := time.Since(t0)
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				for range b.N {
+					get()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(open.Milliseconds()), "open-ms")
+				b.ReportMetric(float64(rows), "rows")
+			})
+		}
+	}
+}
+
+// BenchmarkSessionsJSON is `agentctl sessions --json` of the same
+// history, a process from start to exit.
+func BenchmarkSessionsJSON(b *testing.B) {
+	bin := agentctl(b)
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			h := home(b, n)
+			run := func() {
+				cmd := exec.CommandContext(context.Background(), bin, "--home", h, "sessions", "--json")
+				cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+				if err := cmd.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			run() // the page cache, as the page's first request
+			b.ResetTimer()
+			for range b.N {
+				run()
+			}
+		})
+	}
+}
+
+// cpuTime is the process's CPU time so far (user and system, every
+// thread: DuckDB's too). On a shared machine the wall time of a request
+// is as much the other processes' as the server's; its CPU time is not.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func agentctl(b *testing.B) string {
+	if p := os.Getenv("AGENTCTL_BENCH_AGENTCTL"); p != "" {
+		return p
+	}
+	p := filepath.Join(b.TempDir(), "agentctl")
+	cmd := exec.Command("go", "build", "-o", p, "./cmd/agentctl")
+	cmd.Dir = testenv.Root()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/agentctl: %v\n%s", err, out)
+	}
+	return p
+}
