@@ -14,7 +14,7 @@ import (
 
 func init() {
 	register(route{pattern: "GET /evals", nav: "Evals", navPath: "/evals", order: 40, handle: evalsPage})
-	register(route{pattern: "GET /evals/{suite}", handle: suitePage})
+	register(route{pattern: "GET /evals/{suite}", handle: suitePage, values: evalSuites})
 }
 
 // The evals pages read the eval_runs and eval_results views (the reports
@@ -81,6 +81,23 @@ func evalsPage(c *Ctx) error {
 		return err
 	}
 	return c.Render("evals.html", "Evals", map[string]any{"Suites": suites})
+}
+
+// evalSuites are the suites with a report in the history: the suite pages
+// an export writes.
+func evalSuites(ctx context.Context, s *Server) ([]string, error) {
+	var out []string
+	err := s.WithDB(ctx, func(db *query.DB) error {
+		res, err := db.Query(ctx, evalSuitesSQL)
+		if err != nil {
+			return fmt.Errorf("ui: evals: %w", err)
+		}
+		for _, r := range res.Rows {
+			out = append(out, cellText(r[0]))
+		}
+		return nil
+	})
+	return out, err
 }
 
 // cellInt is a count DuckDB returned, 0 for NULL.

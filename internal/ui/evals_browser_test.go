@@ -58,6 +58,17 @@ func TestEvalsPages(t *testing.T) {
 	}
 	s := serve(t, home)
 
+	// The export writes the suite's page and links the index to it.
+	dir := filepath.Join(t.TempDir(), "export")
+	testcli.Must(t, home, "ui", "--export", dir)
+	if _, err := os.Stat(filepath.Join(dir, "evals-pages.html")); err != nil {
+		t.Errorf("ui --export wrote no page for suite pages: %v", err)
+	}
+	ex := b.Open(t, "file://"+filepath.Join(dir, "evals.html"), "body[data-painted]")
+	ex.Click(`tr[data-suite="pages"] a`)
+	ex.WaitFor("#reports")
+	ex.Clean(func(u string) bool { return strings.HasPrefix(u, "file://"+dir+"/") })
+
 	idx := s.open(t, b, "/evals", nil)
 	if got := idx.Text(`tr[data-suite="pages"]`); !strings.Contains(got, "feature, main") {
 		t.Errorf("suites row %q, want both branches", got)

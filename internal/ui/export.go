@@ -43,9 +43,9 @@ type ExportResult struct {
 //
 // Which routes are pages is read from the registry: a GET route that is
 // not serverOnly and either is in the navigation or serves one session
-// (a pattern under /sessions/ ending in its one wildcard). Other routes
-// with a wildcard (nothing says which values exist) and the /api/
-// endpoints are left out.
+// (a pattern under /sessions/ ending in its one wildcard), or has one
+// wildcard whose values the route lists (route.values: the eval suites).
+// Other routes with a wildcard and the /api/ endpoints are left out.
 func (s *Server) Export(ctx context.Context, dir string, opts ExportOptions) (ExportResult, error) {
 	res := ExportResult{Dir: dir}
 	sel := url.Values{}
@@ -75,6 +75,15 @@ func (s *Server) Export(ctx context.Context, dir string, opts ExportOptions) (Ex
 	for _, r := range exportRoutes() {
 		path := r.path()
 		switch {
+		case strings.HasSuffix(path, "}") && r.values != nil:
+			prefix := path[:strings.LastIndexByte(path, '{')]
+			vals, err := r.values(ctx, s)
+			if err != nil {
+				return res, fmt.Errorf("ui: export %s: %w", path, err)
+			}
+			for _, v := range vals {
+				plan = append(plan, item{r: r, path: prefix + url.PathEscape(v)})
+			}
 		case strings.HasSuffix(path, "}"):
 			prefix := path[:strings.LastIndexByte(path, '{')]
 			for _, id := range ids {
@@ -154,6 +163,7 @@ func exportRoutes() []route {
 		case wild == 0 && r.nav != "":
 		case wild == 1 && strings.HasPrefix(p, "/sessions/") && strings.HasSuffix(p, "}") && !strings.HasSuffix(p, "...}") &&
 			strings.Count(p, "/") == 2:
+		case wild == 1 && r.values != nil && strings.HasSuffix(p, "}") && !strings.HasSuffix(p, "...}"):
 		default:
 			continue
 		}

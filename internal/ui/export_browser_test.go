@@ -36,7 +36,7 @@ func TestExportOpensFromFile(t *testing.T) {
 		}
 		return err
 	})
-	want := []string{"index.html", "sessions-bad0000000000001.html", "sessions-f000000000000002.html"}
+	want := []string{"cost.html", "evals.html", "index.html", "sessions-bad0000000000001.html", "sessions-f000000000000002.html"}
 	if !slices.Equal(pages, want) {
 		t.Errorf("exported pages %v, want %v", pages, want)
 	}

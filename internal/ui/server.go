@@ -236,6 +236,10 @@ type route struct {
 	// serverOnly keeps a page that needs the server (approvals, SQL) out
 	// of a static export and its navigation.
 	serverOnly bool
+	// values lists, for a route with one wildcard, the values a static
+	// export writes a page for (the suites of /evals/{suite}); the
+	// session page's are the exported sessions.
+	values func(ctx context.Context, s *Server) ([]string, error)
 	handle     func(*Ctx) error
 }
 
