@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/bundle"
 	"github.com/agentctl/agentctl/internal/diagnose"
+	"github.com/agentctl/agentctl/internal/leanmem"
 	"github.com/agentctl/agentctl/internal/recorder"
 	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 	"github.com/agentctl/agentctl/internal/termsafe"
@@ -76,7 +77,7 @@ func diagnoseRun(ctx context.Context, f *Factory, opts *diagnoseOptions) error {
 			return err
 		}
 		var tail recorder.Tail
-		restore := leanMemory()
+		restore := leanmem.Set()
 		rep, tail, err = diagnose.Stream(st, id)
 		restore()
 		if tail.Torn {

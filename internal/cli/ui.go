@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/internal/buildinfo"
+	"github.com/agentctl/agentctl/internal/leanmem"
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/remote"
 	"github.com/agentctl/agentctl/internal/ui"
@@ -118,6 +119,9 @@ func uiRun(ctx context.Context, f *Factory, opts *uiOptions) error {
 			fmt.Fprintf(f.Err, "agentctl ui: %v\n", err)
 		}
 	}
+	// Pages read long sessions a record at a time, as view does: the
+	// server keeps view's memory settings for its life.
+	defer leanmem.Set()()
 	return srv.Serve(ctx, ln)
 }
 

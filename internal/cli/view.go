@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/agentctl/agentctl/internal/buildinfo"
 	"github.com/agentctl/agentctl/internal/bundle"
 	"github.com/agentctl/agentctl/internal/diagnose"
+	"github.com/agentctl/agentctl/internal/leanmem"
 	"github.com/agentctl/agentctl/internal/recorder"
 	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 	"github.com/agentctl/agentctl/internal/session"
@@ -97,27 +97,6 @@ written, up to the damage).`,
 	return cmd
 }
 
-// leanMemory sets what `view` and `diagnose` of one long session run
-// under, and returns what puts it back: the collector at +25% instead of
-// +100%, and a soft Go memory limit of 64 MiB unless GOMEMLIMIT is set.
-// Their live heap is the lean fold and a few words a call (~50 MB at a
-// million events); the limit keeps garbage from adding half of that again
-// (bench/README.md). Past the limit the runtime caps the collector at half
-// the CPU: slower, never stopped.
-func leanMemory() func() {
-	gc := debug.SetGCPercent(25)
-	limit := int64(-1)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		limit = debug.SetMemoryLimit(64 << 20)
-	}
-	return func() {
-		debug.SetGCPercent(gc)
-		if limit >= 0 {
-			debug.SetMemoryLimit(limit)
-		}
-	}
-}
-
 // viewSource is one session read for the view, from the home or a bundle.
 type viewSource struct {
 	in      view.Input
@@ -158,7 +137,7 @@ func viewRun(ctx context.Context, f *Factory, opts *viewOptions) error {
 		// As bundle's (see bundleRun): a long session's view holds its
 		// lean fold, diagnose's few words a call and the 20,000 events
 		// the page shows, and no more garbage than a quarter of that.
-		defer leanMemory()()
+		defer leanmem.Set()()
 		ref := opts.Session
 		if opts.Bundle != "" {
 			ref = opts.Bundle

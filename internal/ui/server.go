@@ -130,7 +130,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.hosts = hostsFor(a)
 		}
 	}
+	// Requests live under ctx: a live page's event stream ends when the
+	// server stops instead of holding Shutdown for its timeout.
 	hs := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return ctx },
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,

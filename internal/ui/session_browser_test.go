@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/leanmem"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/testenv/browser"
@@ -200,6 +201,7 @@ func TestServeHome(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Println(srv.URL(ln))
+	defer leanmem.Set()() // as agentctl ui serves
 	srv.Serve(context.Background(), ln)
 }
 
