@@ -243,7 +243,7 @@ type route struct {
 	// export writes a page for (the suites of /evals/{suite}); the
 	// session page's are the exported sessions.
 	values func(ctx context.Context, s *Server) ([]string, error)
-	handle     func(*Ctx) error
+	handle func(*Ctx) error
 }
 
 var routes []route
