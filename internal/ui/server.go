@@ -47,6 +47,11 @@ type Server struct {
 	// (a non-loopback listen, where the token is what keeps others out).
 	hosts map[string]bool
 
+	// whole admits one read of a whole session log at a time (a page's
+	// figures, its diagnosis): each holds a lean fold, so however many
+	// pages are open the server holds one.
+	whole chan struct{}
+
 	dbMu   sync.Mutex
 	db     *query.DB
 	dbSeen dbStamp
@@ -86,7 +91,7 @@ func New(opts Options) (*Server, error) {
 	}
 	m := hmac.New(sha256.New, []byte(tok))
 	m.Write([]byte("agentctl-ui csrf"))
-	return &Server{opts: opts, token: tok, csrf: hex.EncodeToString(m.Sum(nil))}, nil
+	return &Server{opts: opts, token: tok, csrf: hex.EncodeToString(m.Sum(nil)), whole: make(chan struct{}, 1)}, nil
 }
 
 // Token is the token every request must carry.
@@ -152,6 +157,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs.Shutdown(shut)
 	s.Close()
 	return nil
+}
+
+// readWhole waits for the turn to read a whole session log; release ends
+// it. A request that goes away stops waiting.
+func (s *Server) readWhole(ctx context.Context) (release func(), err error) {
+	select {
+	case s.whole <- struct{}{}:
+		return func() { <-s.whole }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Close releases the query database.

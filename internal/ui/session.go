@@ -25,6 +25,11 @@ func init() {
 			return notFound("%v", err)
 		}
 		from, _ := strconv.ParseInt(c.R.URL.Query().Get("from"), 10, 64)
+		release, err := c.S.readWhole(c.R.Context())
+		if err != nil {
+			return err
+		}
+		defer release()
 		f, err := figuresOf(c, id, from)
 		if err != nil {
 			return err
@@ -39,6 +44,11 @@ func init() {
 		q := c.R.URL.Query()
 		from, _ := strconv.ParseInt(q.Get("from"), 10, 64)
 		to, _ := strconv.ParseInt(q.Get("to"), 10, 64)
+		release, err := c.S.readWhole(c.R.Context())
+		if err != nil {
+			return err
+		}
+		defer release()
 		return c.JSON(diagnosisOf(c, id, from, to))
 	}})
 }
