@@ -100,7 +100,7 @@ func TestRunsFiltersInChromium(t *testing.T) {
 	}
 	// The figures of a row: turns, tools, tokens, cost, duration.
 	var cells []string
-	tab.Eval(`Array.from(document.querySelectorAll('tr[data-session="f000000000000002"] td')).map(td => td.textContent)`, &cells)
+	tab.Eval(`Array.from(document.querySelectorAll('tr[data-session="f000000000000002"] td:not(:has(input))')).map(td => td.textContent)`, &cells)
 	if want := []string{"fix-typo", "failed max_turns", "run", "claude-sonnet-4-5", "1", "0", "120", "$0.30", "2.0s"}; len(cells) < 10 || !slices.Equal(cells[1:10], want) {
 		t.Errorf("row cells %q, want %q after the id", cells, want)
 	}
@@ -294,6 +294,32 @@ func TestRunsListsNewSessions(t *testing.T) {
 	tab.Navigate(s.page("/runs", nil), "body[data-painted]")
 	if got := rows(tab); len(got) != 6 || got[0] != "f000000000000009" {
 		t.Errorf("after a new session the runs page lists %v, want it first of 6", got)
+	}
+	tab.Clean(s.ownOrPicker)
+}
+
+// TestRunsCompareSelected ticks two rows of the runs page and compares
+// them: the compare page opens with exactly those sessions.
+func TestRunsCompareSelected(t *testing.T) {
+	b := browser.New(t)
+	home := filterHome(t)
+	s := serve(t, home)
+	tab := s.open(t, b, "/runs", nil)
+	tab.Click(`input[name="s"][value="f000000000000001"]`)
+	tab.Click(`input[name="s"][value="f000000000000003"]`)
+	tab.Eval(`document.body.setAttribute('data-old', ''), true`, nil)
+	tab.Click("#compare-selected")
+	tab.WaitFor("body[data-painted]:not([data-old])")
+	var loc string
+	tab.Eval(`location.pathname + location.search`, &loc)
+	// The form sends the ticked rows in the page's order, newest first.
+	if loc != "/compare?s=f000000000000003&s=f000000000000001" {
+		t.Errorf("compare selected went to %s", loc)
+	}
+	for _, id := range []string{"f000000000000001", "f000000000000003"} {
+		if tab.Count(`a[href="/sessions/`+id+`"]`) == 0 {
+			t.Errorf("the compare page does not link session %s", id)
+		}
 	}
 	tab.Clean(s.ownOrPicker)
 }
