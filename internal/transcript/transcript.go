@@ -33,7 +33,7 @@ const (
 )
 
 // Formats lists the formats Import knows, in documentation order.
-var Formats = []string{FormatClaudeCode, FormatCodex, FormatSWEAgent, FormatOpenHands, FormatInspect, FormatATIF}
+var Formats = []string{FormatClaudeCode, FormatCodex, FormatGeminiCLI, FormatSWEAgent, FormatOpenHands, FormatInspect, FormatATIF}
 
 // Report codes (see the package documentation).
 const (
@@ -130,6 +130,8 @@ func Import(format, path string) ([]*Session, error) {
 		return importClaudeCodeFile(path)
 	case FormatCodex:
 		return one(importCodex(path))
+	case FormatGeminiCLI:
+		return importGeminiCLIFile(path)
 	case FormatSWEAgent:
 		return one(importSWEAgent(path))
 	case FormatOpenHands:
@@ -184,6 +186,8 @@ func Detect(path string) (string, error) {
 	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	has := func(s string) bool { return bytes.Contains(head, []byte(s)) }
 	switch {
+	case geminiHeader(head):
+		return FormatGeminiCLI, nil
 	case len(t) > 0 && t[0] == '[' && has(`"source"`):
 		return FormatOpenHands, nil
 	case has(`"schema_version"`) && has(`"ATIF-`):

@@ -1,0 +1,579 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/pricing"
+	"github.com/agentctl/agentctl/internal/session"
+)
+
+// FormatGeminiCLI is Gemini CLI's chat recording: session JSONL
+// (~/.gemini/tmp/<project>/chats/session-*.jsonl, sub-agents in
+// chats/<session id>/<agent id>.jsonl) and the single .json of versions
+// before it.
+const FormatGeminiCLI = "gemini-cli"
+
+// How Gemini CLI writes a session (packages/core/src/services/
+// chatRecordingService.ts): a header line {sessionId, projectHash,
+// startTime, lastUpdated, kind}, then message records {id, timestamp,
+// type, content, ...}. A message is appended again, whole, each time it
+// changes (its tokens arrive, its tool calls complete): the last copy
+// wins and keeps the place of the first. {"$set": {...}} lines update the
+// header; a $set holding messages is a checkpoint that replaces them all.
+// {"$rewindTo": id} drops that message and every one after it (an unknown
+// id drops them all). This importer folds the lines the way gemini-cli's
+// own loader does, so the session is the conversation gemini-cli would
+// resume.
+
+// geminiMsg is one message record.
+type geminiMsg struct {
+	ID        string           `json:"id"`
+	Timestamp string           `json:"timestamp"`
+	Type      string           `json:"type"`
+	Content   json.RawMessage  `json:"content"`
+	ToolCalls []geminiToolCall `json:"toolCalls"`
+	Thoughts  json.RawMessage  `json:"thoughts"`
+	Tokens    *geminiTokens    `json:"tokens"`
+	Model     string           `json:"model"`
+}
+
+type geminiToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Args      json.RawMessage `json:"args"`
+	Result    json.RawMessage `json:"result"`
+	Status    string          `json:"status"`
+	Timestamp string          `json:"timestamp"`
+	AgentID   string          `json:"agentId"`
+}
+
+// geminiTokens is the usage metadata of one response, renamed:
+// input = promptTokenCount (cached included), output =
+// candidatesTokenCount (thoughts excluded), tool =
+// toolUsePromptTokenCount.
+type geminiTokens struct {
+	Input    int64 `json:"input"`
+	Output   int64 `json:"output"`
+	Cached   int64 `json:"cached"`
+	Thoughts int64 `json:"thoughts"`
+	Tool     int64 `json:"tool"`
+	Total    int64 `json:"total"`
+}
+
+// geminiMeta is the header and what $set lines change in it.
+type geminiMeta struct {
+	SessionID   string          `json:"sessionId"`
+	ProjectHash string          `json:"projectHash"`
+	StartTime   string          `json:"startTime"`
+	LastUpdated string          `json:"lastUpdated"`
+	Summary     string          `json:"summary"`
+	Kind        string          `json:"kind"`
+	Directories []string        `json:"directories"`
+	Messages    json.RawMessage `json:"messages"`
+}
+
+// geminiRec is a message as the fold holds it: the record and the line
+// its current copy came from.
+type geminiRec struct {
+	line int
+	msg  geminiMsg
+}
+
+// geminiImport is one Gemini CLI session being imported.
+type geminiImport struct {
+	b      *builder
+	meta   geminiMeta
+	header bool
+	order  []string
+	byID   map[string]*geminiRec
+	// answered: calls whose result the gemini message's toolCalls gave.
+	answered map[string]bool
+	tokens   bool
+}
+
+// importGeminiCLIFile imports a Gemini CLI session and, for a main
+// session, the sub-agent sessions in the folder named by its session id
+// beside it.
+func importGeminiCLIFile(path string) ([]*Session, error) {
+	main, meta, err := importGeminiCLI(path)
+	if err != nil {
+		return nil, err
+	}
+	if meta.Kind != "subagent" && meta.SessionID != "" {
+		files, _ := filepath.Glob(filepath.Join(filepath.Dir(path), geminiSafeName(meta.SessionID), "*.jsonl"))
+		sort.Strings(files)
+		for _, f := range files {
+			child, cmeta, err := importGeminiCLI(f)
+			if err != nil {
+				main.Report.Notes = append(main.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent file %s not imported: %v", f, err)})
+				continue
+			}
+			linkGeminiChild(main, child, cmeta.SessionID)
+		}
+	}
+	return []*Session{main}, nil
+}
+
+// geminiUnsafe is what gemini-cli's sanitizeFilenamePart replaces in a
+// session id before it names a file or folder.
+var geminiUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+
+func geminiSafeName(s string) string { return geminiUnsafe.ReplaceAllString(s, "_") }
+
+// linkGeminiChild links a sub-agent before the result of the call whose
+// record names it (agentId), else at the end.
+func linkGeminiChild(parent, child *Session, agentID string) {
+	at, output := int64(0), lastAssistantText(child.Events)
+	for _, e := range parent.Events {
+		var r struct {
+			Agent string `json:"agent_id"`
+		}
+		if e.Kind == session.KindToolResult && json.Unmarshal(e.Attrs, &r) == nil && r.Agent == agentID {
+			at, output = e.Seq-1, e.Output
+			break
+		}
+	}
+	link(parent, child, at, output)
+}
+
+// importGeminiCLI imports one file: JSONL, or the older single JSON
+// object with the messages inside.
+func importGeminiCLI(path string) (*Session, geminiMeta, error) {
+	data, file, err := readSource(path)
+	if err != nil {
+		return nil, geminiMeta{}, err
+	}
+	g := &geminiImport{b: newBuilder(FormatGeminiCLI, file, data), byID: map[string]*geminiRec{}, answered: map[string]bool{}}
+	g.b.hdr.Provider = "gemini"
+	if t := bytes.TrimSpace(data); bytes.HasPrefix(t, []byte("{")) && json.Valid(t) && bytes.Count(t, []byte("\n")) > 0 {
+		// The .json of older versions: one object, pretty-printed.
+		g.legacy(t)
+	} else {
+		readLines(data, g.b, g.line)
+	}
+	if !g.header {
+		return nil, geminiMeta{}, fmt.Errorf("import gemini-cli %s: no header with sessionId and projectHash; is this a Gemini CLI session file?", path)
+	}
+	for _, id := range g.order {
+		g.message(g.byID[id])
+	}
+	return g.finish(), g.meta, nil
+}
+
+// legacy reads the single-object form: its messages are the records.
+func (g *geminiImport) legacy(data []byte) {
+	var m geminiMeta
+	if err := json.Unmarshal(data, &m); err != nil || m.SessionID == "" || m.ProjectHash == "" {
+		return
+	}
+	g.header = true
+	g.meta = m
+	var msgs []json.RawMessage
+	_ = json.Unmarshal(m.Messages, &msgs)
+	for i, raw := range msgs {
+		g.b.records++
+		g.put(i+1, raw)
+	}
+}
+
+// line folds one JSONL record into the conversation.
+func (g *geminiImport) line(n int, raw []byte) error {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return err
+	}
+	switch {
+	case probe["$rewindTo"] != nil:
+		var id string
+		_ = json.Unmarshal(probe["$rewindTo"], &id)
+		g.rewind(n, id)
+	case probe["$set"] != nil:
+		var set geminiMeta
+		if err := json.Unmarshal(probe["$set"], &set); err != nil {
+			return err
+		}
+		g.set(n, set)
+	case probe["id"] != nil:
+		g.put(n, raw)
+	case probe["sessionId"] != nil && probe["projectHash"] != nil:
+		var m geminiMeta
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		if g.header {
+			g.b.note(n, CodeSkipped, "another header (session %s); its fields update the first", m.SessionID)
+		}
+		g.header = true
+		g.set(n, m)
+	default:
+		g.b.note(n, CodeUnknownRecord, "a record that is no message, header, $set or $rewindTo; skipped")
+	}
+	return nil
+}
+
+// put adds a message record, or replaces the earlier copy of it in its
+// place.
+func (g *geminiImport) put(n int, raw []byte) {
+	var m geminiMsg
+	if err := json.Unmarshal(raw, &m); err != nil || m.ID == "" {
+		g.b.note(n, CodeBadLine, "a message record that does not decode (%v); skipped", err)
+		return
+	}
+	if old := g.byID[m.ID]; old != nil {
+		if old.line != n {
+			g.b.note(old.line, CodeSkipped, "message %s is written again, whole, at line %d; that copy stands", m.ID, n)
+		}
+		old.line, old.msg = n, m
+		return
+	}
+	g.byID[m.ID] = &geminiRec{line: n, msg: m}
+	g.order = append(g.order, m.ID)
+}
+
+// drop removes the messages order[i:], noting why.
+func (g *geminiImport) drop(i int, why string) {
+	for _, id := range g.order[i:] {
+		g.b.note(g.byID[id].line, CodeFork, "message %s %s", id, why)
+		delete(g.byID, id)
+	}
+	g.order = g.order[:i]
+}
+
+func (g *geminiImport) rewind(n int, id string) {
+	if i := slices.Index(g.order, id); i >= 0 {
+		g.drop(i, fmt.Sprintf("was rewound by the $rewindTo at line %d", n))
+		return
+	}
+	g.drop(0, fmt.Sprintf("was dropped by the $rewindTo at line %d, whose message is unknown (gemini-cli then drops them all)", n))
+}
+
+// set merges a header update; messages in it are a checkpoint that
+// replaces the conversation.
+func (g *geminiImport) set(n int, s geminiMeta) {
+	m := &g.meta
+	for _, f := range []struct{ dst, src *string }{{&m.SessionID, &s.SessionID}, {&m.ProjectHash, &s.ProjectHash},
+		{&m.StartTime, &s.StartTime}, {&m.LastUpdated, &s.LastUpdated}, {&m.Summary, &s.Summary}, {&m.Kind, &s.Kind}} {
+		if *f.src != "" {
+			*f.dst = *f.src
+		}
+	}
+	if s.Directories != nil {
+		m.Directories = s.Directories
+	}
+	var msgs []json.RawMessage
+	if len(s.Messages) == 0 || json.Unmarshal(s.Messages, &msgs) != nil {
+		return
+	}
+	kept := map[string]bool{}
+	for _, raw := range msgs {
+		var id struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(raw, &id)
+		kept[id.ID] = true
+	}
+	var gone []string
+	for _, id := range g.order {
+		if !kept[id] {
+			gone = append(gone, id)
+		}
+	}
+	for _, id := range gone {
+		g.b.note(g.byID[id].line, CodeFork, "message %s is not in the checkpoint ($set messages) at line %d, which replaces the conversation", id, n)
+	}
+	g.order, g.byID = nil, map[string]*geminiRec{}
+	for _, raw := range msgs {
+		g.put(n, raw)
+	}
+}
+
+// message maps one message of the folded conversation to events.
+func (g *geminiImport) message(r *geminiRec) {
+	b, m := g.b, r.msg
+	ts, _ := parseTime(m.Timestamp)
+	switch m.Type {
+	case "user":
+		g.user(r, ts)
+	case "gemini":
+		g.gemini(r, ts)
+	case "error":
+		b.add(session.Event{Kind: session.KindError, TS: ts, Reason: "source_error", Error: geminiText(m.Content, nil)})
+	case "info", "warning":
+		b.note(r.line, CodeSkipped, "%s message shown to the user, not sent to the model: %s", m.Type, geminiText(m.Content, nil))
+	default:
+		b.note(r.line, CodeUnknownRecord, "message type %q is not one this importer knows; skipped", m.Type)
+	}
+}
+
+// user adds a prompt, or the results a user turn carries back to the
+// model (functionResponse parts) that the calls' records did not give.
+func (g *geminiImport) user(r *geminiRec, ts time.Time) {
+	parts := geminiPartList(r.msg.Content)
+	var results []json.RawMessage
+	for _, p := range parts {
+		if bytes.Contains(p, []byte(`"functionResponse"`)) {
+			results = append(results, p)
+		}
+	}
+	if len(results) > 0 && len(results) == len(parts) {
+		for _, p := range results {
+			var x struct {
+				FunctionResponse struct {
+					ID       string          `json:"id"`
+					Response json.RawMessage `json:"response"`
+				} `json:"functionResponse"`
+			}
+			_ = json.Unmarshal(p, &x)
+			if g.answered[x.FunctionResponse.ID] {
+				g.b.note(r.line, CodeSkipped, "the result of call %s sent back to the model; the call's record gave it", x.FunctionResponse.ID)
+				continue
+			}
+			out, errText := geminiResponse(x.FunctionResponse.Response)
+			status := session.ResultOK
+			if errText != "" {
+				status = session.ResultError
+			}
+			g.answered[x.FunctionResponse.ID] = true
+			g.b.result(r.line, x.FunctionResponse.ID, out, status, errText, ts, g.b.latency(x.FunctionResponse.ID, ts), nil)
+		}
+		return
+	}
+	attrs := map[string]any{}
+	text := geminiText(r.msg.Content, attrs)
+	g.b.add(session.Event{Kind: session.KindUserMessage, TS: ts, Text: text, Attrs: marshalAttrs(attrs)})
+}
+
+// gemini adds one response: its text, thoughts and usage, then an intent
+// per tool call and the result its record holds.
+func (g *geminiImport) gemini(r *geminiRec, ts time.Time) {
+	m := r.msg
+	t := turn{ts: ts, provider: "gemini", model: m.Model, attrs: map[string]any{}, callAttrs: map[string]any{}}
+	t.text = geminiText(m.Content, t.attrs)
+	if th := bytes.TrimSpace(m.Thoughts); len(th) > 0 && string(th) != "[]" && string(th) != "null" {
+		t.attrs["thoughts"] = th
+	}
+	if m.Model == "" {
+		t.model = g.b.hdr.Model
+	} else if g.b.hdr.Model == "" {
+		g.b.hdr.Model = m.Model
+	}
+	if k := m.Tokens; k != nil {
+		g.tokens = true
+		// Gemini bills thoughts as output, and its prompt count already
+		// holds the cached tokens.
+		t.usage = &pricing.Usage{Input: k.Input + k.Tool, CacheRead: k.Cached, Output: k.Output + k.Thoughts}
+		if k.Thoughts > 0 {
+			t.callAttrs["reasoning_tokens"] = k.Thoughts
+		}
+	}
+	for _, tc := range m.ToolCalls {
+		t.calls = append(t.calls, session.ToolCall{ID: tc.ID, Name: tc.Name, Args: argsObject(tc.Args)})
+	}
+	g.b.addTurn(t, r.line)
+	for _, tc := range t.calls {
+		g.b.intent(tc, ts)
+	}
+	for _, tc := range m.ToolCalls {
+		res := bytes.TrimSpace(tc.Result)
+		if len(res) == 0 || string(res) == "null" {
+			continue
+		}
+		rts, ok := parseTime(tc.Timestamp)
+		if !ok {
+			rts = ts
+		}
+		out, errText := geminiResult(res)
+		status := session.ResultOK
+		switch tc.Status {
+		case "error":
+			status = session.ResultError
+		case "cancelled":
+			status = session.ResultCancelled
+		}
+		if status == session.ResultOK && errText != "" {
+			status = session.ResultError
+		}
+		attrs := map[string]any{}
+		if tc.AgentID != "" {
+			attrs["agent_id"] = tc.AgentID
+		}
+		if tc.Status != "" && tc.Status != "success" {
+			attrs["source_status"] = tc.Status
+		}
+		g.answered[tc.ID] = true
+		g.b.result(r.line, tc.ID, out, status, errText, rts, g.b.latency(tc.ID, rts), attrs)
+	}
+}
+
+// finish completes the header.
+func (g *geminiImport) finish() *Session {
+	b, m := g.b, g.meta
+	b.attrs["source_session_id"] = m.SessionID
+	b.attrs["source_project_hash"] = m.ProjectHash
+	if m.Kind != "" {
+		b.attrs["source_kind"] = m.Kind
+	}
+	if m.Summary != "" {
+		b.attrs["source_summary"] = m.Summary
+	}
+	if len(m.Directories) > 0 {
+		b.attrs["source_cwd"] = m.Directories[0]
+		if len(m.Directories) > 1 {
+			b.attrs["source_directories"] = m.Directories
+		}
+	}
+	if ts, ok := parseTime(m.StartTime); ok {
+		b.hdr.TS = ts
+	}
+	b.hdr.Name = "gemini-cli " + m.SessionID
+	if !g.tokens {
+		b.notRecorded("usage")
+	}
+	if len(m.Directories) == 0 {
+		b.notRecorded("the folder it ran in (only its hash, projectHash)")
+	}
+	b.notRecorded("system prompt", "tool definitions", "finish reasons", "end state",
+		"when a tool call started (its intent takes the response's time)")
+	return b.finish("")
+}
+
+// geminiPartList reads content (a PartListUnion: a string, a part, or a
+// list of parts) as a list of parts.
+func geminiPartList(raw json.RawMessage) []json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil
+	case raw[0] == '[':
+		var parts []json.RawMessage
+		_ = json.Unmarshal(raw, &parts)
+		return parts
+	}
+	return []json.RawMessage{raw}
+}
+
+// geminiText joins the text of content's parts; parts that are not text
+// (inline data, files, calls) go into attrs["parts"] when attrs is given.
+func geminiText(raw json.RawMessage, attrs map[string]any) string {
+	var texts []string
+	for _, p := range geminiPartList(raw) {
+		if p[0] == '"' {
+			var s string
+			_ = json.Unmarshal(p, &s)
+			texts = append(texts, s)
+			continue
+		}
+		var x struct {
+			Text    *string `json:"text"`
+			Thought bool    `json:"thought"`
+		}
+		if json.Unmarshal(p, &x) == nil && x.Text != nil && !x.Thought {
+			texts = append(texts, *x.Text)
+			continue
+		}
+		if attrs != nil {
+			keepVerbatim(attrs, "parts", p)
+		}
+	}
+	return strings.Join(texts, "")
+}
+
+// geminiResult reads a tool call's result parts: the functionResponse's
+// output or error, and any text beside it.
+func geminiResult(raw json.RawMessage) (out, errText string) {
+	var outs, errs []string
+	for _, p := range geminiPartList(raw) {
+		var x struct {
+			Text             *string `json:"text"`
+			FunctionResponse *struct {
+				Response json.RawMessage `json:"response"`
+			} `json:"functionResponse"`
+		}
+		switch {
+		case p[0] == '"':
+			var s string
+			_ = json.Unmarshal(p, &s)
+			outs = append(outs, s)
+		case json.Unmarshal(p, &x) != nil:
+			outs = append(outs, string(p))
+		case x.FunctionResponse != nil:
+			o, e := geminiResponse(x.FunctionResponse.Response)
+			if o != "" {
+				outs = append(outs, o)
+			}
+			if e != "" {
+				errs = append(errs, e)
+			}
+		case x.Text != nil:
+			outs = append(outs, *x.Text)
+		default:
+			outs = append(outs, string(p))
+		}
+	}
+	return strings.Join(outs, "\n"), strings.Join(errs, "\n")
+}
+
+// geminiResponse reads a functionResponse's response: {"output": …} or
+// {"error": …} as gemini-cli writes them, anything else as its JSON.
+func geminiResponse(raw json.RawMessage) (out, errText string) {
+	var r map[string]json.RawMessage
+	if json.Unmarshal(raw, &r) != nil {
+		return string(raw), ""
+	}
+	str := func(k string) (string, bool) {
+		var s string
+		v, ok := r[k]
+		return s, ok && json.Unmarshal(v, &s) == nil
+	}
+	if e, ok := str("error"); ok {
+		o, _ := str("output")
+		if o == "" {
+			o = e
+		}
+		return o, e
+	}
+	if o, ok := str("output"); ok && len(r) == 1 {
+		return o, ""
+	}
+	return string(raw), ""
+}
+
+// geminiHeader reports whether head starts as a Gemini CLI session does:
+// its first record (the JSONL header, or the older single object) holds
+// sessionId and projectHash.
+func geminiHeader(head []byte) bool {
+	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
+	if len(t) == 0 || t[0] != '{' {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		key, _ := k.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			// The object runs past head (a long legacy file): judge
+			// from the keys read so far.
+			break
+		}
+		if key == "sessionId" || key == "projectHash" {
+			seen[key] = len(v) > 0 && v[0] == '"'
+		}
+	}
+	return seen["sessionId"] && seen["projectHash"]
+}

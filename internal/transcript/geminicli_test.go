@@ -1,0 +1,410 @@
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/session"
+)
+
+// geminiTestdata is the session the real gemini-cli wrote (see
+// testdata/README.md for how), with its sub-agent's file in the folder
+// named by its session id.
+var geminiTestdata = filepath.Join("testdata", "gemini-cli", "chats", "session-2026-12-06T10-36-9c2e7759.jsonl")
+
+// geminiJQ counts a Gemini CLI session file independently of the
+// importer: the last copy of each message (records and $set checkpoints),
+// as jq reads them.
+const geminiJQ = `[.[] | (select(.id), (.["$set"].messages // [])[])] | group_by(.id) | map(last) as $m |
+{
+  user: [$m[] | select(.type == "user") | select(((.content | if type == "array" then . else [.] end) | map(has("functionResponse")? // false) | all) | not)] | length,
+  assistant: [$m[] | select(.type == "gemini")] | length,
+  calls: [$m[] | select(.type == "gemini") | .toolCalls // [] | .[]] | length,
+  results: [$m[] | select(.type == "gemini") | .toolCalls // [] | .[] | select(.result != null)] | length,
+  input: [$m[] | select(.type == "gemini") | .tokens // {} | (.input // 0) + (.tool // 0)] | add,
+  output: [$m[] | select(.type == "gemini") | .tokens // {} | (.output // 0) + (.thoughts // 0)] | add,
+  cached: [$m[] | select(.type == "gemini") | .tokens.cached // 0] | add
+}`
+
+// geminiCount is what geminiJQ gives, and what an import of the same
+// file must give.
+type geminiCount struct {
+	User, Assistant, Calls, Results int
+	Input, Output, Cached           int64
+}
+
+func jqCountGemini(t *testing.T, path string) geminiCount {
+	t.Helper()
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq is not installed; the independent count needs it")
+	}
+	out, err := exec.Command(jq, "-s", "-c", geminiJQ, path).Output()
+	if err != nil {
+		t.Fatalf("jq on %s: %v", path, err)
+	}
+	var c geminiCount
+	if err := json.Unmarshal(out, &c); err != nil {
+		t.Fatalf("jq output %s: %v", out, err)
+	}
+	return c
+}
+
+func importedCount(s *Session) geminiCount {
+	var c geminiCount
+	for _, e := range s.Events {
+		switch e.Kind {
+		case session.KindUserMessage:
+			c.User++
+		case session.KindAssistantMessage:
+			c.Assistant++
+			c.Calls += len(e.ToolCalls)
+		case session.KindToolResult:
+			c.Results++
+		case session.KindModelCall:
+			c.Input += e.InputTokens
+			c.Output += e.OutputTokens
+			c.Cached += e.CacheReadInputTokens
+		}
+	}
+	return c
+}
+
+// checkGeminiImport imports path (detected, not named) and checks it and
+// its sub-agents against jq's count of each file.
+func checkGeminiImport(t *testing.T, path string, wantChildren int) *Session {
+	t.Helper()
+	f, err := Detect(path)
+	if err != nil || f != FormatGeminiCLI {
+		t.Fatalf("Detect(%s) = %q, %v; want %s", path, f, err, FormatGeminiCLI)
+	}
+	ss, err := Import(FormatAuto, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	if got, want := importedCount(s), jqCountGemini(t, path); got != want {
+		t.Errorf("%s: imported %+v; jq counts %+v", path, got, want)
+	}
+	if Lost(s.Report) != 0 {
+		t.Errorf("%s: lost records: %+v", path, s.Report.Notes)
+	}
+	if len(s.Children) != wantChildren {
+		t.Fatalf("%s: %d sub-agents imported, want %d (notes %+v)", path, len(s.Children), wantChildren, s.Report.Notes)
+	}
+	for _, c := range s.Children {
+		if got, want := importedCount(c), jqCountGemini(t, c.Report.File); got != want {
+			t.Errorf("sub-agent %s: imported %+v; jq counts %+v", c.Report.File, got, want)
+		}
+		if s.Report.Counts[string(session.KindSubagentStarted)] != 1 {
+			t.Errorf("parent has no subagent_started for %s", c.Report.File)
+		}
+	}
+	return s
+}
+
+// TestGeminiCLIRealFile imports the session the real gemini-cli wrote,
+// with its sub-agent, and checks the counts against jq's.
+func TestGeminiCLIRealFile(t *testing.T) {
+	s := checkGeminiImport(t, geminiTestdata, 1)
+	var hdr struct {
+		SID         string   `json:"source_session_id"`
+		NotRecorded []string `json:"not_recorded"`
+	}
+	_ = json.Unmarshal(s.Events[0].Attrs, &hdr)
+	if hdr.SID != "9c2e7759-2f94-43e9-813c-c930cb479494" || len(hdr.NotRecorded) == 0 {
+		t.Errorf("header attrs %s", s.Events[0].Attrs)
+	}
+	if s.Events[0].Provider != "gemini" || s.Events[0].Model == "" {
+		t.Errorf("header provider/model = %q/%q", s.Events[0].Provider, s.Events[0].Model)
+	}
+}
+
+// TestGeminiCLIRewindAndCheckpoint appends what gemini-cli writes on
+// /rewind and on a history rewrite to the real file: the rewound messages
+// and those a checkpoint replaces leave the session, noted as fork lines.
+func TestGeminiCLIRewindAndCheckpoint(t *testing.T) {
+	data, err := os.ReadFile(geminiTestdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	var first json.RawMessage
+	for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var m struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(l, &m) == nil && m.ID != "" && (len(ids) == 0 || ids[len(ids)-1] != m.ID) {
+			ids = append(ids, m.ID)
+			if m.Type == "user" && first == nil {
+				first = append(json.RawMessage(nil), l...)
+			}
+		}
+	}
+	full, err := Import(FormatGeminiCLI, geminiTestdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		add      string
+		wantUser int
+		wantAsst int
+		fork     bool
+	}{
+		// /rewind to the first prompt: every message from it on goes.
+		{"rewind", fmt.Sprintf(`{"$rewindTo":%q}`, ids[0]), 1, 0, true},
+		// An unknown id: gemini-cli's loader drops them all.
+		{"rewind unknown", `{"$rewindTo":"no-such-message"}`, 0, 0, true},
+		// A checkpoint of the first prompt alone replaces the rest.
+		{"checkpoint", `{"$set":{"messages":[` + string(first) + `]}}`, 1, 0, true},
+		// A rewind then a new prompt: the new prompt stays.
+		{"rewind then prompt", fmt.Sprintf(`{"$rewindTo":%q}`, ids[0]) + "\n" +
+			`{"id":"new-1","timestamp":"2026-12-06T11:00:00.000Z","type":"user","content":[{"text":"again"}]}`, 2, 0, true},
+		// No change: the same counts as the file.
+		{"none", "", full[0].Report.Counts[string(session.KindUserMessage)], full[0].Report.Counts[string(session.KindAssistantMessage)], false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "session.jsonl")
+			if err := os.WriteFile(p, append(append([]byte{}, data...), []byte(tt.add+"\n")...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ss, err := Import(FormatGeminiCLI, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := ss[0].Report
+			if r.Counts[string(session.KindUserMessage)] != tt.wantUser || r.Counts[string(session.KindAssistantMessage)] != tt.wantAsst {
+				t.Errorf("counts %v; want %d user, %d assistant", r.Counts, tt.wantUser, tt.wantAsst)
+			}
+			forks := 0
+			for _, n := range r.Notes {
+				if n.Code == CodeFork {
+					forks++
+				}
+			}
+			if (forks > 0) != tt.fork {
+				t.Errorf("%d fork notes, want some: %v (%+v)", forks, tt.fork, r.Notes)
+			}
+		})
+	}
+}
+
+// TestGeminiCLILegacyJSON imports the single .json older gemini-cli
+// versions wrote: the real JSONL file's conversation rewritten in that
+// shape (gemini-cli's own migration reads one into the other) gives the
+// same events.
+func TestGeminiCLILegacyJSON(t *testing.T) {
+	jsonl, err := Import(FormatGeminiCLI, geminiTestdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(geminiTestdata)
+	g := &geminiImport{b: newBuilder(FormatGeminiCLI, "x", data), byID: map[string]*geminiRec{}, answered: map[string]bool{}}
+	readLines(data, g.b, g.line)
+	var msgs []json.RawMessage
+	for _, id := range g.order {
+		raw, _ := json.Marshal(g.byID[id].msg)
+		msgs = append(msgs, raw)
+	}
+	obj := map[string]any{"sessionId": g.meta.SessionID, "projectHash": g.meta.ProjectHash, "startTime": g.meta.StartTime,
+		"lastUpdated": g.meta.LastUpdated, "messages": msgs}
+	legacy, _ := json.MarshalIndent(obj, "", "  ")
+	p := filepath.Join(t.TempDir(), "session-x.json")
+	if err := os.WriteFile(p, legacy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Detect(p); f != FormatGeminiCLI {
+		t.Fatalf("Detect = %q, %v", f, err)
+	}
+	ss, err := Import(FormatAuto, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := importedCount(ss[0]), importedCount(jsonl[0]); got != want {
+		t.Errorf("legacy json %+v; jsonl %+v", got, want)
+	}
+}
+
+// TestGeminiCLILive runs the real gemini-cli (AGENTCTL_NPM_GEMINI, from
+// .ci/run) against a fake Gemini API that scripts a sub-agent call, and
+// imports the session it writes with the counts jq gives.
+func TestGeminiCLILive(t *testing.T) {
+	dir := os.Getenv("AGENTCTL_NPM_GEMINI")
+	bin := filepath.Join(dir, "node_modules", ".bin", "gemini")
+	if _, err := os.Stat(bin); dir == "" || err != nil {
+		t.Skip("AGENTCTL_NPM_GEMINI does not hold gemini-cli (.ci/run installs it)")
+	}
+	srv := httptest.NewServer(&fakeGemini{})
+	defer srv.Close()
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.MkdirAll(proj, 0o755)
+	_ = os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hi\n"), 0o644)
+	// API-key auth, no folder-trust prompt, no update check, no usage
+	// statistics: nothing but the fake server is asked.
+	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},
+"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false},
+"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-p", "List the files here using the generalist sub-agent.", "--yolo", "-m", "gemini-2.5-flash")
+	cmd.Dir = proj
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "GEMINI_API_KEY=test",
+		"GOOGLE_GEMINI_BASE_URL="+srv.URL, "GEMINI_CLI_NO_RELAUNCH=true", "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gemini: %v\n%s", err, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("gemini-cli wrote %v; want one session file\n%s", files, out)
+	}
+	checkGeminiImport(t, files[0], 1)
+	// AGENTCTL_GEMINI_KEEP=folder keeps what it wrote (how testdata's
+	// session was made).
+	if keep := os.Getenv("AGENTCTL_GEMINI_KEEP"); keep != "" {
+		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fakeGemini answers streamGenerateContent as the Gemini API does (SSE
+// of GenerateContentResponse chunks): the main agent calls the
+// generalist sub-agent, the sub-agent lists the folder, completes its
+// task with arguments refused (a tool error) and then right, then the main agent answers in two text chunks.
+type fakeGemini struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (f *fakeGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	var req struct {
+		Contents []struct {
+			Parts []map[string]json.RawMessage `json:"parts"`
+		} `json:"contents"`
+		Tools []struct {
+			FunctionDeclarations []struct {
+				Name   string          `json:"name"`
+				Schema json.RawMessage `json:"parametersJsonSchema"`
+				Params json.RawMessage `json:"parameters"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+	}
+	_ = json.Unmarshal(body, &req)
+	f.mu.Lock()
+	f.n++
+	n := f.n
+	f.mu.Unlock()
+	if !strings.Contains(r.URL.Path, ":streamGenerateContent") {
+		// A side request (a classifier, a check): a plain JSON answer.
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"{}"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1,"totalTokenCount":4}}`)
+		return
+	}
+	complete := json.RawMessage(nil)
+	for _, t := range req.Tools {
+		for _, d := range t.FunctionDeclarations {
+			if d.Name == "complete_task" {
+				complete = cmpRaw(d.Schema, d.Params)
+			}
+		}
+	}
+	answered := ""
+	if len(req.Contents) > 0 {
+		for _, p := range req.Contents[len(req.Contents)-1].Parts {
+			if fr, ok := p["functionResponse"]; ok {
+				var x struct {
+					Name string `json:"name"`
+				}
+				_ = json.Unmarshal(fr, &x)
+				answered = x.Name
+			}
+		}
+	}
+	usage := fmt.Sprintf(`"usageMetadata":{"promptTokenCount":%d,"candidatesTokenCount":%d,"cachedContentTokenCount":%d,"thoughtsTokenCount":%d,"totalTokenCount":%d}`,
+		1000+n, 10+n, 100*(n%2), n, 1000+n+10+n+n)
+	call := func(name, args string) []string {
+		return []string{`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"` + name + `","args":` + args + `}}]},"finishReason":"STOP","index":0}],` + usage + `,"modelVersion":"gemini-2.5-flash"}`}
+	}
+	var chunks []string
+	switch {
+	case complete != nil && answered == "":
+		chunks = call("list_directory", `{"dir_path":"."}`)
+	case complete != nil && answered == "list_directory":
+		// Arguments its schema refuses: the sub-agent sees the tool's
+		// error and tries again.
+		chunks = call("complete_task", `{"result":{}}`)
+	case complete != nil:
+		chunks = call("complete_task", fillRequired(complete))
+	case answered == "":
+		chunks = call("invoke_agent", `{"agent_name":"generalist","prompt":"List the files in the current folder and report their names."}`)
+	default:
+		chunks = []string{
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"The folder holds "}]},"index":0}],"modelVersion":"gemini-2.5-flash"}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"one file, a.txt."}]},"finishReason":"STOP","index":0}],` + usage + `,"modelVersion":"gemini-2.5-flash"}`,
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, c := range chunks {
+		fmt.Fprintf(w, "data: %s\r\n\r\n", c)
+	}
+}
+
+func cmpRaw(a, b json.RawMessage) json.RawMessage {
+	if len(a) > 0 && string(a) != "null" {
+		return a
+	}
+	return b
+}
+
+// fillRequired makes arguments for a JSON schema: each required property
+// a string, or an object filled the same way.
+func fillRequired(schema json.RawMessage) string {
+	b, _ := json.Marshal(fillSchema(schema))
+	return string(b)
+}
+
+func fillSchema(schema json.RawMessage) any {
+	var s struct {
+		Type       any                        `json:"type"`
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(schema, &s)
+	switch strings.ToLower(fmt.Sprint(s.Type)) {
+	case "object":
+		args := map[string]any{}
+		for _, k := range s.Required {
+			args[k] = fillSchema(s.Properties[k])
+		}
+		return args
+	case "boolean":
+		return true
+	case "array":
+		return []any{}
+	}
+	return "The folder holds a.txt."
+}
