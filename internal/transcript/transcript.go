@@ -33,7 +33,7 @@ const (
 )
 
 // Formats lists the formats Import knows, in documentation order.
-var Formats = []string{FormatClaudeCode, FormatCodex, FormatGeminiCLI, FormatSWEAgent, FormatOpenHands, FormatInspect, FormatATIF}
+var Formats = []string{FormatClaudeCode, FormatCodex, FormatGeminiCLI, FormatCopilot, FormatSWEAgent, FormatOpenHands, FormatInspect, FormatATIF}
 
 // Report codes (see the package documentation).
 const (
@@ -132,6 +132,8 @@ func Import(format, path string) ([]*Session, error) {
 		return one(importCodex(path))
 	case FormatGeminiCLI:
 		return importGeminiCLIFile(path)
+	case FormatCopilot:
+		return one(importCopilot(path))
 	case FormatSWEAgent:
 		return one(importSWEAgent(path))
 	case FormatOpenHands:
@@ -188,6 +190,8 @@ func Detect(path string) (string, error) {
 	switch {
 	case geminiHeader(head):
 		return FormatGeminiCLI, nil
+	case copilotHeader(head):
+		return FormatCopilot, nil
 	case len(t) > 0 && t[0] == '[' && has(`"source"`):
 		return FormatOpenHands, nil
 	case has(`"schema_version"`) && has(`"ATIF-`):

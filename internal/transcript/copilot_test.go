@@ -1,0 +1,198 @@
+package transcript
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/session"
+)
+
+// copilotTestdata is the events.jsonl the real Copilot CLI wrote (see
+// testdata/README.md for how).
+var copilotTestdata = filepath.Join("testdata", "copilot", "session-state", "4214d315-48ab-4566-be31-9240cad0e793", "events.jsonl")
+
+// copilotJQ counts a Copilot CLI events.jsonl independently of the
+// importer.
+const copilotJQ = `[.[]] as $e | {
+  user: [$e[] | select(.type == "user.message")] | length,
+  assistant: [$e[] | select(.type == "assistant.message") | .data.apiCallId] | unique | length,
+  calls: [$e[] | select(.type == "assistant.message") | .data.toolRequests // [] | .[]] | length,
+  results: [$e[] | select(.type == "tool.execution_complete")] | length,
+  errors: [$e[] | select(.type == "tool.execution_complete" and .data.success == false)] | length,
+  input: [$e[] | select(.type == "session.usage_record") | .data.usage.inputTokens] | add,
+  output: [$e[] | select(.type == "session.usage_record") | .data.usage.outputTokens] | add,
+  cached: [$e[] | select(.type == "session.usage_record") | .data.usage.cacheReadTokens] | add
+}`
+
+type copilotCount struct {
+	User, Assistant, Calls, Results, Errors int
+	Input, Output, Cached                   int64
+}
+
+func checkCopilotImport(t *testing.T, path string) *Session {
+	t.Helper()
+	if f, err := Detect(path); err != nil || f != FormatCopilot {
+		t.Fatalf("Detect(%s) = %q, %v; want %s", path, f, err, FormatCopilot)
+	}
+	ss, err := Import(FormatAuto, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	var got copilotCount
+	for _, e := range s.Events {
+		switch e.Kind {
+		case session.KindUserMessage:
+			got.User++
+		case session.KindAssistantMessage:
+			got.Assistant++
+			got.Calls += len(e.ToolCalls)
+		case session.KindToolResult:
+			got.Results++
+			if e.Status == session.ResultError {
+				got.Errors++
+			}
+		case session.KindModelCall:
+			got.Input += e.InputTokens
+			got.Output += e.OutputTokens
+			got.Cached += e.CacheReadInputTokens
+		}
+	}
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq is not installed; the independent count needs it")
+	}
+	out, err := exec.Command(jq, "-s", "-c", copilotJQ, path).Output()
+	if err != nil {
+		t.Fatalf("jq: %v", err)
+	}
+	var want copilotCount
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("%s: imported %+v; jq counts %+v", path, got, want)
+	}
+	if Lost(s.Report) != 0 {
+		t.Errorf("lost records: %+v", s.Report.Notes)
+	}
+	if s.Events[0].System == "" {
+		t.Errorf("no system prompt in the header")
+	}
+	return s
+}
+
+// TestCopilotRealFile imports the events.jsonl the real Copilot CLI
+// wrote, with jq's counts.
+func TestCopilotRealFile(t *testing.T) {
+	s := checkCopilotImport(t, copilotTestdata)
+	// Two calls in one response, run in parallel; the view of a missing
+	// file failed.
+	if n := s.Report.Counts[string(session.KindToolIntent)]; n != 2 {
+		t.Errorf("intents %d, want 2", n)
+	}
+	for _, e := range s.Events {
+		if e.Kind == session.KindToolResult && e.CallID == "call_view" && (e.Status != session.ResultError || e.Error != "Path does not exist") {
+			t.Errorf("the failed view: %+v", e)
+		}
+	}
+}
+
+// TestCopilotLive runs the real Copilot CLI (AGENTCTL_NPM_COPILOT, from
+// .ci/run) offline against a fake OpenAI chat completions server (BYOK:
+// no GitHub login), and imports the events.jsonl it writes.
+func TestCopilotLive(t *testing.T) {
+	dir := os.Getenv("AGENTCTL_NPM_COPILOT")
+	bin := filepath.Join(dir, "node_modules", ".bin", "copilot")
+	if _, err := os.Stat(bin); dir == "" || err != nil {
+		t.Skip("AGENTCTL_NPM_COPILOT does not hold @github/copilot (.ci/run installs it)")
+	}
+	srv := httptest.NewServer(&fakeChat{})
+	defer srv.Close()
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	_ = os.MkdirAll(proj, 0o755)
+	_ = os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hi\n"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-p", "List the files here and read notes.txt.", "--disable-client-telemetry", "--no-auto-update")
+	cmd.Dir = proj
+	// COPILOT_OFFLINE: no GitHub login, telemetry or update check; the
+	// model is the BYOK provider only.
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
+		"COPILOT_OFFLINE=true", "COPILOT_PROVIDER_BASE_URL="+srv.URL+"/v1", "COPILOT_PROVIDER_API_KEY=test",
+		"COPILOT_MODEL=gpt-4.1", "COPILOT_AUTO_UPDATE=false", "COPILOT_ALLOW_ALL=true", "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("copilot: %v\n%s", err, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(home, ".copilot", "session-state", "*", "events.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("copilot wrote %v; want one events.jsonl\n%s", files, out)
+	}
+	checkCopilotImport(t, files[0])
+	if keep := os.Getenv("AGENTCTL_COPILOT_KEEP"); keep != "" {
+		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fakeChat answers OpenAI chat completions as the API streams them: the
+// first call asks for two tools at once (bash ls, and view of a file that
+// does not exist: a tool error), the second answers in two text chunks.
+// Usage comes in the include_usage chunk, cached tokens on odd calls.
+type fakeChat struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	var req struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &req)
+	f.mu.Lock()
+	f.n++
+	n := f.n
+	f.mu.Unlock()
+	id := fmt.Sprintf("chatcmpl-fake%d", n)
+	chunk := func(delta, finish string) string {
+		if finish == "" {
+			finish = "null"
+		} else {
+			finish = `"` + finish + `"`
+		}
+		return `{"id":"` + id + `","object":"chat.completion.chunk","created":1796553000,"model":"gpt-4.1","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`
+	}
+	usage := fmt.Sprintf(`{"id":"%s","object":"chat.completion.chunk","created":1796553000,"model":"gpt-4.1","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
+		id, 1000+n, 10+n, 1010+2*n, 100*(n%2))
+	var chunks []string
+	if last := len(req.Messages) - 1; last >= 0 && req.Messages[last].Role == "tool" {
+		chunks = []string{chunk(`{"role":"assistant","content":"The folder holds "}`, ""), chunk(`{"content":"a.txt; notes.txt does not exist."}`, ""), chunk(`{}`, "stop"), usage}
+	} else {
+		chunks = []string{
+			chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_ls","type":"function","function":{"name":"bash","arguments":""}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"command\":\"ls\",\"description\":\"list files\"}"}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":1,"id":"call_view","type":"function","function":{"name":"view","arguments":"{\"path\":\"notes.txt\"}"}}]}`, ""),
+			chunk(`{}`, "tool_calls"), usage}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, c := range chunks {
+		fmt.Fprintf(w, "data: %s\n\n", c)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
