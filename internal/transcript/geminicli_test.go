@@ -27,7 +27,7 @@ var geminiTestdata = filepath.Join("testdata", "gemini-cli", "chats", "session-2
 // geminiJQ counts a Gemini CLI session file independently of the
 // importer: the last copy of each message (records and $set checkpoints),
 // as jq reads them.
-const geminiJQ = `[.[] | (select(.id), (.["$set"].messages // [])[])] | group_by(.id) | map(last) as $m |
+const geminiJQ = `[.[] | (select(.id), (.["$set"].messages // [])[], (select(.sessionId) | .messages // [] | .[]))] | group_by(.id) | map(last) as $m |
 {
   user: [$m[] | select(.type == "user") | select(((.content | if type == "array" then . else [.] end) | map(has("functionResponse")? // false) | all) | not)] | length,
   assistant: [$m[] | select(.type == "gemini")] | length,
@@ -204,39 +204,19 @@ func TestGeminiCLIRewindAndCheckpoint(t *testing.T) {
 	}
 }
 
-// TestGeminiCLILegacyJSON imports the single .json older gemini-cli
-// versions wrote: the real JSONL file's conversation rewritten in that
-// shape (gemini-cli's own migration reads one into the other) gives the
-// same events.
+// TestGeminiCLILegacyJSON imports the single .json gemini-cli 0.38
+// wrote (before the JSONL log), with jq's counts; its one call failed
+// (0.38 has no invoke_agent), and the result says so.
 func TestGeminiCLILegacyJSON(t *testing.T) {
-	jsonl, err := Import(FormatGeminiCLI, geminiTestdata)
-	if err != nil {
-		t.Fatal(err)
+	s := checkGeminiImport(t, filepath.Join("testdata", "gemini-cli", "legacy", "session-2026-12-06T10-44-6a3c7931.json"), 0)
+	var errs int
+	for _, e := range s.Events {
+		if e.Kind == session.KindToolResult && e.Status == session.ResultError && strings.Contains(e.Error, "not found") {
+			errs++
+		}
 	}
-	data, _ := os.ReadFile(geminiTestdata)
-	g := &geminiImport{b: newBuilder(FormatGeminiCLI, "x", data), byID: map[string]*geminiRec{}, answered: map[string]bool{}}
-	readLines(data, g.b, g.line)
-	var msgs []json.RawMessage
-	for _, id := range g.order {
-		raw, _ := json.Marshal(g.byID[id].msg)
-		msgs = append(msgs, raw)
-	}
-	obj := map[string]any{"sessionId": g.meta.SessionID, "projectHash": g.meta.ProjectHash, "startTime": g.meta.StartTime,
-		"lastUpdated": g.meta.LastUpdated, "messages": msgs}
-	legacy, _ := json.MarshalIndent(obj, "", "  ")
-	p := filepath.Join(t.TempDir(), "session-x.json")
-	if err := os.WriteFile(p, legacy, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if f, err := Detect(p); f != FormatGeminiCLI {
-		t.Fatalf("Detect = %q, %v", f, err)
-	}
-	ss, err := Import(FormatAuto, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := importedCount(ss[0]), importedCount(jsonl[0]); got != want {
-		t.Errorf("legacy json %+v; jsonl %+v", got, want)
+	if errs != 1 {
+		t.Errorf("%d failed results, want the one invoke_agent", errs)
 	}
 }
 
@@ -276,18 +256,23 @@ func TestGeminiCLILive(t *testing.T) {
 	if err != nil {
 		t.Fatalf("gemini: %v\n%s", err, out)
 	}
-	files, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.json*"))
 	if len(files) != 1 {
 		t.Fatalf("gemini-cli wrote %v; want one session file\n%s", files, out)
 	}
-	checkGeminiImport(t, files[0], 1)
 	// AGENTCTL_GEMINI_KEEP=folder keeps what it wrote (how testdata's
-	// session was made).
+	// sessions were made).
 	if keep := os.Getenv("AGENTCTL_GEMINI_KEEP"); keep != "" {
 		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Versions before 0.39 wrote one .json and no sub-agent files.
+	children := 1
+	if strings.HasSuffix(files[0], ".json") {
+		children = 0
+	}
+	checkGeminiImport(t, files[0], children)
 }
 
 // fakeGemini answers streamGenerateContent as the Gemini API does (SSE
