@@ -8,6 +8,13 @@
 //	claude-code  Claude Code session JSONL (~/.claude/projects/…/<id>.jsonl)
 //	             and its sub-agent files (agent-<id>.jsonl, subagents/)
 //	codex        Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl)
+//	gemini-cli   Gemini CLI session JSONL (~/.gemini/tmp/<project>/chats/
+//	             session-*.jsonl), folded as Gemini CLI's loader folds it
+//	             (the last copy of a message, $set checkpoints, $rewindTo),
+//	             its sub-agents (chats/<session id>/*.jsonl), and the single
+//	             .json of versions before 0.39
+//	copilot      GitHub Copilot CLI session log
+//	             (~/.copilot/session-state/<id>/events.jsonl)
 //	swe-agent    SWE-agent trajectories (*.traj)
 //	openhands    OpenHands (V0) event streams / trajectories (a JSON array)
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per

@@ -393,3 +393,44 @@ func fillSchema(schema json.RawMessage) any {
 	}
 	return "The folder holds a.txt."
 }
+
+// TestDetectGeminiCopilot: each of the two formats' real files is told as
+// its own, and no file of the other formats (the corpus) is taken for
+// either. (Before their signatures, both were taken for Claude Code: any
+// "sessionId" key.)
+func TestDetectGeminiCopilot(t *testing.T) {
+	want := map[string]string{}
+	for dir, f := range map[string]string{"gemini-cli": FormatGeminiCLI, "copilot": FormatCopilot,
+		filepath.Join("..", "..", "testdata", "corpus", "transcripts"): ""} {
+		root := dir
+		if f != "" {
+			root = filepath.Join("testdata", dir)
+		}
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasSuffix(p, ".yaml") {
+				return err
+			}
+			want[p] = f
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := 0
+	for p, f := range want {
+		got, _ := Detect(p)
+		switch {
+		case f != "" && got != f:
+			t.Errorf("Detect(%s) = %q, want %q", p, got, f)
+		case f == "" && (got == FormatGeminiCLI || got == FormatCopilot):
+			t.Errorf("Detect(%s) = %q: another format's file taken for %s", p, got, got)
+		}
+		if f != "" {
+			mine++
+		}
+	}
+	if mine < 4 || len(want)-mine < 20 {
+		t.Fatalf("%d files of the two formats, %d of others: the testdata is not where it should be", mine, len(want)-mine)
+	}
+}
