@@ -174,7 +174,7 @@ func importRun(f *Factory, opts *importOptions) error {
 	for _, sub := range subs {
 		if abs, err := filepath.Abs(sub); err == nil && !imported[abs] {
 			skipped = append(skipped, transcript.Report{Format: opts.Format, File: sub,
-				Error: "a Claude Code sub-agent file whose session file is not among those imported; import that session's file, which brings it in"})
+				Error: readsFile(opts.Format, sub) + " whose session file is not among those imported; import that session's file, which brings it in"})
 		}
 	}
 	for _, r := range append(ignored, skipped...) {
@@ -273,7 +273,7 @@ func importFiles(format string, paths []string) (files, subs []string, passed []
 			switch why := readsFile(format, path); why {
 			case "":
 				found = append(found, path)
-			case whySubagent:
+			case whySubagent, whyGeminiSubagent:
 				subs = append(subs, path)
 			default:
 				r := transcript.Report{Format: format, File: path, Error: why}
@@ -297,7 +297,14 @@ func importFiles(format string, paths []string) (files, subs []string, passed []
 	return files, subs, passed, nil
 }
 
-const whySubagent = "a Claude Code sub-agent file"
+const (
+	whySubagent       = "a Claude Code sub-agent file"
+	whyGeminiSubagent = "a Gemini CLI sub-agent file"
+)
+
+// geminiSubagent: Gemini CLI names a main session session-*.json(l) and a
+// sub-agent's file by its id, in the folder named by its session's id.
+func geminiSubagent(name string) bool { return !strings.HasPrefix(name, "session-") }
 
 // readsFile says why the format does not read the file at path, or ""
 // when it does.
@@ -312,7 +319,15 @@ func readsFile(format, path string) string {
 			return whySubagent
 		}
 		want = ".jsonl"
-	case transcript.FormatCodex:
+	case transcript.FormatCodex, transcript.FormatCopilot:
+		want = ".jsonl"
+	case transcript.FormatGeminiCLI:
+		if (ext == ".jsonl" || ext == ".json") && geminiSubagent(name) {
+			return whyGeminiSubagent
+		}
+		if ext == ".json" {
+			return ""
+		}
 		want = ".jsonl"
 	case transcript.FormatSWEAgent:
 		want = ".traj"
@@ -333,6 +348,8 @@ func readsFile(format, path string) string {
 			return "its format cannot be told from its content (name the format to import it as one)"
 		case got == transcript.FormatClaudeCode && subagent:
 			return whySubagent
+		case got == transcript.FormatGeminiCLI && geminiSubagent(name):
+			return whyGeminiSubagent
 		}
 		return ""
 	}
