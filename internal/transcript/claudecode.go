@@ -713,3 +713,57 @@ func clip(s string, n int) string {
 	}
 	return string([]rune(s)[:n]) + "…"
 }
+
+func init() {
+	Register(Format{
+		Name:      FormatClaudeCode,
+		Doc:       "Claude Code session JSONL (~/.claude/projects/<dir>/<id>.jsonl);\nits sub-agent files beside it become child sessions",
+		Exts:      []string{".jsonl"},
+		Detect:    detectClaudeCode,
+		Import:    importClaudeCodeFile,
+		Companion: claudeCodeCompanion,
+	})
+}
+
+// ccConversationTypes are the line types of the conversation, each with
+// the parentUuid, uuid and sessionId keys.
+var ccConversationTypes = map[string]bool{"user": true, "assistant": true, "system": true, "attachment": true, "progress": true}
+
+// detectClaudeCode claims JSON lines each with a string "type", at least
+// one of them a conversation line (parentUuid, uuid and sessionId: no
+// other tool writes that triple) or a bookkeeping line Claude Code alone
+// writes (a summary's leafUuid, a file-history-snapshot's messageId). A
+// "sessionId" alone is not enough: Gemini CLI and Copilot CLI write one.
+func detectClaudeCode(h *Head) bool {
+	lines, ok := h.Lines()
+	if !ok {
+		return false
+	}
+	claimed := false
+	for _, l := range lines {
+		t := StringOf(l, "type")
+		if t == "" {
+			return false
+		}
+		switch {
+		case ccConversationTypes[t] && hasKeys(l, "parentUuid", "uuid", "sessionId"):
+			claimed = true
+		case (t == "summary" || t == "last-prompt") && hasKeys(l, "leafUuid"),
+			t == "file-history-snapshot" && hasKeys(l, "messageId", "snapshot"),
+			t == "queue-operation" && hasKeys(l, "operation", "sessionId"):
+			claimed = true
+		}
+	}
+	return claimed
+}
+
+const whySubagent = "a Claude Code sub-agent file"
+
+// claudeCodeCompanion: a sub-agent file comes in with its session's file.
+func claudeCodeCompanion(path string) string {
+	name := filepath.Base(path)
+	if filepath.Ext(name) == ".jsonl" && (strings.HasPrefix(name, "agent-") || filepath.Base(filepath.Dir(path)) == "subagents") {
+		return whySubagent
+	}
+	return ""
+}

@@ -427,3 +427,33 @@ func codexOutput(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
+
+func init() {
+	Register(Format{
+		Name:   FormatCodex,
+		Doc:    "Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl)",
+		Exts:   []string{".jsonl"},
+		Detect: detectCodex,
+		Import: func(path string) ([]*Session, error) { return one(importCodex(path)) },
+	})
+}
+
+// codexLineTypes are the rollout's record types.
+var codexLineTypes = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true, "turn_context": true, "compacted": true}
+
+// detectCodex claims JSON lines that are each {timestamp, type, payload},
+// at least one of a rollout's record types.
+func detectCodex(h *Head) bool {
+	lines, ok := h.Lines()
+	if !ok {
+		return false
+	}
+	known := false
+	for _, l := range lines {
+		if !hasKeys(l, "timestamp", "type", "payload") {
+			return false
+		}
+		known = known || codexLineTypes[StringOf(l, "type")]
+	}
+	return known
+}

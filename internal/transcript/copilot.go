@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -265,16 +264,26 @@ func (c *copilotImport) result(n int, d copilotData, ts time.Time) {
 	c.b.result(n, d.ToolCallID, out, status, errText, ts, c.b.latency(d.ToolCallID, ts), attrs)
 }
 
-// copilotHeader reports whether head's first line is Copilot CLI's
-// session.start.
-func copilotHeader(head []byte) bool {
-	first, _, _ := bytes.Cut(bytes.TrimLeft(head, " \t\r\n\ufeff"), []byte("\n"))
-	var l struct {
-		Type string `json:"type"`
-		Data struct {
-			Producer       string `json:"producer"`
-			CopilotVersion string `json:"copilotVersion"`
-		} `json:"data"`
+func init() {
+	Register(Format{
+		Name:   FormatCopilot,
+		Doc:    "GitHub Copilot CLI session log (~/.copilot/session-state/<id>/events.jsonl)",
+		Exts:   []string{".jsonl"},
+		Detect: detectCopilot,
+		Import: func(path string) ([]*Session, error) { return one(importCopilot(path)) },
+	})
+}
+
+// detectCopilot claims JSON lines whose first is Copilot CLI's
+// session.start (its copilotVersion, or producer copilot-agent).
+func detectCopilot(h *Head) bool {
+	lines, ok := h.Lines()
+	if !ok || StringOf(lines[0], "type") != "session.start" {
+		return false
 	}
-	return json.Unmarshal(first, &l) == nil && l.Type == "session.start" && (l.Data.CopilotVersion != "" || l.Data.Producer == "copilot-agent")
+	var d map[string]json.RawMessage
+	if json.Unmarshal(lines[0]["data"], &d) != nil {
+		return false
+	}
+	return StringOf(d, "copilotVersion") != "" || StringOf(d, "producer") == "copilot-agent"
 }

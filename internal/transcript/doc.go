@@ -26,6 +26,16 @@
 //	             user_message with attrs atif_observation, which the export
 //	             writes back as an unpaired result
 //
+// Each format is one registered value (Format: its name, doc line, the
+// extensions a folder is read for, a Detect signature over the file's
+// head, and for a SQLite file its tables, and its import function),
+// registered from its own file's init; Formats, Import, Detect and the
+// command's help iterate the registry. `import auto` takes a file only
+// when exactly one signature claims it: each format's signature is
+// checked against every format's real files (TestSignaturesClaimOnlyTheirOwn),
+// and a file none claims, or two do, is refused with every format named.
+// otlp is registered by package otelimport, which imports its files.
+//
 // # What an import holds
 //
 // One API response of the source becomes one assistant_message and one

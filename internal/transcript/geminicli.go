@@ -546,34 +546,34 @@ func geminiResponse(raw json.RawMessage) (out, errText string) {
 	return string(raw), ""
 }
 
-// geminiHeader reports whether head starts as a Gemini CLI session does:
-// its first record (the JSONL header, or the older single object) holds
-// sessionId and projectHash.
-func geminiHeader(head []byte) bool {
-	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if len(t) == 0 || t[0] != '{' {
-		return false
+func init() {
+	Register(Format{
+		Name: FormatGeminiCLI,
+		Doc: "Gemini CLI session JSONL (~/.gemini/tmp/<project>/chats/session-*.jsonl), its sub-agents\n" +
+			"in chats/<session id>/ as child sessions; the single .json of versions before 0.39",
+		Exts:      []string{".jsonl", ".json"},
+		Detect:    detectGeminiCLI,
+		Import:    importGeminiCLIFile,
+		Companion: geminiCompanion,
+	})
+}
+
+// detectGeminiCLI claims a file whose first record (the JSONL header, or
+// the older single object) holds string sessionId and projectHash: no
+// other tool writes that pair (Claude Code's lines have a sessionId and no
+// projectHash).
+func detectGeminiCLI(h *Head) bool {
+	_, vals, ok := h.TopKeys()
+	return ok && StringOf(vals, "sessionId") != "" && StringOf(vals, "projectHash") != ""
+}
+
+// geminiCompanion: Gemini CLI names a main session session-*.json(l) and
+// a sub-agent's file by the sub-agent's id, in the folder named by its
+// session's id; the session's import brings it in.
+func geminiCompanion(path string) string {
+	name := filepath.Base(path)
+	if ext := filepath.Ext(name); (ext == ".jsonl" || ext == ".json") && !strings.HasPrefix(name, "session-") {
+		return "a Gemini CLI sub-agent file"
 	}
-	dec := json.NewDecoder(bytes.NewReader(t))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		key, _ := k.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			// The object runs past head (a long legacy file): judge
-			// from the keys read so far.
-			break
-		}
-		if key == "sessionId" || key == "projectHash" {
-			seen[key] = len(v) > 0 && v[0] == '"'
-		}
-	}
-	return seen["sessionId"] && seen["projectHash"]
+	return ""
 }
