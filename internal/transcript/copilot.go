@@ -3,6 +3,7 @@ package transcript
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/internal/pricing"
@@ -38,7 +39,11 @@ type copilotData struct {
 		Cwd string `json:"cwd"`
 	} `json:"context"`
 	// user.message, system.message, assistant.message
-	Content            string `json:"content"`
+	Content       string `json:"content"`
+	ContentBlocks []struct {
+		Content string `json:"content"`
+	} `json:"contentBlocks"`
+	AgentName          string `json:"agentName"`
 	TransformedContent string `json:"transformedContent"`
 	Model              string `json:"model"`
 	APICallID          string `json:"apiCallId"`
@@ -91,30 +96,83 @@ type copilotImport struct {
 	curID    string
 	curLine  int
 	hasUsage bool
+	// agent: the sub-agent's id (empty: the main session); toolCall: the
+	// call of the main session that started it.
+	agent, toolCall string
 }
 
 // importCopilot maps each API call (its assistant.message lines and its
 // usage record) to one response, and each tool execution to an intent at
 // its start and a result at its end.
-func importCopilot(path string) (*Session, error) {
+func importCopilot(path string) ([]*Session, error) {
 	data, file, err := readSource(path)
 	if err != nil {
 		return nil, err
 	}
+	main := newCopilotImport(file, data)
+	// A sub-agent's events are in the same file, each with the
+	// sub-agent's agentId at the top: each sub-agent is a child session.
+	agents := map[string]*copilotImport{}
+	var order []string
+	readLines(data, main.b, func(n int, raw []byte) error {
+		var probe struct {
+			AgentID string `json:"agentId"`
+		}
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			return err
+		}
+		if probe.AgentID == "" {
+			return main.line(n, raw)
+		}
+		c := agents[probe.AgentID]
+		if c == nil {
+			c = newCopilotImport(file, data)
+			c.agent = probe.AgentID
+			agents[probe.AgentID] = c
+			order = append(order, probe.AgentID)
+		}
+		c.b.records++
+		return c.line(n, raw)
+	})
+	if !main.started {
+		return nil, fmt.Errorf("import copilot %s: no session.start line; is this a Copilot CLI events.jsonl?", path)
+	}
+	s := main.finishSession()
+	for _, id := range order {
+		c := agents[id]
+		child := c.finishSession()
+		at, output := int64(0), lastAssistantText(child.Events)
+		for _, e := range s.Events {
+			if e.Kind == session.KindToolResult && c.toolCall != "" && e.CallID == c.toolCall {
+				at, output = e.Seq-1, e.Output
+				break
+			}
+		}
+		link(s, child, at, output)
+	}
+	return []*Session{s}, nil
+}
+
+func newCopilotImport(file string, data []byte) *copilotImport {
 	c := &copilotImport{b: newBuilder(FormatCopilot, file, data), usage: map[string]*pricing.Usage{}, finish: map[string]string{},
 		provider: map[string]string{}}
 	c.b.hdr.Provider = "github-copilot"
-	readLines(data, c.b, c.line)
+	return c
+}
+
+// finishSession completes the main session, or a sub-agent's (its part
+// of the file is its agentId).
+func (c *copilotImport) finishSession() *Session {
 	c.flush()
-	if !c.started {
-		return nil, fmt.Errorf("import copilot %s: no session.start line; is this a Copilot CLI events.jsonl?", path)
-	}
 	if !c.hasUsage {
 		c.b.notRecorded("usage")
 	}
 	c.b.notRecorded("tool definitions")
 	c.b.endState(c.status)
-	return c.b.finish(""), nil
+	if c.agent != "" {
+		return c.b.finish("agent " + c.agent)
+	}
+	return c.b.finish("")
 }
 
 func (c *copilotImport) flush() {
@@ -151,9 +209,17 @@ func (c *copilotImport) line(n int, raw []byte) error {
 		}
 		b.add(session.Event{Kind: session.KindUserMessage, TS: ts, Text: d.Content, Attrs: marshalAttrs(attrs)})
 	case "system.message":
+		text := d.Content
+		if text == "" {
+			var parts []string
+			for _, cb := range d.ContentBlocks {
+				parts = append(parts, cb.Content)
+			}
+			text = strings.Join(parts, "\n")
+		}
 		if b.hdr.System == "" {
-			b.hdr.System = d.Content
-		} else if d.Content != b.hdr.System {
+			b.hdr.System = text
+		} else if text != b.hdr.System {
 			b.note(n, CodeSkipped, "a system message unlike the first (the header holds the first)")
 		}
 	case "session.usage_record":
@@ -177,6 +243,22 @@ func (c *copilotImport) line(n int, raw []byte) error {
 		}
 	case "session.error":
 		b.add(session.Event{Kind: session.KindError, TS: ts, Reason: "source_error", Error: string(l.Data)})
+	case "subagent.started":
+		c.started, c.toolCall = true, d.ToolCallID
+		b.hdr.TS = ts
+		b.hdr.Name = "copilot sub-agent " + d.AgentName
+		b.attrs["source_agent_id"] = c.agent
+		b.attrs["source_agent_name"] = d.AgentName
+		if d.Model != "" {
+			b.hdr.Model, c.model = d.Model, d.Model
+		}
+	case "subagent.completed":
+		c.status = "completed"
+	case "subagent.failed":
+		c.status = "failed"
+		b.add(session.Event{Kind: session.KindError, TS: ts, Reason: "source_error", Error: string(l.Data)})
+	case "subagent.selected", "subagent.configured":
+		b.note(n, CodeSkipped, "%s; the sub-agent's configuration (its tools, its effort)", l.Type)
 	case "session.shutdown":
 		c.status = d.ShutdownType
 		if c.status == "" {
@@ -270,7 +352,7 @@ func init() {
 		Doc:    "GitHub Copilot CLI session log (~/.copilot/session-state/<id>/events.jsonl)",
 		Exts:   []string{".jsonl"},
 		Detect: detectCopilot,
-		Import: func(path string) ([]*Session, error) { return one(importCopilot(path)) },
+		Import: importCopilot,
 	})
 }
 

@@ -19,11 +19,11 @@ import (
 
 // copilotTestdata is the events.jsonl the real Copilot CLI wrote (see
 // testdata/README.md for how).
-var copilotTestdata = filepath.Join("testdata", "copilot", "session-state", "4214d315-48ab-4566-be31-9240cad0e793", "events.jsonl")
+var copilotTestdata = filepath.Join("testdata", "copilot", "session-state", "ba7c0aca-859a-4f15-82da-1de249ce33a0", "events.jsonl")
 
 // copilotJQ counts a Copilot CLI events.jsonl independently of the
 // importer.
-const copilotJQ = `[.[]] as $e | {
+const copilotJQ = `[.[] | select((.agentId // "") == $agent)] as $e | {
   user: [$e[] | select(.type == "user.message")] | length,
   assistant: [$e[] | select(.type == "assistant.message") | .data.apiCallId] | unique | length,
   calls: [$e[] | select(.type == "assistant.message") | .data.toolRequests // [] | .[]] | length,
@@ -39,7 +39,7 @@ type copilotCount struct {
 	Input, Output, Cached                   int64
 }
 
-func checkCopilotImport(t *testing.T, path string) *Session {
+func checkCopilotImport(t *testing.T, path string, wantChildren int) *Session {
 	t.Helper()
 	if f, err := Detect(path); err != nil || f != FormatCopilot {
 		t.Fatalf("Detect(%s) = %q, %v; want %s", path, f, err, FormatCopilot)
@@ -49,45 +49,54 @@ func checkCopilotImport(t *testing.T, path string) *Session {
 		t.Fatal(err)
 	}
 	s := ss[0]
-	var got copilotCount
-	for _, e := range s.Events {
-		switch e.Kind {
-		case session.KindUserMessage:
-			got.User++
-		case session.KindAssistantMessage:
-			got.Assistant++
-			got.Calls += len(e.ToolCalls)
-		case session.KindToolResult:
-			got.Results++
-			if e.Status == session.ResultError {
-				got.Errors++
-			}
-		case session.KindModelCall:
-			got.Input += e.InputTokens
-			got.Output += e.OutputTokens
-			got.Cached += e.CacheReadInputTokens
-		}
+	if len(s.Children) != wantChildren {
+		t.Fatalf("%d sub-agents, want %d", len(s.Children), wantChildren)
 	}
 	jq, err := exec.LookPath("jq")
 	if err != nil {
 		t.Skip("jq is not installed; the independent count needs it")
 	}
-	out, err := exec.Command(jq, "-s", "-c", copilotJQ, path).Output()
-	if err != nil {
-		t.Fatalf("jq: %v", err)
-	}
-	var want copilotCount
-	if err := json.Unmarshal(out, &want); err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
-		t.Errorf("%s: imported %+v; jq counts %+v", path, got, want)
-	}
-	if Lost(s.Report) != 0 {
-		t.Errorf("lost records: %+v", s.Report.Notes)
-	}
-	if s.Events[0].System == "" {
-		t.Errorf("no system prompt in the header")
+	for _, x := range All(ss) {
+		var a struct {
+			Agent string `json:"source_agent_id"`
+		}
+		_ = json.Unmarshal(x.Events[0].Attrs, &a)
+		var got copilotCount
+		for _, e := range x.Events {
+			switch e.Kind {
+			case session.KindUserMessage:
+				got.User++
+			case session.KindAssistantMessage:
+				got.Assistant++
+				got.Calls += len(e.ToolCalls)
+			case session.KindToolResult:
+				got.Results++
+				if e.Status == session.ResultError {
+					got.Errors++
+				}
+			case session.KindModelCall:
+				got.Input += e.InputTokens
+				got.Output += e.OutputTokens
+				got.Cached += e.CacheReadInputTokens
+			}
+		}
+		out, err := exec.Command(jq, "-s", "-c", "--arg", "agent", a.Agent, copilotJQ, path).Output()
+		if err != nil {
+			t.Fatalf("jq: %v", err)
+		}
+		var want copilotCount
+		if err := json.Unmarshal(out, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s agent %q: imported %+v; jq counts %+v", path, a.Agent, got, want)
+		}
+		if Lost(x.Report) != 0 {
+			t.Errorf("lost records: %+v", x.Report.Notes)
+		}
+		if x.Events[0].System == "" {
+			t.Errorf("agent %q: no system prompt in the header", a.Agent)
+		}
 	}
 	return s
 }
@@ -95,14 +104,14 @@ func checkCopilotImport(t *testing.T, path string) *Session {
 // TestCopilotRealFile imports the events.jsonl the real Copilot CLI
 // wrote, with jq's counts.
 func TestCopilotRealFile(t *testing.T) {
-	s := checkCopilotImport(t, copilotTestdata)
+	s := checkCopilotImport(t, copilotTestdata, 1)
 	// Two calls in one response, run in parallel; the view of a missing
 	// file failed.
 	if n := s.Report.Counts[string(session.KindToolIntent)]; n != 2 {
 		t.Errorf("intents %d, want 2", n)
 	}
 	for _, e := range s.Events {
-		if e.Kind == session.KindToolResult && e.CallID == "call_view" && (e.Status != session.ResultError || e.Error != "Path does not exist") {
+		if e.Kind == session.KindToolResult && e.CallID == "call_1_0" && (e.Status != session.ResultError || e.Error != "Path does not exist") {
 			t.Errorf("the failed view: %+v", e)
 		}
 	}
@@ -140,7 +149,7 @@ func TestCopilotLive(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("copilot wrote %v; want one events.jsonl\n%s", files, out)
 	}
-	checkCopilotImport(t, files[0])
+	checkCopilotImport(t, files[0], 1)
 	if keep := os.Getenv("AGENTCTL_COPILOT_KEEP"); keep != "" {
 		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
 			t.Fatal(err)
@@ -148,10 +157,12 @@ func TestCopilotLive(t *testing.T) {
 	}
 }
 
-// fakeChat answers OpenAI chat completions as the API streams them: the
-// first call asks for two tools at once (bash ls, and view of a file that
-// does not exist: a tool error), the second answers in two text chunks.
-// Usage comes in the include_usage chunk, cached tokens on odd calls.
+// fakeChat answers OpenAI chat completions as the API streams them. The
+// main agent's first call asks for two tools at once: view of a file that
+// does not exist (a tool error) and an explore sub-agent (task); the
+// sub-agent (its request offers no task tool) runs bash ls, then answers;
+// then the main agent answers in two text chunks. Usage comes in the
+// include_usage chunk, cached tokens on odd calls.
 type fakeChat struct {
 	mu sync.Mutex
 	n  int
@@ -163,12 +174,24 @@ func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Messages []struct {
 			Role string `json:"role"`
 		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
 	}
 	_ = json.Unmarshal(body, &req)
 	f.mu.Lock()
 	f.n++
 	n := f.n
 	f.mu.Unlock()
+	sub := true
+	for _, t := range req.Tools {
+		if t.Function.Name == "task" {
+			sub = false
+		}
+	}
+	answered := len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == "tool"
 	id := fmt.Sprintf("chatcmpl-fake%d", n)
 	chunk := func(delta, finish string) string {
 		if finish == "" {
@@ -178,17 +201,24 @@ func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return `{"id":"` + id + `","object":"chat.completion.chunk","created":1796553000,"model":"gpt-4.1","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`
 	}
+	call := func(i int, name, args string) string {
+		a, _ := json.Marshal(args)
+		return chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":"call_%d_%d","type":"function","function":{"name":%q,"arguments":%s}}]}`, i, n, i, name, a), "")
+	}
 	usage := fmt.Sprintf(`{"id":"%s","object":"chat.completion.chunk","created":1796553000,"model":"gpt-4.1","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
 		id, 1000+n, 10+n, 1010+2*n, 100*(n%2))
 	var chunks []string
-	if last := len(req.Messages) - 1; last >= 0 && req.Messages[last].Role == "tool" {
-		chunks = []string{chunk(`{"role":"assistant","content":"The folder holds "}`, ""), chunk(`{"content":"a.txt; notes.txt does not exist."}`, ""), chunk(`{}`, "stop"), usage}
-	} else {
-		chunks = []string{
-			chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_ls","type":"function","function":{"name":"bash","arguments":""}}]}`, ""),
-			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"command\":\"ls\",\"description\":\"list files\"}"}}]}`, ""),
-			chunk(`{"tool_calls":[{"index":1,"id":"call_view","type":"function","function":{"name":"view","arguments":"{\"path\":\"notes.txt\"}"}}]}`, ""),
+	switch {
+	case sub && !answered:
+		chunks = []string{chunk(`{"role":"assistant","content":null}`, ""), call(0, "bash", `{"command":"ls","description":"list files"}`), chunk(`{}`, "tool_calls"), usage}
+	case sub:
+		chunks = []string{chunk(`{"role":"assistant","content":"The folder holds a.txt."}`, ""), chunk(`{}`, "stop"), usage}
+	case !answered:
+		chunks = []string{chunk(`{"role":"assistant","content":null}`, ""), call(0, "view", `{"path":"notes.txt"}`),
+			call(1, "task", `{"description":"list files","prompt":"List the files in the current folder.","agent_type":"explore","name":"lister"}`),
 			chunk(`{}`, "tool_calls"), usage}
+	default:
+		chunks = []string{chunk(`{"role":"assistant","content":"The folder holds "}`, ""), chunk(`{"content":"a.txt; notes.txt does not exist."}`, ""), chunk(`{}`, "stop"), usage}
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	for _, c := range chunks {
