@@ -19,6 +19,11 @@
 //	openhands    OpenHands (V0) event streams / trajectories (a JSON array)
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per
 //	             sample and epoch
+//	opencode     opencode's SQLite database (opencode.db): one session
+//	             per opencode session (session/message/part tables), each
+//	             step (step-start … step-finish) one model call; the
+//	             content hash is of the session's rows, not the file's,
+//	             so a session unchanged keeps its id as the database grows
 //	atif         Harbor ATIF trajectories (trajectory.json), with their
 //	             sub-agent trajectories; a result without source_call_id
 //	             is paired with its step's unanswered call by position when
@@ -43,7 +48,8 @@
 // billed, cache reads and writes included, with the two cache fields as
 // the breakdown, and cost_usd priced by pricing.CostOf as a live run
 // would be, or, for a model the price table does not know, the cost the
-// source recorded). A model call the conversation shows no answer of (an
+// source recorded; the source's own cost, when it records one, is kept
+// beside it in the model_call's attrs as source_cost_usd). A model call the conversation shows no answer of (an
 // Inspect scorer's) is a model_call on its own. Each tool call becomes a tool_intent at the time the model
 // asked for it and a tool_result at the time it answered, so the
 // tool_calls view has args, times and latency. The header (session_started)

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"path/filepath"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver: no cgo beyond DuckDB's, no extension fetched at run time
 )
@@ -11,6 +12,9 @@ import (
 // openSQLite opens a SQLite database read-only: an import never changes
 // the source (a tool's live database included).
 func openSQLite(path string) (*sql.DB, error) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(5000)&_pragma=query_only(1)"}
 	db, err := sql.Open("sqlite", u.String())
 	if err != nil {

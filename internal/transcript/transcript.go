@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -240,6 +241,15 @@ func (b *builder) addTurn(t turn, line int) {
 		FinishReason: t.finish, Attrs: marshalAttrs(t.callAttrs)}
 	if t.finish == "length" || t.finish == "max_tokens" {
 		a.FinishReason = "length"
+	}
+	if t.sourceCost != nil {
+		// The source's own price of the call, beside agentctl's.
+		attrs := maps.Clone(t.callAttrs)
+		if attrs == nil {
+			attrs = map[string]any{}
+		}
+		attrs["source_cost_usd"] = *t.sourceCost
+		c.Attrs = marshalAttrs(attrs)
 	}
 	if u := t.usage; u != nil {
 		setUsage(&c, *u)
