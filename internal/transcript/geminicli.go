@@ -191,19 +191,20 @@ func (g *geminiImport) line(n int, raw []byte) error {
 		return err
 	}
 	switch {
-	case probe["$rewindTo"] != nil:
-		var id string
-		_ = json.Unmarshal(probe["$rewindTo"], &id)
-		g.rewind(n, id)
-	case probe["$set"] != nil:
+	// The kinds as gemini-cli's loader tells them, in its order: a
+	// record of none (a $rewindTo that is no string, a $set that is no
+	// object) is reported, not guessed at.
+	case StringOf(probe, "$rewindTo") != "":
+		g.rewind(n, StringOf(probe, "$rewindTo"))
+	case isJSONObject(probe["$set"]):
 		var set geminiMeta
 		if err := json.Unmarshal(probe["$set"], &set); err != nil {
 			return err
 		}
 		g.set(n, set)
-	case probe["id"] != nil:
+	case StringOf(probe, "id") != "":
 		g.put(n, raw)
-	case probe["sessionId"] != nil && probe["projectHash"] != nil:
+	case StringOf(probe, "sessionId") != "" && StringOf(probe, "projectHash") != "":
 		var m geminiMeta
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return err
@@ -443,6 +444,11 @@ func (g *geminiImport) finish() *Session {
 	b.notRecorded("system prompt", "tool definitions", "finish reasons", "end state",
 		"when a tool call started (its intent takes the response's time)")
 	return b.finish("")
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // geminiPartList reads content (a PartListUnion: a string, a part, or a

@@ -393,3 +393,82 @@ func fillSchema(schema json.RawMessage) any {
 	}
 	return "The folder holds a.txt."
 }
+
+// TestGeminiCopilotMalformed: variants of the real files, cut or broken
+// the ways a file on disk can be, import what is sound and name the rest
+// by line; nothing already recorded is lost to a bad record after it.
+func TestGeminiCopilotMalformed(t *testing.T) {
+	gem, err := os.ReadFile(geminiTestdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cop, err := os.ReadFile(copilotTestdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := func(b []byte) []string { return strings.Split(strings.TrimRight(string(b), "\n"), "\n") }
+	join := func(l []string) []byte { return []byte(strings.Join(l, "\n") + "\n") }
+	for _, tt := range []struct {
+		name, format string
+		data         []byte
+		code         string
+		line         int
+		// fewer: how many fewer user and assistant messages than the file.
+		fewerUser, fewerAsst int
+	}{
+		{"gemini torn last line", FormatGeminiCLI, func() []byte {
+			l := lines(gem)
+			// The last line is the final answer's $set; cut the answer itself.
+			l = l[:len(l)-1]
+			l[len(l)-1] = l[len(l)-1][:len(l[len(l)-1])/2]
+			return join(l)
+		}(), CodeTornLine, 10, 0, 1},
+		{"gemini $rewindTo that is no string", FormatGeminiCLI, append(append([]byte{}, gem...), []byte(`{"$rewindTo":{"id":"x"}}`+"\n")...),
+			CodeUnknownRecord, 12, 0, 0},
+		{"gemini bad line between messages", FormatGeminiCLI, func() []byte {
+			l := lines(gem)
+			return join(append(l[:4:4], append([]string{`{"id":"broken",`}, l[4:]...)...))
+		}(), CodeBadLine, 5, 0, 0},
+		{"gemini message whose fields do not decode", FormatGeminiCLI, append(append([]byte{}, gem...), []byte(`{"id":"m9","type":"gemini","toolCalls":"none"}`+"\n")...),
+			CodeBadLine, 12, 0, 0},
+		{"copilot torn last line", FormatCopilot, func() []byte {
+			l := lines(cop)
+			l[len(l)-1] = l[len(l)-1][:40]
+			return join(l)
+		}(), CodeTornLine, len(lines(cop)), 0, 0},
+		{"copilot unknown event", FormatCopilot, append(append([]byte{}, cop...), []byte(`{"type":"session.derived_unknown","data":{},"id":"x","timestamp":"2026-12-06T10:54:27.000Z"}`+"\n")...),
+			CodeUnknownRecord, len(lines(cop)) + 1, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			orig := geminiTestdata
+			if tt.format == FormatCopilot {
+				orig = copilotTestdata
+			}
+			want, err := Import(tt.format, orig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(t.TempDir(), filepath.Base(orig))
+			if err := os.WriteFile(p, tt.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ss, err := Import(tt.format, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, w := ss[0].Report, want[0].Report
+			found := false
+			for _, n := range r.Notes {
+				found = found || (n.Code == tt.code && n.Line == tt.line)
+			}
+			if !found {
+				t.Errorf("no %s note at line %d: %+v", tt.code, tt.line, r.Notes)
+			}
+			for kind, fewer := range map[session.Kind]int{session.KindUserMessage: tt.fewerUser, session.KindAssistantMessage: tt.fewerAsst} {
+				if got, wantN := r.Counts[string(kind)], w.Counts[string(kind)]-fewer; got != wantN {
+					t.Errorf("%s: %d, want %d", kind, got, wantN)
+				}
+			}
+		})
+	}
+}
