@@ -99,6 +99,8 @@ type copilotImport struct {
 	// agent: the sub-agent's id (empty: the main session); toolCall: the
 	// call of the main session that started it.
 	agent, toolCall string
+	// reasoning: an assistant.reasoning's text, for the next response.
+	reasoning string
 }
 
 // importCopilot maps each API call (its assistant.message lines and its
@@ -242,7 +244,13 @@ func (c *copilotImport) line(n int, raw []byte) error {
 			c.model = d.NewModel
 		}
 	case "session.error":
-		b.add(session.Event{Kind: session.KindError, TS: ts, Reason: "source_error", Error: string(l.Data)})
+		var e struct {
+			ErrorType string `json:"errorType"`
+			Message   string `json:"message"`
+		}
+		_ = json.Unmarshal(l.Data, &e)
+		b.add(session.Event{Kind: session.KindError, TS: ts, Reason: "source_error", Error: e.Message,
+			Attrs: marshalAttrs(map[string]any{"source_error_type": e.ErrorType})})
 	case "subagent.started":
 		c.started, c.toolCall = true, d.ToolCallID
 		b.hdr.TS = ts
@@ -255,20 +263,50 @@ func (c *copilotImport) line(n int, raw []byte) error {
 	case "subagent.completed":
 		c.status = "completed"
 	case "subagent.failed":
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(l.Data, &e)
 		c.status = "failed"
-		b.add(session.Event{Kind: session.KindError, TS: ts, Reason: "source_error", Error: string(l.Data)})
-	case "subagent.selected", "subagent.configured":
-		b.note(n, CodeSkipped, "%s; the sub-agent's configuration (its tools, its effort)", l.Type)
+		b.add(session.Event{Kind: session.KindError, TS: ts, Reason: "source_error", Error: e.Error})
+	case "session.compaction_complete":
+		var cc struct {
+			Success bool   `json:"success"`
+			Summary string `json:"summaryContent"`
+		}
+		_ = json.Unmarshal(l.Data, &cc)
+		if !cc.Success {
+			b.note(n, CodeSkipped, "a compaction that failed; the conversation is unchanged")
+			break
+		}
+		b.add(session.Event{Kind: session.KindCompaction, TS: ts, Through: b.lastSeq(), Summary: cc.Summary})
+	case "abort":
+		var a struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(l.Data, &a)
+		c.status = "abort: " + a.Reason
+	case "assistant.reasoning":
+		var r struct {
+			Content string `json:"content"`
+		}
+		_ = json.Unmarshal(l.Data, &r)
+		c.reasoning = r.Content // the next response's thinking
 	case "session.shutdown":
 		c.status = d.ShutdownType
 		if c.status == "" {
 			c.status = "shutdown"
 		}
-	case "assistant.turn_start", "assistant.turn_end", "session.info", "session.truncation", "assistant.reasoning",
-		"session.workspace_file_changed", "hook.start", "hook.end":
-		b.note(n, CodeSkipped, "%s; not part of the conversation (or repeated by the messages)", l.Type)
+	case "subagent.selected", "subagent.configured":
+		b.note(n, CodeSkipped, "%s; the sub-agent's configuration (its tools, its effort)", l.Type)
+	case "assistant.turn_start", "assistant.turn_end":
+		b.note(n, CodeSkipped, "%s; the turn's messages are imported", l.Type)
 	default:
-		b.note(n, CodeUnknownRecord, "event type %q is not one this importer knows; skipped", l.Type)
+		if copilotBookkeeping(l.Type) {
+			b.note(n, CodeSkipped, "%s; not part of the conversation", l.Type)
+		} else {
+			b.note(n, CodeUnknownRecord, "event type %q is not one this importer knows; skipped", l.Type)
+		}
 	}
 	return nil
 }
@@ -313,7 +351,10 @@ func (c *copilotImport) assistant(n int, d copilotData, ts time.Time) {
 	}
 	if d.ReasoningText != "" {
 		c.cur.attrs["reasoning"] = d.ReasoningText
+	} else if c.reasoning != "" {
+		c.cur.attrs["reasoning"] = c.reasoning
 	}
+	c.reasoning = ""
 	for _, r := range d.ToolRequests {
 		c.cur.calls = append(c.cur.calls, session.ToolCall{ID: r.ToolCallID, Name: r.Name, Args: argsObject(r.Arguments)})
 	}
@@ -344,6 +385,24 @@ func (c *copilotImport) result(n int, d copilotData, ts time.Time) {
 		attrs["detailed_content"] = d.Result.DetailedContent
 	}
 	c.b.result(n, d.ToolCallID, out, status, errText, ts, c.b.latency(d.ToolCallID, ts), attrs)
+}
+
+// copilotBookkeeping reports whether an event type is one of the session
+// log's own (settings, permissions, hooks, MCP servers, skills, plans,
+// workflows, the UI) rather than the conversation: the families of the
+// event types in the session-events schema Copilot CLI ships
+// (schemas/session-events.schema.json of @github/copilot 1.0.102).
+func copilotBookkeeping(t string) bool {
+	for _, p := range []string{"session.", "permission.", "hook.", "mcp.", "mcp_app.", "skill.", "command.", "commands.",
+		"elicitation.", "sampling.", "workflow.", "external_tool.", "exit_plan_mode.", "user_input.", "auto_mode_switch.",
+		"capabilities.", "system.notification", "sandbox.", "model.", "tool.user_requested", "tool_search.", "assistant.intent",
+		"assistant.usage", "assistant.turn_retry", "assistant.server_tool_progress", "assistant.fusion_", "subagent.deselected",
+		"pending_messages.", "session_limits_exhausted.", "human_response.", "ui.", "instruction_discovered", "prompt_cache_break"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func init() {

@@ -436,7 +436,7 @@ func TestGeminiCopilotMalformed(t *testing.T) {
 			l[len(l)-1] = l[len(l)-1][:40]
 			return join(l)
 		}(), CodeTornLine, len(lines(cop)), 0, 0},
-		{"copilot unknown event", FormatCopilot, append(append([]byte{}, cop...), []byte(`{"type":"session.derived_unknown","data":{},"id":"x","timestamp":"2026-12-06T10:54:27.000Z"}`+"\n")...),
+		{"copilot unknown event", FormatCopilot, append(append([]byte{}, cop...), []byte(`{"type":"derived.unknown_event","data":{},"id":"x","timestamp":"2026-12-06T10:54:27.000Z"}`+"\n")...),
 			CodeUnknownRecord, len(lines(cop)) + 1, 0, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
