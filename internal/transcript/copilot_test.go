@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -225,4 +226,49 @@ func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: %s\n\n", c)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// TestCopilotSchemaEvents: events the real file does not show, shaped as
+// Copilot CLI's shipped session-events schema defines them, appended to
+// it: an error, a compaction, reasoning before a response, an abort.
+func TestCopilotSchemaEvents(t *testing.T) {
+	data, err := os.ReadFile(copilotTestdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := `{"type":"session.compaction_complete","data":{"success":true,"summaryContent":"the files were listed"},"id":"e1","timestamp":"2026-12-06T10:54:27.000Z","parentId":null}
+{"type":"assistant.reasoning","data":{"reasoningId":"r1","content":"look again"},"id":"e2","timestamp":"2026-12-06T10:54:27.100Z","parentId":null}
+{"type":"assistant.message","data":{"messageId":"m9","content":"Again: a.txt.","toolRequests":[],"apiCallId":"chatcmpl-x9"},"id":"e3","timestamp":"2026-12-06T10:54:27.200Z","parentId":null}
+{"type":"session.error","data":{"errorType":"model_call","message":"rate limited"},"id":"e4","timestamp":"2026-12-06T10:54:27.300Z","parentId":null}
+{"type":"abort","data":{"reason":"user_abort"},"id":"e5","timestamp":"2026-12-06T10:54:27.400Z","parentId":null}
+`
+	// The file's session.shutdown goes last, as Copilot CLI writes it.
+	l := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	body := strings.Join(l[:len(l)-1], "\n") + "\n" + add + l[len(l)-1] + "\n"
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := Import(FormatCopilot, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compaction, reasoning, errs bool
+	for _, e := range ss[0].Events {
+		switch {
+		case e.Kind == session.KindCompaction && e.Summary == "the files were listed" && e.Through > 1:
+			compaction = true
+		case e.Kind == session.KindAssistantMessage && e.Text == "Again: a.txt." && strings.Contains(string(e.Attrs), "look again"):
+			reasoning = true
+		case e.Kind == session.KindError && e.Error == "rate limited":
+			errs = true
+		}
+	}
+	if !compaction || !reasoning || !errs {
+		t.Errorf("compaction %v, reasoning on the response %v, error %v", compaction, reasoning, errs)
+	}
+	// The shutdown after the abort is the end state the file ends in.
+	if !strings.Contains(string(ss[0].Events[0].Attrs), `"source_status":"routine"`) || Lost(ss[0].Report) != 0 {
+		t.Errorf("header %s, notes %+v", ss[0].Events[0].Attrs, ss[0].Report.Notes)
+	}
 }
