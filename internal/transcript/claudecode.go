@@ -798,8 +798,8 @@ func init() {
 var ccConversationTypes = map[string]bool{"user": true, "assistant": true, "system": true, "attachment": true, "progress": true}
 
 // detectClaudeCode claims JSON lines each with a string "type", at least
-// one of them a conversation line (parentUuid, uuid and sessionId: no
-// other tool writes that triple) or a bookkeeping line Claude Code alone
+// one of them a conversation line (parentUuid and sessionId: no other
+// tool writes that pair) or a bookkeeping line Claude Code alone
 // writes (a summary's leafUuid, a file-history-snapshot's messageId). A
 // "sessionId" alone is not enough: Gemini CLI and Copilot CLI write one.
 func detectClaudeCode(h *Head) bool {
@@ -814,7 +814,7 @@ func detectClaudeCode(h *Head) bool {
 			return false
 		}
 		switch {
-		case ccConversationTypes[t] && hasKeys(l, "parentUuid", "uuid", "sessionId"):
+		case ccConversationTypes[t] && hasKeys(l, "parentUuid", "sessionId"):
 			claimed = true
 		case (t == "summary" || t == "last-prompt") && hasKeys(l, "leafUuid"),
 			t == "file-history-snapshot" && hasKeys(l, "messageId", "snapshot"),
