@@ -323,7 +323,9 @@ func importFiles(format string, paths []string) (files, subs []string, passed []
 				// A named format's folder holds other files too (a run's
 				// logs and patches): they are named, not lost.
 				// (A named format refuses a file for its extension only.)
-				r.Ignored = format != transcript.FormatAuto
+				// A SQLite database's own journal beside it is read with
+				// the database: nothing of it is lost either.
+				r.Ignored = format != transcript.FormatAuto || transcript.SQLiteSidecar(path) != ""
 				passed = append(passed, r)
 			}
 			return nil
@@ -344,6 +346,9 @@ func importFiles(format string, paths []string) (files, subs []string, passed []
 // another file's import brings in: companion), or "" when it does.
 func readsFile(format, path string) (why string, companion bool) {
 	fm, _ := transcript.Lookup(format)
+	if db := transcript.SQLiteSidecar(path); db != "" {
+		return fmt.Sprintf("the journal of the SQLite database %s, read with it", filepath.Base(db)), false
+	}
 	if format == transcript.FormatAuto {
 		if !regularFile(path) {
 			return "not a regular file", false

@@ -7,7 +7,13 @@
 //
 //	claude-code  Claude Code session JSONL (~/.claude/projects/…/<id>.jsonl)
 //	             and its sub-agent files (agent-<id>.jsonl, subagents/)
-//	codex        Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl)
+//	             (2.1.3xx: api-request-shape gives the header its system
+//	             prompt and attrs tool_definitions, cost-state the source's
+//	             cost, source_cost_usd; api-request, api-request-blob,
+//	             tools-used and atis-latch are skipped by name)
+//	codex        Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl;
+//	             0.17x's token_usage_record is skipped by name: the
+//	             token_count event carries the same usage)
 //	gemini-cli   Gemini CLI session JSONL (~/.gemini/tmp/<project>/chats/
 //	             session-*.jsonl), folded as Gemini CLI's loader folds it
 //	             (the last copy of a message, $set checkpoints, $rewindTo),

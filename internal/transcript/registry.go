@@ -280,11 +280,15 @@ func (h *Head) Lines() (lines []map[string]json.RawMessage, ok bool) {
 		}
 		lines = append(lines, m)
 	}
-	if len(lines) == 0 && len(bytes.TrimSpace(b)) > 0 && len(h.Bytes) < HeadBytes {
-		// A one-line file without its newline.
-		var m map[string]json.RawMessage
-		if json.Unmarshal(bytes.TrimSpace(b), &m) == nil {
-			lines = append(lines, m)
+	if rest := bytes.TrimSpace(b); len(lines) == 0 && len(rest) > 0 && rest[0] == '{' {
+		// A one-line file without its newline, or a first line longer
+		// than the head (a pasted prompt): the keys before the cut.
+		dec := json.NewDecoder(bytes.NewReader(rest))
+		if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+			keys, vals := objectKeys(dec)
+			if len(keys) > 0 {
+				lines = append(lines, vals)
+			}
 		}
 	}
 	return lines, len(lines) > 0

@@ -1,6 +1,7 @@
 package transcript_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,5 +133,52 @@ func TestDetectNamesEveryFormat(t *testing.T) {
 	}
 	if _, err := transcript.Import(transcript.FormatAuto, p); err == nil {
 		t.Error("Import auto imported a file no format claims")
+	}
+}
+
+// TestDetectFirstLineLongerThanHead: a transcript whose first line is
+// longer than the head Detect reads (a pasted prompt, long instructions)
+// is still told by the keys before the cut. Derived from the real Claude
+// Code and Codex files: the first line's prompt or instructions grown to
+// 80 KiB.
+func TestDetectFirstLineLongerThanHead(t *testing.T) {
+	long := strings.Repeat("a pasted line of text. ", 80<<10/23)
+	for _, tt := range []struct {
+		format, glob string
+		// at is where, in the first line, the long text goes (the line's
+		// own keys and their order are kept).
+		at string
+	}{
+		{transcript.FormatClaudeCode, "testdata/claude-code/*.jsonl", `"content":"`},
+		{transcript.FormatCodex, "testdata/codex/*.jsonl", `"base_instructions":{"text":"`},
+	} {
+		t.Run(tt.format, func(t *testing.T) {
+			files, _ := filepath.Glob(tt.glob)
+			if len(files) == 0 {
+				t.Fatalf("no %s", tt.glob)
+			}
+			b, err := os.ReadFile(files[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, rest, _ := strings.Cut(string(b), "\n")
+			if !strings.Contains(first, tt.at) {
+				t.Fatalf("the first line has no %s", tt.at)
+			}
+			grown := strings.Replace(first, tt.at, tt.at+long, 1)
+			if !json.Valid([]byte(grown)) || len(grown) <= transcript.HeadBytes {
+				t.Fatalf("the grown line is %d bytes, valid %v; want valid JSON longer than the head", len(grown), json.Valid([]byte(grown)))
+			}
+			p := filepath.Join(t.TempDir(), filepath.Base(files[0]))
+			if err := os.WriteFile(p, []byte(grown+"\n"+rest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := transcript.Detect(p); err != nil || got != tt.format {
+				t.Fatalf("Detect = %q, %v; want %s", got, err, tt.format)
+			}
+			if _, err := transcript.Import(transcript.FormatAuto, p); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -3,8 +3,10 @@ package transcript
 import (
 	"database/sql"
 	"fmt"
+	"io"
 	"net/url"
 	"path/filepath"
+	"strings"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver: no cgo beyond DuckDB's, no extension fetched at run time
 )
@@ -45,4 +47,28 @@ func sqliteTables(path string) ([]string, error) {
 		tables = append(tables, n)
 	}
 	return tables, rows.Err()
+}
+
+// SQLiteSidecar returns the database a file is the journal of (its
+// -wal, -shm or -journal beside a SQLite database, as SQLite names them),
+// or "": a folder's walk leaves it to the database, which SQLite reads
+// with it.
+func SQLiteSidecar(path string) string {
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		db, ok := strings.CutSuffix(path, suffix)
+		if !ok {
+			continue
+		}
+		f, err := openRegular(db)
+		if err != nil {
+			return ""
+		}
+		head := make([]byte, 16)
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		if IsSQLite(head[:n]) {
+			return db
+		}
+	}
+	return ""
 }
