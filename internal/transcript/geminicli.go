@@ -80,6 +80,19 @@ type geminiMeta struct {
 	Messages    json.RawMessage `json:"messages"`
 }
 
+// geminiItem is a message (id) or a compaction in the folded timeline.
+type geminiItem struct {
+	id         string
+	compaction *geminiCompaction
+}
+
+// geminiCompaction is Gemini CLI compressing the history: the messages up
+// to through became summary.
+type geminiCompaction struct {
+	through, summary string
+	ts               time.Time
+}
+
 // geminiRec is a message as the fold holds it: the record and the line
 // its current copy came from.
 type geminiRec struct {
@@ -94,6 +107,19 @@ type geminiImport struct {
 	header bool
 	order  []string
 	byID   map[string]*geminiRec
+	// done: what a compaction closed, in order (the messages as they
+	// were, then the compaction); absorbed: the ids of the checkpoint
+	// that compacted them (its summary, its copies of the turns it kept),
+	// which later checkpoints repeat.
+	done     []geminiItem
+	absorbed map[string]bool
+	// seen: the fullest copy of each message read; a checkpoint's copy
+	// of a message lacks its tokens, model and tool calls, and takes them
+	// from here. dropped: messages a rewind or rollback took out, noted
+	// as fork unless a later checkpoint brings them back.
+	seen        map[string]geminiMsg
+	dropped     map[string]Note
+	droppedList []string
 	// answered: calls whose result the gemini message's toolCalls gave.
 	answered map[string]bool
 	tokens   bool
@@ -162,8 +188,19 @@ func importGeminiCLI(path string) (*Session, geminiMeta, error) {
 	if !g.header {
 		return nil, geminiMeta{}, fmt.Errorf("import gemini-cli %s: no header with sessionId and projectHash; is this a Gemini CLI session file?", path)
 	}
-	for _, id := range g.order {
-		g.message(g.byID[id])
+	for i, id := range g.droppedList {
+		if x, ok := g.dropped[id]; ok && !slices.Contains(g.droppedList[i+1:], id) {
+			g.b.notes = append(g.b.notes, x)
+		}
+	}
+	seqOf := map[string]int64{}
+	for _, it := range append(g.done, g.items()...) {
+		if c := it.compaction; c != nil {
+			g.b.add(session.Event{Kind: session.KindCompaction, TS: c.ts, Through: max(seqOf[c.through], 1), Summary: c.summary})
+			continue
+		}
+		g.message(g.byID[it.id])
+		seqOf[it.id] = g.b.lastSeq()
 	}
 	return g.finish(), g.meta, nil
 }
@@ -228,6 +265,7 @@ func (g *geminiImport) put(n int, raw []byte) {
 		g.b.note(n, CodeBadLine, "a message record that does not decode (%v); skipped", err)
 		return
 	}
+	m = g.enrich(m)
 	if old := g.byID[m.ID]; old != nil {
 		if old.line != n {
 			g.b.note(old.line, CodeSkipped, "message %s is written again, whole, at line %d; that copy stands", m.ID, n)
@@ -235,15 +273,50 @@ func (g *geminiImport) put(n int, raw []byte) {
 		old.line, old.msg = n, m
 		return
 	}
+	delete(g.dropped, m.ID)
 	g.byID[m.ID] = &geminiRec{line: n, msg: m}
 	g.order = append(g.order, m.ID)
+}
+
+// enrich fills what a copy of a message lacks (a checkpoint's copy has no
+// tokens, model or tool calls) from the fullest copy read before, and
+// keeps it.
+func (g *geminiImport) enrich(m geminiMsg) geminiMsg {
+	if g.seen == nil {
+		g.seen = map[string]geminiMsg{}
+	}
+	if old, ok := g.seen[m.ID]; ok && old.Type == m.Type {
+		if m.Tokens == nil {
+			m.Tokens = old.Tokens
+		}
+		if m.Model == "" {
+			m.Model = old.Model
+		}
+		if len(m.ToolCalls) == 0 {
+			m.ToolCalls = old.ToolCalls
+		}
+		if len(m.Thoughts) == 0 {
+			m.Thoughts = old.Thoughts
+		}
+	}
+	g.seen[m.ID] = m
+	return m
+}
+
+// dropOne takes message id out of the conversation for why.
+func (g *geminiImport) dropOne(id, why string) {
+	if g.dropped == nil {
+		g.dropped = map[string]Note{}
+	}
+	g.dropped[id] = Note{Line: g.byID[id].line, Code: CodeFork, Detail: "message " + id + " " + why}
+	g.droppedList = append(g.droppedList, id)
+	delete(g.byID, id)
 }
 
 // drop removes the messages order[i:], noting why.
 func (g *geminiImport) drop(i int, why string) {
 	for _, id := range g.order[i:] {
-		g.b.note(g.byID[id].line, CodeFork, "message %s %s", id, why)
-		delete(g.byID, id)
+		g.dropOne(id, why)
 	}
 	g.order = g.order[:i]
 }
@@ -273,27 +346,141 @@ func (g *geminiImport) set(n int, s geminiMeta) {
 	if len(s.Messages) == 0 || json.Unmarshal(s.Messages, &msgs) != nil {
 		return
 	}
-	kept := map[string]bool{}
+	var cp []geminiMsg
+	inCP := map[string]bool{}
+	fresh := false // a message the conversation has not had
 	for _, raw := range msgs {
-		var id struct {
-			ID string `json:"id"`
+		var m geminiMsg
+		if json.Unmarshal(raw, &m) != nil || m.ID == "" {
+			g.b.note(n, CodeBadLine, "a message of the checkpoint that does not decode; skipped")
+			continue
 		}
-		_ = json.Unmarshal(raw, &id)
-		kept[id.ID] = true
+		cp = append(cp, m)
+		inCP[m.ID] = true
+		fresh = fresh || (g.byID[m.ID] == nil && !g.absorbed[m.ID])
 	}
 	var gone []string
 	for _, id := range g.order {
-		if !kept[id] {
+		if !inCP[id] {
 			gone = append(gone, id)
 		}
 	}
-	for _, id := range gone {
-		g.b.note(g.byID[id].line, CodeFork, "message %s is not in the checkpoint ($set messages) at line %d, which replaces the conversation", id, n)
+	switch {
+	case len(gone) > 0 && fresh:
+		g.compact(n, cp)
+		return
+	case len(gone) > 0:
+		// A rollback (a failed or cancelled turn taken back): what it
+		// drops is a branch the conversation left, as a rewind's.
+		for _, id := range gone {
+			g.dropOne(id, fmt.Sprintf("is not in the checkpoint ($set messages) at line %d, which replaces the conversation", n))
+		}
 	}
-	g.order, g.byID = nil, map[string]*geminiRec{}
-	for _, raw := range msgs {
-		g.put(n, raw)
+	g.order = nil
+	for _, m := range cp {
+		switch r := g.byID[m.ID]; {
+		case g.absorbed[m.ID]:
+		case r != nil:
+			r.line, r.msg = n, g.enrich(m)
+			g.order = append(g.order, m.ID)
+		default:
+			delete(g.dropped, m.ID)
+			g.byID[m.ID] = &geminiRec{line: n, msg: g.enrich(m)}
+			g.order = append(g.order, m.ID)
+		}
 	}
+}
+
+// compact folds a checkpoint that drops messages and brings new ones:
+// Gemini CLI compressed the history into a summary turn (and its
+// acknowledgement) followed by copies, under new ids, of the turns it
+// kept. The messages before stay as they were (they were sent and
+// billed); a compaction follows them whose summary is the checkpoint's
+// text before the kept copies, through the last message it replaced.
+func (g *geminiImport) compact(n int, cp []geminiMsg) {
+	// The kept turns are the conversation's tail, copied: match from the
+	// end.
+	i, j := len(cp)-1, len(g.order)-1
+	for i >= 0 && j >= 0 && geminiSameTurn(cp[i], g.byID[g.order[j]].msg) {
+		i, j = i-1, j-1
+	}
+	c := &geminiCompaction{}
+	if j >= 0 {
+		c.through = g.order[j]
+	}
+	var parts []string
+	for _, m := range cp[:i+1] {
+		if t := geminiText(m.Content, nil); t != "" {
+			parts = append(parts, t)
+		}
+		if ts, ok := parseTime(m.Timestamp); ok && ts.After(c.ts) {
+			c.ts = ts
+		}
+	}
+	c.summary = strings.Join(parts, "\n\n")
+	// The compaction comes when it happened: after every message so far.
+	g.done = append(g.done, g.items()...)
+	g.done = append(g.done, geminiItem{compaction: c})
+	g.order = nil
+	if g.absorbed == nil {
+		g.absorbed = map[string]bool{}
+	}
+	for _, m := range cp {
+		g.absorbed[m.ID] = true
+	}
+	g.b.note(0, CodeKeptInAttrs, "the checkpoint at line %d compresses the history: a compaction through message %s, the %d turns it kept already imported", n, c.through, len(cp)-1-i)
+}
+
+// items is the current conversation as timeline items.
+func (g *geminiImport) items() []geminiItem {
+	var out []geminiItem
+	for _, id := range g.order {
+		out = append(out, geminiItem{id: id})
+	}
+	return out
+}
+
+// geminiSameTurn reports whether a checkpoint's message is a copy of
+// orig: the same kind and content, or a model turn whose function calls
+// are orig's recorded tool calls (a copy holds the calls as content
+// parts, the original in toolCalls).
+func geminiSameTurn(cp, orig geminiMsg) bool {
+	if cp.Type != orig.Type {
+		return false
+	}
+	if cp.ID == orig.ID || bytes.Equal(compactJSON(cp.Content), compactJSON(orig.Content)) {
+		return true
+	}
+	if geminiText(cp.Content, nil) != geminiText(orig.Content, nil) {
+		return false
+	}
+	ids := map[string]bool{}
+	for _, tc := range orig.ToolCalls {
+		ids[tc.ID] = true
+	}
+	calls := 0
+	for _, p := range geminiPartList(cp.Content) {
+		var x struct {
+			FunctionCall *struct {
+				ID string `json:"id"`
+			} `json:"functionCall"`
+		}
+		if json.Unmarshal(p, &x) == nil && x.FunctionCall != nil {
+			if !ids[x.FunctionCall.ID] {
+				return false
+			}
+			calls++
+		}
+	}
+	return calls > 0
+}
+
+func compactJSON(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
 }
 
 // message maps one message of the folded conversation to events.

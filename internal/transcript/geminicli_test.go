@@ -472,3 +472,53 @@ func TestGeminiCopilotMalformed(t *testing.T) {
 		})
 	}
 }
+
+// TestGeminiCLICompressed imports a session the real gemini-cli
+// compressed (testdata/gemini-cli/compressed, README says how): resumed,
+// its first exchange summarized into a <state_snapshot> by a checkpoint
+// that keeps copies, under new ids, of the prompt and the call after it.
+// Every turn that was sent stays, with its usage (jq sums the file's
+// tokens, one copy per message); the compression is a compaction through
+// the last summarized message; the copies are not imported twice.
+func TestGeminiCLICompressed(t *testing.T) {
+	p := filepath.Join("testdata", "gemini-cli", "compressed", "session-2026-12-06T11-05-c6dd7b08.jsonl")
+	ss, err := Import(FormatAuto, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	c := importedCount(s)
+	if c.User != 3 || c.Assistant != 3 || c.Calls != 1 || c.Results != 1 {
+		t.Errorf("imported %+v; want 3 prompts (the context, two typed), 3 responses, 1 call answered", c)
+	}
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq is not installed")
+	}
+	out, err := exec.Command(jq, "-s", `[.[] | (select(.id), (.["$set"].messages // [])[]) | select(.type == "gemini" and .tokens != null) | {id, t: (.tokens.input + .tokens.tool)}] | group_by(.id) | map(last.t) | add`, p).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(out)); fmt.Sprint(c.Input) != want {
+		t.Errorf("input tokens %d; jq sums %s", c.Input, want)
+	}
+	var comp []session.Event
+	for _, e := range s.Events {
+		if e.Kind == session.KindCompaction {
+			comp = append(comp, e)
+		}
+	}
+	if len(comp) != 1 || !strings.Contains(comp[0].Summary, "<state_snapshot>the user said hi</state_snapshot>") {
+		t.Fatalf("compactions %+v", comp)
+	}
+	// Through the first exchange's response: the prompt after it and its
+	// call are the turns the compression kept.
+	if e := s.Events[comp[0].Through-1]; e.Kind != session.KindModelCall || s.Events[comp[0].Through].Text != "now list the files" {
+		t.Errorf("compaction through seq %d (%s), followed by %q", comp[0].Through, e.Kind, s.Events[comp[0].Through].Text)
+	}
+	for _, n := range s.Report.Notes {
+		if n.Code == CodeFork || Lost(s.Report) != 0 {
+			t.Errorf("note %+v: nothing of this file is a branch or lost", n)
+		}
+	}
+}
