@@ -16,7 +16,8 @@
 //	             token_count event carries the same usage)
 //	gemini-cli   Gemini CLI session JSONL (~/.gemini/tmp/<project>/chats/
 //	             session-*.jsonl), folded as Gemini CLI's loader folds it
-//	             (the last copy of a message, $set checkpoints, $rewindTo),
+//	             (the last copy of a message, $set checkpoints, $rewindTo;
+//	             a compression checkpoint is a compaction),
 //	             its sub-agents (chats/<session id>/*.jsonl), and the single
 //	             .json of versions before 0.39
 //	copilot      GitHub Copilot CLI session log
