@@ -481,7 +481,11 @@ func TestGeminiCopilotMalformed(t *testing.T) {
 // tokens, one copy per message); the compression is a compaction through
 // the last summarized message; the copies are not imported twice.
 func TestGeminiCLICompressed(t *testing.T) {
-	p := filepath.Join("testdata", "gemini-cli", "compressed", "session-2026-12-06T11-05-c6dd7b08.jsonl")
+	checkGeminiCompressed(t, filepath.Join("testdata", "gemini-cli", "compressed", "session-2026-12-06T11-05-c6dd7b08.jsonl"))
+}
+
+func checkGeminiCompressed(t *testing.T, p string) {
+	t.Helper()
 	ss, err := Import(FormatAuto, p)
 	if err != nil {
 		t.Fatal(err)
@@ -521,4 +525,85 @@ func TestGeminiCLICompressed(t *testing.T) {
 			t.Errorf("note %+v: nothing of this file is a branch or lost", n)
 		}
 	}
+}
+
+// TestGeminiCLICompressLive makes the compressed session of testdata again
+// with the real gemini-cli (AGENTCTL_NPM_GEMINI): a first run, then a
+// resumed one whose call reports 900000 prompt tokens, so gemini-cli
+// compresses the history before its next turn; the import is checked as
+// the testdata file is.
+func TestGeminiCLICompressLive(t *testing.T) {
+	dir := os.Getenv("AGENTCTL_NPM_GEMINI")
+	bin := filepath.Join(dir, "node_modules", ".bin", "gemini")
+	if _, err := os.Stat(bin); dir == "" || err != nil {
+		t.Skip("AGENTCTL_NPM_GEMINI does not hold gemini-cli (.ci/run installs it)")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(fakeGeminiCompress))
+	defer srv.Close()
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	_ = os.MkdirAll(filepath.Join(home, ".gemini"), 0o755)
+	_ = os.MkdirAll(proj, 0o755)
+	_ = os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hi\n"), 0o644)
+	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},
+"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false},
+"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"-p", "hi there"}, {"--resume", "latest", "-p", "now list the files"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		cmd := exec.CommandContext(ctx, bin, append(args, "--yolo", "-m", "gemini-2.5-flash")...)
+		cmd.Dir = proj
+		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "GEMINI_API_KEY=test",
+			"GOOGLE_GEMINI_BASE_URL="+srv.URL, "GEMINI_CLI_NO_RELAUNCH=true", "NO_COLOR=1")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("gemini %v: %v\n%s", args, err, out)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("gemini-cli wrote %v; want one session file", files)
+	}
+	checkGeminiCompressed(t, files[0])
+}
+
+// fakeGeminiCompress answers as the Gemini API does: "now list the files"
+// gets a list_directory call whose usage is 900000 prompt tokens (over
+// half the model's window), anything else the text "ok"; generateContent
+// (the compression's summary and its check) a <state_snapshot>;
+// countTokens 100.
+func fakeGeminiCompress(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	switch {
+	case strings.HasSuffix(r.URL.Path, ":countTokens"):
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"totalTokens":100}`)
+		return
+	case !strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"<state_snapshot>the user said hi</state_snapshot>"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":20,"totalTokenCount":70}}`)
+		return
+	}
+	var req struct {
+		Contents []struct {
+			Parts []map[string]json.RawMessage `json:"parts"`
+		} `json:"contents"`
+	}
+	_ = json.Unmarshal(body, &req)
+	last, answered := "", false
+	if len(req.Contents) > 0 {
+		for _, p := range req.Contents[len(req.Contents)-1].Parts {
+			last += string(p["text"])
+			answered = answered || p["functionResponse"] != nil
+		}
+	}
+	chunk := `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":1000,"candidatesTokenCount":3,"totalTokenCount":1003},"modelVersion":"gemini-2.5-flash"}`
+	if strings.Contains(last, "now list the files") && !answered {
+		chunk = `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"list_directory","args":{"dir_path":"."}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":900000,"candidatesTokenCount":10,"totalTokenCount":900010},"modelVersion":"gemini-2.5-flash"}`
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "data: %s\r\n\r\n", chunk)
 }
