@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,20 +36,7 @@ func newImportCmd(f *Factory, runF func(context.Context, *importOptions) error) 
 bundle, diagnose, trace and replay read them like sessions agentctl ran.
 FORMAT is one of:
 
-  claude-code  Claude Code session JSONL (~/.claude/projects/<dir>/<id>.jsonl);
-               its sub-agent files beside it become child sessions
-  codex        Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl)
-  swe-agent    SWE-agent trajectory (*.traj)
-  openhands    OpenHands event stream / trajectory (a JSON array)
-  inspect      Inspect AI eval log (.eval or .json): one session per sample
-  atif         ATIF trajectory (trajectory.json), with its sub-agents
-  otlp         OpenTelemetry traces and logs (GenAI semconv, OpenInference,
-               OpenLLMetry, Vercel AI SDK): the Collector's file exporter
-               output (JSON lines or protobuf), OTLP protobuf files, or its
-               S3 exporter's objects: 'import otlp PATH|s3://bucket/prefix'
-               (see 'agentctl import otlp --help')
-  auto         tell each file's format from its content
-
+` + formatsHelp() + `
 A DIR imports every file in it (recursively, hidden folders left out)
 that the format reads. A file that cannot be imported does not stop the
 others: each file and record not imported is named (text: a "skipped"
@@ -77,10 +65,14 @@ tools of --spec FILE); 'resume' does not apply.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			if opts.Format == formatOTLP {
+			fm, err := transcript.LookupOrAuto(opts.Format)
+			if err != nil {
+				return usageError{err}
+			}
+			if fm.Name != transcript.FormatAuto && fm.Import == nil {
 				return importOTLPRun(cmd.Context(), f, opts)
 			}
-			return importRun(f, opts)
+			return importRun(cmd.Context(), f, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON report per imported session")
@@ -88,13 +80,60 @@ tools of --spec FILE); 'resume' does not apply.`,
 	return cmd
 }
 
-func importRun(f *Factory, opts *importOptions) error {
-	if opts.Format != transcript.FormatAuto && !contains(transcript.Formats, opts.Format) {
-		return usageError{fmt.Errorf("import: format %q is not one this agentctl knows (%s, or auto)", opts.Format, strings.Join(transcript.Formats, ", "))}
+// formatsHelp lists the registered formats for the command's help.
+func formatsHelp() string {
+	var b strings.Builder
+	for _, fm := range transcript.Formats() {
+		for i, line := range strings.Split(fm.Doc, "\n") {
+			name := ""
+			if i == 0 {
+				name = fm.Name
+			}
+			fmt.Fprintf(&b, "  %-12s %s\n", name, line)
+		}
 	}
+	fmt.Fprintf(&b, "  %-12s %s\n", transcript.FormatAuto, "tell each file's format from its content: the one format whose\n               signature claims it (none or two: the file is named, not imported)")
+	return b.String()
+}
+
+// importRun imports the files of a transcript format, or of auto: there a
+// file whose format imports itself (otlp) goes to that format's import.
+func importRun(ctx context.Context, f *Factory, opts *importOptions) error {
 	files, subs, passed, err := importFiles(opts.Format, opts.Paths)
 	if err != nil {
 		return err
+	}
+	// Auto: each file's format, told once; a file of a format that imports
+	// itself (otlp, whose spans join sessions in the home) goes to that
+	// import, a file no format claims (or two do) is named, not imported.
+	formatOf := map[string]string{}
+	otlpIncomplete := false
+	if opts.Format == transcript.FormatAuto {
+		var own, rest []string
+		for _, file := range files {
+			name, err := transcript.Detect(file)
+			if err != nil {
+				passed = append(passed, transcript.Report{Format: opts.Format, File: file, Error: err.Error()})
+				continue
+			}
+			if fm, _ := transcript.Lookup(name); fm.Import == nil {
+				own = append(own, file)
+				continue
+			}
+			formatOf[file] = name
+			rest = append(rest, file)
+		}
+		files = rest
+		if len(own) > 0 {
+			o := *opts
+			o.Paths = own
+			if err := importOTLPRun(ctx, f, &o); err != nil {
+				if codeOf(err) != ExitIncomplete {
+					return err
+				}
+				otlpIncomplete = true
+			}
+		}
 	}
 	st := f.Store()
 	done := map[string]bool{}
@@ -128,7 +167,11 @@ func importRun(f *Factory, opts *importOptions) error {
 	imported := map[string]bool{} // source files that came in (sub-agents too)
 	printed := map[string]bool{}
 	for _, file := range files {
-		ss, err := transcript.Import(opts.Format, file)
+		format := opts.Format
+		if got, ok := formatOf[file]; ok {
+			format = got
+		}
+		ss, err := transcript.Import(format, file)
 		if err != nil {
 			// One file that cannot be imported does not stop the others.
 			skipped = append(skipped, transcript.Report{Format: opts.Format, File: file, Error: err.Error()})
@@ -174,7 +217,7 @@ func importRun(f *Factory, opts *importOptions) error {
 	for _, sub := range subs {
 		if abs, err := filepath.Abs(sub); err == nil && !imported[abs] {
 			skipped = append(skipped, transcript.Report{Format: opts.Format, File: sub,
-				Error: "a Claude Code sub-agent file whose session file is not among those imported; import that session's file, which brings it in"})
+				Error: whyCompanion(opts.Format, sub) + " whose session file is not among those imported; import that session's file, which brings it in"})
 		}
 	}
 	for _, r := range append(ignored, skipped...) {
@@ -182,7 +225,7 @@ func importRun(f *Factory, opts *importOptions) error {
 			return err
 		}
 	}
-	if len(skipped) > 0 || lost > 0 {
+	if len(skipped) > 0 || lost > 0 || otlpIncomplete {
 		return withCode(ExitIncomplete, fmt.Errorf("import: %d files and %d records not imported (listed above); the rest was imported", len(skipped), lost))
 	}
 	return nil
@@ -270,17 +313,19 @@ func importFiles(format string, paths []string) (files, subs []string, passed []
 				}
 				return nil
 			}
-			switch why := readsFile(format, path); why {
-			case "":
+			switch why, companion := readsFile(format, path); {
+			case why == "":
 				found = append(found, path)
-			case whySubagent:
+			case companion:
 				subs = append(subs, path)
 			default:
 				r := transcript.Report{Format: format, File: path, Error: why}
 				// A named format's folder holds other files too (a run's
 				// logs and patches): they are named, not lost.
 				// (A named format refuses a file for its extension only.)
-				r.Ignored = format != transcript.FormatAuto
+				// A SQLite database's own journal beside it is read with
+				// the database: nothing of it is lost either.
+				r.Ignored = format != transcript.FormatAuto || transcript.SQLiteSidecar(path) != ""
 				passed = append(passed, r)
 			}
 			return nil
@@ -297,49 +342,36 @@ func importFiles(format string, paths []string) (files, subs []string, passed []
 	return files, subs, passed, nil
 }
 
-const whySubagent = "a Claude Code sub-agent file"
-
-// readsFile says why the format does not read the file at path, or ""
-// when it does.
-func readsFile(format, path string) string {
-	name := filepath.Base(path)
-	ext := filepath.Ext(name)
-	subagent := strings.HasPrefix(name, "agent-") || filepath.Base(filepath.Dir(path)) == "subagents"
-	want := ""
-	switch format {
-	case transcript.FormatClaudeCode:
-		if ext == ".jsonl" && subagent {
-			return whySubagent
-		}
-		want = ".jsonl"
-	case transcript.FormatCodex:
-		want = ".jsonl"
-	case transcript.FormatSWEAgent:
-		want = ".traj"
-	case transcript.FormatOpenHands, transcript.FormatATIF:
-		want = ".json"
-	case transcript.FormatInspect:
-		if ext == ".eval" {
-			return ""
-		}
-		want = ".json"
-	default:
+// readsFile says why the format does not read the file at path (a file
+// another file's import brings in: companion), or "" when it does.
+func readsFile(format, path string) (why string, companion bool) {
+	fm, _ := transcript.Lookup(format)
+	if db := transcript.SQLiteSidecar(path); db != "" {
+		return fmt.Sprintf("the journal of the SQLite database %s, read with it", filepath.Base(db)), false
+	}
+	if format == transcript.FormatAuto {
 		if !regularFile(path) {
-			return "not a regular file"
+			return "not a regular file", false
 		}
 		got, err := transcript.Detect(path)
-		switch {
-		case err != nil:
-			return "its format cannot be told from its content (name the format to import it as one)"
-		case got == transcript.FormatClaudeCode && subagent:
-			return whySubagent
+		if err != nil {
+			return "its format cannot be told from its content (name the format to import it as one)", false
 		}
-		return ""
+		fm, _ = transcript.Lookup(got)
 	}
-	if ext != want {
-		return fmt.Sprintf("not a %s file (%s files are read as %s)", format, want, format)
+	if fm.Companion != nil {
+		if why := fm.Companion(path); why != "" {
+			return why, true
+		}
 	}
-	return ""
+	if format == transcript.FormatAuto || len(fm.Exts) == 0 {
+		return "", false
+	}
+	ext := filepath.Ext(path)
+	if !slices.Contains(fm.Exts, ext) {
+		return fmt.Sprintf("not a %s file (%s files are read as %s)", format, strings.Join(fm.Exts, " and "), format), false
+	}
+	return "", false
 }
 
 // regularFile: Detect opens the file, and a named pipe in a folder would
@@ -349,11 +381,15 @@ func regularFile(path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// whyCompanion is why a companion file was left to another file's import.
+func whyCompanion(format, path string) string {
+	if format == transcript.FormatAuto {
+		if got, err := transcript.Detect(path); err == nil {
+			format = got
 		}
 	}
-	return false
+	if fm, ok := transcript.Lookup(format); ok && fm.Companion != nil {
+		return fm.Companion(path)
+	}
+	return "a file another file's import brings in"
 }

@@ -44,16 +44,85 @@ func ImportedSpec(evs []session.Event) *spec.Spec {
 // provider accepts the history that calls them) and answers every new
 // call with an error saying the imported session's tools are not
 // agentctl's: what a fork continues with when no spec file gives tools.
+// The header's tool definitions (an import that recorded them: attrs
+// tool_definitions) are offered too, each with its own description and
+// schema, so a fork asks with the tools the session had.
 func UnavailableTools(evs []session.Event) *tools.Registry {
 	reg := tools.NewRegistry()
+	defs := importedToolDefs(evs[0])
 	seen := map[string]bool{}
-	for _, c := range session.Fold(evs).Calls {
-		if c.Tool != "" && !seen[c.Tool] {
-			seen[c.Tool] = true
-			reg, _ = reg.With(&recordedTool{name: c.Tool, unavailable: true})
+	add := func(name string) {
+		if name != "" && !seen[name] {
+			seen[name] = true
+			reg, _ = reg.With(&recordedTool{name: name, unavailable: true, def: defs.get(name)})
 		}
 	}
+	for _, d := range defs.order {
+		add(d)
+	}
+	for _, c := range session.Fold(evs).Calls {
+		add(c.Tool)
+	}
 	return reg
+}
+
+// toolDefs are the tool definitions an imported session's header keeps
+// (attrs tool_definitions), by name, in their order.
+type toolDefs struct {
+	byName map[string]toolDef
+	order  []string
+}
+
+type toolDef struct {
+	description string
+	schema      json.RawMessage
+}
+
+func (d toolDefs) get(name string) toolDef { return d.byName[name] }
+
+// importedToolDefs reads the header's tool definitions as the source sent
+// them: Anthropic's {name, description, input_schema}, or OpenAI's
+// {name, description, parameters}, bare or under "function".
+func importedToolDefs(hdr session.Event) toolDefs {
+	var a struct {
+		Defs []json.RawMessage `json:"tool_definitions"`
+	}
+	out := toolDefs{byName: map[string]toolDef{}}
+	if json.Unmarshal(hdr.Attrs, &a) != nil {
+		return out
+	}
+	type shape struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	for _, raw := range a.Defs {
+		var d struct {
+			shape
+			Function *shape `json:"function"`
+		}
+		if json.Unmarshal(raw, &d) != nil {
+			continue
+		}
+		x := d.shape
+		if d.Function != nil && x.Name == "" {
+			x = *d.Function
+		}
+		schema := x.InputSchema
+		if len(schema) == 0 {
+			schema = x.Parameters
+		}
+		if x.Name == "" || out.byName[x.Name].schema != nil {
+			continue
+		}
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		out.byName[x.Name] = toolDef{description: x.Description, schema: schema}
+		out.order = append(out.order, x.Name)
+	}
+	return out
 }
 
 // RecordedTools answers each call with the result the recording has for
@@ -63,6 +132,7 @@ func UnavailableTools(evs []session.Event) *tools.Registry {
 // having side effects, so the runner runs them one at a time, in order.
 func RecordedTools(evs []session.Event) *tools.Registry {
 	fold := session.Fold(evs)
+	defs := importedToolDefs(evs[0])
 	byName := map[string]*recordedTool{}
 	var order []*recordedTool
 	for _, c := range fold.Calls {
@@ -71,7 +141,7 @@ func RecordedTools(evs []session.Event) *tools.Registry {
 		}
 		t := byName[c.Tool]
 		if t == nil {
-			t = &recordedTool{name: c.Tool}
+			t = &recordedTool{name: c.Tool, def: defs.get(c.Tool)}
 			byName[c.Tool] = t
 			order = append(order, t)
 		}
@@ -91,17 +161,27 @@ func RecordedTools(evs []session.Event) *tools.Registry {
 type recordedTool struct {
 	name        string
 	unavailable bool
-	mu          sync.Mutex
-	results     []tools.Result
-	next        int
+	// def is the source's definition of the tool, when the import kept it.
+	def     toolDef
+	mu      sync.Mutex
+	results []tools.Result
+	next    int
 }
 
 func (t *recordedTool) Name() string { return t.name }
 func (t *recordedTool) Description() string {
+	if t.def.description != "" {
+		return t.def.description
+	}
 	return "answers with the result the recording has for the call"
 }
-func (t *recordedTool) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
-func (t *recordedTool) SideEffects() bool           { return !t.unavailable }
+func (t *recordedTool) Parameters() json.RawMessage {
+	if len(t.def.schema) > 0 {
+		return t.def.schema
+	}
+	return json.RawMessage(`{"type":"object"}`)
+}
+func (t *recordedTool) SideEffects() bool { return !t.unavailable }
 
 func (t *recordedTool) Run(ctx context.Context, _ tools.Call) tools.Result {
 	if t.unavailable {

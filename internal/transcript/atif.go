@@ -998,3 +998,19 @@ func describe(e session.Event) string {
 	}
 	return clip(strings.Join(slices.Compact(parts), " "), 200)
 }
+
+func init() {
+	Register(Format{
+		Name:   FormatATIF,
+		Doc:    "ATIF trajectory (trajectory.json), with its sub-agents",
+		Exts:   []string{".json"},
+		Detect: detectATIF,
+		Import: func(path string) ([]*Session, error) { return one(importATIFFile(path, map[string]bool{})) },
+	})
+}
+
+// detectATIF claims a JSON object whose schema_version names ATIF.
+func detectATIF(h *Head) bool {
+	_, vals, ok := h.TopKeys()
+	return ok && strings.HasPrefix(StringOf(vals, "schema_version"), "ATIF-")
+}

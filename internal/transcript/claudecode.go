@@ -35,7 +35,14 @@ type ccLine struct {
 	Content           json.RawMessage `json:"content"`
 	Attachment        json.RawMessage `json:"attachment"`
 	ToolUseResult     json.RawMessage `json:"toolUseResult"`
-	Message           *struct {
+	// api-request-shape (2.1.3xx): the request's system blocks and tool
+	// definitions, named by their hash.
+	Shape     json.RawMessage `json:"shape"`
+	ShapeHash string          `json:"shapeHash"`
+	// cost-state (2.1.3xx): Claude Code's own running cost.
+	TotalCostUSD *float64        `json:"totalCostUSD"`
+	ModelUsage   json.RawMessage `json:"modelUsage"`
+	Message      *struct {
 		ID         string          `json:"id"`
 		Role       string          `json:"role"`
 		Model      string          `json:"model"`
@@ -202,7 +209,6 @@ func importClaudeCode(path string) (*Session, string, error) {
 	}
 	c := &ccImport{b: newBuilder(FormatClaudeCode, file, data)}
 	c.b.hdr.Provider = "anthropic"
-	c.b.notRecorded("system prompt", "tool definitions")
 	c.decode(data)
 	c.chain()
 	for i := range c.recs {
@@ -226,7 +232,10 @@ type ccImport struct {
 	branch                  []int
 	resp                    response
 	srcID, agentID, version string
-	lastUser                int64 // seq of the latest user_message
+	// shapeHash names the api-request-shape the header took its system
+	// prompt and tool definitions from ("": none seen).
+	shapeHash string
+	lastUser  int64 // seq of the latest user_message
 }
 
 // decode reads the lines.
@@ -344,9 +353,59 @@ func (c *ccImport) line(i int) {
 	case "attachment":
 		c.resp.flush(c.b)
 		c.attachment(l, n)
+	case "api-request-shape":
+		c.requestShape(l, n)
+	case "cost-state":
+		c.costState(l, n)
 	default:
 		c.skip(l, n)
 	}
+}
+
+// requestShape takes the system prompt and the tool definitions from the
+// first api-request-shape (2.1.3xx writes one before the requests that
+// use it): the header's system, and attrs tool_definitions (verbatim, as
+// sent), so replay and fork offer the tools the session had. A later
+// shape (the tools changed mid-session) is noted.
+func (c *ccImport) requestShape(l ccLine, n int) {
+	var sh struct {
+		System json.RawMessage   `json:"system"`
+		Tools  []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(l.Shape, &sh); err != nil || len(l.Shape) == 0 {
+		c.b.note(n, CodeBadLine, "api-request-shape without a readable shape; skipped")
+		return
+	}
+	switch {
+	case c.shapeHash == "":
+		c.shapeHash = l.ShapeHash
+		c.b.hdr.System = textOf(sh.System)
+		if sh.Tools == nil {
+			sh.Tools = []json.RawMessage{}
+		}
+		c.b.attrs["tool_definitions"] = sh.Tools
+		c.b.attrs["source_request_shape"] = l.ShapeHash
+		c.b.note(n, CodeKeptInAttrs, "api-request-shape %s: the system prompt and %d tool definitions, in the header", clip(l.ShapeHash, 12), len(sh.Tools))
+	case l.ShapeHash != c.shapeHash:
+		c.b.note(n, CodeSkipped, "another api-request-shape (%s, %d tool definitions); the header keeps the first", clip(l.ShapeHash, 12), len(sh.Tools))
+	default:
+		c.b.note(n, CodeSkipped, "api-request-shape %s again", clip(l.ShapeHash, 12))
+	}
+}
+
+// costState keeps Claude Code's own cost of the session (the latest
+// cost-state: it is a running total) beside agentctl's, in the header's
+// attrs source_cost_usd and source_model_usage.
+func (c *ccImport) costState(l ccLine, n int) {
+	if l.TotalCostUSD == nil {
+		c.b.note(n, CodeSkipped, "cost-state without totalCostUSD")
+		return
+	}
+	c.b.attrs["source_cost_usd"] = *l.TotalCostUSD
+	if len(l.ModelUsage) > 0 {
+		c.b.attrs["source_model_usage"] = l.ModelUsage
+	}
+	c.b.note(n, CodeKeptInAttrs, "cost-state: Claude Code's cost $%g, in the header's attrs source_cost_usd", *l.TotalCostUSD)
 }
 
 // source takes the header's facts from the first line that has them.
@@ -528,6 +587,12 @@ func (c *ccImport) skip(l ccLine, n int) {
 		}
 	case "summary", "file-history-snapshot", "last-prompt", "custom-title", "progress":
 		c.b.note(n, CodeSkipped, "%s line; not part of the conversation", l.Type)
+	case "api-request":
+		c.b.note(n, CodeSkipped, "api-request line: a request's parameters and the hashes of its messages (the conversation is the user and assistant lines)")
+	case "api-request-blob":
+		c.b.note(n, CodeSkipped, "api-request-blob line: a request message by its hash (the conversation is the user and assistant lines)")
+	case "tools-used", "atis-latch":
+		c.b.note(n, CodeSkipped, "%s line; bookkeeping, not part of the conversation", l.Type)
 	default:
 		c.b.note(n, CodeUnknownRecord, "line type %q is not one this importer knows; skipped", l.Type)
 	}
@@ -539,6 +604,9 @@ func (c *ccImport) finish(path string) (*Session, string, error) {
 	b := c.b
 	if c.srcID == "" && len(b.evs) == 0 {
 		return nil, "", fmt.Errorf("import claude-code %s: no user or assistant lines; is this a Claude Code session transcript?", path)
+	}
+	if c.shapeHash == "" {
+		b.notRecorded("system prompt", "tool definitions")
 	}
 	b.hdr.Name = "claude-code " + c.srcID
 	b.attrs["source_session_id"] = c.srcID
@@ -712,4 +780,58 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+func init() {
+	Register(Format{
+		Name:      FormatClaudeCode,
+		Doc:       "Claude Code session JSONL (~/.claude/projects/<dir>/<id>.jsonl);\nits sub-agent files beside it become child sessions",
+		Exts:      []string{".jsonl"},
+		Detect:    detectClaudeCode,
+		Import:    importClaudeCodeFile,
+		Companion: claudeCodeCompanion,
+	})
+}
+
+// ccConversationTypes are the line types of the conversation, each with
+// the parentUuid, uuid and sessionId keys.
+var ccConversationTypes = map[string]bool{"user": true, "assistant": true, "system": true, "attachment": true, "progress": true}
+
+// detectClaudeCode claims JSON lines each with a string "type", at least
+// one of them a conversation line (parentUuid and sessionId: no other
+// tool writes that pair) or a bookkeeping line Claude Code alone
+// writes (a summary's leafUuid, a file-history-snapshot's messageId). A
+// "sessionId" alone is not enough: Gemini CLI and Copilot CLI write one.
+func detectClaudeCode(h *Head) bool {
+	lines, ok := h.Lines()
+	if !ok {
+		return false
+	}
+	claimed := false
+	for _, l := range lines {
+		t := StringOf(l, "type")
+		if t == "" {
+			return false
+		}
+		switch {
+		case ccConversationTypes[t] && hasKeys(l, "parentUuid", "sessionId"):
+			claimed = true
+		case (t == "summary" || t == "last-prompt") && hasKeys(l, "leafUuid"),
+			t == "file-history-snapshot" && hasKeys(l, "messageId", "snapshot"),
+			t == "queue-operation" && hasKeys(l, "operation", "sessionId"):
+			claimed = true
+		}
+	}
+	return claimed
+}
+
+const whySubagent = "a Claude Code sub-agent file"
+
+// claudeCodeCompanion: a sub-agent file comes in with its session's file.
+func claudeCodeCompanion(path string) string {
+	name := filepath.Base(path)
+	if filepath.Ext(name) == ".jsonl" && (strings.HasPrefix(name, "agent-") || filepath.Base(filepath.Dir(path)) == "subagents") {
+		return whySubagent
+	}
+	return ""
 }

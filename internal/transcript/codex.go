@@ -164,6 +164,14 @@ func (c *codexImport) line(x codexRec) {
 		c.b.add(session.Event{Kind: session.KindCompaction, TS: ts, Through: c.b.lastSeq(), Summary: m.Message})
 	case "world_state", "inter_agent_communication", "inter_agent_communication_metadata":
 		c.b.note(x.n, CodeSkipped, "%s line; not part of the conversation", x.l.Type)
+	case "token_usage_record":
+		// 0.17x: one per response, before the token_count event that
+		// carries the same usage (which the import reads).
+		var r struct {
+			ResponseID string `json:"response_id"`
+		}
+		_ = json.Unmarshal(x.l.Payload, &r)
+		c.b.note(x.n, CodeSkipped, "token_usage_record of response %s; its usage is the token_count event's", r.ResponseID)
 	default:
 		c.b.note(x.n, CodeUnknownRecord, "line type %q is not one this importer knows; skipped", x.l.Type)
 	}
@@ -426,4 +434,34 @@ func codexOutput(raw json.RawMessage) string {
 		return o.Output
 	}
 	return string(raw)
+}
+
+func init() {
+	Register(Format{
+		Name:   FormatCodex,
+		Doc:    "Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl)",
+		Exts:   []string{".jsonl"},
+		Detect: detectCodex,
+		Import: func(path string) ([]*Session, error) { return one(importCodex(path)) },
+	})
+}
+
+// codexLineTypes are the rollout's record types.
+var codexLineTypes = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true, "turn_context": true, "compacted": true}
+
+// detectCodex claims JSON lines that are each {timestamp, type, payload},
+// at least one of a rollout's record types.
+func detectCodex(h *Head) bool {
+	lines, ok := h.Lines()
+	if !ok {
+		return false
+	}
+	known := false
+	for _, l := range lines {
+		if !hasKeys(l, "timestamp", "type", "payload") {
+			return false
+		}
+		known = known || codexLineTypes[StringOf(l, "type")]
+	}
+	return known
 }

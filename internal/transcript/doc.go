@@ -7,17 +7,46 @@
 //
 //	claude-code  Claude Code session JSONL (~/.claude/projects/…/<id>.jsonl)
 //	             and its sub-agent files (agent-<id>.jsonl, subagents/)
-//	codex        Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl)
+//	             (2.1.3xx: api-request-shape gives the header its system
+//	             prompt and attrs tool_definitions, cost-state the source's
+//	             cost, source_cost_usd; api-request, api-request-blob,
+//	             tools-used and atis-latch are skipped by name)
+//	codex        Codex CLI rollout JSONL (~/.codex/sessions/…/rollout-*.jsonl;
+//	             0.17x's token_usage_record is skipped by name: the
+//	             token_count event carries the same usage)
+//	gemini-cli   Gemini CLI session JSONL (~/.gemini/tmp/<project>/chats/
+//	             session-*.jsonl), folded as Gemini CLI's loader folds it
+//	             (the last copy of a message, $set checkpoints, $rewindTo;
+//	             a compression checkpoint is a compaction),
+//	             its sub-agents (chats/<session id>/*.jsonl), and the single
+//	             .json of versions before 0.39
+//	copilot      GitHub Copilot CLI session log
+//	             (~/.copilot/session-state/<id>/events.jsonl)
 //	swe-agent    SWE-agent trajectories (*.traj)
 //	openhands    OpenHands (V0) event streams / trajectories (a JSON array)
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per
 //	             sample and epoch
+//	opencode     opencode's SQLite database (opencode.db): one session
+//	             per opencode session (session/message/part tables), each
+//	             step (step-start … step-finish) one model call; the
+//	             content hash is of the session's rows, not the file's,
+//	             so a session unchanged keeps its id as the database grows
 //	atif         Harbor ATIF trajectories (trajectory.json), with their
 //	             sub-agent trajectories; a result without source_call_id
 //	             is paired with its step's unanswered call by position when
 //	             the counts match (attrs paired_by), else kept as a
 //	             user_message with attrs atif_observation, which the export
 //	             writes back as an unpaired result
+//
+// Each format is one registered value (Format: its name, doc line, the
+// extensions a folder is read for, a Detect signature over the file's
+// head, and for a SQLite file its tables, and its import function),
+// registered from its own file's init; Formats, Import, Detect and the
+// command's help iterate the registry. `import auto` takes a file only
+// when exactly one signature claims it: each format's signature is
+// checked against every format's real files (TestSignaturesClaimOnlyTheirOwn),
+// and a file none claims, or two do, is refused with every format named.
+// otlp is registered by package otelimport, which imports its files.
 //
 // # What an import holds
 //
@@ -26,7 +55,8 @@
 // billed, cache reads and writes included, with the two cache fields as
 // the breakdown, and cost_usd priced by pricing.CostOf as a live run
 // would be, or, for a model the price table does not know, the cost the
-// source recorded). A model call the conversation shows no answer of (an
+// source recorded; the source's own cost, when it records one, is kept
+// beside it in the model_call's attrs as source_cost_usd). A model call the conversation shows no answer of (an
 // Inspect scorer's) is a model_call on its own. Each tool call becomes a tool_intent at the time the model
 // asked for it and a tool_result at the time it answered, so the
 // tool_calls view has args, times and latency. The header (session_started)

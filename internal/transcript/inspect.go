@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -525,4 +526,26 @@ func nonText(raw json.RawMessage) json.RawMessage {
 		}
 	}
 	return marshalAttrs(m)
+}
+
+func init() {
+	Register(Format{
+		Name:   FormatInspect,
+		Doc:    "Inspect AI eval log (.eval or .json): one session per sample",
+		Exts:   []string{".eval", ".json"},
+		Detect: detectInspect,
+		Import: importInspect,
+	})
+}
+
+// detectInspect claims a zip archive holding an eval log's members (an
+// .eval: its first member is header.json, or _journal/ while written) or
+// a JSON object with the log's "version" and "eval".
+func detectInspect(h *Head) bool {
+	if bytes.HasPrefix(h.Bytes, []byte("PK\x03\x04")) {
+		return bytes.Contains(h.Bytes, []byte("header.json")) || bytes.Contains(h.Bytes, []byte("_journal/")) ||
+			bytes.Contains(h.Bytes, []byte("samples/"))
+	}
+	keys, _, ok := h.TopKeys()
+	return ok && slices.Contains(keys, "version") && slices.Contains(keys, "eval")
 }

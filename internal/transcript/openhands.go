@@ -3,6 +3,7 @@ package transcript
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -301,4 +302,21 @@ func providerOf(model string) string {
 		return "openai"
 	}
 	return ""
+}
+
+func init() {
+	Register(Format{
+		Name:   FormatOpenHands,
+		Doc:    "OpenHands event stream / trajectory (a JSON array)",
+		Exts:   []string{".json"},
+		Detect: detectOpenHands,
+		Import: func(path string) ([]*Session, error) { return one(importOpenHands(path)) },
+	})
+}
+
+// detectOpenHands claims a JSON array whose first element is an event:
+// a "source" and an "action" or "observation".
+func detectOpenHands(h *Head) bool {
+	keys, _, ok := h.FirstElementKeys()
+	return ok && slices.Contains(keys, "source") && (slices.Contains(keys, "action") || slices.Contains(keys, "observation"))
 }

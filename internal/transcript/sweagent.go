@@ -315,3 +315,20 @@ func (x *sweImport) historyResults(i int) {
 		x.pending = slices.DeleteFunc(x.pending, func(p string) bool { return p == id })
 	}
 }
+
+func init() {
+	Register(Format{
+		Name:   FormatSWEAgent,
+		Doc:    "SWE-agent trajectory (*.traj)",
+		Exts:   []string{".traj"},
+		Detect: detectSWEAgent,
+		Import: func(path string) ([]*Session, error) { return one(importSWEAgent(path)) },
+	})
+}
+
+// detectSWEAgent claims a JSON object with a top-level "trajectory" (and
+// no ATIF schema_version, whose files have "steps").
+func detectSWEAgent(h *Head) bool {
+	keys, _, ok := h.TopKeys()
+	return ok && slices.Contains(keys, "trajectory") && !slices.Contains(keys, "schema_version")
+}

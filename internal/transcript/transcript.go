@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,9 +32,6 @@ const (
 	// FormatAuto detects the format of each file (Detect).
 	FormatAuto = "auto"
 )
-
-// Formats lists the formats Import knows, in documentation order.
-var Formats = []string{FormatClaudeCode, FormatCodex, FormatSWEAgent, FormatOpenHands, FormatInspect, FormatATIF}
 
 // Report codes (see the package documentation).
 const (
@@ -112,36 +110,6 @@ type Note struct {
 	Detail string `json:"detail"`
 }
 
-// Import reads path as format (FormatAuto detects it) and returns its
-// sessions: one for most formats, one per sample for Inspect, plus the
-// sub-agents as children. A Claude Code file brings in the sub-agent files
-// beside it (agent-<id>.jsonl of the same session, or <session
-// id>/subagents/), an ATIF file the trajectories its results refer to.
-func Import(format, path string) ([]*Session, error) {
-	if format == FormatAuto || format == "" {
-		f, err := Detect(path)
-		if err != nil {
-			return nil, err
-		}
-		format = f
-	}
-	switch format {
-	case FormatClaudeCode:
-		return importClaudeCodeFile(path)
-	case FormatCodex:
-		return one(importCodex(path))
-	case FormatSWEAgent:
-		return one(importSWEAgent(path))
-	case FormatOpenHands:
-		return one(importOpenHands(path))
-	case FormatInspect:
-		return importInspect(path)
-	case FormatATIF:
-		return one(importATIFFile(path, map[string]bool{}))
-	}
-	return nil, fmt.Errorf("import: format %q is not one this agentctl knows (%s, or auto)", format, strings.Join(Formats, ", "))
-}
-
 func one(s *Session, err error) ([]*Session, error) {
 	if err != nil {
 		return nil, err
@@ -166,38 +134,6 @@ func openRegular(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// Detect names the format of the file at path from its first bytes.
-func Detect(path string) (string, error) {
-	f, err := openRegular(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	head := make([]byte, 64<<10)
-	n, _ := f.Read(head)
-	head = head[:n]
-	if bytes.HasPrefix(head, []byte("PK\x03\x04")) {
-		return FormatInspect, nil // an .eval is a zip archive
-	}
-	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
-	has := func(s string) bool { return bytes.Contains(head, []byte(s)) }
-	switch {
-	case len(t) > 0 && t[0] == '[' && has(`"source"`):
-		return FormatOpenHands, nil
-	case has(`"schema_version"`) && has(`"ATIF-`):
-		return FormatATIF, nil
-	case has(`"trajectory"`) && (has(`"history"`) || has(`"info"`)):
-		return FormatSWEAgent, nil
-	case has(`"eval"`) && has(`"version"`) && (has(`"samples"`) || has(`"eval_id"`)):
-		return FormatInspect, nil
-	case has(`"type":"session_meta"`) || has(`"type":"response_item"`) || has(`"type":"event_msg"`) || has(`"type":"turn_context"`):
-		return FormatCodex, nil
-	case has(`"sessionId"`) || has(`"parentUuid"`) || has(`"type":"summary"`) || has(`"type":"file-history-snapshot"`) || has(`"type":"queue-operation"`):
-		return FormatClaudeCode, nil
-	}
-	return "", fmt.Errorf("import: cannot tell the format of %s from its content; name it (%s)", path, strings.Join(Formats, ", "))
 }
 
 // builder gathers one session's events. Seqs are set as they are added
@@ -305,6 +241,15 @@ func (b *builder) addTurn(t turn, line int) {
 		FinishReason: t.finish, Attrs: marshalAttrs(t.callAttrs)}
 	if t.finish == "length" || t.finish == "max_tokens" {
 		a.FinishReason = "length"
+	}
+	if t.sourceCost != nil {
+		// The source's own price of the call, beside agentctl's.
+		attrs := maps.Clone(t.callAttrs)
+		if attrs == nil {
+			attrs = map[string]any{}
+		}
+		attrs["source_cost_usd"] = *t.sourceCost
+		c.Attrs = marshalAttrs(attrs)
 	}
 	if u := t.usage; u != nil {
 		setUsage(&c, *u)

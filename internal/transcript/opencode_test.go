@@ -1,0 +1,176 @@
+package transcript_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/transcript"
+)
+
+// counter returns the path of an independent counting tool (sqlite3, jq):
+// CI installs them (.ci/run), so there a missing one fails; elsewhere the
+// test is skipped.
+func counter(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed; .ci/run installs it", name)
+		}
+		t.Skipf("%s is not installed: the independent count needs it", name)
+	}
+	return p
+}
+
+// sqliteCount runs one query with the sqlite3 CLI over the database,
+// read-only, and returns its single number.
+func sqliteCount(t *testing.T, sqlite3, db, query string) float64 {
+	t.Helper()
+	out, err := exec.Command(sqlite3, "-readonly", db, query).Output()
+	if err != nil {
+		t.Fatalf("sqlite3 %q: %v", query, err)
+	}
+	s := strings.TrimSpace(string(out))
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("sqlite3 %q = %q", query, s)
+	}
+	return n
+}
+
+// checkOpenCode imports an opencode database and checks each session
+// against what the sqlite3 CLI counts in it: user messages, model calls
+// (step-finish parts), tool calls and results (tool parts, completed or
+// failed), tokens (input with the cache reads and writes), and the
+// source's cost kept beside agentctl's.
+func checkOpenCode(t *testing.T, db string) {
+	sqlite3 := counter(t, "sqlite3")
+	if got, err := transcript.Detect(db); err != nil || got != transcript.FormatOpenCode {
+		t.Fatalf("Detect = %q, %v", got, err)
+	}
+	ss, err := transcript.Import(transcript.FormatAuto, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sqliteCount(t, sqlite3, db, `SELECT count(*) FROM session`); len(ss) != int(want) {
+		t.Fatalf("%d sessions imported, the database has %v", len(ss), want)
+	}
+	again, err := transcript.Import(transcript.FormatOpenCode, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := 0
+	for i, s := range ss {
+		if again[i].ID() != s.ID() {
+			t.Errorf("session %d: id %s, then %s: re-import is not idempotent", i, s.ID(), again[i].ID())
+		}
+		var attrs struct {
+			SourceID string `json:"source_session_id"`
+		}
+		if err := json.Unmarshal(s.Events[0].Attrs, &attrs); err != nil || attrs.SourceID == "" {
+			t.Fatalf("header attrs %s", s.Events[0].Attrs)
+		}
+		q := func(sel, from, where string) float64 {
+			return sqliteCount(t, sqlite3, db, "SELECT "+sel+" FROM "+from+" WHERE session_id = '"+attrs.SourceID+"' AND "+where)
+		}
+		step := `json_extract(data, '$.type') = 'step-finish'`
+		want := map[string]float64{
+			"user_message": q("count(*)", "message", `json_extract(data, '$.role') = 'user'`),
+			"model_call":   q("count(*)", "part", step),
+			"tool_intent":  q("count(*)", "part", `json_extract(data, '$.type') = 'tool'`),
+			"tool_result":  q("count(*)", "part", `json_extract(data, '$.type') = 'tool' AND json_extract(data, '$.state.status') IN ('completed', 'error')`),
+			"input":        q("coalesce(sum(json_extract(data, '$.tokens.input') + json_extract(data, '$.tokens.cache.read') + json_extract(data, '$.tokens.cache.write')), 0)", "part", step),
+			"output":       q("coalesce(sum(json_extract(data, '$.tokens.output')), 0)", "part", step),
+			"cost":         q("coalesce(sum(json_extract(data, '$.cost')), 0)", "part", step),
+		}
+		got := map[string]float64{}
+		for _, e := range s.Events {
+			got[string(e.Kind)]++
+			if e.Kind == session.KindModelCall {
+				got["input"] += float64(e.InputTokens)
+				got["output"] += float64(e.OutputTokens)
+				var a struct {
+					Cost *float64 `json:"source_cost_usd"`
+				}
+				if json.Unmarshal(e.Attrs, &a); a.Cost == nil {
+					t.Errorf("model_call %d has no source_cost_usd: %s", e.Seq, e.Attrs)
+				} else {
+					got["cost"] += *a.Cost
+				}
+			}
+		}
+		for k, w := range want {
+			if math.Abs(got[k]-w) > 1e-9 {
+				t.Errorf("session %s: %s = %v, sqlite3 counts %v", attrs.SourceID, k, got[k], w)
+			}
+		}
+		if want["model_call"] == 0 || want["user_message"] == 0 {
+			t.Errorf("session %s: the database has no conversation to compare", attrs.SourceID)
+		}
+		tools += int(want["tool_result"])
+		if lost := transcript.Lost(s.Report); lost != 0 {
+			t.Errorf("session %s: %d records not imported: %+v", attrs.SourceID, lost, s.Report.Notes)
+		}
+	}
+	if tools == 0 {
+		t.Error("no tool call with its result in the database")
+	}
+}
+
+// TestOpenCodeTestdata imports the database opencode 1.18.33 wrote
+// (testdata/opencode, see the README there).
+func TestOpenCodeTestdata(t *testing.T) {
+	checkOpenCode(t, filepath.Join("testdata", "opencode", "opencode.db"))
+}
+
+// TestOpenCodeLive runs the installed opencode against `agentctl proxy
+// --script` with a scripted model (one bash call), then imports the
+// database it just wrote (still in WAL mode, as a user's is).
+func TestOpenCodeLive(t *testing.T) {
+	npm := os.Getenv("AGENTCTL_NPM_AGENTS")
+	if npm == "" {
+		t.Skip("AGENTCTL_NPM_AGENTS is not set (.ci/run installs the npm agents there)")
+	}
+	agentctl := buildAgentctl(t)
+	work := t.TempDir()
+	fixtures, _ := filepath.Abs(filepath.Join("..", "..", "fixtures"))
+	ws := filepath.Join(work, "A")
+	if out, err := exec.Command("cp", "-r", filepath.Join(fixtures, "workspaces", "typo"), ws).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	c := filepath.Join(fixtures, "external", "clients")
+	for i, prompt := range []string{"What does this service do? Read README.md.", "Summarise README.md."} {
+		cmd := exec.Command(agentctl, "proxy", "--script", filepath.Join(c, "opencode.yaml"), "--session", "rec"+strconv.Itoa(i),
+			"--", "sh", filepath.Join(c, "opencode.sh"), filepath.Join(work, "user"), prompt)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "AGENTCTL_HOME="+filepath.Join(work, "home"))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("opencode through the proxy: %v\n%s", err, out.String())
+		}
+	}
+	checkOpenCode(t, filepath.Join(work, "user", ".local", "share", "opencode", "opencode.db"))
+}
+
+// buildAgentctl builds the binary the live tests drive.
+func buildAgentctl(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "agentctl")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/agentctl/agentctl/cmd/agentctl")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
