@@ -7,12 +7,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/internal/buildinfo"
 	"github.com/agentctl/agentctl/internal/leanmem"
 	"github.com/agentctl/agentctl/internal/query"
+	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/remote"
 	"github.com/agentctl/agentctl/internal/ui"
 )
@@ -89,13 +91,15 @@ func uiRun(ctx context.Context, f *Factory, opts *uiOptions) error {
 		return usageError{fmt.Errorf("ui: --listen %s is not loopback: give --token (or %s) so that only you can open the pages", opts.Listen, uiTokenEnv)}
 	}
 	var parts []query.RemotePart
+	var fetch func(context.Context, string) (recorder.Store, string, error)
 	if url := remote.URL(opts.Remote); url != "" {
 		parts, err = pullRemoteParts(ctx, f, url)
 		if err != nil {
 			return err
 		}
+		fetch = remoteFetcher(url, f)
 	}
-	srv, err := ui.New(ui.Options{Store: f.Store(), Remote: parts, Token: opts.Token, Generator: "agentctl " + buildinfo.Version, Warn: f.Err})
+	srv, err := ui.New(ui.Options{Store: f.Store(), Remote: parts, Fetch: fetch, Token: opts.Token, Generator: "agentctl " + buildinfo.Version, Warn: f.Err})
 	if err != nil {
 		return usageError{err}
 	}
@@ -169,4 +173,21 @@ func uiExport(ctx context.Context, f *Factory, srv *ui.Server, opts *uiOptions) 
 	}
 	fmt.Fprintf(f.Out, "wrote %d pages (%d sessions): %s\n", res.Pages, res.Sessions, filepath.Join(res.Dir, "index.html"))
 	return nil
+}
+
+// remoteFetcher fetches a session the home does not have from the remote
+// into the remote's cache home, as `show --remote` does, for the session
+// pages of pushed sessions. One fetch at a time: the cache is one folder.
+func remoteFetcher(url string, f *Factory) func(context.Context, string) (recorder.Store, string, error) {
+	var mu sync.Mutex
+	return func(ctx context.Context, ref string) (recorder.Store, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		r, err := remote.Open(ctx, url, f.Home, f.Err)
+		if err != nil {
+			return recorder.Store{}, "", err
+		}
+		id, err := r.FetchSession(ctx, ref)
+		return recorder.Store{Root: r.CacheHome()}, id, err
+	}
 }

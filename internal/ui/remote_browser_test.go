@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +103,19 @@ func TestRunsRemoteUnion(t *testing.T) {
 	if got := rows(tab); !slices.Equal(got, []string{"bbbb000000000001"}) {
 		t.Errorf("text search over the remote: %v", got)
 	}
+	// A pushed session the home does not have opens from the remote, as
+	// `show --remote` reads it (404 before the page fetched it).
+	tab.Eval(`document.body.setAttribute('data-old', ''), true`, nil)
+	tab.Click(`tr[data-session="bbbb000000000001"] a`)
+	tab.WaitFor("body[data-painted]:not([data-old])")
+	if h := tab.Text("h1"); !strings.Contains(h, "bbbb000000000001") || !strings.Contains(h, "on-b") {
+		t.Errorf("the remote session's page is titled %q", h)
+	}
+	tab.WaitFor("#figures[data-loaded]")
+	if txt := tab.Text("#timeline"); !strings.Contains(txt, "from runner b") {
+		t.Errorf("the remote session's timeline does not show its user message: %.300q", txt)
+	}
+	tab.Clean(func(u string) bool { return own(u) || len(u) > 5 && u[:5] == "data:" })
 	if after := keys(); !slices.Equal(after, pushed) {
 		t.Errorf("serving the remote changed the bucket: %v, was %v", after, pushed)
 	}

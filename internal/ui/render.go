@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/query"
+	"github.com/agentctl/agentctl/internal/recorder"
 )
 
 //go:embed assets templates
@@ -36,6 +37,36 @@ type Ctx struct {
 	// link maps an app path to the exported file that holds it; set
 	// only when Static.
 	link func(path string, q url.Values) string
+	// st is the store the request's session was found in (resolve):
+	// the home's, or the remote's cache for a session only pushed there.
+	st *recorder.Store
+}
+
+// store is the store of the session the request resolved, else the home's.
+func (c *Ctx) store() recorder.Store {
+	if c.st != nil {
+		return *c.st
+	}
+	return c.S.opts.Store
+}
+
+// resolve finds session ref in the home, or, with --remote, fetches it
+// from the remote; later calls of store read from where it was found. Not
+// found anywhere is a 404 with the CLI's message.
+func (c *Ctx) resolve(ref string) (string, error) {
+	id, err := c.S.opts.Store.Resolve(ref)
+	if err == nil {
+		return id, nil
+	}
+	if c.S.opts.Fetch != nil && errors.Is(err, recorder.ErrNoSession) {
+		st, rid, ferr := c.S.opts.Fetch(c.R.Context(), ref)
+		if ferr == nil || errors.Is(ferr, recorder.ErrCorrupt) {
+			c.st = &st
+			return rid, nil
+		}
+		return "", notFound("%v; nor has the remote: %v", err, ferr)
+	}
+	return "", notFound("%v", err)
 }
 
 // Link is the href of an app path with its query: the path itself when

@@ -28,6 +28,11 @@ type Options struct {
 	// Remote, when set, adds the shared history CI runners pushed (read
 	// only), as `query --remote` does.
 	Remote []query.RemotePart
+	// Fetch, set with Remote, brings a session the home does not have
+	// from the remote into a store of its own (the remote's cache home, as
+	// `show --remote` reads it) and returns that store and the session's
+	// full id: the session pages of the remote's sessions read from there.
+	Fetch func(ctx context.Context, ref string) (recorder.Store, string, error)
 	// Token authenticates every request. Empty makes a random one.
 	Token string
 	// Generator names what serves the pages ("agentctl v1.2.3").

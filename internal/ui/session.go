@@ -20,9 +20,9 @@ import (
 func init() {
 	register(route{pattern: "GET /sessions/{id}", handle: sessionPage})
 	register(route{pattern: "GET /api/sessions/{id}/figures", handle: func(c *Ctx) error {
-		id, err := c.S.opts.Store.Resolve(c.R.PathValue("id"))
+		id, err := c.resolve(c.R.PathValue("id"))
 		if err != nil {
-			return notFound("%v", err)
+			return err
 		}
 		from, _ := strconv.ParseInt(c.R.URL.Query().Get("from"), 10, 64)
 		release, err := c.S.readWhole(c.R.Context())
@@ -37,9 +37,9 @@ func init() {
 		return c.JSON(f)
 	}})
 	register(route{pattern: "GET /api/sessions/{id}/diagnosis", handle: func(c *Ctx) error {
-		id, err := c.S.opts.Store.Resolve(c.R.PathValue("id"))
+		id, err := c.resolve(c.R.PathValue("id"))
 		if err != nil {
-			return notFound("%v", err)
+			return err
 		}
 		q := c.R.URL.Query()
 		from, _ := strconv.ParseInt(q.Get("from"), 10, 64)
@@ -152,11 +152,11 @@ type modelCall struct {
 }
 
 func sessionPage(c *Ctx) error {
-	st := c.S.opts.Store
-	id, err := st.Resolve(c.R.PathValue("id"))
+	id, err := c.resolve(c.R.PathValue("id"))
 	if err != nil {
-		return notFound("%v", err)
+		return err
 	}
+	st := c.store()
 	from := int64(1)
 	if f := c.R.URL.Query().Get("from"); f != "" {
 		if from, err = strconv.ParseInt(f, 10, 64); err != nil || from < 1 {
@@ -277,7 +277,7 @@ func readWindow(st recorder.Store, id string, from int64, n int) (*sessionView, 
 // and `agentctl sessions` show. from is the page asking, whose last page
 // link it makes.
 func figuresOf(c *Ctx, id string, from int64) (*sessionFigures, error) {
-	st := c.S.opts.Store
+	st := c.store()
 	var last int64
 	s, err := view.Build(view.Input{
 		ID: id, Live: recorder.Live(st.SessionDir(id)), MaxEvents: 2,
@@ -315,7 +315,7 @@ func figuresOf(c *Ctx, id string, from int64) (*sessionFigures, error) {
 // failed page. A cited seq in [from, to], the page that shows the
 // diagnosis, links within the page.
 func diagnosisOf(c *Ctx, id string, from, to int64) *diagnosis {
-	st := c.S.opts.Store
+	st := c.store()
 	d := &diagnosis{Findings: []finding{}, Children: []lineageLink{}}
 	var errs []string
 	rep, _, err := diagnose.Stream(st, id)

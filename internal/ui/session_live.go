@@ -39,11 +39,11 @@ type figures struct {
 // "data:" is a row (the timeline's row, cleaned as the page's), and an
 // "end" event says the session finished or no process writes it any more.
 func sessionEvents(c *Ctx) error {
-	st := c.S.opts.Store
-	id, err := st.Resolve(c.R.PathValue("id"))
+	id, err := c.resolve(c.R.PathValue("id"))
 	if err != nil {
-		return notFound("%v", err)
+		return err
 	}
+	st := c.store()
 	var after int64
 	if a := c.R.URL.Query().Get("after"); a != "" {
 		if after, err = strconv.ParseInt(a, 10, 64); err != nil || after < 0 {
