@@ -138,8 +138,10 @@ func TestSessionPage100k(t *testing.T) {
 	resp.Body.Close()
 	serverTime := time.Since(t0)
 	pagePeak := procPeakRSS(t, cmd.Process.Pid)
-	// Then in chromium, after the runs page, as a user comes.
-	b.Open(t, base+"/runs?token="+tok, "body[data-painted]")
+	// Then in chromium, the page with its figures and diagnosis: the
+	// session page's whole cost. (The runs page comes after: its query
+	// database over this unsealed 100,000-event log is DuckDB's, not the
+	// session page's, and is logged apart.)
 	tab := b.Open(t, base+"/sessions/"+id+"?token="+tok, "body[data-painted]")
 	// The browser's own clock, from the navigation's start (the token's
 	// redirect included) to its first contentful paint; then to the
@@ -161,14 +163,16 @@ func TestSessionPage100k(t *testing.T) {
 	figures := time.Duration(loaded * float64(time.Millisecond))
 	tab.WaitFor("#diagnosis-box[data-loaded]")
 	peak := procPeakRSS(t, cmd.Process.Pid)
+	b.Open(t, base+"/runs", "body[data-painted]")
+	runsPeak := procPeakRSS(t, cmd.Process.Pid)
 	if n := tab.Count("#timeline tbody tr"); n != 500 {
 		t.Errorf("first page has %d rows, want 500", n)
 	}
 	if got := tab.Text("#event-count"); got != "100003" {
 		t.Errorf("event count %q, want 100003", got)
 	}
-	t.Logf("session page of 100,003 events: server time %v, peak RSS %d MB; in chromium: first paint %v (goal 1 s), figures of the whole log in %v; server peak RSS %d MB after the diagnosis was fetched too (goal 150 MB)",
-		serverTime.Round(time.Millisecond), pagePeak>>20, paint.Round(time.Millisecond), figures.Round(time.Millisecond), peak>>20)
+	t.Logf("session page of 100,003 events: server time %v, peak RSS %d MB; in chromium: first paint %v (goal 1 s), figures of the whole log in %v; server peak RSS %d MB with the figures and diagnosis fetched too (goal 150 MB), %d MB once the runs page opened the query database",
+		serverTime.Round(time.Millisecond), pagePeak>>20, paint.Round(time.Millisecond), figures.Round(time.Millisecond), peak>>20, runsPeak>>20)
 	// The server's part is the goal's; chromium's own paint on a loaded
 	// machine is logged, and fails only far off it.
 	if serverTime > time.Second {
@@ -177,8 +181,8 @@ func TestSessionPage100k(t *testing.T) {
 	if paint > 3*time.Second {
 		t.Errorf("first paint took %v, want about 1 s", paint)
 	}
-	if pagePeak > 150<<20 {
-		t.Errorf("the page took the server to a peak RSS of %d MB, want at most 150 MB", pagePeak>>20)
+	if pagePeak > 150<<20 || peak > 150<<20 {
+		t.Errorf("the page took the server to a peak RSS of %d MB, %d MB with its figures and diagnosis, want at most 150 MB", pagePeak>>20, peak>>20)
 	}
 }
 
