@@ -54,7 +54,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"slices"
 	"sort"
 	"strings"
@@ -159,9 +158,9 @@ FROM sessions WHERE session_id = $ID`)
 		return fmt.Errorf("diagnose: session %s has no events in the views", d.id)
 	}
 	r := rows[0]
-	d.rep.Name, d.rep.Status, d.rep.Events, d.rep.Tokens = str(r[0]), str(r[1]), num(r[2]), num(r[3])
-	d.rep.CostUSD, d.rep.ToolCalls = flt(r[4]), num(r[5])
-	d.rep.ImportedFrom, d.rep.SourceStatus = str(r[6]), str(r[7])
+	d.rep.Name, d.rep.Status, d.rep.Events, d.rep.Tokens = query.Text(r[0]), query.Text(r[1]), query.Int(r[2]), query.Int(r[3])
+	d.rep.CostUSD, d.rep.ToolCalls = flt(r[4]), query.Int(r[5])
+	d.rep.ImportedFrom, d.rep.SourceStatus = query.Text(r[6]), query.Text(r[7])
 	return nil
 }
 
@@ -191,11 +190,11 @@ func (d *diag) loop() error {
 	results := make([]result, len(rows))
 	f := loopFacts{names: map[uint64][2]string{}, result: func(i int32) (int64, bool) { return results[i].seq, results[i].failed }}
 	for i, r := range rows {
-		tool, args := str(r[2]), str(r[3])
+		tool, args := query.Text(r[2]), query.Text(r[3])
 		k := askKey(tool, args)
 		f.names[k] = [2]string{tool, args}
-		f.asks = append(f.asks, askRow{seq: num(r[0]), tokens: num(r[4]), key: k, ref: int32(i)})
-		results[i] = result{num(r[5]), str(r[6]) == session.ResultError}
+		f.asks = append(f.asks, askRow{seq: query.Int(r[0]), tokens: query.Int(r[4]), key: k, ref: int32(i)})
+		results[i] = result{query.Int(r[5]), query.Text(r[6]) == session.ResultError}
 	}
 	d.renderLoop(f)
 	return nil
@@ -215,8 +214,8 @@ WHERE fe.s IS NOT NULL GROUP BY fe.s`)
 		return err
 	}
 	r := rows[0]
-	d.renderAfterError(afterErrorFacts{seq: num(r[0]), kind: str(r[1]), tool: str(r[2]), msg: str(r[3]), after: num(r[4]), calls: num(r[5]),
-		minSeq: num(r[6]), maxSeq: num(r[7])})
+	d.renderAfterError(afterErrorFacts{seq: query.Int(r[0]), kind: query.Text(r[1]), tool: query.Text(r[2]), msg: query.Text(r[3]), after: query.Int(r[4]), calls: query.Int(r[5]),
+		minSeq: query.Int(r[6]), maxSeq: query.Int(r[7])})
 	return nil
 }
 
@@ -233,8 +232,8 @@ ORDER BY seq`)
 	}
 	var f providerFacts
 	for _, r := range rows {
-		f.rows = append(f.rows, providerRow{seq: num(r[0]), kind: str(r[1]), refusal: str(r[2]), finish: str(r[3]), etype: str(r[4]),
-			msg: str(r[5]), text: str(r[6]), attempt: num(r[7])})
+		f.rows = append(f.rows, providerRow{seq: query.Int(r[0]), kind: query.Text(r[1]), refusal: query.Text(r[2]), finish: query.Text(r[3]), etype: query.Text(r[4]),
+			msg: query.Text(r[5]), text: query.Text(r[6]), attempt: query.Int(r[7])})
 	}
 	cache, err := d.q(`SELECT coalesce(sum(input_tokens), 0)::BIGINT, coalesce(sum(cache_read_input_tokens), 0)::BIGINT,
   coalesce(sum(cache_creation_input_tokens), 0)::BIGINT, list(seq ORDER BY seq)
@@ -243,7 +242,7 @@ FROM events WHERE session_id = $ID AND kind = 'model_call' AND (cache_read_input
 		return err
 	}
 	if len(cache) > 0 {
-		f.cacheIn, f.read, f.written, f.cacheSeqs = num(cache[0][0]), num(cache[0][1]), num(cache[0][2]), ints(cache[0][3])
+		f.cacheIn, f.read, f.written, f.cacheSeqs = query.Int(cache[0][0]), query.Int(cache[0][1]), query.Int(cache[0][2]), ints(cache[0][3])
 	}
 	d.renderProvider(f)
 	return nil
@@ -266,13 +265,13 @@ FROM ev`)
 	var sp struct {
 		Budget session.Budget `json:"budget"`
 	}
-	_ = json.Unmarshal([]byte(str(r[0])), &sp)
+	_ = json.Unmarshal([]byte(query.Text(r[0])), &sp)
 	if changes, ok := r[6].([]any); ok {
 		for _, c := range changes {
-			_ = sp.Budget.Apply(json.RawMessage(str(c)))
+			_ = sp.Budget.Apply(json.RawMessage(query.Text(c)))
 		}
 	}
-	d.renderBudget(budgetFacts{budget: sp.Budget, firstSeq: num(r[1]), lastSeq: num(r[2]), ms: num(r[3]), stops: ints(r[4]), lastStopReason: str(r[5])})
+	d.renderBudget(budgetFacts{budget: sp.Budget, firstSeq: query.Int(r[1]), lastSeq: query.Int(r[2]), ms: query.Int(r[3]), stops: ints(r[4]), lastStopReason: query.Text(r[5])})
 	return nil
 }
 
@@ -286,7 +285,7 @@ ORDER BY intent_seq`)
 	}
 	var pending []pendingRow
 	for _, r := range rows {
-		pending = append(pending, pendingRow{callID: str(r[0]), tool: str(r[1]), intentSeq: num(r[2]), key: str(r[3])})
+		pending = append(pending, pendingRow{callID: query.Text(r[0]), tool: query.Text(r[1]), intentSeq: query.Int(r[2]), key: query.Text(r[3])})
 	}
 	rows, err = d.q(`WITH ev AS (SELECT * FROM events WHERE session_id = $ID)
 SELECT r.seq, r.call_id, coalesce(r.tool, ''), r.outcome,
@@ -297,7 +296,7 @@ FROM ev r WHERE r.kind = 'reconciled' ORDER BY r.seq`)
 	}
 	var reconciled []reconciledRow
 	for _, r := range rows {
-		reconciled = append(reconciled, reconciledRow{seq: num(r[0]), callID: str(r[1]), tool: str(r[2]), outcome: str(r[3]), later: num(r[4])})
+		reconciled = append(reconciled, reconciledRow{seq: query.Int(r[0]), callID: query.Text(r[1]), tool: query.Text(r[2]), outcome: query.Text(r[3]), later: query.Int(r[4])})
 	}
 	d.renderPending(pending, reconciled)
 	return nil
@@ -313,7 +312,7 @@ WHERE r.kind = 'approval_request' GROUP BY r.seq, r.call_id, r.tool, r.ts ORDER 
 	}
 	var out []approvalRow
 	for _, r := range rows {
-		out = append(out, approvalRow{seq: num(r[0]), callID: str(r[1]), tool: str(r[2]), decision: num(r[3]), verdict: str(r[4]), waitedMS: num(r[5])})
+		out = append(out, approvalRow{seq: query.Int(r[0]), callID: query.Text(r[1]), tool: query.Text(r[2]), decision: query.Int(r[3]), verdict: query.Text(r[4]), waitedMS: query.Int(r[5])})
 	}
 	d.renderApprovals(out)
 	return nil
@@ -326,9 +325,9 @@ func (d *diag) compactions() error {
 	}
 	var seqs []int64
 	for _, r := range rows {
-		seqs = append(seqs, num(r[0]))
+		seqs = append(seqs, query.Int(r[0]))
 	}
-	d.renderCompactions(seqs, num(rows[len(rows)-1][1]))
+	d.renderCompactions(seqs, query.Int(rows[len(rows)-1][1]))
 	return nil
 }
 
@@ -340,9 +339,9 @@ FROM tool_calls WHERE session_id = $ID AND latency_ms IS NOT NULL ORDER BY laten
 	}
 	var out []slowRow
 	for _, r := range rows {
-		out = append(out, slowRow{tool: str(r[0]), callID: str(r[1]), resultSeq: num(r[2]), latencyMS: num(r[3]), status: str(r[4])})
+		out = append(out, slowRow{tool: query.Text(r[0]), callID: query.Text(r[1]), resultSeq: query.Int(r[2]), latencyMS: query.Int(r[3]), status: query.Text(r[4])})
 	}
-	d.renderSlowTools(out, num(rows[0][5]))
+	d.renderSlowTools(out, query.Int(rows[0][5]))
 	return nil
 }
 
@@ -356,7 +355,7 @@ AND (kind IN ('session_finished', 'budget_exceeded', 'interrupted', 'error', 'ev
 	var f exitFacts
 	all := make([]exitRow, len(rows))
 	for i, r := range rows {
-		all[i] = exitRow{seq: num(r[0]), kind: str(r[1]), status: str(r[2]), reason: str(r[3]), tool: str(r[4])}
+		all[i] = exitRow{seq: query.Int(r[0]), kind: query.Text(r[1]), status: query.Text(r[2]), reason: query.Text(r[3]), tool: query.Text(r[4])}
 		if all[i].kind == string(session.KindSessionFinished) {
 			f.finished = append(f.finished, all[i])
 		}
@@ -428,44 +427,9 @@ func dur(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).String()
 }
 
-func str(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	}
-	return fmt.Sprint(v)
-}
-
-func num(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case int32:
-		return int64(x)
-	case int:
-		return int64(x)
-	case uint64:
-		return int64(x)
-	case float64:
-		return int64(x)
-	case *big.Int:
-		return x.Int64()
-	}
-	return 0
-}
-
 func flt(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case float32:
-		return float64(x)
-	}
-	return float64(num(v))
+	f, _ := query.Number(v)
+	return f
 }
 
 func ints(v any) []int64 {
@@ -475,7 +439,7 @@ func ints(v any) []int64 {
 	}
 	out := make([]int64, 0, len(l))
 	for _, x := range l {
-		out = append(out, num(x))
+		out = append(out, query.Int(x))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out

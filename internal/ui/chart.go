@@ -3,7 +3,6 @@ package ui
 import (
 	"fmt"
 	"math"
-	"math/big"
 )
 
 // chart is a bar chart drawn on the server as SVG (templates/partial-chart.html):
@@ -94,45 +93,6 @@ func maxOf(pts []chartPoint) float64 {
 		m = max(m, p.Value)
 	}
 	return m
-}
-
-// cellNum is a number DuckDB returned (BIGINT, HUGEINT, DOUBLE, DECIMAL...)
-// as a float64; ok is false for NULL and for anything not a number.
-func cellNum(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case int16:
-		return float64(x), true
-	case int8:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint16:
-		return float64(x), true
-	case uint8:
-		return float64(x), true
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case *big.Int:
-		f, _ := new(big.Float).SetInt(x).Float64()
-		return f, true
-	case fmt.Stringer:
-		// DECIMAL arrives as duckdb.Decimal, a Stringer.
-		var f float64
-		if _, err := fmt.Sscan(x.String(), &f); err == nil {
-			return f, true
-		}
-	}
-	return 0, false
 }
 
 func plainNumber(f float64) string {

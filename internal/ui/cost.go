@@ -119,12 +119,12 @@ func costPage(c *Ctx) error {
 			return fmt.Errorf("ui: cost: running sessions: %w", err)
 		}
 		for _, r := range res.Rows {
-			b := burnRow{SessionID: cellText(r[0]), Name: cellText(r[1]), Model: cellText(r[2])}
+			b := burnRow{SessionID: query.Text(r[0]), Name: query.Text(r[1]), Model: query.Text(r[2])}
 			b.Href = c.Link("/sessions/"+b.SessionID, nil)
 			b.Started, _ = r[3].(time.Time)
-			tok, _ := cellNum(r[4])
-			b.CostUSD, _ = cellNum(r[5])
-			s, _ := cellNum(r[6])
+			tok, _ := query.Number(r[4])
+			b.CostUSD, _ = query.Number(r[5])
+			s, _ := query.Number(r[6])
 			b.Tokens, b.Seconds = int64(tok), int64(s)
 			b.CostPerHour = b.CostUSD / s * 3600
 			b.TokensPerMinute = tok / s * 60
@@ -194,21 +194,11 @@ func costRows(ctx context.Context, db *query.DB, q string) ([]costRow, error) {
 	}
 	out := make([]costRow, 0, len(res.Rows))
 	for _, r := range res.Rows {
-		n, _ := cellNum(r[1])
-		in, _ := cellNum(r[2])
-		o, _ := cellNum(r[3])
-		cost, _ := cellNum(r[4])
-		out = append(out, costRow{Key: cellText(r[0]), N: int64(n), InputTokens: int64(in), OutputTokens: int64(o), CostUSD: cost})
+		n, _ := query.Number(r[1])
+		in, _ := query.Number(r[2])
+		o, _ := query.Number(r[3])
+		cost, _ := query.Number(r[4])
+		out = append(out, costRow{Key: query.Text(r[0]), N: int64(n), InputTokens: int64(in), OutputTokens: int64(o), CostUSD: cost})
 	}
 	return out, nil
-}
-
-func cellText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	}
-	return fmt.Sprint(v)
 }

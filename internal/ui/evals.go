@@ -68,9 +68,9 @@ func evalsPage(c *Ctx) error {
 			return fmt.Errorf("ui: evals: %w", err)
 		}
 		for _, r := range res.Rows {
-			s := suiteRow{Suite: cellText(r[0]), LastBranch: cellText(r[4]), Branches: cellText(r[7])}
+			s := suiteRow{Suite: query.Text(r[0]), LastBranch: query.Text(r[4]), Branches: query.Text(r[7])}
 			s.Href = c.Link("/evals/"+url.PathEscape(s.Suite), nil)
-			s.Reports, s.LastRunsOK, s.LastRuns = cellInt(r[1]), cellInt(r[5]), cellInt(r[6])
+			s.Reports, s.LastRunsOK, s.LastRuns = query.Int(r[1]), query.Int(r[5]), query.Int(r[6])
 			s.LastStarted, _ = r[2].(time.Time)
 			s.LastOK, _ = r[3].(bool)
 			suites = append(suites, s)
@@ -93,17 +93,11 @@ func evalSuites(ctx context.Context, s *Server) ([]string, error) {
 			return fmt.Errorf("ui: evals: %w", err)
 		}
 		for _, r := range res.Rows {
-			out = append(out, cellText(r[0]))
+			out = append(out, query.Text(r[0]))
 		}
 		return nil
 	})
 	return out, err
-}
-
-// cellInt is a count DuckDB returned, 0 for NULL.
-func cellInt(v any) int64 {
-	f, _ := cellNum(v)
-	return int64(f)
 }
 
 // comparison is the part of a report's "comparison" (evals.Comparison,
@@ -255,19 +249,19 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 	}
 	verdicts := map[string]*comparison{}
 	for _, r := range res.Rows {
-		x := reportRow{Digest: cellText(r[0]), Branch: cellText(r[1]), Commit: cellText(r[2]), Millis: cellInt(r[4]),
-			Scenarios: cellInt(r[7]), Passed: cellInt(r[8]), Failed: cellInt(r[9]), Runs: cellInt(r[10]), RunsOK: cellInt(r[11]), Tokens: cellInt(r[13])}
+		x := reportRow{Digest: query.Text(r[0]), Branch: query.Text(r[1]), Commit: query.Text(r[2]), Millis: query.Int(r[4]),
+			Scenarios: query.Int(r[7]), Passed: query.Int(r[8]), Failed: query.Int(r[9]), Runs: query.Int(r[10]), RunsOK: query.Int(r[11]), Tokens: query.Int(r[13])}
 		x.Started, _ = r[3].(time.Time)
 		x.Complete, _ = r[5].(bool)
 		x.OK, _ = r[6].(bool)
-		x.CostUSD, _ = cellNum(r[12])
+		x.CostUSD, _ = query.Number(r[12])
 		if x.Runs > 0 {
 			x.PassRate = 100 * float64(x.RunsOK) / float64(x.Runs)
 		}
 		if x.Scenarios > 0 {
 			x.TokensPerScenario = x.Tokens / x.Scenarios
 		}
-		if s := cellText(r[14]); s != "" && s != "null" {
+		if s := query.Text(r[14]); s != "" && s != "null" {
 			var cmp comparison
 			if err := json.Unmarshal([]byte(s), &cmp); err == nil {
 				x.Cmp = &cmp
@@ -280,10 +274,10 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 		return fmt.Errorf("ui: evals: branches: %w", err)
 	}
 	for _, r := range res.Rows {
-		b := branchRow{Branch: cellText(r[0]), Reports: cellInt(r[1])}
+		b := branchRow{Branch: query.Text(r[0]), Reports: query.Int(r[1])}
 		b.LastStarted, _ = r[2].(time.Time)
-		b.LastPassRate, _ = cellNum(r[3])
-		b.MeanRate, _ = cellNum(r[4])
+		b.LastPassRate, _ = query.Number(r[3])
+		b.MeanRate, _ = query.Number(r[4])
 		b.LastPassRate, b.MeanRate = 100*b.LastPassRate, 100*b.MeanRate
 		b.LastOK, _ = r[5].(bool)
 		d.Branches = append(d.Branches, b)
@@ -292,11 +286,11 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 		return fmt.Errorf("ui: evals: scenarios: %w", err)
 	}
 	for _, r := range res.Rows {
-		s := scenarioRow{Name: cellText(r[0]), Results: cellInt(r[1]), Passed: cellInt(r[2])}
+		s := scenarioRow{Name: query.Text(r[0]), Results: query.Int(r[1]), Passed: query.Int(r[2])}
 		s.Href = c.Link("/evals/"+url.PathEscape(d.Suite), url.Values{"scenario": {s.Name}})
-		tok, _ := cellNum(r[3])
+		tok, _ := query.Number(r[3])
 		s.Tokens = int64(math.Round(tok))
-		s.CostUSD, _ = cellNum(r[4])
+		s.CostUSD, _ = query.Number(r[4])
 		s.LastPassed, _ = r[5].(bool)
 		if s.Results > 0 {
 			s.PassRate = 100 * float64(s.Passed) / float64(s.Results)
@@ -310,12 +304,12 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 		return fmt.Errorf("ui: evals: scenario history: %w", err)
 	}
 	for _, r := range res.Rows {
-		h := historyRow{Digest: cellText(r[0]), Branch: cellText(r[2]), Commit: cellText(r[3]), Repeat: cellInt(r[4]), Status: cellText(r[6]),
-			Error: cellText(r[7]), Failed: failedAssertions(r[8]), SessionID: cellText(r[9]), Tokens: cellInt(r[11]), ToolCalls: cellInt(r[12]),
-			Took: time.Duration(cellInt(r[13])) * time.Millisecond}
+		h := historyRow{Digest: query.Text(r[0]), Branch: query.Text(r[2]), Commit: query.Text(r[3]), Repeat: query.Int(r[4]), Status: query.Text(r[6]),
+			Error: query.Text(r[7]), Failed: failedAssertions(r[8]), SessionID: query.Text(r[9]), Tokens: query.Int(r[11]), ToolCalls: query.Int(r[12]),
+			Took: time.Duration(query.Int(r[13])) * time.Millisecond}
 		h.Started, _ = r[1].(time.Time)
 		h.Passed, _ = r[5].(bool)
-		h.CostUSD, _ = cellNum(r[10])
+		h.CostUSD, _ = query.Number(r[10])
 		if h.SessionID != "" {
 			h.SessionHref = c.Link("/sessions/"+h.SessionID, nil)
 		}
@@ -334,7 +328,7 @@ func (d *suiteData) load(ctx context.Context, c *Ctx, db *query.DB, rep *strings
 // failedAssertions reads eval_results.failed_assertions (a JSON list of
 // messages, as the report has them); text that is not one is shown whole.
 func failedAssertions(v any) []string {
-	s := cellText(v)
+	s := query.Text(v)
 	if s == "" || s == "null" {
 		return nil
 	}

@@ -218,7 +218,7 @@ func (s *Server) selectSessions(ctx context.Context, q url.Values) ([]string, er
 			return err
 		}
 		for _, r := range res.Rows {
-			ids = append(ids, str(r[0]))
+			ids = append(ids, query.Text(r[0]))
 		}
 		return nil
 	})

@@ -66,7 +66,7 @@ func (s *Server) textTable(ctx context.Context, db *query.DB) error {
 			return err
 		}
 		kind := "VIEW"
-		if len(res.Rows) == 1 && num(res.Rows[0][0]) <= maxTextTable {
+		if len(res.Rows) == 1 && query.Int(res.Rows[0][0]) <= maxTextTable {
 			kind = "TABLE"
 		}
 		_, err = db.Query(ctx, "DROP VIEW IF EXISTS ui_text; DROP TABLE IF EXISTS ui_text; CREATE TEMP "+kind+" ui_text AS "+msgs)
@@ -327,16 +327,16 @@ WHERE session_id IN (SELECT session_id FROM f WHERE %s ORDER BY %s %s) ORDER BY 
 	d := runsData{F: f, Statuses: runStatuses, Origins: runOrigins}
 	for _, r := range res.Rows {
 		row := runRow{
-			SessionID: str(r[0]), Name: str(r[1]), Status: str(r[2]), Reason: str(r[3]), Origin: str(r[4]), Model: str(r[5]),
-			Turns: num(r[6]), ToolCalls: num(r[7]), Tokens: num(r[8]), Cost: flt(r[9]),
-			Duration: time.Duration(num(r[10])) * time.Millisecond, Tags: str(r[12]), User: str(r[13]),
+			SessionID: query.Text(r[0]), Name: query.Text(r[1]), Status: query.Text(r[2]), Reason: query.Text(r[3]), Origin: query.Text(r[4]), Model: query.Text(r[5]),
+			Turns: query.Int(r[6]), ToolCalls: query.Int(r[7]), Tokens: query.Int(r[8]), Cost: flt(r[9]),
+			Duration: time.Duration(query.Int(r[10])) * time.Millisecond, Tags: query.Text(r[12]), User: query.Text(r[13]),
 		}
 		if t, ok := r[11].(time.Time); ok {
 			row.Started = t
 		}
-		row.key = cursor{num(r[14]), row.SessionID}
+		row.key = cursor{query.Int(r[14]), row.SessionID}
 		row.Href = c.Link("/sessions/"+row.SessionID, nil)
-		d.Total = num(r[15])
+		d.Total = query.Int(r[15])
 		d.Rows = append(d.Rows, row)
 	}
 	more := len(d.Rows) > runsPerPage && !c.Static
@@ -371,32 +371,6 @@ WHERE session_id IN (SELECT session_id FROM f WHERE %s ORDER BY %s %s) ORDER BY 
 		}
 	}
 	return c.Render("runs.html", "Runs", d)
-}
-
-func str(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case nil:
-		return ""
-	}
-	return fmt.Sprint(v)
-}
-
-func num(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case int32:
-		return int64(x)
-	case int:
-		return int64(x)
-	case uint64:
-		return int64(x)
-	case float64:
-		return int64(x)
-	}
-	return 0
 }
 
 func flt(v any) float64 {

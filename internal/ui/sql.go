@@ -200,7 +200,7 @@ func fill(d *sqlData, res *query.Result) {
 	for j := range res.Columns {
 		isNum[j] = true
 		for _, r := range res.Rows {
-			if _, ok := cellNum(r[j]); !ok && r[j] != nil {
+			if _, ok := query.Number(r[j]); !ok && r[j] != nil {
 				isNum[j] = false
 				break
 			}
@@ -216,7 +216,7 @@ func fill(d *sqlData, res *query.Result) {
 	if len(res.Columns) == 2 && isNum[1] && len(res.Rows) > 0 {
 		pts := make([]chartPoint, 0, len(res.Rows))
 		for i, r := range res.Rows {
-			v, _ := cellNum(r[1])
+			v, _ := query.Number(r[1])
 			pts = append(pts, chartPoint{recs[i+1][0], v})
 		}
 		d.Chart = barChart("sql-chart", res.Columns[1]+" by "+res.Columns[0], pts, plainNumber)
