@@ -323,3 +323,34 @@ func TestRunsCompareSelected(t *testing.T) {
 	}
 	tab.Clean(s.ownOrPicker)
 }
+
+// TestRunsShowsAFinishedRun: a session running when the page first loads
+// (its lease held) and finished since shows done on the next load, though
+// no session was added (the page had kept it running until one was).
+func TestRunsShowsAFinishedRun(t *testing.T) {
+	b := browser.New(t)
+	home := newHome(t)
+	st := recorder.Store{Root: home}
+	sess, err := st.Create(session.Event{Kind: session.KindSessionStarted, SessionID: "a110000000000002", Name: "long", Provider: "scripted", Model: "m"}, recorder.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Append(session.Event{Kind: session.KindUserMessage, Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, home)
+	tab := s.open(t, b, "/runs", nil)
+	status := func() string { return tab.Text(`tr[data-session="a110000000000002"] .status`) }
+	if got := status(); got != "running" {
+		t.Fatalf("status %q, want running", got)
+	}
+	if _, err := sess.Append(session.Event{Kind: session.KindSessionFinished, Status: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	sess.Close()
+	tab.Navigate(s.page("/runs", nil), "body[data-painted]")
+	if got := status(); got != "done" {
+		t.Errorf("after the run finished the runs page says %q, want done", got)
+	}
+	tab.Clean(s.ownOrPicker)
+}

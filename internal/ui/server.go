@@ -57,6 +57,10 @@ type Server struct {
 	// pages are open the server holds one.
 	whole chan struct{}
 
+	// logSizes are the log sizes, when the database was opened, of the
+	// sessions it read from their logs.
+	logSizes map[string]int64
+
 	dbMu   sync.Mutex
 	db     *query.DB
 	dbSeen dbStamp
@@ -194,7 +198,7 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
 	st := s.stamp()
-	if s.db != nil && !st.same(s.dbSeen) {
+	if s.db != nil && (!st.same(s.dbSeen) || s.logsChanged()) {
 		s.db.Close()
 		s.db = nil
 	}
@@ -206,8 +210,33 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 			return err
 		}
 		s.db, s.dbSeen, s.made = db, st, map[string]bool{}
+		s.logSizes = map[string]int64{}
+		for id := range db.Logs() {
+			s.logSizes[id] = s.logSize(id)
+		}
 	}
 	return fn(s.db)
+}
+
+// logsChanged is true when a session the database read from its log (not
+// from the sealed history: a running session, or one not sealed yet) has
+// a log of another size now: a run that went on or finished shows its new
+// figures and status on the next page, not when the next session starts.
+func (s *Server) logsChanged() bool {
+	for id, size := range s.logSizes {
+		if s.logSize(id) != size {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) logSize(id string) int64 {
+	fi, err := os.Stat(s.opts.Store.LogPath(id))
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
 }
 
 // onceDB runs make the first time it is called with key since the
