@@ -4,6 +4,7 @@ package mcp_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -21,14 +22,29 @@ import (
 var (
 	once sync.Once
 	home string
+	tmp  string
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tmp != "" {
+		os.RemoveAll(tmp)
+	}
+	os.Exit(code)
+}
 
 // longHome is a home holding one session of about a million events
 // (benchgen.ReplayEach, a compaction every 10 turns, as the 1M-event read rows of bench/suite), made once.
 func longHome(b *testing.B) string {
 	once.Do(func() {
-		home = filepath.Join(b.TempDir(), "home")
-		err := benchgen.WriteEach(recorder.Store{Root: home}, "long", func(fn func(session.Event)) { benchgen.ReplayEach(1_000_000, 10, fn) })
+		dir, err := os.MkdirTemp("", "agentctl-bench-mcp-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Shared by the benchmarks (b.TempDir would go with the first);
+		// TestMain removes it.
+		tmp, home = dir, filepath.Join(dir, "home")
+		err = benchgen.WriteEach(recorder.Store{Root: home}, "long", func(fn func(session.Event)) { benchgen.ReplayEach(1_000_000, 10, fn) })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -66,7 +82,7 @@ func bench(b *testing.B, tool string, args map[string]any) {
 			}
 		})
 		if res.IsError {
-			b.Fatalf("%s: %v", tool, res.Content)
+			b.Fatalf("%s: %s", tool, res.Content[0].(*mcp.TextContent).Text)
 		}
 		size = len(res.Content[0].(*mcp.TextContent).Text)
 		worst = max(worst, peak-min(base, peak))
