@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,18 +64,23 @@ func mcpHome(t *testing.T, evals bool) string {
 // command that answers the same question as JSON.
 type mcpCall struct {
 	tool string
-	args map[string]string
-	cli  []string // nil: the answer has no CLI twin; check is called instead
-	// check holds an answer with no JSON twin to what it must say.
-	check func(t *testing.T, home string, answer any)
+	args map[string]any
+	cli  []string // the CLI command whose JSON the answer must equal
+	// field, when set, is the member of the answer's object that holds
+	// the CLI's JSON (a paged answer wraps the CLI's array: sessions,
+	// events, rows).
+	field string
+	// keys, when set, are the only members of each row compared (a tool
+	// whose rows carry more than the CLI's twin question selects).
+	keys []string
 }
 
 // The three questions the Claude Code test scripts, in its order.
 func claudeCalls() []mcpCall {
 	return []mcpCall{
-		{tool: "list_sessions", args: map[string]string{}, cli: []string{"sessions", "--json"}},
-		{tool: "diagnose", args: map[string]string{"session_id": mcpLoopID}, cli: []string{"diagnose", mcpLoopID, "--json"}},
-		{tool: "query", args: map[string]string{"sql": mcpSQL}, cli: []string{"query", "--format", "json", mcpSQL}},
+		{tool: "list_sessions", args: map[string]any{}, cli: []string{"sessions", "--json"}, field: "sessions"},
+		{tool: "diagnose", args: map[string]any{"session": mcpLoopID}, cli: []string{"diagnose", mcpLoopID, "--json"}},
+		{tool: "query", args: map[string]any{"sql": mcpSQL}, cli: []string{"query", "--format", "json", mcpSQL}, field: "rows"},
 	}
 }
 
@@ -181,38 +187,54 @@ func brief(v any) string {
 }
 
 // holdToCLI checks one tool answer (the text the client got) against the
-// CLI's JSON for the same question.
+// CLI's JSON for the same question, field by field.
 func holdToCLI(t *testing.T, home string, c mcpCall, text string) {
 	t.Helper()
 	got, err := decodeJSON([]byte(text))
 	if err != nil {
-		t.Errorf("%s answered %q: not JSON: %v", c.tool, brief(text), err)
+		t.Errorf("%s answered %s: not JSON: %v", c.tool, brief(text), err)
 		return
 	}
-	if c.cli == nil {
-		c.check(t, home, got)
-		return
+	if c.field != "" {
+		obj, _ := got.(map[string]any)
+		v, ok := obj[c.field]
+		if !ok {
+			t.Errorf("%s answered %s: no %q", c.tool, brief(got), c.field)
+			return
+		}
+		got = v
 	}
 	want := cliJSON(t, home, c.cli...)
-	if d := jsonDiff("", unwrapAnswer(got, want), want); d != "" {
-		t.Errorf("%s(%v) and `agentctl %s` differ: %s", c.tool, c.args, strings.Join(c.cli, " "), d)
+	if c.keys != nil {
+		got, want = onlyKeys(got, c.keys), onlyKeys(want, c.keys)
+	}
+	if d := jsonDiff("", got, want); d != "" {
+		t.Errorf("%s(%s) and `agentctl %s` differ: %s", c.tool, brief(c.args), strings.Join(c.cli, " "), d)
 	}
 }
 
-// unwrapAnswer takes from a tool's answer the part the CLI prints: a
-// paged answer wraps the CLI's array in an object with its cursor.
-func unwrapAnswer(got, want any) any {
-	if _, isArray := want.([]any); !isArray {
-		return got
+// onlyKeys keeps keys of each row of an array of objects.
+func onlyKeys(v any, keys []string) any {
+	rows, ok := v.([]any)
+	if !ok {
+		return v
 	}
-	if obj, ok := got.(map[string]any); ok {
-		for _, v := range obj {
-			if arr, ok := v.([]any); ok {
-				return arr
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		obj, ok := r.(map[string]any)
+		if !ok {
+			out[i] = r
+			continue
+		}
+		kept := map[string]any{}
+		for _, k := range keys {
+			if x, ok := obj[k]; ok {
+				kept[k] = x
 			}
 		}
+		out[i] = kept
 	}
-	return got
+	return out
 }
 
 // The real Claude Code CLI (npm), configured with `agentctl mcp` as a
@@ -297,4 +319,159 @@ func TestMCPClaudeCode(t *testing.T) {
 		}
 		holdToCLI(t, home, c, r.Output)
 	}
+}
+
+// The seven tools the Inspector test calls, each once, and the CLI
+// command each answer is held to. compare_sessions is view --compare's
+// comparison, which `replay diff --json` prints; eval_reports' suite row
+// is held to the CLI's own count of the suite's reports.
+func inspectorCalls() []mcpCall {
+	const evalSQL = "SELECT suite, count(*) AS reports, arg_max(ok, started) AS last_ok, arg_max(runs_ok, started) AS last_runs_ok, arg_max(runs, started) AS last_runs FROM eval_runs GROUP BY suite ORDER BY suite"
+	return []mcpCall{
+		{tool: "list_sessions", args: map[string]any{}, cli: []string{"sessions", "--json"}, field: "sessions"},
+		{tool: "show_session", args: map[string]any{"session": mcpDoneID}, cli: []string{"show", "--json", mcpDoneID}, field: "events"},
+		{tool: "diagnose", args: map[string]any{"session": mcpLoopID}, cli: []string{"diagnose", mcpLoopID, "--json"}},
+		{tool: "compare_sessions", args: map[string]any{"a": mcpDoneID, "b": mcpLoopID}, cli: []string{"replay", "diff", mcpDoneID, mcpLoopID, "--json"}},
+		{tool: "query", args: map[string]any{"sql": mcpSQL}, cli: []string{"query", "--format", "json", mcpSQL}, field: "rows"},
+		{tool: "eval_reports", args: map[string]any{}, cli: []string{"query", "--format", "json", evalSQL}, field: "rows",
+			keys: []string{"suite", "reports", "last_ok", "last_runs_ok", "last_runs"}},
+		{tool: "replay_verify", args: map[string]any{"session": mcpDoneID}, cli: []string{"replay", "verify", mcpDoneID, "--json"}},
+	}
+}
+
+// The MCP Inspector's CLI (npm @modelcontextprotocol/inspector) against
+// `agentctl mcp --listen 127.0.0.1:0` over streamable HTTP with the
+// bearer token the server printed: tools/list has the seven tools, each
+// tools/call answers without an error and with the CLI's figures for the
+// same home, and a request without the token is refused. Without the
+// server there is nothing to connect to.
+func TestMCPInspector(t *testing.T) {
+	npm := os.Getenv("AGENTCTL_NPM_INSPECTOR")
+	if npm == "" {
+		t.Skip("AGENTCTL_NPM_INSPECTOR is not set (.ci/run installs the MCP Inspector there)")
+	}
+	inspector := filepath.Join(npm, "node_modules", ".bin", "mcp-inspector")
+	home := mcpHome(t, true)
+	url, token := startMCPHTTP(t, home)
+
+	user := t.TempDir() // the Inspector keeps a catalog and secrets under ~/.mcp-inspector
+	inspect := func(withToken bool, args ...string) (map[string]any, string, int) {
+		t.Helper()
+		full := []string{"--cli", url, "--transport", "http", "--format", "json", "-q"}
+		if withToken {
+			full = append(full, "--header", "Authorization: Bearer "+token)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, inspector, append(full, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+user)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Run()
+		var res struct {
+			Result map[string]any `json:"result"`
+		}
+		if cmd.ProcessState.ExitCode() == 0 {
+			if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Result == nil {
+				t.Fatalf("inspector %s: not a result: %v\n%s", strings.Join(args, " "), err, out.String())
+			}
+		}
+		return res.Result, out.String() + errb.String(), cmd.ProcessState.ExitCode()
+	}
+
+	list, out, code := inspect(true, "--method", "tools/list")
+	if code != 0 {
+		t.Fatalf("inspector tools/list: exit %d\n%s", code, out)
+	}
+	tools, _ := list["tools"].([]any)
+	listed := map[string]bool{}
+	for _, x := range tools {
+		if tool, ok := x.(map[string]any); ok {
+			listed[fmt.Sprint(tool["name"])] = true
+		}
+	}
+	calls := inspectorCalls()
+	for _, c := range calls {
+		if !listed[c.tool] {
+			t.Errorf("tools/list has no %s: %s", c.tool, brief(list))
+		}
+	}
+	if len(tools) != len(calls) {
+		t.Errorf("tools/list has %d tools, want the %d of agentctl mcp: %s", len(tools), len(calls), brief(list))
+	}
+
+	for _, c := range calls {
+		args, _ := json.Marshal(c.args)
+		res, out, code := inspect(true, "--method", "tools/call", "--tool-name", c.tool, "--tool-args-json", string(args))
+		if code != 0 {
+			t.Errorf("inspector tools/call %s: exit %d\n%s", c.tool, code, out)
+			continue
+		}
+		if isErr, _ := res["isError"].(bool); isErr {
+			t.Errorf("%s(%s) is a tool error: %s", c.tool, args, brief(res))
+			continue
+		}
+		var text strings.Builder
+		content, _ := res["content"].([]any)
+		for _, x := range content {
+			if block, ok := x.(map[string]any); ok && block["type"] == "text" {
+				text.WriteString(fmt.Sprint(block["text"]))
+			}
+		}
+		holdToCLI(t, home, c, text.String())
+	}
+
+	// Without the bearer token: refused, no result.
+	if _, out, code := inspect(false, "--method", "tools/list"); code == 0 {
+		t.Errorf("tools/list without the token succeeded:\n%s", out)
+	}
+}
+
+// startMCPHTTP starts `agentctl mcp --listen 127.0.0.1:0 --json` on home
+// for the rest of the test and returns the URL and token it printed.
+func startMCPHTTP(t *testing.T, home string) (url, token string) {
+	t.Helper()
+	cmd := exec.Command("agentctl", "--home", home, "mcp", "--listen", "127.0.0.1:0", "--json")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	type listening struct {
+		Kind  string `json:"kind"`
+		URL   string `json:"url"`
+		Token string `json:"token"`
+	}
+	got := make(chan listening, 1)
+	go func() {
+		var l listening
+		json.NewDecoder(stdout).Decode(&l)
+		got <- l
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case l := <-got:
+		if l.URL == "" || l.Token == "" {
+			t.Fatalf("agentctl mcp --listen printed no url and token (stderr %q)", errb.String())
+		}
+		return l.URL, l.Token
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agentctl mcp --listen printed nothing in 30s (stderr %q)", errb.String())
+	}
+	return "", ""
 }
