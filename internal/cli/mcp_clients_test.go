@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,9 @@ type mcpCall struct {
 	// keys, when set, are the only members of each row compared (a tool
 	// whose rows carry more than the CLI's twin question selects).
 	keys []string
+	// reshape, when set, renames the answer's members to the CLI's names
+	// before the figures are compared.
+	reshape func(any) any
 }
 
 // The three questions the Claude Code test scripts, in its order.
@@ -89,7 +93,15 @@ func claudeCalls() []mcpCall {
 // --json) is decoded as an array of them.
 func cliJSON(t *testing.T, home string, args ...string) any {
 	t.Helper()
-	out := agentctlOut(t, home, args...)
+	cmd := exec.Command("agentctl", append([]string{"--home", home}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Exit 6 is a finding, not a failure: replay diff of two sessions
+	// that differ prints its comparison and exits 6.
+	if err := cmd.Run(); err != nil && cmd.ProcessState.ExitCode() != 6 {
+		t.Fatalf("agentctl %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	out := stdout.String()
 	if v, err := decodeJSON([]byte(out)); err == nil {
 		return v
 	}
@@ -164,6 +176,15 @@ func jsonDiff(path string, got, want any) string {
 			}
 		}
 		return ""
+	case json.Number:
+		// Numbers by value: 1.0 and 1, 1e-05 and 0.00001 are the same figure.
+		g, ok := got.(json.Number)
+		gr, gok := new(big.Rat).SetString(string(g))
+		wr, wok := new(big.Rat).SetString(string(w))
+		if !ok || !gok || !wok || gr.Cmp(wr) != 0 {
+			return fmt.Sprintf("%s: got %s, want %s", orRoot(path), brief(got), brief(want))
+		}
+		return ""
 	}
 	if !reflect.DeepEqual(got, want) {
 		return fmt.Sprintf("%s: got %s, want %s", orRoot(path), brief(got), brief(want))
@@ -203,6 +224,9 @@ func holdToCLI(t *testing.T, home string, c mcpCall, text string) {
 			return
 		}
 		got = v
+	}
+	if c.reshape != nil {
+		got = c.reshape(got)
 	}
 	want := cliJSON(t, home, c.cli...)
 	if c.keys != nil {
@@ -331,12 +355,46 @@ func inspectorCalls() []mcpCall {
 		{tool: "list_sessions", args: map[string]any{}, cli: []string{"sessions", "--json"}, field: "sessions"},
 		{tool: "show_session", args: map[string]any{"session": mcpDoneID}, cli: []string{"show", "--json", mcpDoneID}, field: "events"},
 		{tool: "diagnose", args: map[string]any{"session": mcpLoopID}, cli: []string{"diagnose", mcpLoopID, "--json"}},
-		{tool: "compare_sessions", args: map[string]any{"a": mcpDoneID, "b": mcpLoopID}, cli: []string{"replay", "diff", mcpDoneID, mcpLoopID, "--json"}},
+		{tool: "compare_sessions", args: map[string]any{"a": mcpDoneID, "b": mcpLoopID}, cli: []string{"replay", "diff", mcpDoneID, mcpLoopID, "--json"},
+			reshape: compareAsDiff},
 		{tool: "query", args: map[string]any{"sql": mcpSQL}, cli: []string{"query", "--format", "json", mcpSQL}, field: "rows"},
 		{tool: "eval_reports", args: map[string]any{}, cli: []string{"query", "--format", "json", evalSQL}, field: "rows",
 			keys: []string{"suite", "reports", "last_ok", "last_runs_ok", "last_runs"}},
 		{tool: "replay_verify", args: map[string]any{"session": mcpDoneID}, cli: []string{"replay", "verify", mcpDoneID, "--json"}},
 	}
+}
+
+// compareAsDiff renames compare_sessions' answer (the UI's comparison,
+// view.Compare) to replay diff --json's names: each side's summary is the
+// side, and a turn's in, out and cost are input_tokens, output_tokens and
+// cost_usd. The figures are not touched.
+func compareAsDiff(v any) any {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	for _, k := range []string{"a", "b"} {
+		if side, ok := obj[k].(map[string]any); ok && side["summary"] != nil {
+			obj[k] = side["summary"]
+		}
+	}
+	rows, _ := obj["rows"].([]any)
+	for _, r := range rows {
+		row, _ := r.(map[string]any)
+		for _, k := range []string{"a", "b"} {
+			turn, ok := row[k].(map[string]any)
+			if !ok {
+				continue
+			}
+			for from, to := range map[string]string{"in": "input_tokens", "out": "output_tokens", "cost": "cost_usd"} {
+				if x, ok := turn[from]; ok {
+					turn[to] = x
+					delete(turn, from)
+				}
+			}
+		}
+	}
+	return obj
 }
 
 // The MCP Inspector's CLI (npm @modelcontextprotocol/inspector) against
@@ -474,4 +532,28 @@ func startMCPHTTP(t *testing.T, home string) (url, token string) {
 		t.Fatalf("agentctl mcp --listen printed nothing in 30s (stderr %q)", errb.String())
 	}
 	return "", ""
+}
+
+// jsonDiff is what makes the client tests fail on a wrong answer: it
+// names the first differing member, a missing or extra one, or a length.
+func TestMCPJSONDiff(t *testing.T) {
+	for _, tc := range []struct {
+		got, want, diff string
+	}{
+		{`[{"a":1,"b":[1,2]}]`, `[{"a":1,"b":[1,2]}]`, ""},
+		{`[{"a":1,"b":[1,2]}]`, `[{"a":1,"b":[1,3]}]`, "[0].b[1]: got 2, want 3"},
+		{`[{"a":1}]`, `[{"a":1,"b":2}]`, "[0].b: missing, want 2"},
+		{`{"a":1,"c":3}`, `{"a":1}`, ".c: got 3, the CLI has no such field"},
+		{`[1]`, `[1,2]`, "(top): 1 items, want 2"},
+		{`{"a":"1"}`, `{"a":1}`, `.a: got "1", want 1`},
+		{`{"a":1.0,"b":1e-05}`, `{"a":1,"b":0.00001}`, ""},
+		{`{"a":0.5}`, `{"a":0.25}`, ".a: got 0.5, want 0.25"},
+		{`{"a":null}`, `{"a":0}`, ".a: got null, want 0"},
+	} {
+		got, _ := decodeJSON([]byte(tc.got))
+		want, _ := decodeJSON([]byte(tc.want))
+		if d := jsonDiff("", got, want); d != tc.diff {
+			t.Errorf("jsonDiff(%s, %s) = %q, want %q", tc.got, tc.want, d, tc.diff)
+		}
+	}
 }
