@@ -109,6 +109,7 @@ over run history. Sessions live under --home (default ./.agentctl).`,
 		newDiagnoseCmd(f, nil),
 		newViewCmd(f, nil),
 		newUICmd(f, nil),
+		newMCPCmd(f, nil),
 		newProxyCmd(f, nil),
 		newCollectCmd(f, nil),
 	)

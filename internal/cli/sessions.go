@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -115,41 +114,9 @@ func sessionsFilter(f *Factory, opts *sessionsOptions, now time.Time) (query.Fil
 	return flt, nil
 }
 
-// parseSince reads --since: a duration back from now (Go's, plus days:
-// 7d, 1d12h), a date (midnight UTC), or an RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if d, err := parseAgo(s); err == nil {
-		return now.Add(-d), nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("--since %q is neither a duration (90m, 24h, 7d) nor a date (2026-12-01) nor an RFC 3339 time (2026-12-01T09:00:00Z)", s)
-}
-
-// parseAgo reads a non-negative duration, with d for days before the rest
-// (7d, 1d12h).
-func parseAgo(s string) (time.Duration, error) {
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 {
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < 0 || n > 100000 {
-			return 0, fmt.Errorf("bad days in %q", s)
-		}
-		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
-		if s == "" {
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("bad duration %q", s)
-	}
-	return days + d, nil
-}
+// parseSince reads --since (query.ParseSince: the MCP server's
+// list_sessions reads its since the same way).
+func parseSince(s string, now time.Time) (time.Time, error) { return query.ParseSince(s, now) }
 
 func sessionsRun(f *Factory, opts *sessionsOptions) error {
 	flt, err := sessionsFilter(f, opts, time.Now())

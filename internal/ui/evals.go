@@ -21,20 +21,10 @@ func init() {
 // `agentctl eval` and `eval merge` seal into the history, the home's and a
 // remote's), as `agentctl query` does.
 const (
-	evalSuitesSQL = `SELECT suite, count(*) AS reports, max(started) AS last_started,
-  arg_max(ok, started) AS last_ok, arg_max(branch, started) AS last_branch,
-  arg_max(runs_ok, started) AS last_runs_ok, arg_max(runs, started) AS last_runs,
-  string_agg(DISTINCT coalesce(branch, '(none)'), ', ' ORDER BY coalesce(branch, '(none)')) AS branches
-FROM eval_runs GROUP BY suite ORDER BY last_started DESC, suite`
-	// evalReportsSQL: a suite's reports, newest first, with their runs'
-	// cost and tokens and the baseline comparison the report carries.
-	evalReportsSQL = `SELECT r.report_digest, r.branch, r."commit", r.started, r.ms, r.complete, r.ok,
-  r.scenarios, r.scenarios_passed, r.scenarios_failed, r.runs, r.runs_ok,
-  coalesce(x.cost_usd, 0) AS cost_usd, coalesce(x.tokens, 0) AS tokens,
-  CAST(json_extract(r.report, '$.comparison') AS VARCHAR) AS comparison
-FROM eval_runs r LEFT JOIN (SELECT report_digest, sum(cost_usd) AS cost_usd, CAST(sum(tokens) AS BIGINT) AS tokens
-  FROM eval_results GROUP BY report_digest) x USING (report_digest)
-WHERE r.suite = $SUITE ORDER BY r.started DESC, r.report_digest LIMIT 200`
+	// A suite list and a suite's reports are the MCP server's eval_reports
+	// too: the SQL is the query package's, once.
+	evalSuitesSQL   = query.EvalSuitesSQL
+	evalReportsSQL  = query.EvalReportsSQL
 	evalBranchesSQL = `SELECT coalesce(branch, '') AS branch, count(*) AS reports, max(started) AS last_started,
   arg_max(runs_ok * 1.0 / nullif(runs, 0), started) AS last_pass_rate,
   avg(runs_ok * 1.0 / nullif(runs, 0)) AS mean_pass_rate, arg_max(ok, started) AS last_ok

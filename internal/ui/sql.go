@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -84,25 +83,15 @@ func sqlPage(c *Ctx) error {
 	return c.Render("sql.html", "SQL", d)
 }
 
-// sqlRefused is SQL the page does not run, with why.
-type sqlRefused struct{ why string }
-
-func (e *sqlRefused) Error() string { return e.why }
-
 // runUserSQL runs q, a single SELECT, on a confined database of its own,
 // at most sqlMaxRows+1 rows of it.
 //
 // The SQL page runs the user's SQL on a database of its own, opened for
-// the query and confined (query.DB.Confine, as a suite's sql: is): reads
-// of the views' files only, no external access, configuration locked.
-// The confinement cannot be undone on a database, and the other pages'
-// shared database is not confined (its SQL is the pages' own, and a
-// remote's cached files lie outside the home), so user SQL never runs on
-// it. On top, only a single SELECT passes (DuckDB's own parser says which
-// statement it is: json_serialize_sql serializes SELECTs only), so COPY,
-// ATTACH, INSTALL, LOAD, SET, CREATE and PRAGMA are refused by name
-// before anything runs, and a query may not write even into the folders
-// the confinement allows.
+// the query and confined (query.DB.UserSQL: Confine, as a suite's sql: is,
+// and a single SELECT by DuckDB's parser). The confinement cannot be
+// undone on a database, and the other pages' shared database is not
+// confined (its SQL is the pages' own, and a remote's cached files lie
+// outside the home), so user SQL never runs on it.
 func (s *Server) runUserSQL(ctx context.Context, q string) (*query.Result, error) {
 	select {
 	case sqlSlots <- struct{}{}:
@@ -117,65 +106,11 @@ func (s *Server) runUserSQL(ctx context.Context, q string) (*query.Result, error
 		return nil, err
 	}
 	defer db.Close()
-	if err := db.Confine(ctx); err != nil {
-		return nil, err
-	}
-	if err := selectOnly(ctx, db, q); err != nil {
-		return nil, err
-	}
-	body := strings.TrimRight(q, "; \t\r\n")
-	res, err := db.Query(ctx, fmt.Sprintf("SELECT * FROM (\n%s\n) LIMIT %d", body, sqlMaxRows+1))
+	res, err := db.UserSQL(ctx, q, sqlMaxRows, "the SQL page")
 	if ctx.Err() == context.DeadlineExceeded {
 		return nil, fmt.Errorf("the query ran longer than %s and was stopped", sqlTimeout)
 	}
 	return res, err
-}
-
-// selectOnly refuses anything but one SELECT (WITH, FROM-first,
-// DESCRIBE, SHOW and SUMMARIZE are SELECTs to DuckDB), by DuckDB's parser.
-func selectOnly(ctx context.Context, db *query.DB, q string) error {
-	res, err := db.Query(ctx, "SELECT json_serialize_sql('"+strings.ReplaceAll(q, "'", "''")+"')")
-	if err != nil {
-		return err
-	}
-	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
-		return fmt.Errorf("ui: sql: the parser gave no answer")
-	}
-	var parsed struct {
-		Error        bool              `json:"error"`
-		ErrorType    string            `json:"error_type"`
-		ErrorMessage string            `json:"error_message"`
-		Statements   []json.RawMessage `json:"statements"`
-	}
-	// The JSON type arrives decoded (a map) or as text, by driver version.
-	raw, ok := res.Rows[0][0].(string)
-	if !ok {
-		b, err := json.Marshal(res.Rows[0][0])
-		if err != nil {
-			return fmt.Errorf("ui: sql: read the parser's answer: %w", err)
-		}
-		raw = string(b)
-	}
-	if err := json.Unmarshal([]byte(raw), &parsed); err != nil {
-		return fmt.Errorf("ui: sql: read the parser's answer: %w", err)
-	}
-	switch {
-	case parsed.Error && parsed.ErrorType == "not implemented":
-		return &sqlRefused{fmt.Sprintf("refused: the SQL page runs one SELECT over the views, read-only; %q is not a SELECT (COPY, ATTACH, INSTALL, LOAD, SET, CREATE, PRAGMA and other statements are not run here; use agentctl query at your own prompt)", firstWord(q))}
-	case parsed.Error:
-		return &sqlRefused{fmt.Sprintf("%s error: %s", parsed.ErrorType, parsed.ErrorMessage)}
-	case len(parsed.Statements) != 1:
-		return &sqlRefused{fmt.Sprintf("refused: give one SELECT, not %d statements", len(parsed.Statements))}
-	}
-	return nil
-}
-
-func firstWord(q string) string {
-	f := strings.Fields(q)
-	if len(f) == 0 {
-		return ""
-	}
-	return strings.ToUpper(clip(f[0], 20))
 }
 
 // fill puts res on the page: each cell as `agentctl query --format csv`
