@@ -229,6 +229,9 @@ func holdToCLI(t *testing.T, home string, c mcpCall, text string) {
 		got = c.reshape(got)
 	}
 	want := cliJSON(t, home, c.cli...)
+	if rows, ok := want.([]any); ok && len(rows) == 0 {
+		t.Fatalf("`agentctl %s` printed no rows: the home has nothing to compare %s with", strings.Join(c.cli, " "), c.tool)
+	}
 	if c.keys != nil {
 		got, want = onlyKeys(got, c.keys), onlyKeys(want, c.keys)
 	}
