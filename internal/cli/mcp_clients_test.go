@@ -404,7 +404,8 @@ func compareAsDiff(v any) any {
 // `agentctl mcp --listen 127.0.0.1:0` over streamable HTTP with the
 // bearer token the server printed: tools/list has the seven tools, each
 // tools/call answers without an error and with the CLI's figures for the
-// same home, and a request without the token is refused. Without the
+// same home, the diagnosis resource is `agentctl diagnose`'s text, and a
+// request without the token is refused. Without the
 // server there is nothing to connect to.
 func TestMCPInspector(t *testing.T) {
 	npm := os.Getenv("AGENTCTL_NPM_INSPECTOR")
@@ -480,6 +481,23 @@ func TestMCPInspector(t *testing.T) {
 			}
 		}
 		holdToCLI(t, home, c, text.String())
+	}
+
+	// A resource by session id: the diagnosis as the text `agentctl
+	// diagnose ID` prints.
+	uri := "agentctl://sessions/" + mcpLoopID + "/diagnosis"
+	if res, out, code := inspect(true, "--method", "resources/read", "--uri", uri); code != 0 {
+		t.Errorf("inspector resources/read %s: exit %d\n%s", uri, code, out)
+	} else {
+		contents, _ := res["contents"].([]any)
+		var text string
+		if len(contents) == 1 {
+			c, _ := contents[0].(map[string]any)
+			text, _ = c["text"].(string)
+		}
+		if want := agentctlOut(t, home, "diagnose", mcpLoopID); text != want {
+			t.Errorf("resources/read %s = %s\nwant `agentctl diagnose %s`:\n%s", uri, brief(res), mcpLoopID, want)
+		}
 	}
 
 	// Without the bearer token: refused, no result.
