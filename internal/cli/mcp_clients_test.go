@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/cli"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -53,10 +54,10 @@ func mcpHome(t *testing.T, evals bool) string {
 			t.Fatalf("agentctl %s: exit %d, want %d\n%s", strings.Join(args, " "), cmd.ProcessState.ExitCode(), want, out)
 		}
 	}
-	run(0, "run", filepath.Join(fixtures, "agents", "fix-typo.yaml"), "-q", "--session-id", mcpDoneID)
-	run(4, "run", filepath.Join(fixtures, "agents", "loop-forever.yaml"), "-q", "--session-id", mcpLoopID)
+	run(cli.ExitOK, "run", filepath.Join(fixtures, "agents", "fix-typo.yaml"), "-q", "--session-id", mcpDoneID)
+	run(cli.ExitBudgetExceeded, "run", filepath.Join(fixtures, "agents", "loop-forever.yaml"), "-q", "--session-id", mcpLoopID)
 	if evals {
-		run(0, "eval", filepath.Join(fixtures, "suites", "smoke.yaml"), "-q")
+		run(cli.ExitOK, "eval", filepath.Join(fixtures, "suites", "smoke.yaml"), "-q")
 	}
 	return home
 }
@@ -98,7 +99,7 @@ func cliJSON(t *testing.T, home string, args ...string) any {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Exit 6 is a finding, not a failure: replay diff of two sessions
 	// that differ prints its comparison and exits 6.
-	if err := cmd.Run(); err != nil && cmd.ProcessState.ExitCode() != 6 {
+	if err := cmd.Run(); err != nil && cmd.ProcessState.ExitCode() != cli.ExitChecksFailed {
 		t.Fatalf("agentctl %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	out := stdout.String()
