@@ -99,7 +99,7 @@ func mcpRun(ctx context.Context, cmd *cobra.Command, f *Factory, opts *mcpOption
 	srv := mcpserver.New(mcpserver.Options{Store: f.Store(), Remote: parts, Version: buildinfo.Version, Warn: f.Err})
 	if opts.Listen == "" {
 		// stdout is the protocol: nothing else may be written to it.
-		err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(f.In), Writer: nopWriteCloser{f.Out}})
+		err := srv.Run(ctx, mcpserver.Stdio(f.In, f.Out))
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("mcp: %w", err)
 		}
@@ -107,10 +107,6 @@ func mcpRun(ctx context.Context, cmd *cobra.Command, f *Factory, opts *mcpOption
 	}
 	return mcpServeHTTP(ctx, f, srv, opts)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 func mcpServeHTTP(ctx context.Context, f *Factory, srv *mcp.Server, opts *mcpOptions) error {
 	host, _, err := net.SplitHostPort(opts.Listen)
