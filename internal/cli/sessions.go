@@ -24,6 +24,9 @@ type sessionsOptions struct {
 	Limit  int
 	Tags   []string
 	User   string
+	Model  string
+	Origin string
+	Agent  string
 }
 
 func newSessionsCmd(f *Factory, runF func(context.Context, *sessionsOptions) error) *cobra.Command {
@@ -46,6 +49,9 @@ The flags narrow the list; each is a condition on the sessions view of
                 2026-12-01T09:00:00Z)
   --tag K=V     tagged K=V [tags['K'] = 'V'] (repeatable: every one)
   --user U      run for user U [user_id = 'U']
+  --model M     of model M [model = 'M']
+  --origin O    recorded by O: run, proxy, collect or import [origin = 'O']
+  --agent A     of agent A, the NAME column [name = 'A']
   --parent ID   the subagents and forks of a session [parent_session_id]
   --limit N     the N most recently started (default: all)
 --json prints the same fields the table shows and more (tokens, cost_usd,
@@ -70,6 +76,9 @@ tags, user_id, finish_reason, origin, turns, reason).`,
 	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "list at most N sessions, the most recently started (0: all)")
 	cmd.Flags().StringArrayVar(&opts.Tags, "tag", nil, "list only sessions tagged KEY=VALUE (repeatable: every one must match)")
 	cmd.Flags().StringVar(&opts.User, "user", "", "list only sessions run for this user (the header's user_id)")
+	cmd.Flags().StringVar(&opts.Model, "model", "", "list only sessions of this model, exactly (the MODEL column without its provider/)")
+	cmd.Flags().StringVar(&opts.Origin, "origin", "", "list only sessions recorded this way: run, proxy, collect or import")
+	cmd.Flags().StringVar(&opts.Agent, "agent", "", "list only sessions of this agent: the NAME column (its spec's name), exactly")
 	return cmd
 }
 
@@ -103,7 +112,10 @@ func sessionsFilter(f *Factory, opts *sessionsOptions, now time.Time) (query.Fil
 	if err != nil {
 		return flt, usageError{fmt.Errorf("--tag: %w", err)}
 	}
-	flt.Tags, flt.User = tags, opts.User
+	flt.Tags, flt.User, flt.Model, flt.Origin, flt.Agent = tags, opts.User, opts.Model, opts.Origin, opts.Agent
+	if o := opts.Origin; o != "" && !slices.Contains([]string{"run", "proxy", "collect", "import"}, o) {
+		return flt, usageError{fmt.Errorf("sessions: --origin %q: one of run, proxy, collect, import", o)}
+	}
 	if opts.Parent != "" {
 		parent, err := f.Store().Resolve(opts.Parent)
 		if err != nil {

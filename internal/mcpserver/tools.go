@@ -44,6 +44,9 @@ type listIn struct {
 	Since    string   `json:"since,omitempty" jsonschema:"started at or after: a duration back from now (90m, 24h, 7d), a date (2026-12-01) or an RFC 3339 time"`
 	Tags     []string `json:"tags,omitempty" jsonschema:"tags the session must carry, each as KEY=VALUE, every one"`
 	User     string   `json:"user,omitempty" jsonschema:"the user_id the session ran for"`
+	Model    string   `json:"model,omitempty" jsonschema:"this model, exactly (as the sessions' model column names it)"`
+	Origin   string   `json:"origin,omitempty" jsonschema:"how it was recorded: run, proxy, collect or import"`
+	Agent    string   `json:"agent,omitempty" jsonschema:"this agent: the session's name (its spec's), exactly"`
 	Limit    int      `json:"limit,omitempty" jsonschema:"at most this many sessions, the most recently started (0: all)"`
 	PageSize int      `json:"page_size,omitempty" jsonschema:"sessions per answer (default 50, max 200)"`
 	Cursor   string   `json:"cursor,omitempty" jsonschema:"next_cursor of the previous answer"`
@@ -73,7 +76,7 @@ func (s *server) listSessions(ctx context.Context, _ *mcp.CallToolRequest, in li
 	if err != nil {
 		return nil, nil, fmt.Errorf("tags: %w", err)
 	}
-	flt.Tags, flt.User = tags, in.User
+	flt.Tags, flt.User, flt.Model, flt.Origin, flt.Agent = tags, in.User, in.Model, in.Origin, in.Agent
 	off := 0
 	if in.Cursor != "" {
 		if off, err = strconv.Atoi(in.Cursor); err != nil || off < 0 {

@@ -38,13 +38,17 @@ type Filter struct {
 	User string
 	// Parent: the subagents and forks of this session (parent_session_id).
 	Parent string
+	// Model, Origin, Agent: this model, origin (run, proxy, collect,
+	// import) and agent (the session's name: its spec's), exactly.
+	Model, Origin, Agent string
 	// Limit: at most this many, the most recently started; 0 is all.
 	Limit int
 }
 
 // empty reports whether f selects every session.
 func (f Filter) empty() bool {
-	return len(f.Status) == 0 && f.Since.IsZero() && len(f.Tags) == 0 && f.User == "" && f.Parent == "" && f.Limit == 0
+	return len(f.Status) == 0 && f.Since.IsZero() && len(f.Tags) == 0 && f.User == "" && f.Parent == "" && f.Limit == 0 &&
+		f.Model == "" && f.Origin == "" && f.Agent == ""
 }
 
 // where is f as an SQL condition over the sessions view and its arguments.
@@ -68,6 +72,11 @@ func (f Filter) where() (string, []any) {
 	}
 	if f.Parent != "" {
 		conds, args = append(conds, "parent_session_id = ?"), append(args, f.Parent)
+	}
+	for _, c := range []struct{ col, v string }{{"model", f.Model}, {"origin", f.Origin}, {"name", f.Agent}} {
+		if c.v != "" {
+			conds, args = append(conds, c.col+" = ?"), append(args, c.v)
+		}
 	}
 	return strings.Join(conds, " AND "), args
 }

@@ -275,3 +275,49 @@ func TestSessionsFilterUnreadableLog(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsFilterByColumn: Model, Origin and Agent each select the
+// sessions whose column has that value, as the same WHERE in a query does,
+// for every value the home has and one it has not.
+func TestSessionsFilterByColumn(t *testing.T) {
+	db, err := query.Open(context.Background(), viewHome(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for _, c := range []struct {
+		col string
+		f   func(v string) query.Filter
+	}{
+		{"model", func(v string) query.Filter { return query.Filter{Model: v} }},
+		{"origin", func(v string) query.Filter { return query.Filter{Origin: v} }},
+		{"name", func(v string) query.Filter { return query.Filter{Agent: v} }},
+	} {
+		res, err := db.Query(ctx, "SELECT DISTINCT "+c.col+" FROM sessions WHERE "+c.col+" IS NOT NULL ORDER BY 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := []string{"no such value"}
+		for _, r := range res.Rows {
+			vals = append(vals, query.Text(r[0]))
+		}
+		if len(vals) < 2 {
+			t.Fatalf("the home has no %s to filter by", c.col)
+		}
+		for _, v := range vals {
+			want := scalar(t, db, "SELECT coalesce(string_agg(session_id, ' ' ORDER BY started DESC, session_id), '') FROM sessions WHERE "+c.col+" = '"+strings.ReplaceAll(v, "'", "''")+"'")
+			list, err := db.Sessions(ctx, c.f(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range list {
+				got = append(got, s.SessionID)
+			}
+			if g := strings.Join(got, " "); g != want {
+				t.Errorf("%s = %q: Sessions lists %q, the view %q", c.col, v, g, want)
+			}
+		}
+	}
+}
