@@ -4,9 +4,12 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -100,4 +103,62 @@ func BenchmarkShowSessionFirstPage(b *testing.B) {
 // BenchmarkShowSessionLastPage: a page near the end, the log read through.
 func BenchmarkShowSessionLastPage(b *testing.B) {
 	bench(b, "show_session", map[string]any{"session": "long", "from_seq": 999000})
+}
+
+// BenchmarkListSessions is one list_sessions call (the first page, and one
+// filtered by model) over histories of 10,000 and 100,000 sealed sessions
+// (the ui runs page's data, benchgen.SealedHistory), each call on a
+// server that opens the history as `agentctl mcp` does for every call;
+// with the process's peak RSS (VmHWM: generation, when the cache is cold,
+// included).
+func BenchmarkListSessions(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		for _, f := range []struct {
+			name string
+			args map[string]any
+		}{
+			{"first-page", map[string]any{}},
+			{"model", map[string]any{"model": "gpt-4o-mini"}},
+		} {
+			b.Run(fmt.Sprintf("sessions=%d/%s", n, f.name), func(b *testing.B) {
+				cs := client(b, benchgen.SealedHistory(b, n, 20))
+				b.ResetTimer()
+				var size int
+				var worst uint64
+				for b.Loop() {
+					var res *mcp.CallToolResult
+					base, peak := heappeak.During(func() {
+						var err error
+						res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_sessions", Arguments: f.args})
+						if err != nil {
+							b.Fatal(err)
+						}
+					})
+					if res.IsError {
+						b.Fatalf("list_sessions: %s", res.Content[0].(*mcp.TextContent).Text)
+					}
+					size = len(res.Content[0].(*mcp.TextContent).Text)
+					worst = max(worst, peak-min(base, peak))
+				}
+				b.ReportMetric(float64(size), "answer-bytes")
+				b.ReportMetric(float64(worst)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(vmHWM(b))/(1<<20), "peak-RSS-MiB")
+			})
+		}
+	}
+}
+
+// vmHWM is this process's peak RSS (Linux; 0 elsewhere).
+func vmHWM(b *testing.B) int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/bench/internal/benchgen"
-	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/internal/ui"
@@ -58,46 +57,9 @@ var filters = []struct{ name, query string }{
 
 var sizes = []int{10000, 100000}
 
-// home is a history of n sealed sessions, generated once.
-func home(b *testing.B, n int) string {
-	b.Helper()
-	root := os.Getenv("AGENTCTL_BENCH_CACHE")
-	if root == "" {
-		root = filepath.Join(os.TempDir(), "agentctl-bench-ui")
-	}
-	h := filepath.Join(root, fmt.Sprintf("ui-%d", n))
-	done := filepath.Join(h, "generated")
-	if _, err := os.Stat(done); err == nil {
-		return h
-	}
-	os.RemoveAll(h)
-	if err := os.MkdirAll(h, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	t0 := time.Now()
-	jsonl := filepath.Join(h, "events.jsonl")
-	if err := benchgen.History(h, jsonl, n, eventsPerSession); err != nil {
-		b.Fatal(err)
-	}
-	os.Remove(jsonl)
-	hist := history.New(h)
-	hist.AutoCompactFiles = -1
-	ids, err := hist.Store.IDs()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := hist.Seal(ids...); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := hist.Compact(history.CompactOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(done, nil, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("generated, sealed and compacted %d sessions in %s", n, time.Since(t0).Round(time.Second))
-	return h
-}
+// home is a history of n sealed sessions, generated once (shared with
+// bench/mcp).
+func home(b *testing.B, n int) string { return benchgen.SealedHistory(b, n, eventsPerSession) }
 
 // BenchmarkRunsPage is one request of the runs page, by size and filter.
 func BenchmarkRunsPage(b *testing.B) {
