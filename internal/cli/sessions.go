@@ -27,6 +27,7 @@ type sessionsOptions struct {
 	Model  string
 	Origin string
 	Agent  string
+	Text   string
 }
 
 func newSessionsCmd(f *Factory, runF func(context.Context, *sessionsOptions) error) *cobra.Command {
@@ -52,6 +53,7 @@ The flags narrow the list; each is a condition on the sessions view of
   --model M     of model M [model = 'M']
   --origin O    recorded by O: run, proxy, collect or import [origin = 'O']
   --agent A     of agent A, the NAME column [name = 'A']
+  --text T      a user or assistant message contains T, case aside
   --parent ID   the subagents and forks of a session [parent_session_id]
   --limit N     the N most recently started (default: all)
 --json prints the same fields the table shows and more (tokens, cost_usd,
@@ -78,6 +80,7 @@ tags, user_id, finish_reason, origin, turns, reason).`,
 	cmd.Flags().StringVar(&opts.User, "user", "", "list only sessions run for this user (the header's user_id)")
 	cmd.Flags().StringVar(&opts.Model, "model", "", "list only sessions of this model, exactly (the MODEL column without its provider/)")
 	cmd.Flags().StringVar(&opts.Origin, "origin", "", "list only sessions recorded this way: run, proxy, collect or import")
+	cmd.Flags().StringVar(&opts.Text, "text", "", "list only sessions whose user or assistant messages contain this text (case aside)")
 	cmd.Flags().StringVar(&opts.Agent, "agent", "", "list only sessions of this agent: the NAME column (its spec's name), exactly")
 	return cmd
 }
@@ -112,7 +115,7 @@ func sessionsFilter(f *Factory, opts *sessionsOptions, now time.Time) (query.Fil
 	if err != nil {
 		return flt, usageError{fmt.Errorf("--tag: %w", err)}
 	}
-	flt.Tags, flt.User, flt.Model, flt.Origin, flt.Agent = tags, opts.User, opts.Model, opts.Origin, opts.Agent
+	flt.Tags, flt.User, flt.Model, flt.Origin, flt.Agent, flt.Text = tags, opts.User, opts.Model, opts.Origin, opts.Agent, opts.Text
 	if o := opts.Origin; o != "" && !slices.Contains([]string{"run", "proxy", "collect", "import"}, o) {
 		return flt, usageError{fmt.Errorf("sessions: --origin %q: one of run, proxy, collect, import", o)}
 	}

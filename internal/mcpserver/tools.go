@@ -47,6 +47,7 @@ type listIn struct {
 	Model    string   `json:"model,omitempty" jsonschema:"this model, exactly (as the sessions' model column names it)"`
 	Origin   string   `json:"origin,omitempty" jsonschema:"how it was recorded: run, proxy, collect or import"`
 	Agent    string   `json:"agent,omitempty" jsonschema:"this agent: the session's name (its spec's), exactly"`
+	Text     string   `json:"text,omitempty" jsonschema:"a user or assistant message contains this text (case aside); reads every message, so slower on a long history"`
 	Limit    int      `json:"limit,omitempty" jsonschema:"at most this many sessions, the most recently started (0: all)"`
 	PageSize int      `json:"page_size,omitempty" jsonschema:"sessions per answer (default 50, max 200)"`
 	Cursor   string   `json:"cursor,omitempty" jsonschema:"next_cursor of the previous answer"`
@@ -76,7 +77,7 @@ func (s *server) listSessions(ctx context.Context, _ *mcp.CallToolRequest, in li
 	if err != nil {
 		return nil, nil, fmt.Errorf("tags: %w", err)
 	}
-	flt.Tags, flt.User, flt.Model, flt.Origin, flt.Agent = tags, in.User, in.Model, in.Origin, in.Agent
+	flt.Tags, flt.User, flt.Model, flt.Origin, flt.Agent, flt.Text = tags, in.User, in.Model, in.Origin, in.Agent, in.Text
 	off := 0
 	if in.Cursor != "" {
 		if off, err = strconv.Atoi(in.Cursor); err != nil || off < 0 {

@@ -41,6 +41,9 @@ type Filter struct {
 	// Model, Origin, Agent: this model, origin (run, proxy, collect,
 	// import) and agent (the session's name: its spec's), exactly.
 	Model, Origin, Agent string
+	// Text: a user or assistant message contains it, case aside
+	// (MessageTextSQL).
+	Text string
 	// Limit: at most this many, the most recently started; 0 is all.
 	Limit int
 }
@@ -48,7 +51,7 @@ type Filter struct {
 // empty reports whether f selects every session.
 func (f Filter) empty() bool {
 	return len(f.Status) == 0 && f.Since.IsZero() && len(f.Tags) == 0 && f.User == "" && f.Parent == "" && f.Limit == 0 &&
-		f.Model == "" && f.Origin == "" && f.Agent == ""
+		f.Model == "" && f.Origin == "" && f.Agent == "" && f.Text == ""
 }
 
 // where is f as an SQL condition over the sessions view and its arguments.
@@ -78,8 +81,17 @@ func (f Filter) where() (string, []any) {
 			conds, args = append(conds, c.col+" = ?"), append(args, c.v)
 		}
 	}
+	if f.Text != "" {
+		conds = append(conds, "session_id IN (SELECT session_id FROM ("+MessageTextSQL+") WHERE contains(text, lower(?)))")
+		args = append(args, f.Text)
+	}
 	return strings.Join(conds, " AND "), args
 }
+
+// MessageTextSQL is what a search in a session's messages reads: each user
+// and assistant message, lowercased, by session (the runs page's text
+// filter, list_sessions' and `sessions --text`).
+const MessageTextSQL = `SELECT session_id, lower(text) AS text FROM events WHERE kind IN ('user_message', 'assistant_message') AND text <> ''`
 
 // Session is a row of the sessions view as Sessions lists it: the
 // summary every session has (what the fold of its log gives too) and the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -318,6 +319,39 @@ func TestSessionsFilterByColumn(t *testing.T) {
 			if g := strings.Join(got, " "); g != want {
 				t.Errorf("%s = %q: Sessions lists %q, the view %q", c.col, v, g, want)
 			}
+		}
+	}
+}
+
+// TestSessionsFilterByText: Text selects the sessions with a user or
+// assistant message containing it, case aside, as the same search in a
+// query does; a tool's output or the session's name does not count.
+func TestSessionsFilterByText(t *testing.T) {
+	db, err := query.Open(context.Background(), viewHome(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for _, tc := range []struct{ text, want string }{
+		{"TWO", "a000000000000001"}, // assistant text "two", another case
+		{"one", "a000000000000001"},
+		{"p", scalar(t, db, `SELECT coalesce(string_agg(DISTINCT session_id, ' ' ORDER BY session_id DESC), '') FROM events WHERE kind IN ('user_message', 'assistant_message') AND contains(lower(text), 'p')`)},
+		{"no such words", ""},
+		{"' OR true --", ""},
+	} {
+		list, err := db.Sessions(ctx, query.Filter{Text: tc.text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range list {
+			got = append(got, s.SessionID)
+		}
+		slices.Sort(got)
+		slices.Reverse(got)
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("text %q: Sessions lists %q, want %q", tc.text, g, tc.want)
 		}
 	}
 }

@@ -60,7 +60,7 @@ const maxTextTable = 128 << 20
 // (the same answer, slower, and no memory spent). Call it inside WithDB.
 func (s *Server) textTable(ctx context.Context, db *query.DB) error {
 	return s.onceDB("ui_text", func() error {
-		const msgs = `SELECT session_id, lower(text) AS text FROM events WHERE kind IN ('user_message', 'assistant_message') AND text <> ''`
+		msgs := query.MessageTextSQL
 		res, err := db.Query(ctx, `SELECT coalesce(sum(strlen(text)), 0)::BIGINT FROM events WHERE kind IN ('user_message', 'assistant_message')`)
 		if err != nil {
 			return err
