@@ -2,32 +2,17 @@ package mcpserver_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/internal/testenv/testcli"
 )
 
-// scriptedSpec writes a read-only spec of the scripted model playing
-// turns over the typo workspace, and returns its path.
+// scriptedSpec is testenv.ScriptedSpec.
 func scriptedSpec(t *testing.T, name, turns string) string {
-	t.Helper()
-	dir := t.TempDir()
-	ws, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "workspaces", "typo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, spec := filepath.Join(dir, "model.yaml"), filepath.Join(dir, "spec.yaml")
-	if err := os.WriteFile(model, []byte("turns:\n"+turns), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := fmt.Sprintf("name: %s\nmodel: {provider: scripted, id: scripted-1, script: %s}\nprompt: \"Look at the workspace\"\nworkspace: {from: %s}\nmode: read-only\ntools: [read_file, list_files]\n", name, model, ws)
-	if err := os.WriteFile(spec, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return spec
+	return testenv.ScriptedSpec(t, name, turns)
 }
 
 const (

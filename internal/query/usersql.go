@@ -65,6 +65,9 @@ func (d *DB) selectOnly(ctx context.Context, q, who string) error {
 		return fmt.Errorf("query: read the parser's answer: %w", err)
 	}
 	switch {
+	// json_serialize_sql serializes SELECTs only: DuckDB answers any other
+	// statement with its error type "not implemented", which is how a
+	// COPY or an ATTACH is told from a SELECT with a syntax error.
 	case parsed.Error && parsed.ErrorType == "not implemented":
 		return &RefusedError{fmt.Sprintf("refused: %s runs one SELECT over the views, read-only; %q is not a SELECT (COPY, ATTACH, INSTALL, LOAD, SET, CREATE, PRAGMA and other statements are not run here; use agentctl query at your own prompt)", who, firstWord(q))}
 	case parsed.Error:

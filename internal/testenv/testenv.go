@@ -13,6 +13,7 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -94,4 +95,22 @@ func ReadJSONL(t testing.TB, path string) []session.Event {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return evs
+}
+
+// ScriptedSpec writes a read-only agent spec named name whose scripted
+// model plays turns (the YAML list of a model script's turns) over the
+// typo workspace, and returns its path.
+func ScriptedSpec(t testing.TB, name, turns string) string {
+	t.Helper()
+	dir := t.TempDir()
+	model, specPath := filepath.Join(dir, "model.yaml"), filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(model, []byte("turns:\n"+turns), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := fmt.Sprintf("name: %s\nmodel: {provider: scripted, id: scripted-1, script: %s}\nprompt: \"Look at the workspace\"\nworkspace: {from: %s}\nmode: read-only\ntools: [read_file, list_files]\n",
+		name, model, Fixture("workspaces", "typo"))
+	if err := os.WriteFile(specPath, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return specPath
 }

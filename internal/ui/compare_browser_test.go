@@ -1,42 +1,18 @@
 package ui_test
 
 import (
-	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testenv"
 	"github.com/agentctl/agentctl/internal/testenv/browser"
 	"github.com/agentctl/agentctl/internal/ui"
 )
 
-// scriptedSpec writes an agent spec whose scripted model makes turns (a
-// model script's YAML list) in the typo workspace, and returns its path.
+// scriptedSpec is testenv.ScriptedSpec.
 func scriptedSpec(t *testing.T, name, turns string) string {
-	t.Helper()
-	dir := t.TempDir()
-	ws, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "workspaces", "typo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := filepath.Join(dir, "model.yaml")
-	spec := filepath.Join(dir, "spec.yaml")
-	if err := os.WriteFile(model, []byte("turns:\n"+turns), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := fmt.Sprintf(`name: %s
-model: {provider: scripted, id: scripted-1, script: %s}
-prompt: "Look at the workspace"
-workspace: {from: %s}
-mode: read-only
-tools: [read_file, list_files]
-`, name, model, ws)
-	if err := os.WriteFile(spec, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return spec
+	return testenv.ScriptedSpec(t, name, turns)
 }
 
 const (
