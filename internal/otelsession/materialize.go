@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -108,11 +109,14 @@ func (s *sess) noteCalls(tcs []session.ToolCall) {
 	}
 }
 
-// callFor finds the call a tool span answers: by id, else, in order,
-// the first unanswered call of that tool. An id no call of the session
-// has (the model call's telemetry gave its calls none, and they have
-// synthesized ones) is matched in order too, when a call is unanswered.
-func (s *sess) callFor(id, name string) (string, string) {
+// callFor finds the call a tool span answers: by id, else the first
+// unanswered call of that tool whose arguments are the span's, else, in
+// order, the first unanswered call of that tool. An id no call of the
+// session has (the model call's telemetry gave its calls none, and they
+// have synthesized ones) is matched so too. The arguments decide where
+// a framework runs a message's calls at once: LangChain's tool spans of
+// one answer start in the same millisecond and end in any order.
+func (s *sess) callFor(id, name string, args json.RawMessage) (string, string) {
 	if id != "" {
 		if n, ok := s.tools[id]; ok {
 			if name == "" {
@@ -121,12 +125,63 @@ func (s *sess) callFor(id, name string) (string, string) {
 			return id, name
 		}
 	}
-	for _, c := range s.calls {
-		if !s.results[c.ID] && (name == "" || c.Name == name) {
+	first := -1
+	for i, c := range s.calls {
+		if s.results[c.ID] || (name != "" && c.Name != name) {
+			continue
+		}
+		if sameArgs(c.Args, args) {
 			return c.ID, c.Name
 		}
+		if first < 0 {
+			first = i
+		}
+	}
+	if first >= 0 {
+		return s.calls[first].ID, s.calls[first].Name
 	}
 	return id, name
+}
+
+// sameArgs reports whether a tool span's arguments are a call's: the same
+// JSON value, or, where the span gives its input as text (LangChain's
+// TOOL span), that text as the value of the call's only argument.
+func sameArgs(call, span json.RawMessage) bool {
+	if len(call) == 0 || len(span) == 0 {
+		return false
+	}
+	var c, sp any
+	if json.Unmarshal(call, &c) != nil || json.Unmarshal(span, &sp) != nil {
+		return false
+	}
+	if reflect.DeepEqual(c, sp) {
+		return true
+	}
+	text, ok := sp.(string)
+	obj, isObj := c.(map[string]any)
+	if !ok || !isObj || len(obj) != 1 {
+		return false
+	}
+	for _, v := range obj {
+		if str, ok := v.(string); ok {
+			return str == text
+		}
+		b, _ := json.Marshal(v)
+		return string(b) == text
+	}
+	return false
+}
+
+// callIndex is the place of call id among the session's calls (len when
+// it has none): tool results are written in the order the model made the
+// calls, the order an app sends them back, not the order their spans ended.
+func (s *sess) callIndex(id string) int {
+	for i, c := range s.calls {
+		if c.ID == id {
+			return i
+		}
+	}
+	return len(s.calls)
 }
 
 // args are the arguments of call id as the model gave them.
@@ -166,6 +221,13 @@ func (s *sess) answered(id, name string) bool {
 func sessionID(group string) string {
 	h := sha256.Sum256([]byte("otlp\x00" + group))
 	return hex.EncodeToString(h[:8])
+}
+
+// toolEvents are the events of one tool span and the place of the call
+// it answers.
+type toolEvents struct {
+	call int
+	evs  []session.Event
 }
 
 type mapped struct {
@@ -268,7 +330,18 @@ func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 	var kept []any
 	header := s.w == nil && !s.onDisk
 	var sides []*sideWrite
+	var tools []toolEvents // a run of tool spans, written in call order when it ends
+	flush := func() {
+		sort.SliceStable(tools, func(i, j int) bool { return tools[i].call < tools[j].call })
+		for _, t := range tools {
+			evs = append(evs, t.evs...)
+		}
+		tools = tools[:0]
+	}
 	for _, m := range ms {
+		if m.c.op == opChat {
+			flush()
+		}
 		switch m.c.op {
 		case opChat:
 			t, err := in.threadFor(s, m.c)
@@ -287,11 +360,14 @@ func (in *Ingester) writeTrace(pt *pendingTrace) (err error) {
 				kept = append(kept, describeSpan(m.sp, m.c.op, m.c.convention))
 				continue
 			}
-			evs = append(evs, s.tool(m.sp, m.c)...)
+			tevs := s.tool(m.sp, m.c)
+			tools = append(tools, toolEvents{s.callIndex(tevs[0].CallID), tevs})
+			continue
 		default:
 			kept = append(kept, describeSpan(m.sp, m.c.op, m.c.convention))
 		}
 	}
+	flush()
 	var lateOf map[string][]*logRec // span id → records of a span written before
 	var lateOrder []string
 	for _, l := range late {
@@ -872,7 +948,7 @@ func (s *sess) chat(sp *span, c call) []session.Event {
 // tool maps a tool span: a tool_intent when it started and a tool_result
 // when it ended.
 func (s *sess) tool(sp *span, c call) []session.Event {
-	id, name := s.callFor(c.toolCallID, c.toolName)
+	id, name := s.callFor(c.toolCallID, c.toolName, c.toolArgs)
 	if id == "" {
 		id = "otlp-" + sp.SpanID
 	}
