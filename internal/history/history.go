@@ -3,9 +3,9 @@ package history
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path"
-	"net/url"
 	"path/filepath"
 	"runtime"
 	"slices"
