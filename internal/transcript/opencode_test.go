@@ -172,21 +172,47 @@ func TestOpenCodeV2Testdata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The tool's output and times: the call's result is what README.md
-	// holds, answered after it was asked.
-	var intent, result *session.Event
-	for i, e := range ss[0].Events {
-		switch e.Kind {
-		case session.KindToolIntent:
-			intent = &ss[0].Events[i]
-		case session.KindToolResult:
-			result = &ss[0].Events[i]
+	// The tools' outputs, errors and times: in the second session one
+	// response asks for two calls, a read that fails and a bash call
+	// whose result is what README.md holds, each answered after it was
+	// asked.
+	results := map[string]session.Event{}
+	intents := map[string]session.Event{}
+	var calls []session.ToolCall
+	for _, s := range ss {
+		for _, e := range s.Events {
+			switch e.Kind {
+			case session.KindToolIntent:
+				intents[s.ID()+e.CallID] = e
+			case session.KindToolResult:
+				results[s.ID()+e.CallID] = e
+			case session.KindAssistantMessage:
+				if len(e.ToolCalls) > len(calls) {
+					calls = e.ToolCalls
+				}
+			}
 		}
 	}
-	if intent == nil || result == nil || intent.Tool != "bash" || !strings.Contains(string(intent.Args), "cat README.md") ||
-		!strings.Contains(result.Output, "This service will recieve mail") || result.Status != session.ResultOK ||
-		result.TS.Before(intent.TS) || result.LatencyMS <= 0 {
-		t.Fatalf("tool intent %+v, result %+v", intent, result)
+	if len(calls) != 2 || calls[0].Name != "read" || calls[1].Name != "bash" {
+		t.Fatalf("the parallel calls are %+v; want read and bash in one response", calls)
+	}
+	var failed, ok int
+	for k, r := range results {
+		in := intents[k]
+		if r.TS.Before(in.TS) || r.LatencyMS <= 0 {
+			t.Errorf("call %s: intent at %v, result at %v, latency %d", r.CallID, in.TS, r.TS, r.LatencyMS)
+		}
+		switch {
+		case r.Tool == "read" && r.Status == session.ResultError && r.Error == "Unable to read MISSING.md":
+			failed++
+		case r.Tool == "bash" && r.Status == session.ResultOK && strings.Contains(r.Output, "This service will recieve mail"):
+			ok++
+		default:
+			t.Errorf("unexpected result %+v", r)
+		}
+	}
+	if failed != 1 || ok != 2 {
+		t.Errorf("%d failed reads and %d bash results; want 1 and 2", failed, ok)
 	}
 }
 
@@ -258,9 +284,12 @@ func TestOpenCodeV2Live(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	c := filepath.Join(fixtures, "external", "clients")
-	for i, prompt := range []string{"What does this service do? Read README.md.", "Summarise README.md."} {
-		cmd := exec.Command(agentctl, "proxy", "--script", filepath.Join(c, "opencode.yaml"), "--session", "rec"+strconv.Itoa(i),
-			"--", "sh", filepath.Join(c, "opencode-v2.sh"), filepath.Join(work, "user"), prompt)
+	for i, run := range []struct{ script, prompt string }{
+		{"opencode.yaml", "What does this service do? Read README.md."},
+		{"opencode-v2-tools.yaml", "Read MISSING.md and README.md."},
+	} {
+		cmd := exec.Command(agentctl, "proxy", "--script", filepath.Join(c, run.script), "--session", "rec"+strconv.Itoa(i),
+			"--", "sh", filepath.Join(c, "opencode-v2.sh"), filepath.Join(work, "user"), run.prompt)
 		cmd.Dir = ws
 		cmd.Env = append(os.Environ(), "AGENTCTL_HOME="+filepath.Join(work, "home"))
 		var out bytes.Buffer

@@ -134,6 +134,10 @@ func ocV2Rows(ctx context.Context, db *sql.DB, s *ocSession) ([]ocRow, error) {
 // said so.
 func ocV2Import(file string, s *ocSession, rows []ocRow, v1 int) *Session {
 	b := ocHeader(file, s, "the session's session_message rows")
+	// The v2 runner keeps cost and tokens per message and leaves the
+	// session row's at 0 (1.18): each model_call carries the source's
+	// cost instead.
+	delete(b.attrs, "source_cost_usd")
 	if v1 > 0 {
 		b.note(0, CodeNotImported, "the session also has %d message rows of opencode's first schema; only its session_message rows were imported", v1)
 	}
