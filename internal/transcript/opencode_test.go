@@ -268,8 +268,10 @@ func TestOpenCodeLive(t *testing.T) {
 
 // TestOpenCodeV2Live runs the installed opencode's v2 session runner
 // (opencode serve, its /api/session routes) against `agentctl proxy
-// --script` with the same scripted model, then imports the database it
-// just wrote: session_message rows, no message or part rows.
+// --script` with scripted models, after an `opencode run` of the first
+// runner in the same HOME, then imports the database they just wrote:
+// one file holding sessions of both schemas, each imported from its own
+// rows.
 func TestOpenCodeV2Live(t *testing.T) {
 	npm := os.Getenv("AGENTCTL_NPM_AGENTS")
 	if npm == "" {
@@ -284,12 +286,13 @@ func TestOpenCodeV2Live(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	c := filepath.Join(fixtures, "external", "clients")
-	for i, run := range []struct{ script, prompt string }{
-		{"opencode.yaml", "What does this service do? Read README.md."},
-		{"opencode-v2-tools.yaml", "Read MISSING.md and README.md."},
+	for i, run := range []struct{ client, script, prompt string }{
+		{"opencode.sh", "opencode.yaml", "Summarise README.md."},
+		{"opencode-v2.sh", "opencode.yaml", "What does this service do? Read README.md."},
+		{"opencode-v2.sh", "opencode-v2-tools.yaml", "Read MISSING.md and README.md."},
 	} {
 		cmd := exec.Command(agentctl, "proxy", "--script", filepath.Join(c, run.script), "--session", "rec"+strconv.Itoa(i),
-			"--", "sh", filepath.Join(c, "opencode-v2.sh"), filepath.Join(work, "user"), run.prompt)
+			"--", "sh", filepath.Join(c, run.client), filepath.Join(work, "user"), run.prompt)
 		cmd.Dir = ws
 		cmd.Env = append(os.Environ(), "AGENTCTL_HOME="+filepath.Join(work, "home"))
 		var out bytes.Buffer
@@ -300,8 +303,11 @@ func TestOpenCodeV2Live(t *testing.T) {
 	}
 	db := filepath.Join(work, "user", ".local", "share", "opencode", "opencode.db")
 	sqlite3 := counter(t, "sqlite3")
-	if n := sqliteCount(t, sqlite3, db, `SELECT count(*) FROM session_message`); n == 0 {
-		t.Fatal("opencode's v2 runner wrote no session_message rows")
+	if n := sqliteCount(t, sqlite3, db, `SELECT count(DISTINCT session_id) FROM session_message`); n != 2 {
+		t.Fatalf("opencode's v2 runner wrote session_message rows for %v sessions; want 2", n)
+	}
+	if n := sqliteCount(t, sqlite3, db, `SELECT count(DISTINCT session_id) FROM message`); n != 1 {
+		t.Fatalf("opencode run wrote message rows for %v sessions; want 1", n)
 	}
 	checkOpenCode(t, db)
 }
