@@ -121,3 +121,37 @@ func TestLatePageSeeks(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexIsBounded: the server indexes at most maxIndexed logs, and
+// forgets the one read least recently first.
+func TestIndexIsBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "events.log")
+	if err := os.WriteFile(p, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x indexes
+	learn := func(from, to int) {
+		for i := from; i < to; i++ {
+			x.learn(fmt.Sprint("log-", i), fi, []point{{indexEvery, 2000}})
+		}
+	}
+	learn(0, maxIndexed)
+	x.near("log-0", fi, 2*indexEvery) // read again: now the most recent
+	learn(maxIndexed, maxIndexed+1)
+	for _, tt := range []struct {
+		log  string
+		kept bool
+	}{{"log-0", true}, {"log-1", false}, {"log-2", true}, {fmt.Sprint("log-", maxIndexed), true}} {
+		if _, ok := x.near(tt.log, fi, 2*indexEvery); ok != tt.kept {
+			t.Errorf("%s indexed: %v, want %v", tt.log, ok, tt.kept)
+		}
+	}
+	learn(maxIndexed+1, 3*maxIndexed)
+	if len(x.logs) != maxIndexed || len(x.lru) != maxIndexed {
+		t.Errorf("%d logs indexed (%d in the LRU list), want at most %d", len(x.logs), len(x.lru), maxIndexed)
+	}
+}
