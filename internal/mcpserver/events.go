@@ -109,15 +109,15 @@ func (s *server) eachSealedEvent(ctx context.Context, id string, from int64, fn 
 		q := fmt.Sprintf("SELECT * FROM events WHERE session_id = %s AND seq >= %d AND seq < %d ORDER BY seq", sqlString(id), from, from+sealedBatch)
 		res, err := db.Query(ctx, q)
 		if err != nil {
-			return fmt.Errorf("session %s: read its events from the history: %w", id, err)
+			return fmt.Errorf("read its events from the history: %w", err)
 		}
 		for _, vals := range res.Rows {
 			e, err := eventOf(res.Columns, vals)
 			if err != nil {
-				return fmt.Errorf("session %s: %w", id, err)
+				return err
 			}
 			if e.Seq != from {
-				return fmt.Errorf("session %s: the history holds seq %d where %d was expected: it is damaged; 'agentctl query' shows what it holds", id, e.Seq, from)
+				return fmt.Errorf("the history holds seq %d where %d was expected: it is damaged; 'agentctl query' shows what it holds", e.Seq, from)
 			}
 			from++
 			if !fn(e) {

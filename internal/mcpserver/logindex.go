@@ -148,12 +148,12 @@ func (s *server) eachLogEvent(id string, from int64, fn func(session.Event) bool
 	path := s.opts.Store.LogPath(id)
 	f, err := vfs.OpenRegular(path)
 	if err != nil {
-		return fmt.Errorf("session %s: %w", id, err)
+		return err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("session %s: %w", id, err)
+		return err
 	}
 	p, seek := s.idx.near(path, fi, from)
 	n, err := s.readLog(f, path, fi, p, seek, from, fn)

@@ -244,7 +244,7 @@ func (s *server) diagnoseReport(ctx context.Context, name string) (*diagnose.Rep
 		f.Add(e)
 		return true
 	}); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("session %s: %w", r.id, err)
 	}
 	return f.Report(false, false, a.Report())
 }
