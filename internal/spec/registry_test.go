@@ -23,7 +23,9 @@ func init() {
 			}
 			return nil
 		},
-		Client: func(modelapi.ClientConfig) (modelapi.Provider, error) { return nil, errors.New("spectest: no client in spec tests") },
+		Client: func(modelapi.ClientConfig) (modelapi.Provider, error) {
+			return nil, errors.New("spectest: no client in spec tests")
+		},
 	})
 }
 
