@@ -53,6 +53,26 @@ type API struct {
 	// Wire is the API's wire format as the proxy serves, records and
 	// replays it. Nil for an API with no wire of its own (scripted).
 	Wire Wire
+	// Env names the variables that point the API's SDKs and CLIs at a
+	// base URL: what an external agent (and `agentctl proxy -- COMMAND`)
+	// is given to send its calls through the proxy. APIs of one provider
+	// that share an SDK may each name them; they are set once.
+	Env Env
+}
+
+// Env names the environment variables an API's SDKs and CLIs read.
+type Env struct {
+	// BaseURL are set to the proxy's session URL followed by BaseSuffix
+	// ("/v1" for SDKs that want the versioned root; "" for those that
+	// append it themselves). The first is the one a person is told.
+	BaseURL    []string
+	BaseSuffix string
+	// Key are set to the key the agent is given.
+	Key []string
+	// Model are set to the pinned model; DefaultModel too, but a spec's
+	// agent.env may change those (a default, not a pin).
+	Model        []string
+	DefaultModel []string
 }
 
 // Model is the part of a spec's model section the registry's values read
