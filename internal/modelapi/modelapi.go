@@ -39,6 +39,10 @@ type API struct {
 	// agentctl's InputTokens holds them: a reader of the provider's usage
 	// as it reported it (an imported transcript) adds them back.
 	InputExcludesCache bool
+	// GenAIProvider is the provider's gen_ai.provider.name in the
+	// OpenTelemetry GenAI conventions ("gcp.gemini"); "" when it is
+	// Provider itself (openai, anthropic).
+	GenAIProvider string
 	// Scripted marks the in-process scripted model: model.script is
 	// required, no key or network is needed, and an external agent's
 	// proxy serves the script over whatever wire the agent speaks.
@@ -465,6 +469,17 @@ func InputExcludesCache(provider string) bool {
 		}
 	}
 	return false
+}
+
+// GenAIProviderName is provider's gen_ai.provider.name: its API's
+// GenAIProvider when one sets it, else provider as it is.
+func GenAIProviderName(provider string) string {
+	for _, a := range All() {
+		if a.Provider == provider && a.GenAIProvider != "" {
+			return a.GenAIProvider
+		}
+	}
+	return provider
 }
 
 // Base is baseURL when it is set, else the provider's BaseURL ("" for an
