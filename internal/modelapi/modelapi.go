@@ -341,6 +341,15 @@ func Match(method, path string) (api API, r Route, vars map[string]string, ok bo
 	return API{}, Route{}, nil, false
 }
 
+// ModelSetter is implemented by a wire whose requests name the model
+// elsewhere than the body's "model" field (Gemini's path): a fork's
+// --model sends the call to another model through it. Without it the
+// proxy rewrites the body's "model".
+type ModelSetter interface {
+	// SetModel returns the request's path and body asking for model.
+	SetModel(path string, body []byte, model string) (string, []byte, error)
+}
+
 // Sniffer is implemented by a wire whose requests its headers tell apart
 // (Anthropic's anthropic-version): Guess asks it of a request no route
 // matches.

@@ -472,7 +472,8 @@ func orNull(b json.RawMessage) json.RawMessage {
 
 // WithModel wraps a backend so that every model call it serves asks for
 // model instead of the client's (--model on a fork): the request body's
-// "model" is replaced, nothing else.
+// "model" is replaced, nothing else, or where the call's wire names the
+// model (modelapi.ModelSetter: a path) that.
 func WithModel(b Backend, model string) Backend {
 	return modelBackend{b, model}
 }
@@ -486,15 +487,26 @@ func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter)
 	if c.Op() != modelapi.OpGenerate || m.model == "" {
 		return m.Backend.Serve(ctx, c, w)
 	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(c.Body, &body); err != nil {
+	api, _, _, err := c.wire()
+	if err != nil {
 		return err
+	}
+	cc := *c
+	if ms, ok := api.Wire.(modelapi.ModelSetter); ok {
+		if cc.Path, cc.Body, err = ms.SetModel(c.Path, c.Body, m.model); err != nil {
+			return err
+		}
+	} else {
+		var body map[string]json.RawMessage
+		if err := json.Unmarshal(c.Body, &body); err != nil {
+			return err
+		}
+		body["model"] = marshal(m.model)
+		cc.Body = marshal(body)
 	}
 	// The proxy records the change in a session it opened (model_changed).
 	c.liveModel = m.model
-	body["model"] = marshal(m.model)
-	cc := *c
-	cc.Body, cc.Model = marshal(body), m.model
+	cc.Model = m.model
 	return m.Backend.Serve(ctx, &cc, w)
 }
 
