@@ -222,6 +222,8 @@ func (e *Error) Hint() string {
 		return "check the API key in OPENAI_API_KEY (or the key configured for this base_url)"
 	case "anthropic":
 		return "check the API key in ANTHROPIC_API_KEY"
+	case "gemini":
+		return "check the API key in GEMINI_API_KEY"
 	}
 	return "check the provider's API key"
 }
@@ -238,7 +240,9 @@ func retryableStatus(status int) bool {
 func retryableType(typ string) bool {
 	switch typ {
 	case "overloaded_error", "rate_limit_error", "api_error", "server_error", "timeout_error",
-		"rate_limit_exceeded", "internal_error", "service_unavailable":
+		"rate_limit_exceeded", "internal_error", "service_unavailable",
+		// Gemini's google.rpc codes of a transient failure.
+		"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED":
 		return true
 	}
 	return false

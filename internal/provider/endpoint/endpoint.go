@@ -8,9 +8,10 @@ package endpoint
 const (
 	OpenAI    = "https://api.openai.com/v1"
 	Anthropic = "https://api.anthropic.com"
+	Gemini    = "https://generativelanguage.googleapis.com"
 )
 
-// Default is the API root of provider ("openai", "anthropic"), or "" for
+// Default is the API root of provider ("openai", "anthropic", "gemini"), or "" for
 // one that has no network endpoint (scripted) or that agentctl does not
 // know.
 func Default(provider string) string {
@@ -19,6 +20,8 @@ func Default(provider string) string {
 		return OpenAI
 	case "anthropic":
 		return Anthropic
+	case "gemini":
+		return Gemini
 	}
 	return ""
 }

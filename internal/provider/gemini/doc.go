@@ -1,0 +1,43 @@
+// Package gemini is Google's Gemini API as a model API of agentctl: the
+// client the runner calls (New: streamGenerateContent with SSE, key in
+// x-goog-api-key), and the wire format the model proxy serves, records
+// and replays (Route, ParseRequest, Parse, ParseError, ErrorBody,
+// Encoder). It is one package so that everything Gemini-shaped is said
+// once: how a request maps onto the session's messages, how an answer is
+// read, how one is rendered.
+//
+// # The wire format
+//
+// POST /v1beta/models/{model}:generateContent answers one
+// GenerateContentResponse; :streamGenerateContent?alt=sse answers SSE
+// events each carrying one (without alt=sse, a JSON array of them). The
+// model is in the path, not the body. A request's contents alternate the
+// roles user and model; a model turn's function calls are functionCall
+// parts, their results functionResponse parts of the next user content.
+//
+// # Normalisation
+//
+//   - Function calls carry no id (the API may give one; it is kept when
+//     it does). CallID derives one from the call's place in the
+//     conversation, which the next request repeats, so an answer's call
+//     and the request's copy of it agree through the proxy, replays and
+//     restarts. Ids made so are never sent to the API; a function
+//     response answers the first unanswered call of its name.
+//   - usageMetadata: InputTokens is promptTokenCount (which holds
+//     cachedContentTokenCount, the CacheReadTokens) plus
+//     toolUsePromptTokenCount; OutputTokens is candidatesTokenCount plus
+//     thoughtsTokenCount, which are billed as output.
+//   - finishReason STOP is stop (tool_calls when the answer calls a
+//     function), MAX_TOKENS length; SAFETY, RECITATION,
+//     PROHIBITED_CONTENT, BLOCKLIST, SPII, IMAGE_SAFETY and a prompt's
+//     promptFeedback.blockReason are a refusal (content_filter, the text
+//     in Refusal, else BlockedWithoutText and the reason).
+//   - Thought parts (thought: true) are Thinking, not text.
+//   - Errors are {"error":{"code","message","status"}}: the type recorded
+//     is an ErrorInfo's reason when the details carry one, else the rpc
+//     status (INVALID_ARGUMENT, RESOURCE_EXHAUSTED, …).
+//
+// # Concurrency
+//
+// The client may be called concurrently; an Encoder is one answer's.
+package gemini
