@@ -280,6 +280,20 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	}
 	hdr.Name = opts.Name
 	hdr.Attrs = session.WithTags(hdr.Attrs, tags, "")
+	if len(opts.Command) > 0 {
+		// The folder the agent runs in (source_cwd, as importers record
+		// the source's): a replay from another folder takes it for the
+		// workspace path it is (replaymatch), wherever the agent writes
+		// it (gemini-cli's context and tool results).
+		if dir, err := os.Getwd(); err == nil {
+			var a map[string]any
+			if json.Unmarshal(hdr.Attrs, &a) != nil || a == nil {
+				a = map[string]any{}
+			}
+			a["source_cwd"] = dir
+			hdr.Attrs, _ = json.Marshal(a)
+		}
+	}
 	srv, err := proxy.New(proxy.Config{Backend: backend, Open: proxy.StoreSessions{Store: f.Store()}.Open, Header: hdr, Token: opts.Token,
 		Logf: func(format string, args ...any) {
 			if !opts.JSON {
@@ -311,7 +325,7 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 		b, _ := json.Marshal(info)
 		fmt.Fprintln(out, string(b))
 	} else {
-		fmt.Fprintf(f.Err, "agentctl proxy listening on %s\n  OPENAI_BASE_URL=%s/v1\n  ANTHROPIC_BASE_URL=%s\n", addr, base, base)
+		fmt.Fprintf(f.Err, "agentctl proxy listening on %s\n  OPENAI_BASE_URL=%s/v1\n  ANTHROPIC_BASE_URL=%s\n  GOOGLE_GEMINI_BASE_URL=%s\n", addr, base, base, base)
 	}
 
 	code := ExitOK
@@ -462,7 +476,7 @@ func finishProxy(srv *proxy.Server, opts *proxyOptions, interrupted bool, code i
 func noModelCall(command string, env spec.AgentEnv) string {
 	var given []string
 	for _, v := range env.Vars() {
-		if strings.HasPrefix(v, "OPENAI_BASE_URL=") || strings.HasPrefix(v, "ANTHROPIC_BASE_URL=") {
+		if strings.HasPrefix(v, "OPENAI_BASE_URL=") || strings.HasPrefix(v, "ANTHROPIC_BASE_URL=") || strings.HasPrefix(v, "GOOGLE_GEMINI_BASE_URL=") {
 			given = append(given, v)
 		}
 	}
@@ -480,7 +494,7 @@ func proxyCommand(ctx context.Context, f *Factory, opts *proxyOptions, agentEnv 
 	env := append(os.Environ(), agentEnv.Vars()...)
 	if opts.Upstream == "" {
 		// No provider is reached: the SDKs still want a key to start.
-		for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {
+		for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"} {
 			if os.Getenv(k) == "" {
 				env = append(env, k+"=agentctl-proxy-no-key")
 			}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/internal/provider"
+	"github.com/agentctl/agentctl/internal/provider/gemini"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -47,14 +48,14 @@ func (b *Scripted) Serve(ctx context.Context, c *Call, w http.ResponseWriter) er
 	switch c.API {
 	case APIModels:
 		return serveModels(w, c, []string{model})
-	case APICountTokens:
+	case APICountTokens, APIGeminiCount:
 		return serveCount(w, c)
 	}
 	// The proxy counts c.Turn per thread (a side thread is a conversation
 	// of its own), so a side call takes a turn of its thread only.
 	p := provider.NewScripted(b.script.For(c.System), model)
 	p.SetTurn(max(0, c.Turn-1-b.skip))
-	enc := newEncoder(c.API, c.Stream, responseID(c), model, w)
+	enc := newEncoder(c, responseID(c), model, w)
 	resp, err := p.Complete(ctx, provider.Request{Model: model, Messages: c.projection(), MaxTokens: c.MaxTokens}, enc.text)
 	if b.skip > 0 {
 		// The ids say the conversation's call, not the script's turn: an
@@ -87,6 +88,8 @@ func responseID(c *Call) string {
 		return fmt.Sprintf("msg_%s_%d", c.SessionID, c.Turn)
 	case APIResponses:
 		return fmt.Sprintf("resp_%s_%d", c.SessionID, c.Turn)
+	case APIGemini:
+		return fmt.Sprintf("gemini-%s-%d", c.SessionID, c.Turn)
 	}
 	return fmt.Sprintf("chatcmpl-%s-%d", c.SessionID, c.Turn)
 }
@@ -130,6 +133,10 @@ func serveCount(w http.ResponseWriter, c *Call) error {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if c.API == APIGeminiCount {
+		w.Write(marshal(obj{"totalTokens": n/4 + 1}))
+		return nil
+	}
 	w.Write(marshal(obj{"input_tokens": n/4 + 1}))
 	return nil
 }
@@ -152,7 +159,7 @@ func NewUpstream(base string, client *http.Client) (*Upstream, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("proxy: upstream %q: want an absolute http(s) URL such as https://api.openai.com/v1", base)
 	}
-	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1"), "/"+gemini.APIVersion)
 	if client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		// Serve asks for the encoding itself (acceptEncoding): the
@@ -281,12 +288,15 @@ func (k keyBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter) e
 	if cc.Header == nil {
 		cc.Header = http.Header{}
 	}
-	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key"} {
+	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"} {
 		cc.Header.Del(h)
 	}
-	if c.Provider == "anthropic" {
+	switch c.Provider {
+	case "anthropic":
 		cc.Header.Set("X-Api-Key", k.key)
-	} else {
+	case gemini.Name:
+		cc.Header.Set("X-Goog-Api-Key", k.key)
+	default:
 		cc.Header.Set("Authorization", "Bearer "+k.key)
 	}
 	return k.b.Serve(ctx, &cc, w)

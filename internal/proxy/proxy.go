@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/loopback"
 	"github.com/agentctl/agentctl/internal/provider"
+	"github.com/agentctl/agentctl/internal/provider/gemini"
 	"github.com/agentctl/agentctl/internal/redact"
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -260,6 +261,20 @@ func parseRoute(method, p string) (route, error) {
 		}
 		break
 	}
+	if _, gm, ok, err := gemini.Route(rest); ok {
+		r.path, r.api = rest, APIGemini
+		if gm == gemini.MethodCount {
+			r.api = APIGeminiCount
+		}
+		switch {
+		case err != nil:
+		case method != http.MethodPost:
+			err = fmt.Errorf("no such endpoint: %s %s (Gemini's routes take POST)", method, p)
+		case r.session != "" && !validSessionID(r.session):
+			err = fmt.Errorf("session %q in the base URL: want letters, digits, '-' or '_'", r.session)
+		}
+		return r, err
+	}
 	rest = strings.TrimPrefix(rest, "/v1")
 	r.path = "/v1" + rest
 	switch {
@@ -279,7 +294,7 @@ func parseRoute(method, p string) (route, error) {
 			return r, fmt.Errorf("model id %q in %s: want one path segment (no '/', '\\', '..' or control characters)", r.modelID, p)
 		}
 	default:
-		return r, fmt.Errorf("no such endpoint: %s %s (the proxy serves POST /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens and GET /v1/models)", method, p)
+		return r, fmt.Errorf("no such endpoint: %s %s (the proxy serves POST /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens, /v1beta/models/<model>:generateContent, :streamGenerateContent and :countTokens, and GET /v1/models)", method, p)
 	}
 	if r.session != "" && !validSessionID(r.session) {
 		return r, fmt.Errorf("session %q in the base URL: want letters, digits, '-' or '_'", r.session)
@@ -322,6 +337,9 @@ func LoopbackHost(host string) bool { return loopback.Host(host) }
 // apiGuess is the protocol an unroutable request most likely spoke, for
 // the shape of its error.
 func apiGuess(r *http.Request) API {
+	if r.Header.Get("x-goog-api-key") != "" || strings.Contains(r.URL.Path, "/v1beta/") {
+		return APIGemini
+	}
 	if r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != "" || strings.Contains(r.URL.Path, "/messages") {
 		return APIMessages
 	}
@@ -367,16 +385,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &Call{API: rt.api, Provider: rt.api.Provider(), Path: rt.path, RawQuery: r.URL.RawQuery, Body: body, Header: r.Header.Clone()}
-	if rt.api == APIModels || rt.api == APICountTokens {
+	if rt.api == APIModels || rt.api.counts() {
 		// Not model calls: nothing to record. count_tokens is parsed
 		// only to answer locally.
-		if rt.api == APICountTokens {
+		if rt.api.counts() {
 			if err := parseCall(c); err != nil {
 				writeError(w, rt.api, http.StatusBadRequest, "invalid_request_error", "agentctl proxy: "+err.Error())
 				return
 			}
 		}
-		c.Model = rt.modelID
+		if rt.api == APIModels {
+			c.Model = rt.modelID
+		}
 		if err := s.cfg.Backend.Serve(r.Context(), c, w); err != nil {
 			s.answerError(w, c, err, false)
 		}
@@ -512,6 +532,9 @@ func (c *capture) recorded() ([]byte, error) {
 // parseAnswer reads the answer a backend wrote.
 func parseAnswer(c *Call, status int, body []byte, header http.Header) (provider.Response, error) {
 	if status < 200 || status > 299 {
+		if c.API == APIGemini {
+			return provider.Response{Model: c.Model}, gemini.ParseError(status, header, body)
+		}
 		return provider.Response{Model: c.Model}, provider.ParseError(c.Provider, status, header, body)
 	}
 	stream := c.Stream
@@ -523,6 +546,8 @@ func parseAnswer(c *Call, status int, body []byte, header http.Header) (provider
 		return provider.ParseChatCompletion(body, stream, c.Model)
 	case APIResponses:
 		return provider.ParseResponses(body, stream, c.Model)
+	case APIGemini:
+		return gemini.Parse(body, stream, c.Model, len(c.Messages))
 	default:
 		return provider.ParseMessages(body, stream, c.Model)
 	}
@@ -532,14 +557,14 @@ func parseAnswer(c *Call, status int, body []byte, header http.Header) (provider
 // (a Replay): a body it knows is taken as parsed instead of parsed again,
 // and needs no redaction (it is the recorded, already redacted, bytes).
 type knownBodies interface {
-	knownCall(api API, body []byte) *Call
+	knownCall(c *Call) *Call
 }
 
 // parse parses c's body, or takes a known body's parse; it reports
 // whether the body was known.
 func (s *Server) parse(c *Call) (bool, error) {
 	if kb, ok := s.cfg.Backend.(knownBodies); ok {
-		if k := kb.knownCall(c.API, c.Body); k != nil {
+		if k := kb.knownCall(c); k != nil {
 			c.Model, c.MaxTokens, c.Stream, c.System, c.Metadata = k.Model, k.MaxTokens, k.Stream, k.System, k.Metadata
 			c.Messages = append([]session.Message(nil), k.Messages...)
 			c.Tools, c.failed = k.Tools, k.failed

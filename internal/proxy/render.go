@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/agentctl/agentctl/internal/provider"
+	"github.com/agentctl/agentctl/internal/provider/gemini"
 )
 
 // encoder writes one answer in a provider's wire format as it is produced:
@@ -23,10 +24,17 @@ type encoder struct {
 	seq    int // responses: sequence_number
 	began  bool
 	inText bool // a text block/part is open
+	// gem writes a Gemini answer: its wire format is its package's.
+	gem *gemini.Encoder
 }
 
-func newEncoder(api API, stream bool, id, model string, w http.ResponseWriter) *encoder {
-	return &encoder{api: api, stream: stream, id: id, model: model, w: w}
+func newEncoder(c *Call, id, model string, w http.ResponseWriter) *encoder {
+	e := &encoder{api: c.API, stream: c.Stream, id: id, model: model, w: w}
+	if c.API == APIGemini {
+		_, method, _, _ := gemini.Route(c.Path)
+		e.gem = gemini.NewEncoder(w, method, c.RawQuery, id, model)
+	}
+	return e
 }
 
 func marshal(v any) []byte {
@@ -96,6 +104,11 @@ func (e *encoder) resEvent(typ string, fields obj) {
 
 // text streams one delta of answer text.
 func (e *encoder) text(delta string) {
+	if e.gem != nil {
+		e.began = true
+		e.gem.Text(delta)
+		return
+	}
 	e.header()
 	if !e.stream || delta == "" {
 		return
@@ -176,6 +189,11 @@ func (e *encoder) responseObject(r *provider.Response, status string) obj {
 
 // finish ends the answer with the whole turn r.
 func (e *encoder) finish(r provider.Response) {
+	if e.gem != nil {
+		e.began = true
+		e.gem.Finish(r)
+		return
+	}
 	e.header()
 	if !e.stream {
 		var body obj
@@ -282,7 +300,10 @@ func (e *encoder) finish(r provider.Response) {
 
 // errorBody is a provider-shaped error: what the client's SDK turns into
 // its own error type, so the agent shows the message.
-func errorBody(api API, typ, msg string) []byte {
+func errorBody(api API, status int, typ, msg string) []byte {
+	if api.Provider() == gemini.Name {
+		return gemini.ErrorBody(status, typ, msg)
+	}
 	if api.Provider() == "anthropic" {
 		return marshal(obj{"type": "error", "error": obj{"type": typ, "message": msg}})
 	}
@@ -291,7 +312,7 @@ func errorBody(api API, typ, msg string) []byte {
 
 // writeError answers with a provider-shaped error.
 func writeError(w http.ResponseWriter, api API, status int, typ, msg string) []byte {
-	body := errorBody(api, typ, msg)
+	body := errorBody(api, status, typ, msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Should-Retry", "false")
 	w.WriteHeader(status)

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agentctl/agentctl/internal/provider"
+	"github.com/agentctl/agentctl/internal/provider/gemini"
 	"github.com/agentctl/agentctl/internal/redact"
 	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
@@ -58,7 +59,8 @@ type recordedTurn struct {
 	api    API
 	call   *Call  // the recorded request, parsed (nil when no artifact)
 	status int    // HTTP status served
-	stream bool   // the body is SSE
+	stream bool   // the call streamed
+	sse    bool   // the body is SSE (a Gemini stream without alt=sse is a JSON array)
 	body   []byte // the exact bytes served, nil when no artifact
 	answer *provider.Response
 }
@@ -153,6 +155,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 			}
 			var attrs struct {
 				API              API    `json:"api"`
+				Path             string `json:"path"`
 				Status           int    `json:"status"`
 				Stream           bool   `json:"stream"`
 				RequestArtifact  string `json:"request_artifact"`
@@ -160,7 +163,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 				ResponseSSE      *bool  `json:"response_sse"`
 			}
 			_ = json.Unmarshal(e.Attrs, &attrs)
-			t := recordedTurn{seq: e.Seq, model: e.Model, api: attrs.API, status: attrs.Status, stream: attrs.Stream}
+			t := recordedTurn{seq: e.Seq, model: e.Model, api: attrs.API, status: attrs.Status, stream: attrs.Stream, sse: attrs.Stream}
 			if t.status == 0 {
 				t.status = http.StatusOK
 			}
@@ -171,15 +174,18 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 					t.body = b
 				}
 				if attrs.ResponseSSE != nil {
-					t.stream = *attrs.ResponseSSE
+					t.sse = *attrs.ResponseSSE
+					if attrs.API != APIGemini {
+						t.stream = t.sse
+					}
 				}
 			}
 			if attrs.RequestArtifact != "" && cfg.Artifacts != nil {
 				b, err := cfg.Artifacts(attrs.RequestArtifact)
-				c := &Call{API: attrs.API, Body: b}
+				c := &Call{API: attrs.API, Path: attrs.Path, Body: b}
 				if err == nil && parseCall(c) == nil {
 					t.call = c
-					r.known[bodyKey(c.API, b)] = c
+					r.known[bodyKey(c)] = c
 					t.model = c.Model
 					r.match.Recorded(len(r.turns)+1, matchRequest(c))
 				}
@@ -194,7 +200,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 					if typ == "" {
 						typ = "api_error"
 					}
-					t.body = errorBody(attrs.API, typ, e.Error)
+					t.body = errorBody(attrs.API, t.status, typ, e.Error)
 				} else {
 					t.answer = lastAnswer
 					if t.answer != nil {
@@ -299,7 +305,7 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 			return r.cfg.Live.Serve(ctx, c, w)
 		}
 		return serveModels(w, c, r.models)
-	case APICountTokens:
+	case APICountTokens, APIGeminiCount:
 		return serveCount(w, c)
 	}
 	if len(r.sides) > 0 {
@@ -354,7 +360,7 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 	}
 	if rec.body != nil {
 		ct := "application/json"
-		if rec.stream {
+		if rec.sse {
 			ct = "text/event-stream; charset=utf-8"
 		}
 		w.Header().Set("Content-Type", ct)
@@ -362,7 +368,7 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 		w.Write(rec.body)
 		return nil
 	}
-	enc := newEncoder(c.API, c.Stream, responseID(c), rec.answer.Model, w)
+	enc := newEncoder(c, responseID(c), rec.answer.Model, w)
 	enc.text(rec.answer.Text)
 	enc.finish(*rec.answer)
 	return nil
@@ -478,8 +484,16 @@ type modelBackend struct {
 }
 
 func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
-	if c.API == APIModels || c.API == APICountTokens || m.model == "" {
+	if c.API == APIModels || c.API.counts() || m.model == "" {
 		return m.Backend.Serve(ctx, c, w)
+	}
+	if c.API == APIGemini {
+		// Gemini names the model in the path, not the body.
+		_, method, _, _ := gemini.Route(c.Path)
+		c.liveModel = m.model
+		cc := *c
+		cc.Path, cc.Model = gemini.Path(m.model, method), m.model
+		return m.Backend.Serve(ctx, &cc, w)
 	}
 	var body map[string]json.RawMessage
 	if err := json.Unmarshal(c.Body, &body); err != nil {
@@ -493,10 +507,17 @@ func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter)
 	return m.Backend.Serve(ctx, &cc, w)
 }
 
-func bodyKey(api API, body []byte) [32]byte {
+// bodyKey is the key of a request's parse: its API and body, and for
+// Gemini its path, which names the model and whether it streams.
+func bodyKey(c *Call) [32]byte {
 	h := sha256.New()
-	h.Write([]byte(api))
+	h.Write([]byte(c.API))
 	h.Write([]byte{0})
+	if c.API == APIGemini {
+		h.Write([]byte(c.Path))
+		h.Write([]byte{0})
+	}
+	body := c.Body
 	h.Write(body)
 	var k [32]byte
 	h.Sum(k[:0])
@@ -505,8 +526,8 @@ func bodyKey(api API, body []byte) [32]byte {
 
 // knownCall returns the parsed form of a body the recording holds byte for
 // byte, nil for any other.
-func (r *Replay) knownCall(api API, body []byte) *Call {
-	k := bodyKey(api, body)
+func (r *Replay) knownCall(c *Call) *Call {
+	k := bodyKey(c)
 	if c := r.known[k]; c != nil {
 		return c
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentctl/agentctl/internal/provider/gemini"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -20,15 +21,33 @@ const (
 	APIMessages    API = "messages"         // Anthropic POST /v1/messages
 	APICountTokens API = "count_tokens"     // Anthropic POST /v1/messages/count_tokens
 	APIModels      API = "models"           // OpenAI/Anthropic GET /v1/models
+	// Gemini POST /v1beta/models/{model}:generateContent and
+	// :streamGenerateContent (the model and whether it streams are in
+	// the path: internal/provider/gemini).
+	APIGemini API = "gemini"
+	// Gemini POST /v1beta/models/{model}:countTokens.
+	APIGeminiCount API = "gemini_count_tokens"
 )
 
-// Provider returns the provider whose protocol a is: "openai" or "anthropic".
+// Provider returns the provider whose protocol a is: "openai",
+// "anthropic" or "gemini".
 func (a API) Provider() string {
-	if a == APIMessages || a == APICountTokens {
+	switch a {
+	case APIMessages, APICountTokens:
 		return "anthropic"
+	case APIGemini, APIGeminiCount:
+		return gemini.Name
 	}
 	return "openai"
 }
+
+// counts reports whether a asks for a token count: answered locally,
+// not a model call.
+func (a API) counts() bool { return a == APICountTokens || a == APIGeminiCount }
+
+// ModelCall reports whether a request of a is a model call (recorded,
+// replayed, counted), not a model list or a token count.
+func (a API) ModelCall() bool { return a != APIModels && !a.counts() }
 
 // Call is one model request as the proxy parsed it, handed to the Policy
 // and to the Backend. Messages is the provider-neutral history (roles
@@ -36,7 +55,7 @@ func (a API) Provider() string {
 // runner projects, so request digests mean the same thing for both.
 type Call struct {
 	API      API
-	Provider string // "openai" or "anthropic"
+	Provider string // "openai", "anthropic" or "gemini"
 	// Path is the request's path below the proxy's prefixes
 	// ("/v1/messages"), RawQuery its query string (?beta=true).
 	Path     string
@@ -151,6 +170,8 @@ func parseCall(c *Call) error {
 		return parseResponses(c)
 	case APIMessages, APICountTokens:
 		return parseMessages(c)
+	case APIGemini, APIGeminiCount:
+		return parseGemini(c)
 	}
 	return badf("unknown api %q", c.API)
 }
@@ -359,6 +380,22 @@ func parseResponses(c *Call) error {
 			c.Tools = append(c.Tools, t.Name)
 		}
 	}
+	return nil
+}
+
+// parseGemini reads a Gemini request, whose model and method are in its
+// path (c.Path).
+func parseGemini(c *Call) error {
+	model, method, ok, err := gemini.Route(c.Path)
+	if !ok || err != nil {
+		return badf("gemini request: path %q: want /%s/models/<model>:%s or :%s", c.Path, gemini.APIVersion, gemini.MethodGenerate, gemini.MethodStream)
+	}
+	g, err := gemini.ParseRequest(model, method, c.Body)
+	if err != nil {
+		return badf("%v", err)
+	}
+	c.Model, c.Stream, c.MaxTokens, c.System = g.Model, g.Stream, g.MaxTokens, g.System
+	c.Messages, c.Tools, c.failed = g.Messages, g.Tools, g.Failed
 	return nil
 }
 

@@ -146,7 +146,7 @@ type liveCounter struct {
 }
 
 func (l *liveCounter) Serve(ctx context.Context, c *proxy.Call, w http.ResponseWriter) error {
-	if c.API != proxy.APIModels && c.API != proxy.APICountTokens {
+	if c.API.ModelCall() {
 		l.n.Add(1)
 	}
 	return l.Backend.Serve(ctx, c, w)

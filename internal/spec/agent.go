@@ -75,15 +75,18 @@ func (e AgentEnv) Vars() []string {
 		"OPENAI_BASE_URL=" + e.Base + "/v1",
 		"OPENAI_API_BASE=" + e.Base + "/v1",
 		"ANTHROPIC_BASE_URL=" + e.Base, // Anthropic's SDKs append /v1 themselves
+		// gemini-cli and Google's Gen AI SDK append /v1beta themselves.
+		"GOOGLE_GEMINI_BASE_URL=" + e.Base,
 		"AGENTCTL_PROXY_URL=" + e.Base,
 		"AGENTCTL_SESSION_ID=" + e.SessionID,
 	}
 	if e.Key != "" {
-		v = append(v, "OPENAI_API_KEY="+e.Key, "ANTHROPIC_API_KEY="+e.Key)
+		v = append(v, "OPENAI_API_KEY="+e.Key, "ANTHROPIC_API_KEY="+e.Key, "GEMINI_API_KEY="+e.Key)
 	}
 	if e.Model != "" {
-		// The OpenAI Agents SDK's default model; Claude Code's model.
-		v = append(v, "OPENAI_DEFAULT_MODEL="+e.Model, "ANTHROPIC_MODEL="+e.Model)
+		// The OpenAI Agents SDK's default model; Claude Code's model;
+		// gemini-cli's.
+		v = append(v, "OPENAI_DEFAULT_MODEL="+e.Model, "ANTHROPIC_MODEL="+e.Model, "GEMINI_MODEL="+e.Model)
 	}
 	if e.Prompt != "" {
 		v = append(v, "AGENTCTL_PROMPT="+e.Prompt)

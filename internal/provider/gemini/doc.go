@@ -17,12 +17,13 @@
 //
 // # Normalisation
 //
-//   - Function calls carry no id (the API may give one; it is kept when
-//     it does). CallID derives one from the call's place in the
-//     conversation, which the next request repeats, so an answer's call
-//     and the request's copy of it agree through the proxy, replays and
-//     restarts. Ids made so are never sent to the API; a function
-//     response answers the first unanswered call of its name.
+//   - Function calls carry no id. CallID derives one from the call's
+//     place in the conversation, which the next request repeats, so an
+//     answer's call and the request's copy of it agree through the
+//     proxy, replays and restarts. An id a client writes on a call in its
+//     history (gemini-cli's list_directory_<epoch ms>_0) only pairs the
+//     call with its function response; ids made by CallID are never sent
+//     to the API.
 //   - usageMetadata: InputTokens is promptTokenCount (which holds
 //     cachedContentTokenCount, the CacheReadTokens) plus
 //     toolUsePromptTokenCount; OutputTokens is candidatesTokenCount plus

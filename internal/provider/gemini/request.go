@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentctl/agentctl/internal/provider"
@@ -97,9 +98,10 @@ type generationConfig struct {
 
 // ParseRequest reads a request of method (MethodGenerate, MethodStream,
 // MethodCount) for model. Function calls in the history get the ids the
-// answers that made them got (CallID) unless the client sent its own;
-// each function response answers, in order, the first call of the
-// model's turn before it that it names and nothing answered yet.
+// answers that made them got (CallID), whatever id the client gave them;
+// each function response answers the call of the model's turn before it
+// that has its client id, else the first one of its name that nothing
+// answered yet.
 func ParseRequest(model, method string, body []byte) (Call, error) {
 	c := Call{Model: model, Stream: method == MethodStream}
 	if b := bytes.TrimSpace(body); len(b) == 0 || b[0] != '{' {
@@ -123,21 +125,22 @@ func ParseRequest(model, method string, body []byte) (Call, error) {
 			c.Tools = append(c.Tools, d.Name)
 		}
 	}
-	var open []session.ToolCall // calls of the last model turn not answered yet
+	// The calls of the last model turn not answered yet, with the ids
+	// the client gave them.
+	type openCall struct{ id, clientID, name string }
+	var open []openCall
 	for i, ct := range r.Contents {
 		switch ct.Role {
 		case "model":
 			m := session.Message{Role: session.RoleAssistant, Content: textOf(ct.Parts)}
+			open = open[:0]
 			for _, p := range ct.Parts {
 				if fc := p.FunctionCall; fc != nil {
-					id := fc.ID
-					if id == "" {
-						id = CallID(len(c.Messages), len(m.ToolCalls))
-					}
+					id := CallID(len(c.Messages), len(m.ToolCalls))
 					m.ToolCalls = append(m.ToolCalls, session.ToolCall{ID: id, Name: fc.Name, Args: compact(fc.Args)})
+					open = append(open, openCall{id, fc.ID, fc.Name})
 				}
 			}
-			open = append(open[:0], m.ToolCalls...)
 			c.Messages = append(c.Messages, m)
 		case "user", "":
 			for _, p := range ct.Parts {
@@ -146,12 +149,13 @@ func ParseRequest(model, method string, body []byte) (Call, error) {
 					continue
 				}
 				id := fr.ID
-				for k, tc := range open {
-					if (fr.ID != "" && tc.ID == fr.ID) || (fr.ID == "" && tc.Name == fr.Name) {
-						id = tc.ID
-						open = append(open[:k], open[k+1:]...)
-						break
-					}
+				k := slices.IndexFunc(open, func(o openCall) bool { return fr.ID != "" && o.clientID == fr.ID })
+				if k < 0 {
+					k = slices.IndexFunc(open, func(o openCall) bool { return o.name == fr.Name })
+				}
+				if k >= 0 {
+					id = open[k].id
+					open = slices.Delete(open, k, k+1)
 				}
 				out, failed := resultOf(fr.Response)
 				if failed {

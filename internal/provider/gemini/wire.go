@@ -114,6 +114,9 @@ type chunk struct {
 // API sends none, and the next request repeats the call at the same
 // place, so the answer's call and the request's copy of it agree across
 // the proxy, replays and restarts, as otelsession's synthesized ids do.
+// An id a client puts on the call in its history is its own (gemini-cli
+// 0.61 writes list_directory_<epoch ms>_0: another on every run), so it
+// only pairs the call with its response; it never names the call.
 func CallID(msg, j int) string { return fmt.Sprintf("gemini-call-%d-%d", msg, j) }
 
 // synthesized reports whether id is one CallID made: such ids are not
@@ -124,7 +127,6 @@ func synthesized(id string) bool { return strings.HasPrefix(id, "gemini-call-") 
 type accumulator struct {
 	text, thinking strings.Builder
 	calls          []session.ToolCall
-	callIDs        []string // the API's own ids, "" where it gave none
 	finish         string
 	block          string
 	usage          usage
@@ -163,7 +165,6 @@ func (a *accumulator) add(c *chunk) string {
 					args = json.RawMessage(`{}`)
 				}
 				a.calls = append(a.calls, session.ToolCall{Name: p.FunctionCall.Name, Args: provider.NormaliseArgs(string(args))})
-				a.callIDs = append(a.callIDs, p.FunctionCall.ID)
 			case p.Thought:
 				a.thinking.WriteString(p.Text)
 			default:
@@ -205,10 +206,7 @@ func (a *accumulator) response(reqModel string, at int) provider.Response {
 		r.Model = reqModel
 	}
 	for j, tc := range a.calls {
-		tc.ID = a.callIDs[j]
-		if tc.ID == "" {
-			tc.ID = CallID(at, j)
-		}
+		tc.ID = CallID(at, j)
 		r.ToolCalls = append(r.ToolCalls, tc)
 	}
 	switch {
