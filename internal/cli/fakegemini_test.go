@@ -21,8 +21,9 @@ import (
 // chunks; a generateContent (gemini-cli's side requests: routing,
 // next-speaker checks) gets a JSON "{}" answer, countTokens a count. With
 // KEEP (or AGENTCTL_GEMINI_KEEP in the test's environment), each request
-// and answer is written there (req-N.json with its path, resp-N): how
-// internal/proxy/testdata/gemini-cli was made.
+// and answer is written there, byte for byte (req-N.path, req-N.json,
+// resp-N): how internal/provider/gemini/testdata/gemini-cli-0.61.0 was
+// made.
 func fakeGemini(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 || len(args) > 2 {
 		ts.Fatalf("usage: fakegemini VAR [KEEP]")
@@ -74,8 +75,8 @@ func fakeGemini(ts *testscript.TestScript, neg bool, args []string) {
 				"data: " + `{"candidates":[{"content":{"role":"model","parts":[{"text":"one file, a.txt."}]},"finishReason":"STOP","index":0}],` + usage(1300, 8) + `,"modelVersion":"gemini-2.5-flash","responseId":"fake-answer"}` + "\r\n\r\n"
 		}
 		if keep != "" {
-			rec, _ := json.Marshal(map[string]any{"path": r.URL.RequestURI(), "body": json.RawMessage(body)})
-			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("req-%d.json", i)), rec, 0o644)
+			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("req-%d.path", i)), []byte(r.URL.RequestURI()+"\n"), 0o644)
+			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("req-%d.json", i)), body, 0o644)
 			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("resp-%d", i)), []byte(answer), 0o644)
 		}
 		w.Header().Set("Content-Type", ct)

@@ -8,7 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -302,5 +305,52 @@ func TestRoute(t *testing.T) {
 		if model != tt.model || method != tt.method || ok != tt.ok || (err != nil) != tt.bad {
 			t.Errorf("Route(%q) = %q %q %v %v", tt.path, model, method, ok, err)
 		}
+	}
+}
+
+// TestGeminiCLIRequests reads the real requests of gemini-cli 0.61.0
+// (testdata/gemini-cli-0.61.0, see its README): turn 2 repeats turn 1
+// and its answer exactly (session.Extends), although gemini-cli put an
+// id of its own on the call and its response; the result answers the
+// call, named after its tool.
+func TestGeminiCLIRequests(t *testing.T) {
+	dir := filepath.Join("testdata", "gemini-cli-0.61.0")
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	c1, err := ParseRequest("gemini-2.5-flash", MethodStream, read("turn1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c1.Messages) != 1 || c1.Messages[0].Role != session.RoleUser || !strings.HasSuffix(c1.Messages[0].Content, "List the files here.") ||
+		!strings.Contains(c1.System, "Gemini CLI") || !slices.Contains(c1.Tools, "list_directory") || !c1.Stream {
+		t.Fatalf("turn 1: %d messages, system %.60q, tools %v", len(c1.Messages), c1.System, c1.Tools)
+	}
+	a1, err := Parse(read("turn1.sse"), true, c1.Model, len(c1.Messages))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := ParseRequest("gemini-2.5-flash", MethodStream, read("turn2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := append(append([]session.Message{}, c1.Messages...), session.Message{Role: session.RoleAssistant, Content: a1.Text, ToolCalls: a1.ToolCalls})
+	if !session.Extends(history, c2.Messages) {
+		t.Fatalf("turn 2 does not extend turn 1 and its answer:\n%+v\n%+v", history, c2.Messages)
+	}
+	if len(c2.Messages) != 3 {
+		t.Fatalf("turn 2: %d messages, want 3", len(c2.Messages))
+	}
+	res := c2.Messages[2]
+	if res.Role != session.RoleTool || res.ToolCallID != a1.ToolCalls[0].ID || res.Name != "list_directory" ||
+		!strings.HasPrefix(res.Content, "Directory listing for ") || c2.Failed[res.ToolCallID] {
+		t.Errorf("tool result %+v", res)
+	}
+	if a1.InputTokens != 1200 || a1.CacheReadTokens != 600 || a1.OutputTokens != 12 {
+		t.Errorf("usage %+v", a1)
 	}
 }

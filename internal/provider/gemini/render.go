@@ -82,6 +82,10 @@ func (e *Encoder) response(parts []any, finish string, r *provider.Response) map
 	return out
 }
 
+// Began reports whether anything was written (for a stream, the status
+// line).
+func (e *Encoder) Began() bool { return e.began }
+
 // Text writes one delta of answer text.
 func (e *Encoder) Text(delta string) {
 	e.start()
