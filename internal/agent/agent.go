@@ -7,6 +7,7 @@ import (
 	"github.com/agentctl/agentctl/internal/agenthost"
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/provider/endpoint"
+	"github.com/agentctl/agentctl/internal/provider/gemini"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/spec"
@@ -56,6 +57,12 @@ func Provider(sp *spec.Spec) (provider.Provider, error) {
 			return nil, err
 		}
 		return provider.NewAnthropic(provider.AnthropicConfig{BaseURL: m.BaseURL, APIKey: k, MaxRetries: 3})
+	case gemini.Name:
+		k, err := apiKey(m)
+		if err != nil {
+			return nil, err
+		}
+		return gemini.New(gemini.Config{BaseURL: m.BaseURL, APIKey: k, MaxRetries: 3})
 	}
 	return nil, unknownProvider(m.Provider)
 }
@@ -79,7 +86,7 @@ func Backend(sp *spec.Spec) (proxy.Backend, error) {
 	switch m.Provider {
 	case "scripted":
 		return scripted(m, func(s provider.Script) proxy.Backend { return proxy.NewScripted(s, m.ID) })
-	case "openai", "anthropic":
+	case "openai", "anthropic", gemini.Name:
 		return proxy.NewUpstream(endpoint.Base(m.Provider, m.BaseURL), nil)
 	}
 	return nil, unknownProvider(m.Provider)
@@ -97,5 +104,5 @@ func scripted[T any](m spec.Model, serve func(provider.Script) T) (T, error) {
 }
 
 func unknownProvider(name string) error {
-	return fmt.Errorf("model.provider %q is not one this agentctl knows (scripted, openai, anthropic)", name)
+	return fmt.Errorf("model.provider %q is not one this agentctl knows (scripted, openai, anthropic, gemini)", name)
 }

@@ -115,7 +115,7 @@ func (x *externalRun) run(parent context.Context) (runner.Result, error) {
 	if d, ok := backend.(dirSetter); ok {
 		d.SetDir(h.Workspace())
 	}
-	if ks := keySpec(sp, x.a.Fork); ks.Model.Provider == "openai" || ks.Model.Provider == "anthropic" {
+	if ks := keySpec(sp, x.a.Fork); ks.Model.Provider == "openai" || ks.Model.Provider == "anthropic" || ks.Model.Provider == "gemini" {
 		if key := upstreamKey(ks); key != dummyKey {
 			backend = proxy.WithKey(backend, key)
 		}
@@ -347,6 +347,8 @@ func upstreamKey(sp *spec.Spec) string {
 		names = append(names, "OPENAI_API_KEY")
 	case "anthropic":
 		names = append(names, "ANTHROPIC_API_KEY")
+	case "gemini":
+		names = append(names, "GEMINI_API_KEY")
 	}
 	for _, n := range names {
 		if v := os.Getenv(n); n != "" && v != "" {

@@ -305,11 +305,11 @@ func checkModel(m *spec.Model) string {
 		if m.Script == "" {
 			return "script is required for the scripted provider (a YAML file of turns)"
 		}
-	case "openai", "anthropic":
+	case "openai", "anthropic", "gemini":
 	case "":
-		return "provider is required: scripted, openai or anthropic"
+		return "provider is required: scripted, openai, anthropic or gemini"
 	default:
-		return fmt.Sprintf("provider %q is not one of scripted, openai, anthropic", m.Provider)
+		return fmt.Sprintf("provider %q is not one of scripted, openai, anthropic, gemini", m.Provider)
 	}
 	if m.ID == "" {
 		return "id is required (the model the session pins)"

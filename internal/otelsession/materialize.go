@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentctl/agentctl/internal/genai"
 	"github.com/agentctl/agentctl/internal/pricing"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
@@ -812,8 +813,10 @@ func provider(p string) string {
 	switch p {
 	case "vertex_ai":
 		return "gcp.vertex_ai"
-	case "gemini":
-		return "gcp.gemini"
+	case "gemini", "gcp.gemini":
+		// agentctl's own name of the Gemini API (genai.Provider), so a
+		// collected call and a proxied one are the same provider.
+		return genai.Provider(p)
 	case "az.ai.inference":
 		return "azure.ai.inference"
 	case "az.ai.openai":

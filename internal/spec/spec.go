@@ -102,6 +102,8 @@ func (m Model) KeyEnv() string {
 		def = "OPENAI_API_KEY"
 	case "anthropic":
 		def = "ANTHROPIC_API_KEY"
+	case "gemini":
+		def = "GEMINI_API_KEY"
 	default:
 		return ""
 	}
@@ -596,11 +598,11 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 		if s.Model.Script == "" {
 			bad("model.script is required for the scripted provider (a YAML file of turns)", "model")
 		}
-	case "openai", "anthropic":
+	case "openai", "anthropic", "gemini":
 	case "":
-		bad("model.provider is required: scripted, openai or anthropic", "model")
+		bad("model.provider is required: scripted, openai, anthropic or gemini", "model")
 	default:
-		bad(fmt.Sprintf("model.provider %q is not one of scripted, openai, anthropic", s.Model.Provider), "model", "provider")
+		bad(fmt.Sprintf("model.provider %q is not one of scripted, openai, anthropic, gemini", s.Model.Provider), "model", "provider")
 	}
 	if s.Model.ID == "" {
 		bad("model.id is required (the model the session pins)", "model")

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
+	"github.com/agentctl/agentctl/internal/genai"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -198,7 +199,7 @@ func (l *Live) record(c Chat) {
 		return
 	}
 	ctx := context.Background()
-	op, prov := genaiconv.OperationNameChat, genaiconv.ProviderNameAttr(c.Provider)
+	op, prov := genaiconv.OperationNameChat, genaiconv.ProviderNameAttr(genai.ProviderName(c.Provider))
 	attrs := []attribute.KeyValue{l.tokens.AttrRequestModel(c.RequestModel), l.tokens.AttrResponseModel(c.ResponseModel)}
 	if c.ErrorType == "" {
 		l.tokens.Record(ctx, c.InputTokens, op, prov, genaiconv.TokenTypeInput, attrs...)
