@@ -17,8 +17,8 @@ import (
 // fakeGemini VAR [KEEP]: start a stand-in of the Gemini API for the rest
 // of the script and set VAR to its URL. It scripts one tool call: a
 // streamGenerateContent whose last content answers no function calls
-// list_directory(".") and, once the result is back, answers in two text
-// chunks; a generateContent (gemini-cli's side requests: routing,
+// list_directory(".") (list_files when the request offers it: agentctl's
+// own tools) and, once the result is back, answers in two text chunks; a generateContent (gemini-cli's side requests: routing,
 // next-speaker checks) gets a JSON "{}" answer, countTokens a count. With
 // KEEP (or AGENTCTL_GEMINI_KEEP in the test's environment), each request
 // and answer is written there, byte for byte (req-N.path, req-N.json,
@@ -47,8 +47,22 @@ func fakeGemini(ts *testscript.TestScript, neg bool, args []string) {
 			Contents []struct {
 				Parts []map[string]json.RawMessage `json:"parts"`
 			} `json:"contents"`
+			Tools []struct {
+				FunctionDeclarations []struct {
+					Name string `json:"name"`
+				} `json:"functionDeclarations"`
+			} `json:"tools"`
 		}
 		_ = json.Unmarshal(body, &req)
+		// gemini-cli's tool, or agentctl's own (a provider: gemini spec).
+		call := `{"name":"list_directory","args":{"dir_path":"."}}`
+		for _, t := range req.Tools {
+			for _, d := range t.FunctionDeclarations {
+				if d.Name == "list_files" {
+					call = `{"name":"list_files","args":{"path":"."}}`
+				}
+			}
+		}
 		answered := false
 		if k := len(req.Contents); k > 0 {
 			for _, p := range req.Contents[k-1].Parts {
@@ -68,7 +82,7 @@ func fakeGemini(ts *testscript.TestScript, neg bool, args []string) {
 			ct, answer = "application/json", `{"candidates":[{"content":{"role":"model","parts":[{"text":"{}"}]},"finishReason":"STOP","index":0}],`+usage(300, 1)+`,"modelVersion":"gemini-2.5-flash","responseId":"fake-side-`+fmt.Sprint(i)+`"}`
 		case !answered:
 			ct = "text/event-stream"
-			answer = "data: " + `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"list_directory","args":{"dir_path":"."}}}]},"finishReason":"STOP","index":0}],` + usage(1200, 9) + `,"modelVersion":"gemini-2.5-flash","responseId":"fake-call"}` + "\r\n\r\n"
+			answer = "data: " + `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":` + call + `}]},"finishReason":"STOP","index":0}],` + usage(1200, 9) + `,"modelVersion":"gemini-2.5-flash","responseId":"fake-call"}` + "\r\n\r\n"
 		default:
 			ct = "text/event-stream"
 			answer = "data: " + `{"candidates":[{"content":{"role":"model","parts":[{"text":"The folder holds "}]},"index":0}],"modelVersion":"gemini-2.5-flash","responseId":"fake-answer"}` + "\r\n\r\n" +
