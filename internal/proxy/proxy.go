@@ -261,16 +261,14 @@ func parseRoute(method, p string) (route, error) {
 		}
 		break
 	}
-	if _, gm, ok, err := gemini.Route(rest); ok {
+	// Gemini's routes are POSTs to a model's method: GET
+	// /v1/models/ft:gpt-4o-mini:acme::abc123 is OpenAI's model.
+	if _, gm, ok, err := gemini.Route(rest); ok && method == http.MethodPost {
 		r.path, r.api = rest, APIGemini
 		if gm == gemini.MethodCount {
 			r.api = APIGeminiCount
 		}
-		switch {
-		case err != nil:
-		case method != http.MethodPost:
-			err = fmt.Errorf("no such endpoint: %s %s (Gemini's routes take POST)", method, p)
-		case r.session != "" && !validSessionID(r.session):
+		if err == nil && r.session != "" && !validSessionID(r.session) {
 			err = fmt.Errorf("session %q in the base URL: want letters, digits, '-' or '_'", r.session)
 		}
 		return r, err

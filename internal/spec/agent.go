@@ -48,11 +48,13 @@ const (
 // ReservedEnv lists the variables agentctl sets in an external agent's
 // environment (AgentEnv.Vars): the base URLs and keys the common SDKs
 // read (OpenAI's and Anthropic's official SDKs, the OpenAI Agents SDK,
-// Claude Code), the model, and the prompt. A spec's agent.env may not set
+// Claude Code, Google's Gen AI SDK and gemini-cli), the model, and the
+// prompt. A spec's agent.env may not set
 // them.
 var ReservedEnv = []string{
 	"OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY",
 	"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL",
+	"GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY", "GEMINI_MODEL",
 	"AGENTCTL_PROMPT", "AGENTCTL_SESSION_ID", "AGENTCTL_PROXY_URL",
 }
 
