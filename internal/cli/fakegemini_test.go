@@ -22,7 +22,7 @@ import (
 // next-speaker checks) gets a JSON "{}" answer, countTokens a count. With
 // KEEP (or AGENTCTL_GEMINI_KEEP in the test's environment), each request
 // and answer is written there, byte for byte (req-N.path, req-N.json,
-// resp-N): how internal/provider/gemini/testdata/gemini-cli-0.61.0 was
+// resp-N): how internal/modelapi/gemini/testdata/gemini-cli-0.61.0 was
 // made.
 func fakeGemini(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 || len(args) > 2 {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -35,6 +34,11 @@ type API struct {
 	// BaseURL is the provider's public API root, used when model.base_url
 	// is empty; "" for a model with no network endpoint (scripted).
 	BaseURL string
+	// InputExcludesCache says the provider's own input token count leaves
+	// out cache reads and writes (Anthropic's input_tokens), where
+	// agentctl's InputTokens holds them: a reader of the provider's usage
+	// as it reported it (an imported transcript) adds them back.
+	InputExcludesCache bool
 	// Scripted marks the in-process scripted model: model.script is
 	// required, no key or network is needed, and an external agent's
 	// proxy serves the script over whatever wire the agent speaks.
@@ -45,7 +49,7 @@ type API struct {
 	Check func(m Model) []string
 	// Client makes the in-process client a spec's model runs with. Nil
 	// for an API that only the proxy speaks.
-	Client func(c ClientConfig) (provider.Provider, error)
+	Client func(c ClientConfig) (Provider, error)
 	// Wire is the API's wire format as the proxy serves, records and
 	// replays it. Nil for an API with no wire of its own (scripted).
 	Wire Wire
@@ -66,20 +70,22 @@ type Model struct {
 type ClientConfig struct {
 	// Model is the model id the session pins.
 	Model string
-	// Script is the scripted model's turns (scripted only), loaded from
-	// model.script by the caller.
-	Script provider.Script
+	// Script is model.script, the scripted model's file of turns
+	// (scripted only).
+	Script string
 	// BaseURL is model.base_url; "" means API.BaseURL.
 	BaseURL string
 	// APIKey is the key read from model.api_key_env or API.KeyEnv; "" for
-	// a server that takes none.
+	// a server that takes none. KeyEnv is the variable it was read from
+	// (named in the hint of a refused key).
 	APIKey     string
+	KeyEnv     string
 	MaxRetries int
 }
 
 // Wire is a model API's wire format, as agentctl's proxy speaks it: the
 // routes it serves, how a request reads into the session's messages, how
-// an answer (streamed or plain) reads into a provider.Response, how a
+// an answer (streamed or plain) reads into a Response, how a
 // replayed answer is rendered, and what its errors look like. Its methods
 // are safe for concurrent use; they hold no state.
 type Wire interface {
@@ -90,16 +96,16 @@ type Wire interface {
 	// r.Vars: the model, streaming) into r's parsed fields. A body it
 	// cannot read is an error the proxy answers with 400 in ErrorBody's
 	// shape; its message names the API and the field.
-	ParseRequest(r *Request) error
+	ParseRequest(r *Call) error
 	// ParseResponse reads an answer of status 2xx as the client got it:
 	// body is SSE when stream is true, else the JSON object. It uses the
 	// same parsers and normalisation as the API's client, so an answer
 	// recorded through the proxy reads as one the runner asked for. A
 	// body cut short gives what it holds with the error; an error event
-	// in a stream is a *provider.Error.
-	ParseResponse(body []byte, stream bool, reqModel string) (provider.Response, error)
+	// in a stream is a *Error.
+	ParseResponse(body []byte, stream bool, reqModel string) (Response, error)
 	// ParseError maps a non-2xx answer to the provider's error.
-	ParseError(status int, h http.Header, body []byte) *provider.Error
+	ParseError(status int, h http.Header, body []byte) *Error
 	// NewEncoder renders an answer agentctl makes (scripted, replayed) in
 	// the wire format, streaming when stream is set, with id as the
 	// answer's id and model as its model.
@@ -122,7 +128,7 @@ type Encoder interface {
 	// Text streams one delta of text (buffered for a plain answer).
 	Text(delta string)
 	// Finish ends the answer with the whole turn.
-	Finish(r provider.Response)
+	Finish(r Response)
 	// Began reports whether anything was written (the status line).
 	Began() bool
 }
@@ -142,7 +148,7 @@ const (
 )
 
 // Route is one HTTP route of a wire. Path segments of the form {name}
-// match one path segment and bind it in Request.Vars; a segment may follow
+// match one path segment and bind it in Call.Vars; a segment may follow
 // the variable with a literal suffix ("{model}:generateContent").
 type Route struct {
 	Method string
@@ -157,11 +163,11 @@ type Route struct {
 	Stream bool
 }
 
-// Request is a model request as a Wire parsed it: the provider-neutral
+// Call is a model request as a Wire parsed it: the provider-neutral
 // history (roles user, assistant, tool; the system text apart), the same
 // shape the runner projects, so request digests mean the same thing for
 // calls the runner made and calls the proxy saw.
-type Request struct {
+type Call struct {
 	// Inputs, set by the proxy: Body is the request body; Path its path,
 	// RawQuery its query; Route the route it came by (Route.Stream,
 	// Route.Op), Vars the route's bound segments ("model").
@@ -311,6 +317,51 @@ func Match(method, path string) (api API, r Route, vars map[string]string, ok bo
 	return API{}, Route{}, nil, false
 }
 
+// Sniffer is implemented by a wire whose requests its headers tell apart
+// (Anthropic's anthropic-version): Guess asks it of a request no route
+// matches.
+type Sniffer interface {
+	Speaks(h http.Header) bool
+}
+
+// Guess returns the API and route a request no route matched most likely
+// spoke, for the shape of the error it is answered with: a wire whose
+// route path shares more than the version segment with path (POST
+// /v1/messages/batches is Anthropic's), else a wire that claims the
+// headers (Sniffer). ok is false when none does: the caller answers in a
+// neutral shape rather than guess a provider.
+func Guess(path string, h http.Header) (api API, r Route, ok bool) {
+	best := 2 // "" and the version segment
+	for _, a := range All() {
+		if a.Wire == nil {
+			continue
+		}
+		for _, rt := range a.Wire.Routes() {
+			if n := commonSegments(rt.Path, path); n > best {
+				api, r, ok, best = a, rt, true, n
+			}
+		}
+	}
+	if ok {
+		return api, r, true
+	}
+	for _, a := range All() {
+		if sn, is := a.Wire.(Sniffer); is && sn.Speaks(h) {
+			return a, a.Wire.Routes()[0], true
+		}
+	}
+	return API{}, Route{}, false
+}
+
+func commonSegments(a, b string) int {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	n := 0
+	for n < len(as) && n < len(bs) && as[n] == bs[n] && !strings.HasPrefix(as[n], "{") {
+		n++
+	}
+	return n
+}
+
 // RoutesText lists every route served, for the error of a request no
 // route serves ("POST /v1/chat/completions, …").
 func RoutesText() string {
@@ -325,6 +376,9 @@ func RoutesText() string {
 	}
 	return strings.Join(dedup(s), ", ")
 }
+
+// Match reports whether path is r's, with the segments it binds.
+func (r Route) Match(path string) (map[string]string, bool) { return matchPath(r.Path, path) }
 
 func matchPath(pattern, path string) (map[string]string, bool) {
 	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
@@ -379,6 +433,18 @@ func KeyEnv(m Model) string {
 		return m.APIKeyEnv
 	}
 	return a.KeyEnv
+}
+
+// InputExcludesCache reports whether provider's own input token count
+// leaves out the cache (API.InputExcludesCache of any of its APIs); false
+// for an unknown provider.
+func InputExcludesCache(provider string) bool {
+	for _, a := range All() {
+		if a.Provider == provider && a.InputExcludesCache {
+			return true
+		}
+	}
+	return false
 }
 
 // Base is baseURL when it is set, else the provider's BaseURL ("" for an

@@ -1,9 +1,7 @@
 package modelapi
 
 import (
-	"errors"
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -26,24 +24,5 @@ func TestMatchPath(t *testing.T) {
 		if ok != tc.ok || (ok && !reflect.DeepEqual(got, tc.want)) {
 			t.Errorf("matchPath(%q, %q) = %v, %v, want %v, %v", tc.pattern, tc.path, got, ok, tc.want, tc.ok)
 		}
-	}
-}
-
-func TestLookupUnknownNamesKnown(t *testing.T) {
-	_, err := Lookup("gemnii")
-	var ue *UnknownError
-	if !errors.As(err, &ue) {
-		t.Fatalf("Lookup(gemnii) = %v, want an *UnknownError", err)
-	}
-	if !strings.Contains(err.Error(), `"gemnii"`) {
-		t.Errorf("Lookup(gemnii) error %q does not name the asked name", err)
-	}
-	for _, p := range Providers() {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("Lookup(gemnii) error %q does not name known provider %s", err, p)
-		}
-	}
-	if _, _, err := LookupWire("gemnii"); !errors.As(err, &ue) {
-		t.Errorf("LookupWire(gemnii) = %v, want an *UnknownError", err)
 	}
 }

@@ -810,13 +810,13 @@ func provider(p string) string {
 	if i := strings.IndexByte(p, '.'); i > 0 && !strings.HasPrefix(p, "gcp.") && !strings.HasPrefix(p, "azure.") && !strings.HasPrefix(p, "aws.") && !strings.HasPrefix(p, "ibm.") {
 		p = p[:i]
 	}
+	// Gemini's API (gcp.gemini, gen_ai.system gemini) is agentctl's
+	// provider gemini, so a collected call and a proxied one are the same
+	// provider.
+	p = genai.Provider(p)
 	switch p {
 	case "vertex_ai":
 		return "gcp.vertex_ai"
-	case "gemini", "gcp.gemini":
-		// agentctl's own name of the Gemini API (genai.Provider), so a
-		// collected call and a proxied one are the same provider.
-		return genai.Provider(p)
 	case "az.ai.inference":
 		return "azure.ai.inference"
 	case "az.ai.openai":

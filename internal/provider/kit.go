@@ -7,7 +7,7 @@ import (
 )
 
 // The helpers below let a model API that lives in a package of its own
-// (internal/provider/gemini) build its client with the same rules the
+// (internal/modelapi/gemini) build its client with the same rules the
 // clients of this package follow: one retry loop, one normalisation of
 // tool arguments and schemas, one reading of a failed response.
 
@@ -33,7 +33,3 @@ func SchemaOrEmpty(p json.RawMessage) (map[string]any, error) { return schemaOrE
 // TransportError is the *Error of a failure that carries no provider
 // error body (a refused connection, a reset stream): retryable.
 func TransportError(provider string, err error) *Error { return transportError(provider, err) }
-
-// RetryableType reports whether an error type seen inside a 200 stream is
-// transient.
-func RetryableType(typ string) bool { return retryableType(typ) }

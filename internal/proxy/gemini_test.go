@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/modelapi/gemini"
 	"github.com/agentctl/agentctl/internal/provider"
-	"github.com/agentctl/agentctl/internal/provider/gemini"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -18,7 +18,7 @@ import (
 // and the fake Gemini API's answers (gemini's testdata README says how).
 func geminiCLI(t *testing.T) (reqs, answers [2][]byte) {
 	t.Helper()
-	dir := filepath.Join("..", "provider", "gemini", "testdata", "gemini-cli-0.61.0")
+	dir := filepath.Join("..", "modelapi", "gemini", "testdata", "gemini-cli-0.61.0")
 	for i, n := range []string{"1", "2"} {
 		var err error
 		if reqs[i], err = os.ReadFile(filepath.Join(dir, "turn"+n+".json")); err != nil {
@@ -93,7 +93,7 @@ func TestGeminiRecordReplay(t *testing.T) {
 	if mc.Provider != "gemini" || mc.InputTokens != 1200 || mc.CacheReadInputTokens != 600 || mc.OutputTokens != 12 || mc.FinishReason != "tool_calls" || mc.CostUSD <= 0 {
 		t.Errorf("model_call %+v", mc)
 	}
-	if a := mustAttr(t, mc, "api"); a != string(APIGemini) {
+	if a := mustAttr(t, mc, "api"); a != gemini.APIName {
 		t.Errorf("api %s", a)
 	}
 	if strings.Contains(string(must(json.Marshal(evs))), "AIzaSy-client-secret") {

@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/provider"
-	"github.com/agentctl/agentctl/internal/provider/gemini"
 	"github.com/agentctl/agentctl/internal/redact"
 	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
@@ -59,8 +60,7 @@ type recordedTurn struct {
 	api    API
 	call   *Call  // the recorded request, parsed (nil when no artifact)
 	status int    // HTTP status served
-	stream bool   // the call streamed
-	sse    bool   // the body is SSE (a Gemini stream without alt=sse is a JSON array)
+	stream bool   // the body is SSE
 	body   []byte // the exact bytes served, nil when no artifact
 	answer *provider.Response
 }
@@ -163,7 +163,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 				ResponseSSE      *bool  `json:"response_sse"`
 			}
 			_ = json.Unmarshal(e.Attrs, &attrs)
-			t := recordedTurn{seq: e.Seq, model: e.Model, api: attrs.API, status: attrs.Status, stream: attrs.Stream, sse: attrs.Stream}
+			t := recordedTurn{seq: e.Seq, model: e.Model, api: attrs.API, status: attrs.Status, stream: attrs.Stream}
 			if t.status == 0 {
 				t.status = http.StatusOK
 			}
@@ -174,10 +174,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 					t.body = b
 				}
 				if attrs.ResponseSSE != nil {
-					t.sse = *attrs.ResponseSSE
-					if attrs.API != APIGemini {
-						t.stream = t.sse
-					}
+					t.stream = *attrs.ResponseSSE
 				}
 			}
 			if attrs.RequestArtifact != "" && cfg.Artifacts != nil {
@@ -200,7 +197,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 					if typ == "" {
 						typ = "api_error"
 					}
-					t.body = errorBody(attrs.API, t.status, typ, e.Error)
+					t.body = errorBody(attrs.API, typ, e.Error)
 				} else {
 					t.answer = lastAnswer
 					if t.answer != nil {
@@ -299,13 +296,13 @@ func (r *Replay) note(f Finding) {
 
 // Serve answers c with its recorded turn, or reports how it diverges.
 func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
-	switch c.API {
-	case APIModels:
+	switch c.Op() {
+	case modelapi.OpModels:
 		if r.cfg.Live != nil && r.cfg.Until == 0 {
 			return r.cfg.Live.Serve(ctx, c, w)
 		}
 		return serveModels(w, c, r.models)
-	case APICountTokens, APIGeminiCount:
+	case modelapi.OpCountTokens:
 		return serveCount(w, c)
 	}
 	if len(r.sides) > 0 {
@@ -360,7 +357,7 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 	}
 	if rec.body != nil {
 		ct := "application/json"
-		if rec.sse {
+		if rec.stream {
 			ct = "text/event-stream; charset=utf-8"
 		}
 		w.Header().Set("Content-Type", ct)
@@ -368,9 +365,12 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 		w.Write(rec.body)
 		return nil
 	}
-	enc := newEncoder(c, responseID(c), rec.answer.Model, w)
-	enc.text(rec.answer.Text)
-	enc.finish(*rec.answer)
+	enc, err := newEncoder(c, rec.answer.Model, w)
+	if err != nil {
+		return err
+	}
+	enc.Text(rec.answer.Text)
+	enc.Finish(*rec.answer)
 	return nil
 }
 
@@ -484,15 +484,15 @@ type modelBackend struct {
 }
 
 func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
-	if c.API == APIModels || c.API.counts() || m.model == "" {
+	if c.Op() != modelapi.OpGenerate || m.model == "" {
 		return m.Backend.Serve(ctx, c, w)
 	}
-	if c.API == APIGemini {
-		// Gemini names the model in the path, not the body.
-		_, method, _, _ := gemini.Route(c.Path)
+	if _, rt, vars, err := c.wire(); err == nil && vars["model"] != "" {
+		// The route names the model (Gemini's /models/{model}:…): the
+		// path changes, not the body.
 		c.liveModel = m.model
 		cc := *c
-		cc.Path, cc.Model = gemini.Path(m.model, method), m.model
+		cc.Path, cc.Model = strings.Replace(rt.Path, "{model}", m.model, 1), m.model
 		return m.Backend.Serve(ctx, &cc, w)
 	}
 	var body map[string]json.RawMessage
@@ -507,18 +507,16 @@ func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter)
 	return m.Backend.Serve(ctx, &cc, w)
 }
 
-// bodyKey is the key of a request's parse: its API and body, and for
-// Gemini its path, which names the model and whether it streams.
+// bodyKey is the key of a request's parse: its API, its path (which
+// names the model and whether it streams for an API that puts them there:
+// Gemini's) and its body.
 func bodyKey(c *Call) [32]byte {
 	h := sha256.New()
 	h.Write([]byte(c.API))
 	h.Write([]byte{0})
-	if c.API == APIGemini {
-		h.Write([]byte(c.Path))
-		h.Write([]byte{0})
-	}
-	body := c.Body
-	h.Write(body)
+	h.Write([]byte(c.Path))
+	h.Write([]byte{0})
+	h.Write(c.Body)
 	var k [32]byte
 	h.Sum(k[:0])
 	return k

@@ -4,6 +4,9 @@
 package all
 
 import (
-	// Google's Gemini API.
-	_ "github.com/agentctl/agentctl/internal/provider/gemini"
+	// Each registers its API values in its init.
+	_ "github.com/agentctl/agentctl/internal/modelapi/anthropic"
+	_ "github.com/agentctl/agentctl/internal/modelapi/gemini"
+	_ "github.com/agentctl/agentctl/internal/modelapi/openai"
+	_ "github.com/agentctl/agentctl/internal/modelapi/scripted"
 )

@@ -20,7 +20,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/buildinfo"
 	"github.com/agentctl/agentctl/internal/genai"
-	"github.com/agentctl/agentctl/internal/provider/endpoint"
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -640,7 +640,7 @@ func serverOf(provider string, spec json.RawMessage) serverAddr {
 		} `json:"model"`
 	}
 	_ = json.Unmarshal(spec, &sp)
-	base := endpoint.Base(provider, sp.Model.BaseURL)
+	base := modelapi.Base(provider, sp.Model.BaseURL)
 	if base == "" {
 		return serverAddr{}
 	}

@@ -46,7 +46,7 @@ func TestRegistered(t *testing.T) {
 			t.Errorf("Match(%s) = %s %+v %v %v", tt.path, a.Name, rt, vars, ok)
 			continue
 		}
-		r := &modelapi.Request{Body: body, Path: tt.path, Route: rt, Vars: vars}
+		r := &modelapi.Call{Body: body, Path: tt.path, Route: rt, Vars: vars}
 		if err := a.Wire.ParseRequest(r); err != nil {
 			t.Fatal(err)
 		}

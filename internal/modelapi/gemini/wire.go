@@ -26,6 +26,9 @@ const OTelProviderName = "gcp.gemini"
 // KeyEnv is the variable the API key is read from by default.
 const KeyEnv = "GEMINI_API_KEY"
 
+// BaseURL is the API root when a spec's base_url names none.
+const BaseURL = "https://generativelanguage.googleapis.com"
+
 // APIVersion is the path segment of the API version agentctl speaks, the
 // one gemini-cli and the Gen AI SDKs use.
 const APIVersion = "v1beta"
@@ -333,7 +336,16 @@ func inStream(e *apiError) *provider.Error {
 	if typ == "" {
 		typ = "stream_error"
 	}
-	return &provider.Error{Provider: Name, Type: typ, Message: e.Message, InStream: true, Retryable: provider.RetryableType(e.Status)}
+	return &provider.Error{Provider: Name, Type: typ, Message: e.Message, InStream: true, Retryable: transient(e.Status)}
+}
+
+// transient reports whether an error chunk's rpc status is worth a retry.
+func transient(status string) bool {
+	switch status {
+	case "RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED":
+		return true
+	}
+	return false
 }
 
 // ParseError reads a failed (non-2xx) response into an *provider.Error:

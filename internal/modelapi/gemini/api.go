@@ -7,7 +7,6 @@ import (
 
 	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/provider"
-	"github.com/agentctl/agentctl/internal/provider/endpoint"
 )
 
 // The names the proxy records a call of the API by (a model_call's "api"
@@ -22,9 +21,9 @@ func init() {
 		Name:     APIName,
 		Provider: Name,
 		KeyEnv:   KeyEnv,
-		BaseURL:  endpoint.Gemini,
+		BaseURL:  BaseURL,
 		Client: func(c modelapi.ClientConfig) (provider.Provider, error) {
-			return New(Config{BaseURL: c.BaseURL, APIKey: c.APIKey, MaxRetries: c.MaxRetries})
+			return New(Config{BaseURL: c.BaseURL, APIKey: c.APIKey, KeyEnv: c.KeyEnv, MaxRetries: c.MaxRetries})
 		},
 		Wire: wire{},
 	})
@@ -51,7 +50,7 @@ func (wire) Routes() []modelapi.Route {
 
 // ParseRequest reads the body, the model from the route's {model} (else
 // from r.Path) and streaming from the route.
-func (wire) ParseRequest(r *modelapi.Request) error {
+func (wire) ParseRequest(r *modelapi.Call) error {
 	model, method := r.Vars["model"], ""
 	if m, meth, ok, err := Route(r.Path); ok && err == nil {
 		if model == "" {
@@ -79,16 +78,13 @@ func (wire) ParseRequest(r *modelapi.Request) error {
 	return nil
 }
 
-// ParseResponse reads an answer whose function calls get no id: it does
-// not know the answer's place in its conversation. A proxy that does
-// (the request's message count) calls ParseResponseAt, which every
-// Gemini answer needs for its calls to pair with the next request's.
+// ParseResponse reads an answer as the first message of its
+// conversation (CallID(0, j)): it does not know the answer's place. The
+// proxy, which does (the request's message count), calls
+// ParseResponseAt, which a Gemini answer needs for its calls to pair with
+// the next request's copies of them.
 func (wire) ParseResponse(body []byte, stream bool, reqModel string) (provider.Response, error) {
-	r, err := Parse(body, stream, reqModel, 0)
-	for i := range r.ToolCalls {
-		r.ToolCalls[i].ID = ""
-	}
-	return r, err
+	return Parse(body, stream, reqModel, 0)
 }
 
 // ParseResponseAt is ParseResponse for the answer at index at of its
@@ -156,3 +152,6 @@ func StatusOf(typ string) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// CountBody is countTokens' answer of a count the proxy made.
+func (wire) CountBody(tokens int) []byte { return marshal(map[string]any{"totalTokens": tokens}) }

@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/provider"
-	"github.com/agentctl/agentctl/internal/provider/endpoint"
 )
 
 // Config configures the client. The fields mean what they mean in
@@ -22,8 +22,10 @@ type Config struct {
 	// https://generativelanguage.googleapis.com. A trailing /v1beta is
 	// allowed (the API version is added when missing).
 	BaseURL string
-	// APIKey is sent as x-goog-api-key.
+	// APIKey is sent as x-goog-api-key; KeyEnv is the variable it was
+	// read from (named in the hint of a refused key), empty for KeyEnv.
 	APIKey     string
+	KeyEnv     string
 	MaxRetries int
 	HTTPClient *http.Client
 	Timeout    time.Duration
@@ -35,6 +37,7 @@ const maxErrorBody = 1 << 20
 type client struct {
 	base       string // ends in /v1beta
 	key        string
+	keyEnv     string
 	http       *http.Client
 	timeout    time.Duration
 	maxRetries int
@@ -46,10 +49,10 @@ var _ provider.Provider = (*client)(nil)
 // New returns the provider for the Gemini API: streamGenerateContent with
 // SSE, so that an interrupted run keeps the text streamed so far.
 func New(cfg Config) (provider.Provider, error) {
-	base := strings.TrimSuffix(endpoint.Base(Name, cfg.BaseURL), "/")
+	base := strings.TrimSuffix(cmp.Or(cfg.BaseURL, BaseURL), "/")
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("gemini: base_url %q: want an absolute http(s) URL such as %s", cfg.BaseURL, endpoint.Gemini)
+		return nil, fmt.Errorf("gemini: base_url %q: want an absolute http(s) URL such as %s", cfg.BaseURL, BaseURL)
 	}
 	if !strings.HasSuffix(base, "/"+APIVersion) {
 		base += "/" + APIVersion
@@ -58,7 +61,7 @@ func New(cfg Config) (provider.Provider, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &client{base: base, key: cfg.APIKey, http: hc, timeout: cfg.Timeout,
+	return &client{base: base, key: cfg.APIKey, keyEnv: cfg.KeyEnv, http: hc, timeout: cfg.Timeout,
 		maxRetries: provider.RetriesOf(cfg.MaxRetries), retryBase: 500 * time.Millisecond}, nil
 }
 
@@ -106,7 +109,9 @@ func (p *client) attempt(ctx context.Context, u string, body []byte, model strin
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return provider.Response{Model: model}, false, ParseError(resp.StatusCode, resp.Header, b)
+		e := ParseError(resp.StatusCode, resp.Header, b)
+		e.KeyEnv = p.keyEnv
+		return provider.Response{Model: model}, false, e
 	}
 	var acc accumulator
 	streamed := false
