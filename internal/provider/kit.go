@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// The helpers below let a model API that lives in a package of its own
-// (internal/modelapi/gemini) build its client with the same rules the
+// The helpers below let a model API whose client lives in a package of
+// its own (internal/modelapi/gemini) build it with the same rules the
 // clients of this package follow: one retry loop, one normalisation of
 // tool arguments and schemas, one reading of a failed response.
 

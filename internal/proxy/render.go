@@ -21,7 +21,18 @@ func newEncoder(c *Call, model string, w http.ResponseWriter) (modelapi.Encoder,
 	if err != nil {
 		return nil, err
 	}
-	return api.Wire.NewEncoder(w, c.Stream, api.Wire.ResponseID(c.SessionID, c.Turn), model), nil
+	id := api.Wire.ResponseID(c.SessionID, c.Turn)
+	if qw, ok := api.Wire.(queryEncoderWire); ok {
+		return qw.NewEncoderQuery(w, c.Stream, c.RawQuery, id, model), nil
+	}
+	return api.Wire.NewEncoder(w, c.Stream, id, model), nil
+}
+
+// queryEncoderWire is a wire whose answer's shape the request's query
+// picks (Gemini's streamGenerateContent: SSE with ?alt=sse, else a JSON
+// array of chunks).
+type queryEncoderWire interface {
+	NewEncoderQuery(w http.ResponseWriter, stream bool, rawQuery, id, model string) modelapi.Encoder
 }
 
 // errorBody is an error in the shape of api's wire: what the client's SDK

@@ -99,14 +99,20 @@ func (wire) ParseError(status int, h http.Header, body []byte) *provider.Error {
 	return ParseError(status, h, body)
 }
 
-// NewEncoder renders SSE when stream is set (what gemini-cli asks for);
-// NewEncoder of this package renders a stream without alt=sse too.
+// NewEncoder renders SSE when stream is set (what gemini-cli asks for
+// with ?alt=sse); NewEncoderQuery renders what the request's query asks.
 func (wire) NewEncoder(w http.ResponseWriter, stream bool, id, model string) modelapi.Encoder {
-	method, query := MethodGenerate, ""
+	return wire{}.NewEncoderQuery(w, stream, "alt=sse", id, model)
+}
+
+// NewEncoderQuery renders a stream as SSE when rawQuery has alt=sse, else
+// as the JSON array of chunks streamGenerateContent sends without it.
+func (wire) NewEncoderQuery(w http.ResponseWriter, stream bool, rawQuery, id, model string) modelapi.Encoder {
+	method := MethodGenerate
 	if stream {
-		method, query = MethodStream, "alt=sse"
+		method = MethodStream
 	}
-	return NewEncoder(w, method, query, id, model)
+	return NewEncoder(w, method, rawQuery, id, model)
 }
 
 func (wire) ResponseID(session string, turn int) string {

@@ -1,10 +1,17 @@
-// Package gemini is Google's Gemini API as a model API of agentctl: the
-// client the runner calls (New: streamGenerateContent with SSE, key in
+// Package gemini is Google's Gemini API as a model API of agentctl, one
+// value of the registry (modelapi.Register in api.go: provider gemini,
+// GEMINI_API_KEY, https://generativelanguage.googleapis.com): the client
+// the runner calls (New: streamGenerateContent with SSE, key in
 // x-goog-api-key), and the wire format the model proxy serves, records
 // and replays (Route, ParseRequest, Parse, ParseError, ErrorBody,
 // Encoder). It is one package so that everything Gemini-shaped is said
 // once: how a request maps onto the session's messages, how an answer is
 // read, how one is rendered.
+//
+// Beyond modelapi.Wire, its wire has ParseResponseAt (an answer's calls
+// are named by the answer's place in the conversation, which only the
+// proxy knows) and CountBody (countTokens answers {"totalTokens": n}),
+// which the proxy asks for when a wire has them.
 //
 // # The wire format
 //
