@@ -49,31 +49,3 @@ var AfterV141 = []Source{
 	{Name: CacheWriteInputTokens, Change: "open-telemetry/semantic-conventions-genai#440", Replaces: "gen_ai.usage.cache_creation.input_tokens"},
 	{Name: ConversationCompacted, Change: "open-telemetry/semantic-conventions-genai#162"},
 }
-
-// providerNames maps agentctl's provider names (a spec's model.provider,
-// the session's provider field) onto gen_ai.provider.name where the
-// conventions' registry names the provider otherwise: Gemini's API
-// (generativelanguage.googleapis.com) is gcp.gemini, not gcp.vertex_ai
-// (testdata/corpus/semconv: model/gen-ai/registry.yaml). openai and
-// anthropic are the registry's own values.
-var providerNames = map[string]string{"gemini": "gcp.gemini"}
-
-// ProviderName is gen_ai.provider.name of agentctl's provider p.
-func ProviderName(p string) string {
-	if n, ok := providerNames[p]; ok {
-		return n
-	}
-	return p
-}
-
-// Provider is agentctl's provider name of a gen_ai.provider.name value:
-// the inverse of ProviderName (the deprecated gen_ai.system "gemini"
-// maps too), else the value itself.
-func Provider(name string) string {
-	for p, n := range providerNames {
-		if name == n || name == p {
-			return p
-		}
-	}
-	return name
-}

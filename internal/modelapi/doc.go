@@ -38,12 +38,28 @@
 //     Wire (routes, ParseRequest, ParseResponse, ParseError, NewEncoder,
 //     ResponseID, ErrorBody, SetKey).
 //  2. Add the package to internal/modelapi/all (one blank import).
-//  3. Give it its captures in internal/modelapi/modelapitest's contract
-//     suite: a test in the new package calls modelapitest.Run with the
-//     real recorded streams of each case (../shared/corpus), and t.Skip
-//     names a case it has no capture for.
+//  3. Give it its captures: one entry in TestContract
+//     (internal/modelapi/all/contract_test.go), a modelapitest.Suite with
+//     a request of the API and the real recorded answer of each case
+//     (testdata/corpus, with SOURCES.md), and in Suite.Missing the reason
+//     for each case the corpus has no capture of. The contract suite
+//     (internal/modelapi/modelapitest) parses, renders, records and
+//     replays each; a registered API without an entry fails.
 //  4. Add its models to internal/pricing and say it in README.md's
 //     provider list.
+//
+// TestNoSwitchOnAPINames fails when code outside internal/modelapi
+// compares a value with a registered API's or provider's name.
+//
+// # Linking
+//
+// This package is a leaf (it holds the model boundary's types too:
+// Provider, Request, Response, Error, which package provider aliases), so
+// that internal/spec can validate a model section without linking the
+// vendor SDKs. The values are registered by the packages under
+// internal/modelapi, which package all imports: programs that run specs
+// (internal/agent, internal/runner) and the proxy import all; a package's
+// tests that load specs without those import it themselves.
 //
 // Nothing else changes: the spec accepts the provider, the runner calls
 // the client, the proxy serves, records, replays and forks the routes.

@@ -39,6 +39,10 @@ type API struct {
 	// agentctl's InputTokens holds them: a reader of the provider's usage
 	// as it reported it (an imported transcript) adds them back.
 	InputExcludesCache bool
+	// GenAIProvider is the provider's gen_ai.provider.name in the
+	// OpenTelemetry GenAI conventions ("gcp.gemini"); "" when it is
+	// Provider itself (openai, anthropic).
+	GenAIProvider string
 	// Scripted marks the in-process scripted model: model.script is
 	// required, no key or network is needed, and an external agent's
 	// proxy serves the script over whatever wire the agent speaks.
@@ -53,6 +57,26 @@ type API struct {
 	// Wire is the API's wire format as the proxy serves, records and
 	// replays it. Nil for an API with no wire of its own (scripted).
 	Wire Wire
+	// Env names the variables that point the API's SDKs and CLIs at a
+	// base URL: what an external agent (and `agentctl proxy -- COMMAND`)
+	// is given to send its calls through the proxy. APIs of one provider
+	// that share an SDK may each name them; they are set once.
+	Env Env
+}
+
+// Env names the environment variables an API's SDKs and CLIs read.
+type Env struct {
+	// BaseURL are set to the proxy's session URL followed by BaseSuffix
+	// ("/v1" for SDKs that want the versioned root; "" for those that
+	// append it themselves). The first is the one a person is told.
+	BaseURL    []string
+	BaseSuffix string
+	// Key are set to the key the agent is given.
+	Key []string
+	// Model are set to the pinned model; DefaultModel too, but a spec's
+	// agent.env may change those (a default, not a pin).
+	Model        []string
+	DefaultModel []string
 }
 
 // Model is the part of a spec's model section the registry's values read
@@ -317,6 +341,15 @@ func Match(method, path string) (api API, r Route, vars map[string]string, ok bo
 	return API{}, Route{}, nil, false
 }
 
+// ModelSetter is implemented by a wire whose requests name the model
+// elsewhere than the body's "model" field (Gemini's path): a fork's
+// --model sends the call to another model through it. Without it the
+// proxy rewrites the body's "model".
+type ModelSetter interface {
+	// SetModel returns the request's path and body asking for model.
+	SetModel(path string, body []byte, model string) (string, []byte, error)
+}
+
 // Sniffer is implemented by a wire whose requests its headers tell apart
 // (Anthropic's anthropic-version): Guess asks it of a request no route
 // matches.
@@ -445,6 +478,17 @@ func InputExcludesCache(provider string) bool {
 		}
 	}
 	return false
+}
+
+// GenAIProviderName is provider's gen_ai.provider.name: its API's
+// GenAIProvider when one sets it, else provider as it is.
+func GenAIProviderName(provider string) string {
+	for _, a := range All() {
+		if a.Provider == provider && a.GenAIProvider != "" {
+			return a.GenAIProvider
+		}
+	}
+	return provider
 }
 
 // Base is baseURL when it is set, else the provider's BaseURL ("" for an

@@ -49,3 +49,19 @@ func TestRegistered(t *testing.T) {
 		}
 	}
 }
+
+func init() {
+	modelapi.Register(modelapi.API{Name: "registry-test-api", Provider: "registrytest", GenAIProvider: "test.registry"})
+}
+
+// TestGenAIProviderName: the OTLP exporters name a provider as its API's
+// GenAIProvider says, else by its own name.
+func TestGenAIProviderName(t *testing.T) {
+	for _, tc := range []struct{ provider, want string }{
+		{"registrytest", "test.registry"}, {"openai", "openai"}, {"anthropic", "anthropic"}, {"unknown", "unknown"},
+	} {
+		if got := modelapi.GenAIProviderName(tc.provider); got != tc.want {
+			t.Errorf("GenAIProviderName(%q) = %q, want %q", tc.provider, got, tc.want)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentctl/agentctl/internal/genai"
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/pricing"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
@@ -810,10 +810,14 @@ func provider(p string) string {
 	if i := strings.IndexByte(p, '.'); i > 0 && !strings.HasPrefix(p, "gcp.") && !strings.HasPrefix(p, "azure.") && !strings.HasPrefix(p, "aws.") && !strings.HasPrefix(p, "ibm.") {
 		p = p[:i]
 	}
-	// Gemini's API (gcp.gemini, gen_ai.system gemini) is agentctl's
-	// provider gemini, so a collected call and a proxied one are the same
-	// provider.
-	p = genai.Provider(p)
+	// A registered API's gen_ai.provider.name (Gemini's gcp.gemini) is
+	// its provider as agentctl names it, so a collected call and a
+	// proxied one are the same provider.
+	for _, a := range modelapi.All() {
+		if a.GenAIProvider != "" && a.GenAIProvider == p {
+			return a.Provider
+		}
+	}
 	switch p {
 	case "vertex_ai":
 		return "gcp.vertex_ai"

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/agentctl/agentctl/internal/modelapi"
@@ -182,7 +181,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 				c := &Call{API: attrs.API, Path: attrs.Path, Body: b}
 				if err == nil && parseCall(c) == nil {
 					t.call = c
-					r.known[bodyKey(c)] = c
+					r.known[bodyKey(c.API, b)] = c
 					t.model = c.Model
 					r.match.Recorded(len(r.turns)+1, matchRequest(c))
 				}
@@ -473,7 +472,8 @@ func orNull(b json.RawMessage) json.RawMessage {
 
 // WithModel wraps a backend so that every model call it serves asks for
 // model instead of the client's (--model on a fork): the request body's
-// "model" is replaced, nothing else.
+// "model" is replaced, nothing else, or where the call's wire names the
+// model (modelapi.ModelSetter: a path) that.
 func WithModel(b Backend, model string) Backend {
 	return modelBackend{b, model}
 }
@@ -487,36 +487,34 @@ func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter)
 	if c.Op() != modelapi.OpGenerate || m.model == "" {
 		return m.Backend.Serve(ctx, c, w)
 	}
-	if _, rt, vars, err := c.wire(); err == nil && vars["model"] != "" {
-		// The route names the model (Gemini's /models/{model}:…): the
-		// path changes, not the body.
-		c.liveModel = m.model
-		cc := *c
-		cc.Path, cc.Model = strings.Replace(rt.Path, "{model}", m.model, 1), m.model
-		return m.Backend.Serve(ctx, &cc, w)
-	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(c.Body, &body); err != nil {
+	api, _, _, err := c.wire()
+	if err != nil {
 		return err
+	}
+	cc := *c
+	if ms, ok := api.Wire.(modelapi.ModelSetter); ok {
+		if cc.Path, cc.Body, err = ms.SetModel(c.Path, c.Body, m.model); err != nil {
+			return err
+		}
+	} else {
+		var body map[string]json.RawMessage
+		if err := json.Unmarshal(c.Body, &body); err != nil {
+			return err
+		}
+		body["model"] = marshal(m.model)
+		cc.Body = marshal(body)
 	}
 	// The proxy records the change in a session it opened (model_changed).
 	c.liveModel = m.model
-	body["model"] = marshal(m.model)
-	cc := *c
-	cc.Body, cc.Model = marshal(body), m.model
+	cc.Model = m.model
 	return m.Backend.Serve(ctx, &cc, w)
 }
 
-// bodyKey is the key of a request's parse: its API, its path (which
-// names the model and whether it streams for an API that puts them there:
-// Gemini's) and its body.
-func bodyKey(c *Call) [32]byte {
+func bodyKey(api API, body []byte) [32]byte {
 	h := sha256.New()
-	h.Write([]byte(c.API))
+	h.Write([]byte(api))
 	h.Write([]byte{0})
-	h.Write([]byte(c.Path))
-	h.Write([]byte{0})
-	h.Write(c.Body)
+	h.Write(body)
 	var k [32]byte
 	h.Sum(k[:0])
 	return k
@@ -524,8 +522,8 @@ func bodyKey(c *Call) [32]byte {
 
 // knownCall returns the parsed form of a body the recording holds byte for
 // byte, nil for any other.
-func (r *Replay) knownCall(c *Call) *Call {
-	k := bodyKey(c)
+func (r *Replay) knownCall(api API, body []byte) *Call {
+	k := bodyKey(api, body)
 	if c := r.known[k]; c != nil {
 		return c
 	}

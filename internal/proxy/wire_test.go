@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"io"
 	"net/http"
 	"strings"
@@ -59,5 +60,55 @@ func TestUnroutableErrorShape(t *testing.T) {
 				t.Errorf("POST %s = %s: a guessed provider's shape", tc.path, b)
 			}
 		})
+	}
+}
+
+// pathModelWire is a test wire that names the model in its path, as
+// Gemini's does: Chat Completions bodies under another route.
+type pathModelWire struct{ modelapi.Wire }
+
+func (pathModelWire) Routes() []modelapi.Route {
+	return []modelapi.Route{{Method: http.MethodPost, Path: "/vtest/models/{model}:chat", Op: modelapi.OpGenerate, API: "path_model_test"}}
+}
+
+func (w pathModelWire) ParseRequest(c *modelapi.Call) error {
+	err := w.Wire.ParseRequest(c)
+	c.Model = c.Vars["model"]
+	return err
+}
+
+func (pathModelWire) SetModel(path string, body []byte, model string) (string, []byte, error) {
+	return "/vtest/models/" + model + ":chat", body, nil
+}
+
+func init() {
+	chat, _, err := modelapi.LookupWire("chat_completions")
+	if err != nil {
+		panic(err)
+	}
+	modelapi.Register(modelapi.API{Name: "path_model_test", Provider: "pathmodeltest", Wire: pathModelWire{chat.Wire}})
+}
+
+// TestWithModelInPath: a fork's --model reaches a wire that names the
+// model in its path through its ModelSetter (before, only the body's
+// "model" was rewritten, which such a wire does not read), and the
+// recorded call carries the model from the path.
+func TestWithModelInPath(t *testing.T) {
+	up := newUpstream(t, reply{200, "text/event-stream", corpusFile(t, oaDir+"e2aad469b71d1d4894ff833ea147020a9d875eb7ce644a0ff355581690a4cbfd.bin"), false})
+	b, err := NewUpstream(up.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, mem, base := startProxy(t, Config{Backend: WithModel(b, "m2")})
+	status, _ := post(t, base+"/vtest/models/m1:chat", chatBody(true))
+	if status != 200 {
+		t.Fatalf("status = %d", status)
+	}
+	if got := up.paths[0]; got != "/vtest/models/m2:chat" {
+		t.Errorf("upstream saw %s, want the fork's model in the path", got)
+	}
+	evs := only(t, srv, mem)
+	if evs[0].Model != "m1" {
+		t.Errorf("session header model = %q, want the client's m1 (from the path)", evs[0].Model)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,6 +27,7 @@ func init() {
 		Client: func(modelapi.ClientConfig) (modelapi.Provider, error) {
 			return nil, errors.New("spectest: no client in spec tests")
 		},
+		Env: modelapi.Env{BaseURL: []string{"SPECTEST_BASE_URL"}, BaseSuffix: "/v9", Key: []string{"SPECTEST_API_KEY"}},
 	})
 }
 
@@ -60,5 +62,22 @@ func TestModelProviderFromRegistry(t *testing.T) {
 				t.Errorf("NeedsKey() = false for a provider with a key variable and no base_url")
 			}
 		})
+	}
+}
+
+// TestAgentEnvFromRegistry: an external agent is pointed at the proxy
+// through every registered API's variables, and a spec may not set them
+// (before, two fixed lists named OpenAI's and Anthropic's only).
+func TestAgentEnvFromRegistry(t *testing.T) {
+	vars := AgentEnv{Base: "http://127.0.0.1:1/s/a", SessionID: "a", Key: "k"}.Vars()
+	for _, want := range []string{"SPECTEST_BASE_URL=http://127.0.0.1:1/s/a/v9", "SPECTEST_API_KEY=k", "OPENAI_BASE_URL=http://127.0.0.1:1/s/a/v1", "ANTHROPIC_BASE_URL=http://127.0.0.1:1/s/a"} {
+		if !slices.Contains(vars, want) {
+			t.Errorf("AgentEnv.Vars() = %v, want %s among them", vars, want)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "agent.yaml")
+	os.WriteFile(p, []byte("name: x\nmodel: {provider: scripted, id: s, script: m.yaml}\nagent:\n  command: [node]\n  env: {SPECTEST_BASE_URL: http://elsewhere}\n"), 0o644)
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "SPECTEST_BASE_URL") {
+		t.Errorf("Load of a spec setting SPECTEST_BASE_URL = %v, want it refused", err)
 	}
 }

@@ -26,6 +26,8 @@ func init() {
 			return provider.NewAnthropic(provider.AnthropicConfig{BaseURL: c.BaseURL, APIKey: c.APIKey, KeyEnv: c.KeyEnv, MaxRetries: c.MaxRetries})
 		},
 		Wire: messages{},
+		// Anthropic's SDKs and Claude Code append /v1 themselves.
+		Env: modelapi.Env{BaseURL: []string{"ANTHROPIC_BASE_URL"}, Key: []string{"ANTHROPIC_API_KEY"}, Model: []string{"ANTHROPIC_MODEL"}},
 	})
 }
 

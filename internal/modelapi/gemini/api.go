@@ -25,7 +25,10 @@ func init() {
 		Client: func(c modelapi.ClientConfig) (provider.Provider, error) {
 			return New(Config{BaseURL: c.BaseURL, APIKey: c.APIKey, KeyEnv: c.KeyEnv, MaxRetries: c.MaxRetries})
 		},
-		Wire: wire{},
+		Wire:          wire{},
+		GenAIProvider: OTelProviderName,
+		// gemini-cli and Google's Gen AI SDK append /v1beta themselves.
+		Env: modelapi.Env{BaseURL: []string{"GOOGLE_GEMINI_BASE_URL"}, Key: []string{KeyEnv}, Model: []string{"GEMINI_MODEL"}},
 	})
 }
 
@@ -157,6 +160,16 @@ func StatusOf(typ string) int {
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
+}
+
+// SetModel asks for model in the path (the body names none): a fork's
+// --model.
+func (wire) SetModel(path string, body []byte, model string) (string, []byte, error) {
+	old, method, ok, err := Route(path)
+	if !ok || err != nil {
+		return path, body, fmt.Errorf("gemini: path %q names no model to change", path)
+	}
+	return strings.TrimSuffix(path, old+":"+method) + model + ":" + method, body, nil
 }
 
 // CountBody is countTokens' answer of a count the proxy made.

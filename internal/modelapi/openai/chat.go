@@ -21,6 +21,10 @@ func init() {
 			return provider.NewOpenAI(provider.OpenAIConfig{BaseURL: c.BaseURL, APIKey: c.APIKey, KeyEnv: c.KeyEnv, MaxRetries: c.MaxRetries})
 		},
 		Wire: chat{},
+		// The OpenAI SDKs (and the Agents SDK, and the compatible
+		// clients that read these) serve the Responses API too.
+		Env: modelapi.Env{BaseURL: []string{"OPENAI_BASE_URL", "OPENAI_API_BASE"}, BaseSuffix: "/v1",
+			Key: []string{keyEnv}, DefaultModel: []string{"OPENAI_DEFAULT_MODEL"}},
 	})
 }
 

@@ -205,7 +205,7 @@ func (b *builder) invocation(e session.Event) *openSpan {
 		if b.agent != "" {
 			name += " " + b.agent
 		}
-		attrs := []attribute.KeyValue{semconv.GenAIOperationNameInvokeAgent, semconv.GenAIProviderNameKey.String(genai.ProviderName(b.provider)),
+		attrs := []attribute.KeyValue{semconv.GenAIOperationNameInvokeAgent, semconv.GenAIProviderNameKey.String(modelapi.GenAIProviderName(b.provider)),
 			semconv.GenAIRequestModel(b.model), attrSeq.Int64(e.Seq)}
 		if b.agent != "" {
 			attrs = append(attrs, semconv.GenAIAgentName(b.agent))
@@ -350,7 +350,7 @@ func (b *builder) chat(e session.Event, inv *openSpan) {
 		name += " " + reqModel
 	}
 	s := b.open("chat", e.Seq, name, trace.SpanKindClient, e.TS.Add(-time.Duration(e.LatencyMS)*time.Millisecond), parent,
-		semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(genai.ProviderName(e.Provider)), semconv.GenAIRequestModel(reqModel),
+		semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(modelapi.GenAIProviderName(e.Provider)), semconv.GenAIRequestModel(reqModel),
 		semconv.GenAIResponseModel(e.Model), semconv.GenAIUsageInputTokens(int(e.InputTokens)),
 		semconv.GenAIUsageOutputTokens(int(e.OutputTokens)), attrSeq.Int64(e.Seq))
 	if e.FinishReason != "" {
