@@ -73,3 +73,16 @@ func TestRegistered(t *testing.T) {
 		t.Errorf("error round trip: %+v", e)
 	}
 }
+
+// TestSetModel: a fork's --model goes into the path, where Gemini names
+// the model; the body is left as it is.
+func TestSetModel(t *testing.T) {
+	var w modelapi.ModelSetter = wire{}
+	path, body, err := w.SetModel("/v1beta/models/gemini-2.5-flash:streamGenerateContent", []byte(`{"contents":[]}`), "gemini-2.5-pro")
+	if err != nil || path != "/v1beta/models/gemini-2.5-pro:streamGenerateContent" || string(body) != `{"contents":[]}` {
+		t.Errorf("SetModel = %s %s %v", path, body, err)
+	}
+	if _, _, err := w.SetModel("/v1/chat/completions", nil, "x"); err == nil {
+		t.Error("SetModel of a path that names no model: no error")
+	}
+}
