@@ -16,20 +16,29 @@
 //     (the key variable when model.api_key_env names none), BaseURL (the
 //     API root when model.base_url is empty);
 //   - its client: Client makes the provider.Provider a spec runs with;
+//   - its agents' environment: Env, the variables that point its SDKs and
+//     CLIs at the proxy (base URL, key, model);
+//   - its OpenTelemetry name: GenAIProvider (gen_ai.provider.name);
 //   - its wire format, for the proxy: Wire's routes, request parsing into
 //     the session's messages, streamed and plain answer parsing, the
 //     rendering of answers agentctl makes (scripted, replayed), the error
-//     shape and the credential header.
+//     shape and the credential header; optionally ModelSetter (a model
+//     named outside the body, for a fork's --model) and Sniffer (headers
+//     that claim an unroutable request).
 //
 // Prices are not here: the price table (internal/pricing) is keyed by
 // model id, which is unique across providers.
 //
 // # Who asks
 //
-// internal/spec (validation, key variables), internal/agent (the client
-// and the external agent's backend), internal/agenthost (the upstream
-// key), internal/evals (model sections of suites), internal/proxy (routes,
-// parsing, rendering, errors), internal/recorder/otlp (server.address).
+// internal/spec (validation, key variables, an external agent's
+// environment), internal/agent (the client and the external agent's
+// backend), internal/agenthost (the upstream key), internal/evals (model
+// sections of suites), internal/proxy (routes, parsing, rendering,
+// errors, credentials, a fork's model), internal/recorder/otlp
+// (server.address, gen_ai.provider.name), internal/transcript (how a
+// provider counts input tokens), internal/cli (the proxy's listening
+// line).
 //
 // # Adding an API
 //
