@@ -124,19 +124,13 @@ func serveCount(w http.ResponseWriter, c *Call) error {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if api, _, _, err := c.wire(); err == nil {
-		if cw, ok := api.Wire.(countingWire); ok {
+		if cw, ok := api.Wire.(modelapi.CountAnswerer); ok {
 			w.Write(cw.CountBody(n/4 + 1))
 			return nil
 		}
 	}
 	w.Write(marshal(obj{"input_tokens": n/4 + 1}))
 	return nil
-}
-
-// countingWire is a wire whose token count answer is not Anthropic's
-// {"input_tokens": n} (Gemini's countTokens answers {"totalTokens": n}).
-type countingWire interface {
-	CountBody(tokens int) []byte
 }
 
 // Upstream forwards calls to a real provider with the client's own

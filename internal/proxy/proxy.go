@@ -526,19 +526,10 @@ func parseAnswer(c *Call, status int, body []byte, header http.Header) (provider
 	if ct := header.Get("Content-Type"); ct != "" {
 		stream = strings.HasPrefix(ct, "text/event-stream")
 	}
-	if pw, ok := api.Wire.(positionedWire); ok {
+	if pw, ok := api.Wire.(modelapi.PositionedParser); ok {
 		return pw.ParseResponseAt(body, stream, c.Model, len(c.Messages))
 	}
 	return api.Wire.ParseResponse(body, stream, c.Model)
-}
-
-// positionedWire is a wire whose answers carry no tool call ids (Gemini's):
-// ParseResponseAt names each call by its place in the conversation, at
-// being the index the answer takes (the request's message count), as its
-// ParseRequest names the calls of the next request's history, so that an
-// answer's call and the next request's copy of it are one call.
-type positionedWire interface {
-	ParseResponseAt(body []byte, stream bool, reqModel string, at int) (provider.Response, error)
 }
 
 // knownBodies is implemented by a backend that knows request bodies ahead

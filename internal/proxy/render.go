@@ -22,17 +22,10 @@ func newEncoder(c *Call, model string, w http.ResponseWriter) (modelapi.Encoder,
 		return nil, err
 	}
 	id := api.Wire.ResponseID(c.SessionID, c.Turn)
-	if qw, ok := api.Wire.(queryEncoderWire); ok {
+	if qw, ok := api.Wire.(modelapi.QueryEncoder); ok {
 		return qw.NewEncoderQuery(w, c.Stream, c.RawQuery, id, model), nil
 	}
 	return api.Wire.NewEncoder(w, c.Stream, id, model), nil
-}
-
-// queryEncoderWire is a wire whose answer's shape the request's query
-// picks (Gemini's streamGenerateContent: SSE with ?alt=sse, else a JSON
-// array of chunks).
-type queryEncoderWire interface {
-	NewEncoderQuery(w http.ResponseWriter, stream bool, rawQuery, id, model string) modelapi.Encoder
 }
 
 // errorBody is an error in the shape of api's wire: what the client's SDK

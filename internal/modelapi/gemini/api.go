@@ -35,7 +35,13 @@ func init() {
 // wire is the API's modelapi.Wire.
 type wire struct{}
 
-var _ modelapi.Wire = wire{}
+var (
+	_ modelapi.Wire             = wire{}
+	_ modelapi.PositionedParser = wire{}
+	_ modelapi.QueryEncoder     = wire{}
+	_ modelapi.CountAnswerer    = wire{}
+	_ modelapi.ModelSetter      = wire{}
+)
 
 // Routes are the API's POST routes under v1beta (what gemini-cli and the
 // Gen AI SDKs call) and v1.
