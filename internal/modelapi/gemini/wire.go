@@ -184,10 +184,11 @@ func (a *accumulator) add(c *chunk) string {
 // follows it.
 const BlockedWithoutText = "(the provider blocked the answer: "
 
-// refusalReason reports whether finishReason or blockReason is a block.
+// refusalReason reports whether a finishReason is a block (a safety or
+// policy filter, not the model's own end).
 func refusalReason(finish string) bool {
 	switch finish {
-	case "SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "LANGUAGE":
+	case "SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY":
 		return true
 	}
 	return false
