@@ -208,3 +208,40 @@ func TestGeminiScriptedAndErrors(t *testing.T) {
 		t.Errorf("divergence: %d %s", status, out)
 	}
 }
+
+// TestGeminiArrayStreamReplay: streamGenerateContent without alt=sse
+// answers a JSON array (application/json), not SSE: the call streamed
+// though its answer is no SSE, and its replay serves the recorded bytes
+// with their content type rather than diverging on "stream".
+func TestGeminiArrayStreamReplay(t *testing.T) {
+	reqs, _ := geminiCLI(t)
+	answer := []byte(`[{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"}]},"index":0}]},` + "\r\n" +
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":" there."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":2,"totalTokenCount":7}}]`)
+	up := newUpstream(t, reply{200, "application/json; charset=UTF-8", answer, false})
+	b, err := NewUpstream(up.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+	srv, mem, base := startProxy(t, Config{Backend: b})
+	if status, _, out := postGemini(t, base+path, string(reqs[0])); status != 200 || string(out) != string(answer) {
+		t.Fatalf("record: %d %s", status, out)
+	}
+	evs := only(t, srv, mem)
+	if am := lastOf(evs, session.KindAssistantMessage); am.Text != "Hello there." {
+		t.Errorf("recorded answer %q", am.Text)
+	}
+	rec := mem.Get(mem.IDs()[0])
+	r, err := NewReplay(ReplayConfig{Events: rec.Events(), Artifacts: rec.ReadArtifact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, base = startProxy(t, Config{Backend: r})
+	status, hdr, out := postGemini(t, base+path, string(reqs[0]))
+	if status != 200 || string(out) != string(answer) || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
+		t.Errorf("replay: %d %q %s", status, hdr.Get("Content-Type"), out)
+	}
+	if r.Diverged() {
+		t.Errorf("findings %+v", r.Findings())
+	}
+}

@@ -170,6 +170,7 @@ func TestFinishAndBlocks(t *testing.T) {
 		{"prohibited", `{"candidates":[{"finishReason":"PROHIBITED_CONTENT","index":0}]}`, "", BlockedWithoutText + "finishReason PROHIBITED_CONTENT)", provider.FinishContentFilter},
 		{"blocklist", `{"candidates":[{"finishReason":"BLOCKLIST","index":0}]}`, "", BlockedWithoutText + "finishReason BLOCKLIST)", provider.FinishContentFilter},
 		{"prompt blocked", `{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9}}`, "", BlockedWithoutText + "promptFeedback.blockReason SAFETY)", provider.FinishContentFilter},
+		{"unsupported language", `{"candidates":[{"content":{"role":"model","parts":[{"text":"y"}]},"finishReason":"LANGUAGE","index":0}]}`, "y", "", "language"},
 		{"other", `{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"finishReason":"MALFORMED_FUNCTION_CALL","index":0}]}`, "x", "", "malformed_function_call"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
