@@ -57,12 +57,12 @@ type recordedTurn struct {
 	seq    int64
 	model  string
 	api    API
-	call   *Call  // the recorded request, parsed (nil when no artifact)
-	status int    // HTTP status served
-	stream bool   // the call streamed (its request asked to)
+	call   *Call // the recorded request, parsed (nil when no artifact)
+	status int   // HTTP status served
+	stream bool  // the call streamed (its request asked to)
 	// sse says the body is SSE: a streamed call's answer is not always
 	// (an error's JSON; Gemini's stream without alt=sse, a JSON array).
-	sse bool
+	sse    bool
 	body   []byte // the exact bytes served, nil when no artifact
 	answer *provider.Response
 }
