@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/internal/agenthost"
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/recorder"
@@ -283,6 +284,20 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	}
 	hdr.Name = opts.Name
 	hdr.Attrs = session.WithTags(hdr.Attrs, tags, "")
+	if len(opts.Command) > 0 {
+		// The folder the agent runs in (source_cwd, as importers record
+		// the source's): a replay from another folder takes it for the
+		// workspace path it is (replaymatch), wherever the agent writes
+		// it (gemini-cli's context and tool results).
+		if dir, err := os.Getwd(); err == nil {
+			var a map[string]any
+			if json.Unmarshal(hdr.Attrs, &a) != nil || a == nil {
+				a = map[string]any{}
+			}
+			a["source_cwd"] = dir
+			hdr.Attrs, _ = json.Marshal(a)
+		}
+	}
 	srv, err := proxy.New(proxy.Config{Backend: backend, Open: proxy.StoreSessions{Store: f.Store()}.Open, Header: hdr, Token: opts.Token,
 		Logf: func(format string, args ...any) {
 			if !opts.JSON {
@@ -482,10 +497,16 @@ func proxyCommand(ctx context.Context, f *Factory, opts *proxyOptions, agentEnv 
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = f.In, f.Out, f.Err
 	env := append(os.Environ(), agentEnv.Vars()...)
 	if opts.Upstream == "" {
-		// No provider is reached: the SDKs still want a key to start.
-		for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {
-			if os.Getenv(k) == "" {
-				env = append(env, k+"=agentctl-proxy-no-key")
+		// No provider is reached: the SDKs still want a key to start
+		// (every registered API's key variables: gemini-cli's
+		// GEMINI_API_KEY too).
+		seen := map[string]bool{}
+		for _, a := range modelapi.All() {
+			for _, k := range a.Env.Key {
+				if !seen[k] && os.Getenv(k) == "" {
+					seen[k] = true
+					env = append(env, k+"=agentctl-proxy-no-key")
+				}
 			}
 		}
 	}

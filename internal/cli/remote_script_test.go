@@ -26,6 +26,8 @@ func scriptCondition(cond string) (bool, error) {
 		return os.Getenv(weedtest.BinEnv) != "" || os.Getenv("CI") != "", nil
 	case "npmagents":
 		return os.Getenv("AGENTCTL_NPM_AGENTS") != "", nil
+	case "npmgemini":
+		return os.Getenv("AGENTCTL_NPM_GEMINI") != "", nil
 	case "mknod":
 		// A device node made in a temp folder (the /dev/null doubles of
 		// output_special_files): root, or CAP_MKNOD.

@@ -81,6 +81,10 @@ func TestScripts(t *testing.T) {
 			if npm := os.Getenv("AGENTCTL_NPM_AGENTS"); npm != "" {
 				env.Setenv("AGENTCTL_NPM_AGENTS", npm)
 			}
+			// The real gemini-cli .ci/run installs (proxy_gemini_cli.txtar).
+			if npm := os.Getenv("AGENTCTL_NPM_GEMINI"); npm != "" {
+				env.Setenv("AGENTCTL_NPM_GEMINI", npm)
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -98,6 +102,7 @@ func TestScripts(t *testing.T) {
 			"leftover":    leftover,
 			"damaged":     damages(func(*testscript.TestScript, bool, []string) {}),
 			"serve":       serveReplies,
+			"fakegemini":  fakeGemini,
 			"s3server":    s3Server,
 			"s3":          s3Cmd,
 		},

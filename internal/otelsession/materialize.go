@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/pricing"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
@@ -809,11 +810,17 @@ func provider(p string) string {
 	if i := strings.IndexByte(p, '.'); i > 0 && !strings.HasPrefix(p, "gcp.") && !strings.HasPrefix(p, "azure.") && !strings.HasPrefix(p, "aws.") && !strings.HasPrefix(p, "ibm.") {
 		p = p[:i]
 	}
+	// A registered API's gen_ai.provider.name (Gemini's gcp.gemini) is
+	// its provider as agentctl names it, so a collected call and a
+	// proxied one are the same provider.
+	for _, a := range modelapi.All() {
+		if a.GenAIProvider != "" && a.GenAIProvider == p {
+			return a.Provider
+		}
+	}
 	switch p {
 	case "vertex_ai":
 		return "gcp.vertex_ai"
-	case "gemini":
-		return "gcp.gemini"
 	case "az.ai.inference":
 		return "azure.ai.inference"
 	case "az.ai.openai":

@@ -337,6 +337,12 @@ func TestGenAIUsageNames(t *testing.T) {
 					t.Errorf("attrs %v: want conversation_compacted true", a)
 				}
 			}},
+		{"Gemini's API is agentctl's gemini", map[string]any{in(repo, "gen_ai.provider.name"): "gcp.gemini", in(repo, "gen_ai.request.model"): "gemini-2.5-flash"},
+			func(t *testing.T, mc session.Event, a map[string]any) {
+				if mc.Provider != "gemini" {
+					t.Errorf("provider %q, want gemini (the provider: gemini a spec names)", mc.Provider)
+				}
+			}},
 		{"compacted false says nothing", map[string]any{genai.ConversationCompacted: false},
 			func(t *testing.T, mc session.Event, a map[string]any) {
 				if _, ok := a["conversation_compacted"]; ok {

@@ -23,6 +23,13 @@ func openAIPrice(in, out, cached float64) Price {
 	return Price{Input: in, Output: out, CacheRead: cached, CacheWrite: in, CacheWrite1h: in}
 }
 
+// geminiPrice is Gemini's rule: cached input (context caching, implicit
+// or explicit) has its own rate and no write charge per token (storage is
+// billed per hour, outside any one call).
+func geminiPrice(in, out, cached float64) Price {
+	return Price{Input: in, Output: out, CacheRead: cached, CacheWrite: in, CacheWrite1h: in}
+}
+
 // prices holds list prices (USD per 1M tokens, standard tier, no batch
 // discount) of well-known models, keyed by model-id prefix so that dated
 // ids ("gpt-4o-2024-08-06", "claude-3-7-sonnet-20250219") and "-latest"
@@ -53,6 +60,13 @@ var prices = map[string]Price{
 	"claude-opus-4":     anthropicPrice(15.00, 75.00),
 	"claude-opus-4-5":   anthropicPrice(5.00, 25.00),
 	"claude-opus-4-6":   anthropicPrice(5.00, 25.00),
+
+	// https://ai.google.dev/gemini-api/docs/pricing (paid tier, text
+	// input, prompts up to 200k tokens; 2.5 Pro's dearer rate above that
+	// is not modelled). Thinking tokens are billed as output.
+	"gemini-2.5-pro":        geminiPrice(1.25, 10.00, 0.125),
+	"gemini-2.5-flash":      geminiPrice(0.30, 2.50, 0.03),
+	"gemini-2.5-flash-lite": geminiPrice(0.10, 0.40, 0.01),
 }
 
 // Usage is what one call is billed for. Input counts every input token the

@@ -39,6 +39,9 @@ func TestCostOfParts(t *testing.T) {
 		{"gpt-4o-2024-08-06", Usage{Input: 2_000_000, CacheRead: 1_000_000}, 2.50 + 1.25},
 		{"gpt-4.1-mini", Usage{Input: 1_000_000, CacheRead: 1_000_000}, 0.10},
 		{"llama3.1:8b", Usage{Input: 1_000_000, CacheRead: 1_000_000}, 0},
+		{"gemini-2.5-flash", Usage{Input: 2_000_000, CacheRead: 1_000_000, Output: 1_000_000}, 0.30 + 0.03 + 2.50},
+		{"gemini-2.5-flash-lite", Usage{Input: 1_000_000, Output: 1_000_000}, 0.10 + 0.40},
+		{"gemini-2.5-pro", Usage{Input: 1_000_000, CacheRead: 1_000_000, Output: 1_000_000}, 0.125 + 10},
 	}
 	for _, tt := range tests {
 		if got := CostOf(tt.model, tt.u); math.Abs(got-tt.want) > 1e-9 {

@@ -19,8 +19,14 @@
 //     llama.cpp, Ollama) by base_url. Chat Completions rather than the
 //     Responses API because that is what the compatible servers implement.
 //   - NewAnthropic speaks the Messages API through the official SDK.
+//   - Google's Gemini API has its client in its own package
+//     (internal/modelapi/gemini, plain HTTP and SSE: the wire is small,
+//     and the proxy needs the same reading of it the client has, so
+//     Google's Go SDK is not linked), built with this package's retry
+//     and normalisation
+//     (kit.go: Retry, NormaliseArgs, SchemaOrEmpty, TransportError).
 //
-// Both live providers always stream: streaming is what lets an interrupted
+// The live providers always stream: streaming is what lets an interrupted
 // run keep the text the model had produced so far.
 //
 // # Example

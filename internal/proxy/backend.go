@@ -123,6 +123,12 @@ func serveCount(w http.ResponseWriter, c *Call) error {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if api, _, _, err := c.wire(); err == nil {
+		if cw, ok := api.Wire.(modelapi.CountAnswerer); ok {
+			w.Write(cw.CountBody(n/4 + 1))
+			return nil
+		}
+	}
 	w.Write(marshal(obj{"input_tokens": n/4 + 1}))
 	return nil
 }

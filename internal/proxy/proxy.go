@@ -526,6 +526,9 @@ func parseAnswer(c *Call, status int, body []byte, header http.Header) (provider
 	if ct := header.Get("Content-Type"); ct != "" {
 		stream = strings.HasPrefix(ct, "text/event-stream")
 	}
+	if pw, ok := api.Wire.(modelapi.PositionedParser); ok {
+		return pw.ParseResponseAt(body, stream, c.Model, len(c.Messages))
+	}
 	return api.Wire.ParseResponse(body, stream, c.Model)
 }
 
@@ -533,14 +536,14 @@ func parseAnswer(c *Call, status int, body []byte, header http.Header) (provider
 // (a Replay): a body it knows is taken as parsed instead of parsed again,
 // and needs no redaction (it is the recorded, already redacted, bytes).
 type knownBodies interface {
-	knownCall(api API, body []byte) *Call
+	knownCall(c *Call) *Call
 }
 
 // parse parses c's body, or takes a known body's parse; it reports
 // whether the body was known.
 func (s *Server) parse(c *Call) (bool, error) {
 	if kb, ok := s.cfg.Backend.(knownBodies); ok {
-		if k := kb.knownCall(c.API, c.Body); k != nil {
+		if k := kb.knownCall(c); k != nil {
 			c.Model, c.MaxTokens, c.Stream, c.System, c.Metadata = k.Model, k.MaxTokens, k.Stream, k.System, k.Metadata
 			c.Messages = append([]session.Message(nil), k.Messages...)
 			c.Tools, c.failed = k.Tools, k.failed

@@ -21,7 +21,11 @@ func newEncoder(c *Call, model string, w http.ResponseWriter) (modelapi.Encoder,
 	if err != nil {
 		return nil, err
 	}
-	return api.Wire.NewEncoder(w, c.Stream, api.Wire.ResponseID(c.SessionID, c.Turn), model), nil
+	id := api.Wire.ResponseID(c.SessionID, c.Turn)
+	if qw, ok := api.Wire.(modelapi.QueryEncoder); ok {
+		return qw.NewEncoderQuery(w, c.Stream, c.RawQuery, id, model), nil
+	}
+	return api.Wire.NewEncoder(w, c.Stream, id, model), nil
 }
 
 // errorBody is an error in the shape of api's wire: what the client's SDK

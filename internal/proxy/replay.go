@@ -57,9 +57,12 @@ type recordedTurn struct {
 	seq    int64
 	model  string
 	api    API
-	call   *Call  // the recorded request, parsed (nil when no artifact)
-	status int    // HTTP status served
-	stream bool   // the body is SSE
+	call   *Call // the recorded request, parsed (nil when no artifact)
+	status int   // HTTP status served
+	stream bool  // the call streamed (its request asked to)
+	// sse says the body is SSE: a streamed call's answer is not always
+	// (an error's JSON; Gemini's stream without alt=sse, a JSON array).
+	sse    bool
 	body   []byte // the exact bytes served, nil when no artifact
 	answer *provider.Response
 }
@@ -162,7 +165,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 				ResponseSSE      *bool  `json:"response_sse"`
 			}
 			_ = json.Unmarshal(e.Attrs, &attrs)
-			t := recordedTurn{seq: e.Seq, model: e.Model, api: attrs.API, status: attrs.Status, stream: attrs.Stream}
+			t := recordedTurn{seq: e.Seq, model: e.Model, api: attrs.API, status: attrs.Status, stream: attrs.Stream, sse: attrs.Stream}
 			if t.status == 0 {
 				t.status = http.StatusOK
 			}
@@ -173,7 +176,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 					t.body = b
 				}
 				if attrs.ResponseSSE != nil {
-					t.stream = *attrs.ResponseSSE
+					t.sse = *attrs.ResponseSSE
 				}
 			}
 			if attrs.RequestArtifact != "" && cfg.Artifacts != nil {
@@ -356,7 +359,7 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 	}
 	if rec.body != nil {
 		ct := "application/json"
-		if rec.stream {
+		if rec.sse {
 			ct = "text/event-stream; charset=utf-8"
 		}
 		w.Header().Set("Content-Type", ct)

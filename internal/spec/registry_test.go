@@ -39,8 +39,8 @@ func TestModelProviderFromRegistry(t *testing.T) {
 		{"registered", "{provider: spectest, id: m1}", "", "SPECTEST_API_KEY"},
 		{"own key variable", "{provider: spectest, id: m1, api_key_env: MY_KEY}", "", "MY_KEY"},
 		{"its own check", "{provider: spectest, id: retired-1}", `:2: model.id retired-1 is retired`, ""},
-		{"misspelt", "{provider: gemnii, id: m1}", `:2: model.provider "gemnii" is not one of anthropic, openai, scripted, spectest`, ""},
-		{"missing", "{id: m1}", `model.provider is required: anthropic, openai, scripted, spectest`, ""},
+		{"misspelt", "{provider: gemnii, id: m1}", `:2: model.provider "gemnii" is not one of anthropic, gemini, openai, scripted, spectest`, ""},
+		{"missing", "{id: m1}", `model.provider is required: anthropic, gemini, openai, scripted, spectest`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "agent.yaml")

@@ -483,6 +483,10 @@ func compactJSON(raw json.RawMessage) []byte {
 	return b.Bytes()
 }
 
+// geminiModelMessage is the type of gemini-cli's record of a model turn
+// (its own word, not the name of the model API).
+const geminiModelMessage = "gemini"
+
 // message maps one message of the folded conversation to events.
 func (g *geminiImport) message(r *geminiRec) {
 	b, m := g.b, r.msg
@@ -490,7 +494,7 @@ func (g *geminiImport) message(r *geminiRec) {
 	switch m.Type {
 	case "user":
 		g.user(r, ts)
-	case "gemini":
+	case geminiModelMessage:
 		g.gemini(r, ts)
 	case "error":
 		b.add(session.Event{Kind: session.KindError, TS: ts, Reason: "source_error", Error: geminiText(m.Content, nil)})

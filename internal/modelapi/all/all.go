@@ -6,6 +6,7 @@ package all
 import (
 	// Each registers its API values in its init.
 	_ "github.com/agentctl/agentctl/internal/modelapi/anthropic"
+	_ "github.com/agentctl/agentctl/internal/modelapi/gemini"
 	_ "github.com/agentctl/agentctl/internal/modelapi/openai"
 	_ "github.com/agentctl/agentctl/internal/modelapi/scripted"
 )

@@ -18,6 +18,7 @@ func TestContract(t *testing.T) {
 		"chat_completions": chatSuite,
 		"responses":        responsesSuite,
 		"messages":         messagesSuite,
+		"gemini":           geminiSuite,
 		"scripted":         func(*testing.T) modelapitest.Suite { return modelapitest.Suite{} },
 	}
 	for _, api := range modelapi.All() {

@@ -342,3 +342,31 @@ func TestSubagentSpansNest(t *testing.T) {
 		})
 	}
 }
+
+// TestGeminiProviderName: a Gemini session's spans name the provider as
+// the GenAI registry does (gcp.gemini, the generativelanguage API), not
+// by agentctl's name for it.
+func TestGeminiProviderName(t *testing.T) {
+	evs := []session.Event{
+		{Kind: session.KindSessionStarted, SessionID: "5e551000000000g1", Name: "g", Provider: "gemini", Model: "gemini-2.5-flash"},
+		{Kind: session.KindUserMessage, Text: "hi"},
+		{Kind: session.KindAssistantMessage, Text: "hello"},
+		{Kind: session.KindModelCall, Provider: "gemini", Model: "gemini-2.5-flash", LatencyMS: 100, InputTokens: 10, OutputTokens: 2, FinishReason: "stop"},
+		{Kind: session.KindSessionFinished, Status: "done"},
+	}
+	for i := range evs {
+		evs[i].Seq, evs[i].TS = int64(i+1), t0.Add(time.Duration(i)*time.Second)
+	}
+	n := 0
+	for _, s := range Spans("5e551000000000g1", evs, Options{}) {
+		if v, ok := attrs(s)[semconv.GenAIProviderNameKey]; ok {
+			n++
+			if v.AsString() != "gcp.gemini" {
+				t.Errorf("span %s: gen_ai.provider.name %q, want gcp.gemini", s.Name, v.AsString())
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("%d spans name the provider, want the agent's and the chat's", n)
+	}
+}
