@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,6 +95,11 @@ func BenchmarkRunsPage(b *testing.B) {
 				b.StopTimer()
 				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(float64(open.Milliseconds()), "open-ms")
+				b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MB")
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
 				b.ReportMetric(float64(rows), "rows")
 			})
 		}
@@ -130,6 +136,18 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rssBytes is the process's resident set now (Linux; 0 elsewhere): the
+// server's, with its index and DuckDB's memory, after the page was served.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, rss int64
+	fmt.Sscan(string(b), &size, &rss)
+	return rss * int64(os.Getpagesize())
 }
 
 func agentctl(b *testing.B) string {

@@ -303,3 +303,91 @@ func ids(x *runIndex, rows []int32) []string {
 	}
 	return out
 }
+
+// benchEntries is a list of n sessions shaped as bench/ui's history, with
+// more to filter: three models, a third failed, a quarter tagged env=ci,
+// costs of 0 to 0.004, one start a second, and (for the text index) one
+// message every session shares and one of its own.
+func benchEntries(n int) ([]runEntry, *textIndex) {
+	epoch := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	es := make([]runEntry, n)
+	tx := &textIndex{rowsAt: []int32{0}, n: n}
+	shared := make([]int32, n)
+	for row := range n {
+		i := n - 1 - row // the list is newest first
+		e := runEntry{ID: fmt.Sprintf("%016x", i+1), Name: "bench", Status: "done", Origin: "run",
+			Model: []string{"gpt-4o-mini", "claude-sonnet-4-5", "llama-3"}[i%3], Cost: 0.001 * float64(i%5),
+			Started: epoch.Add(time.Duration(i) * time.Second)}
+		e.SortUS = e.Started.UnixMicro()
+		if i%3 == 0 {
+			e.Status = "failed"
+		}
+		if i%4 == 0 {
+			e.Tags, e.TagText = map[string]string{"env": "ci"}, "env=ci"
+		}
+		es[row] = e
+		shared[row] = int32(row)
+		tx.add(fmt.Sprintf("unique message %d", i), []int32{int32(row)})
+	}
+	tx.add("thinking about the next step", shared)
+	return es, tx
+}
+
+// TestRunIndexWorkIsFlat: the rows a request looks at do not grow with
+// the history, for each filter the bench measures (alone) and a page deep
+// in the list: a filter starts from its own rows (a value's list, the
+// date range, the cursor's place) instead of going through every
+// session. Ten times the sessions may cost at most 1.5 times the rows.
+// (Two broad conditions together cost the narrower one's rows: status and
+// tag, a third and a quarter of the list, look at 25,000 rows of 100,000,
+// under a millisecond.)
+func TestRunIndexWorkIsFlat(t *testing.T) {
+	epoch := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	filters := []url.Values{
+		{},
+		{"status": {"failed"}},
+		{"model": {"gpt-4o-mini"}},
+		{"since": {epoch.Add(5000 * time.Second).Format(time.RFC3339)}},
+		{"cost": {"0.002"}},
+		{"tag": {"env=ci"}},
+		{"q": {"next step"}},
+		{"q": {"unique message 7"}},
+		{"model": {"none"}, "q": {"nothing"}},
+		{"after": {fmt.Sprintf("%d_%016x", epoch.Add(5000*time.Second).UnixMicro(), 5001)}},
+		{"before": {fmt.Sprintf("%d_%016x", epoch.Add(5000*time.Second).UnixMicro(), 5001)}, "status": {"done"}},
+	}
+	work := map[int][]int{}
+	for _, n := range []int{10000, 100000} {
+		es, tx := benchEntries(n)
+		x := newRunIndex(es)
+		for _, q := range filters {
+			f, err := parseRunsFilter(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pg := runsPageReq{limit: runsPerPage}
+			if f.After != "" {
+				k, _ := parseCursor(f.After)
+				pg.after = &k
+			}
+			if f.Before != "" {
+				k, _ := parseCursor(f.Before)
+				pg.before = &k
+			}
+			sel, err := x.selectRows(f, pg, func() ([]int32, error) { return tx.search([]byte(f.Text)), nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sel.Rows) == 0 && q.Get("model") != "none" {
+				t.Fatalf("%d sessions, filter %v: no rows; the test's filters should each select some", n, q)
+			}
+			work[n] = append(work[n], sel.examined)
+		}
+	}
+	for i, q := range filters {
+		small, big := work[10000][i], work[100000][i]
+		if float64(big) > 1.5*float64(small)+runsPerPage {
+			t.Errorf("filter %v looks at %d rows of 100,000 sessions, %d of 10,000: not flat", q, big, small)
+		}
+	}
+}
