@@ -391,3 +391,62 @@ func TestRunIndexWorkIsFlat(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTextSearch is one search of the text index where no two
+// messages are alike (every session's four messages its own, ~60 bytes):
+// the index's worst case, a scan of all the text; bench/ui's history,
+// whose sessions share their messages, is its best.
+func BenchmarkTextSearch(b *testing.B) {
+	for _, c := range []struct {
+		n      int
+		needle string
+	}{{10000, "next step in pkg/f42.go"}, {100000, "next step in pkg/f42.go"}, {10000, "the next"}, {100000, "the next"}} {
+		n, needle := c.n, c.needle
+		b.Run(fmt.Sprintf("sessions=%d/q=%s", n, strings.ReplaceAll(needle, " ", "_")), func(b *testing.B) {
+			tx := &textIndex{rowsAt: []int32{0}, n: n}
+			for row := range n {
+				for j := range 4 {
+					tx.add(fmt.Sprintf("session %d message %d: thinking about the next step in pkg/f%d.go", row, j, row%97), []int32{int32(row)})
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				if rows := tx.search([]byte(needle)); len(rows) == 0 {
+					b.Fatal("no match")
+				}
+			}
+			b.ReportMetric(float64(len(tx.arena))/(1<<20), "text-MB")
+		})
+	}
+}
+
+// TestTextIndexSearch: a match is inside one text, never across two
+// texts laid end to end; a text's rows are found whatever byte of the
+// needle the search keys on; several matching texts merge their rows.
+func TestTextIndexSearch(t *testing.T) {
+	tx := &textIndex{rowsAt: []int32{0}, n: 8}
+	tx.add("abc", []int32{3, 1})
+	tx.add("def", []int32{2})
+	tx.add("zz abc zz", []int32{1, 5})
+	tx.add("x", []int32{7})
+	for _, tc := range []struct {
+		needle string
+		want   []int32
+	}{
+		{"abc", []int32{1, 3, 5}},
+		{"cd", nil},
+		{"cde", nil},
+		{"bcdef", nil},
+		{"def", []int32{2}},
+		{"z", []int32{1, 5}},
+		{"zz abc zz", []int32{1, 5}},
+		{"zz abc zzx", nil},
+		{"x", []int32{7}},
+		{"fz", nil},
+		{"abcd", nil},
+	} {
+		if got := tx.search([]byte(tc.needle)); !slices.Equal(got, tc.want) {
+			t.Errorf("search(%q) = %v, want %v", tc.needle, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/agentctl/agentctl/internal/query"
 )
@@ -101,20 +102,31 @@ func (x *textIndex) add(text string, rows []int32) {
 // (lowercased as the texts are), ascending. The result may be the
 // index's own slice: do not change it.
 func (x *textIndex) search(needle []byte) []int32 {
+	// Candidates are found by the needle's rarest byte (IndexByte runs
+	// at memory speed; a search by the first byte of "the" stops every
+	// few bytes), then compared whole.
+	k := rarest(needle)
 	var hits []int
-	for off := 0; off < len(x.arena); {
-		j := bytes.Index(x.arena[off:], needle)
+	for off := k; off < len(x.arena); {
+		j := bytes.IndexByte(x.arena[off:], needle[k])
 		if j < 0 {
 			break
 		}
-		at := off + j
+		at := off + j - k
+		if at+len(needle) > len(x.arena) {
+			break
+		}
+		if !bytes.Equal(x.arena[at:at+len(needle)], needle) {
+			off += j + 1
+			continue
+		}
 		t := sort.Search(len(x.ends), func(t int) bool { return x.ends[t] > at })
 		if at+len(needle) <= x.ends[t] {
 			hits = append(hits, t)
 		}
 		// Either way nothing more in text t: a later match in it would
 		// run past its end too.
-		off = x.ends[t]
+		off = x.ends[t] + k
 	}
 	switch len(hits) {
 	case 0:
@@ -139,4 +151,20 @@ func (x *textIndex) search(needle []byte) []int32 {
 		}
 	}
 	return out
+}
+
+// commonBytes are the bytes of lowercased English text, rarest first.
+const commonBytes = "zqxjkvbpygfwmucldrhsnioate "
+
+// rarest is the place in needle of its least common byte: a byte that is
+// not a letter or a space counts as rarer than any.
+func rarest(needle []byte) int {
+	best, rank := 0, len(commonBytes)+1
+	for i, c := range needle {
+		r := strings.IndexByte(commonBytes, c) + 1
+		if r < rank {
+			best, rank = i, r
+		}
+	}
+	return best
 }
