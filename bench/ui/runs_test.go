@@ -10,10 +10,18 @@
 // The agentctl binary is $AGENTCTL_BENCH_AGENTCTL, else one built here.
 //
 // A page's time is a request answered by the server's handler in process
-// (the guard, the SQL, the template; ns/op its wall time, cpu-ms/op the
-// process's CPU time), after a first request that opened
-// the database and made the page's table (reported as open-ms: it is paid
-// once per change of the home, not per page).
+// (the guard, the change check, the runs index, the template; ns/op its
+// wall time, cpu-ms/op the process's CPU time), after a first request that
+// opened the database and made the page's index from the sessions view
+// (and, for a text search, the text index), reported as open-ms: it is
+// paid once per change of the home, not per page. rss-MB is the process's
+// resident set after that first request (DuckDB's memory too, and what
+// earlier sub-benchmarks left), heap-MB the Go heap in use then (the
+// index, mostly).
+//
+// The text filter's history is the index's best case: every session's
+// messages are the same text. internal/ui's BenchmarkTextSearch measures
+// its worst, no two messages alike.
 package ui
 
 import (
