@@ -26,6 +26,7 @@ import (
 // and the matcher that compares a collected session's requests (issue 39
 // item 1): without it the changed app passes.
 func TestEvalAddCollectedSuite(t *testing.T) {
+	t.Parallel() // long, and self-contained: it overlaps the scripts' tail
 	apps := oteltest.PrepareApps(t)
 	npm := oteltest.NPMDir(t)
 	e, _ := oteltest.EmitterNamed("otel-openai")

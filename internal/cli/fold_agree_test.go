@@ -37,6 +37,7 @@ import (
 // fold's dispatched calls with the same outcome. Each home is compared as
 // read from its logs and again once sealed into the history.
 func TestFoldAgreesWithViews(t *testing.T) {
+	t.Parallel() // long, and self-contained: it overlaps the scripts' tail
 	if testing.Short() {
 		t.Skip("runs the eval suites and a crash matrix")
 	}

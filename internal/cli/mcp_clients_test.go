@@ -274,6 +274,7 @@ func onlyKeys(v any, keys []string) any {
 // same home, field by field. Without the server Claude Code has no such
 // tools and the run records none of these results.
 func TestMCPClaudeCode(t *testing.T) {
+	t.Parallel() // long, and self-contained: it overlaps the scripts' tail
 	npm := os.Getenv("AGENTCTL_NPM_AGENTS")
 	if npm == "" {
 		t.Skip("AGENTCTL_NPM_AGENTS is not set (.ci/run installs the npm agents there)")

@@ -36,6 +36,7 @@ import (
 //
 // Needs the emitters .ci/run installs (AGENTCTL_NPM_OTEL; unset: skipped).
 func TestOTelEmittersEndToEnd(t *testing.T) {
+	t.Parallel() // long, and self-contained: it overlaps the scripts' tail
 	dir := oteltest.PrepareApps(t)
 	for _, e := range oteltest.Emitters {
 		for _, p := range oteltest.Protocols {

@@ -25,6 +25,7 @@ import (
 //
 // Needs the emitters .ci/run installs (AGENTCTL_NPM_OTEL; unset: skipped).
 func TestOTelAppsReplayOffline(t *testing.T) {
+	t.Parallel() // long, and self-contained: it overlaps the scripts' tail
 	recorded := oteltest.PrepareApps(t)
 	for _, e := range oteltest.Emitters {
 		t.Run(e.Name, func(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 // Before the one matcher, only the proxied session could fail: the
 // others had no request_artifact and every request was served.
 func TestReplayEveryOrigin(t *testing.T) {
+	t.Parallel() // long, and self-contained: it overlaps the scripts' tail
 	changedTask := "AGENT_TASK=Where is my order A-1043?"
 	t.Run("own run", func(t *testing.T) {
 		home := t.TempDir()

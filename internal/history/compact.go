@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -249,12 +250,19 @@ func partRows(files []FileEntry) int64 {
 
 // collectGarbage removes every Parquet or temp file under the history
 // folder that the manifest does not list: what a crash left behind. It
-// runs under the writer lock, so no writer is making such a file.
+// runs under the writer lock, so no writer is making such a file. A
+// summary (SummaryDir) goes with its file: when that is no longer listed
+// with the checksum the summary's name gives. (A reader may be writing a
+// summary's temporary file; removing it costs that reader the fold it
+// then does without one.)
 func (h *History) collectGarbage(m *Manifest) (int, error) {
 	live := map[string]bool{}
+	sums := map[string]string{}
 	for _, f := range m.Files {
 		live[f.Path] = true
+		sums[f.Path] = f.CRC32C
 	}
+	summaries := filepath.Join(h.Dir, SummaryDir)
 	n := 0
 	err := filepath.WalkDir(h.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -276,6 +284,10 @@ func (h *History) collectGarbage(m *Manifest) (int, error) {
 		rel = filepath.ToSlash(rel)
 		name := d.Name()
 		garbage := strings.HasPrefix(name, ".tmp-") || (strings.HasSuffix(name, ".parquet") && !live[rel])
+		if filepath.Dir(p) == summaries && !strings.HasPrefix(name, ".tmp-") {
+			src, crc, ok := summarySource(name)
+			garbage = !ok || !live[src] || sums[src] != crc
+		}
 		if garbage {
 			if err := h.fs().Remove(p); err == nil {
 				n++
@@ -293,10 +305,23 @@ func (h *History) collectGarbage(m *Manifest) (int, error) {
 // that the next Compact removes, so it is not reported.
 func (h *History) remove(rels []string) {
 	dirs := map[string]bool{}
+	var summaries []string
+	if ents, err := os.ReadDir(filepath.Join(h.Dir, SummaryDir)); err == nil {
+		for _, e := range ents {
+			summaries = append(summaries, e.Name())
+		}
+	}
 	for _, rel := range rels {
 		p := filepath.Join(h.Dir, filepath.FromSlash(rel))
 		h.fs().Remove(p)
 		dirs[filepath.Dir(p)] = true
+		// Its summaries go with it (no reader reads them once the
+		// manifest no longer lists it).
+		for _, n := range summaries {
+			if src, _, ok := summarySource(n); ok && src == rel {
+				h.fs().Remove(filepath.Join(h.Dir, SummaryDir, n))
+			}
+		}
 	}
 	for d := range dirs {
 		syncDir(h.fs(), d, h.NoSync)

@@ -9,12 +9,22 @@
 //	<home>/history/date=YYYY-MM-DD/<id>-<lastseq>.parquet   one sealed session
 //	<home>/history/date=YYYY-MM-DD/seg-<gen>-<n>.parquet    a compacted segment
 //	<home>/history/evals/date=YYYY-MM-DD/eval-<digest/16>.parquet   one eval report
+//	<home>/history/summaries/<file>.<crc>.<def>.<crc>.parquet   a live file's summary (package query)
 //
 // Partitions are Hive-style, by the UTC date the session started, so a
 // session's rows are never split across dates. Files are zstd-compressed,
 // with row groups of at most RowGroupRows rows; the columns are those of
 // Row (the event's JSON names, ts as TIMESTAMP(MICROS), nested values as
 // JSON text).
+//
+// # Summaries
+//
+// Package query keeps, for each live file, a summary: one row per session
+// of its figures (the sessions view's facts), named by SummaryName after
+// the file, its checksum, the digest of the SQL that made it and its own
+// checksum. They are derived from the file and made again from it when
+// missing or damaged; this package only removes them, with their file
+// (remove, collectGarbage).
 //
 // # Eval reports
 //

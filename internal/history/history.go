@@ -3,6 +3,7 @@ package history
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -371,3 +372,26 @@ func (m *Manifest) smallFiles() int {
 // Partition returns the Hive partition folder of a session that started at
 // t: date=YYYY-MM-DD in UTC.
 func Partition(t time.Time) string { return "date=" + t.UTC().Format("2006-01-02") }
+
+// SummaryDir is the folder under the history where package query keeps
+// each live file's summary (one row per session, derived from the file's
+// rows and remade from them when missing or damaged).
+const SummaryDir = "summaries"
+
+// SummaryName is the start of the name of the summary of the history file
+// rel whose checksum is crc, made by the definition named def: the
+// summary's own checksum and ".parquet" follow. collectGarbage reads the
+// file's path and checksum back from it.
+func SummaryName(rel, crc, def string) string {
+	return url.PathEscape(rel) + "." + crc + "." + def + "."
+}
+
+// summarySource is the history file and checksum a summary's name is of.
+func summarySource(name string) (rel, crc string, ok bool) {
+	f := strings.Split(strings.TrimSuffix(name, ".parquet"), ".")
+	if len(f) < 5 {
+		return "", "", false
+	}
+	rel, err := url.PathUnescape(strings.Join(f[:len(f)-3], "."))
+	return rel, f[len(f)-3], err == nil
+}

@@ -20,6 +20,9 @@
 //	            = its rows of tool_calls, ...); a log with no end is running
 //	            while a process holds its lease, crashed when none does,
 //	            corrupt when damaged; a test holds the view to the Go fold;
+//	            a sealed session's figures are read from its history
+//	            file's summary (summaries.go: the same SQL over the file's
+//	            rows, written once by the first query that needs it);
 //	            also the cache token sums, refusals, truncations (turns cut
 //	            at the output cap), retries (model tries after the first
 //	            of a call), for an import its imported_from and

@@ -56,6 +56,11 @@ type DB struct {
 	skipped map[string]bool     // corrupt history files, by absolute path
 	scope   string              // the session the views are scoped to (Scope)
 	checked map[string]string   // history files whose checksum matched: path -> checksum
+	files   []filePart          // the history files the events view reads
+	rest    []string            // its other parts: the unsealed logs' rows, a remote's
+	// foldOnly, set by a test, folds every session's events on each
+	// query, as before summaries: the reference they are compared with.
+	foldOnly bool
 }
 
 // Open scans the home: the history's manifest, and every session log that
@@ -367,8 +372,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	if beforeViews != nil {
 		beforeViews()
 	}
-	var plain []string
-	var parts []string
+	d.files = d.files[:0]
 	for _, f := range d.m.Files {
 		p := filepath.Join(d.hist.Dir, filepath.FromSlash(f.Path))
 		if d.skipped[p] {
@@ -380,30 +384,26 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 				excl = append(excl, id)
 			}
 		}
-		if len(excl) == 0 {
-			plain = append(plain, quote(p))
-			continue
-		}
-		qs := make([]string, len(excl))
-		for i, id := range excl {
-			qs[i] = quote(id)
-		}
-		parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false) WHERE session_id NOT IN (%s)", quote(p), strings.Join(qs, ", ")))
+		d.files = append(d.files, filePart{abs: p, rel: f.Path, crc: f.CRC32C, excl: excl})
 	}
-	if len(plain) > 0 {
-		parts = append([]string{fmt.Sprintf("SELECT * FROM read_parquet([%s], hive_partitioning = false, union_by_name = true)", strings.Join(plain, ", "))}, parts...)
-	}
+	parts := readParts(d.files, func(f filePart) string { return f.abs })
+	d.rest = d.rest[:0]
 	if livePath != "" {
-		parts = append(parts, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", quote(livePath)))
+		d.rest = append(d.rest, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", quote(livePath)))
 	}
-	parts = append(parts, d.remoteParts()...)
+	d.rest = append(d.rest, d.remoteParts()...)
+	parts = append(parts, d.rest...)
 	// Files sealed by an older agentctl lack the columns added since;
 	// columns are matched by name, and the typed empty part gives the view
 	// every column even when no file has it.
 	parts = append(parts, addedColumns)
 	stmts := []string{"CREATE OR REPLACE VIEW main.events AS " + strings.Join(parts, "\nUNION ALL BY NAME ")}
 	if d.derived {
-		stmts = append(stmts, d.derivedViews()...)
+		more, err := d.derivedViews(ctx)
+		if err != nil {
+			return err
+		}
+		stmts = append(stmts, more...)
 	}
 	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
@@ -443,7 +443,11 @@ func (d *DB) ensureDerived(ctx context.Context, q string) error {
 	if d.derived || !needDerived(q) {
 		return nil
 	}
-	if _, err := d.db.ExecContext(ctx, strings.Join(d.derivedViews(), ";\n")); err != nil {
+	stmts, err := d.derivedViews(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
 	}
 	d.derived = true
@@ -452,8 +456,12 @@ func (d *DB) ensureDerived(ctx context.Context, q string) error {
 
 // derivedViews are the statements that make the views over events, in
 // the order they read each other (sessions reads tool_calls).
-func (d *DB) derivedViews() []string {
-	return []string{toolCallsView, d.sessionsView(), modelCallsView}
+func (d *DB) derivedViews(ctx context.Context) ([]string, error) {
+	facts, err := d.factsView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"CREATE OR REPLACE VIEW main.tool_calls AS " + toolCallsOf("main.events"), facts, d.sessionsView(), modelCallsView}, nil
 }
 
 // modelCallsView has one row per model_call event: every provider request,
@@ -506,35 +514,37 @@ func (d *DB) sessionsView() string {
 }
 
 // sessionsView computes session.State's figures, by the definitions of
-// its doc: the status is corrupt for a damaged log, that of the last event
-// if it is session_finished, else running while a process holds the
-// session's lease (a run, or collect writing a production session),
-// imported for an import with no session_finished, and crashed for the
-// rest; provider and model are those in force
-// (the latest model_changed); tokens and cost are summed over model_call
-// events (input_tokens includes the cache reads and writes, whose sums
-// follow); tool_calls counts the session's rows of the tool_calls view
-// (calls dispatched or answered); errors counts error events and tool
-// results with status error; refusals and truncations count assistant
-// messages that refused or were cut at the output cap; retries counts the
-// model tries after the first of a call; imported_from and source_status
-// are an import's source tool and the end state it recorded (NULL for
-// sessions agentctl ran); parent_session_id is the header's (a subagent's
-// or a fork's parent), parent_seq a subagent's (its parent's task intent)
-// and forked_from a fork's, NULL when the header has none. origin says
-// what recorded the session, from its header's attrs: collect (spans
-// agentctl collect received), proxy, import (any other imported_from),
-// else run. turns counts assistant messages (State.Turns); reason is the
-// ending session_finished's; finish_reason is the last model_call's (NULL
-// when that call failed: an earlier call's would misreport the end); tags
-// and user_id are the header's attrs tags and user_id (FORMAT.md, "Tags
-// and user"). tags is a MAP(VARCHAR, VARCHAR), empty when the header has
+// its doc, from main.session_facts (sessionFacts of every session's
+// events) and what the log cannot say about itself: the status is corrupt
+// for a damaged log, that of the last event if it is session_finished,
+// else running while a process holds the session's lease (a run, or
+// collect writing a production session), imported for an import with no
+// session_finished, and crashed for the rest; provider and model are
+// those in force (the latest model_changed); tokens and cost are summed
+// over model_call events (input_tokens includes the cache reads and
+// writes, whose sums follow); tool_calls counts the session's rows of
+// the tool_calls view (calls dispatched or answered); errors counts error
+// events and tool results with status error; refusals and truncations
+// count assistant messages that refused or were cut at the output cap;
+// retries counts the model tries after the first of a call;
+// imported_from and source_status are an import's source tool and the
+// end state it recorded (NULL for sessions agentctl ran);
+// parent_session_id is the header's (a subagent's or a fork's parent),
+// parent_seq a subagent's (its parent's task intent) and forked_from a
+// fork's, NULL when the header has none. origin says what recorded the
+// session, from its header's attrs: collect (spans agentctl collect
+// received), proxy, import (any other imported_from), else run. turns
+// counts assistant messages (State.Turns); reason is the ending
+// session_finished's; finish_reason is the last model_call's (NULL when
+// that call failed: an earlier call's would misreport the end); tags and
+// user_id are the header's attrs tags and user_id (FORMAT.md, "Tags and
+// user"). tags is a MAP(VARCHAR, VARCHAR), empty when the header has
 // none, so tags['env'] = 'ci' and map_contains(tags, 'env') filter in SQL.
 const sessionsView = `CREATE OR REPLACE VIEW main.sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
   events, input_tokens, output_tokens, input_tokens + output_tokens AS tokens, cost_usd,
-  coalesce(t.n, 0) AS tool_calls, errors,
+  tool_calls, errors,
   cache_read_input_tokens, cache_creation_input_tokens, refusals, truncations, retries,
   imported_from, source_status, parent_session_id, parent_seq, forked_from,
   CASE WHEN json_extract_string(hattrs, '$.otlp_source') = 'collect' THEN 'collect'
@@ -545,39 +555,65 @@ SELECT session_id, name, provider, model, status, started, ended,
   coalesce(TRY_CAST(json_extract(hattrs, '$.tags') AS MAP(VARCHAR, VARCHAR)), MAP {}::MAP(VARCHAR, VARCHAR)) AS tags,
   nullif(json_extract_string(hattrs, '$.user_id'), '') AS user_id
 FROM (
+  SELECT session_id, name, provider, model,
+    CASE WHEN session_id IN ($CORRUPT) THEN 'corrupt'
+      WHEN last_kind = 'session_finished' THEN last_status
+      WHEN session_id IN ($LIVE) THEN 'running'
+      WHEN finishes = 0 AND imported_from IS NOT NULL THEN 'imported'
+      ELSE 'crashed' END AS status,
+    started::TIMESTAMPTZ AS started,
+    CASE WHEN last_kind = 'session_finished' AND session_id NOT IN ($CORRUPT) THEN last_ts::TIMESTAMPTZ END AS ended,
+    events, input_tokens::HUGEINT AS input_tokens, output_tokens::HUGEINT AS output_tokens, cost_usd,
+    tool_calls, errors, cache_read_input_tokens::HUGEINT AS cache_read_input_tokens,
+    cache_creation_input_tokens::HUGEINT AS cache_creation_input_tokens, refusals, truncations, retries,
+    imported_from, source_status, parent_session_id, parent_seq, forked_from, hattrs, turns, reason, finish_reason
+  FROM agentctl.session_facts
+)`
+
+// sessionFacts is the part of the sessions view that is the session's
+// events alone, one row per session of src (a relation with the events
+// view's columns): what a sealed file's summary holds (summaries.go), so
+// a session's figures are folded once per history file, not on every
+// query. Sums are BIGINT here (a summary keeps them exactly; HUGEINT does
+// not round-trip through Parquet) and HUGEINT in the view, as before.
+// Its text is part of every summary's name: a change to it makes the
+// summaries written before it unused.
+const sessionFacts = `SELECT f.*, coalesce(t.n, 0)::BIGINT AS tool_calls FROM (
   SELECT session_id,
     arg_min(name, seq) FILTER (WHERE kind = 'session_started') AS name,
     arg_max(provider, seq) FILTER (WHERE kind IN ('session_started', 'model_changed')) AS provider,
     arg_max(model, seq) FILTER (WHERE kind IN ('session_started', 'model_changed')) AS model,
-    CASE WHEN session_id IN ($CORRUPT) THEN 'corrupt'
-      WHEN arg_max(kind, seq) = 'session_finished' THEN arg_max(status, seq)
-      WHEN session_id IN ($LIVE) THEN 'running'
-      WHEN count(*) FILTER (WHERE kind = 'session_finished') = 0
-        AND coalesce(arg_min(json_extract_string(nullif(attrs, ''), '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') <> '' THEN 'imported'
-      ELSE 'crashed' END AS status,
+    arg_max(kind, seq) AS last_kind,
+    arg_max(status, seq) AS last_status,
+    arg_max(ts, seq) AS last_ts,
+    count(*) FILTER (WHERE kind = 'session_finished') AS finishes,
     arg_min(ts, seq) FILTER (WHERE kind = 'session_started') AS started,
-    CASE WHEN arg_max(kind, seq) = 'session_finished' AND session_id NOT IN ($CORRUPT) THEN arg_max(ts, seq) END AS ended,
     count(*) AS events,
-    coalesce(sum(input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS input_tokens,
-    coalesce(sum(output_tokens) FILTER (WHERE kind = 'model_call'), 0) AS output_tokens,
-    coalesce(sum(cost_usd) FILTER (WHERE kind = 'model_call'), 0) AS cost_usd,
+    coalesce(sum(input_tokens) FILTER (WHERE kind = 'model_call'), 0)::BIGINT AS input_tokens,
+    coalesce(sum(output_tokens) FILTER (WHERE kind = 'model_call'), 0)::BIGINT AS output_tokens,
+    coalesce(sum(cost_usd) FILTER (WHERE kind = 'model_call'), 0)::DOUBLE AS cost_usd,
     count(*) FILTER (WHERE kind = 'error' OR (kind = 'tool_result' AND status = 'error')) AS errors,
-    coalesce(sum(cache_read_input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS cache_read_input_tokens,
-    coalesce(sum(cache_creation_input_tokens) FILTER (WHERE kind = 'model_call'), 0) AS cache_creation_input_tokens,
+    coalesce(sum(cache_read_input_tokens) FILTER (WHERE kind = 'model_call'), 0)::BIGINT AS cache_read_input_tokens,
+    coalesce(sum(cache_creation_input_tokens) FILTER (WHERE kind = 'model_call'), 0)::BIGINT AS cache_creation_input_tokens,
     count(*) FILTER (WHERE kind = 'assistant_message' AND coalesce(refusal, '') <> '') AS refusals,
     count(*) FILTER (WHERE kind = 'assistant_message' AND finish_reason = 'length') AS truncations,
     count(*) FILTER (WHERE kind = 'model_call' AND attempt > 1) AS retries,
     nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.imported_from'), seq) FILTER (WHERE kind = 'session_started'), '') AS imported_from,
     nullif(arg_min(json_extract_string(nullif(attrs, ''), '$.source_status'), seq) FILTER (WHERE kind = 'session_started'), '') AS source_status,
     nullif(arg_min(parent_session_id, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), '') AS parent_session_id,
-    nullif(arg_min(parent_seq, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS parent_seq,
-    nullif(arg_min(forked_from, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0) AS forked_from,
+    nullif(arg_min(parent_seq, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0)::BIGINT AS parent_seq,
+    nullif(arg_min(forked_from, seq) FILTER (WHERE kind = 'session_started' AND seq = 1), 0)::BIGINT AS forked_from,
     arg_min(nullif(attrs, ''), seq) FILTER (WHERE kind = 'session_started' AND seq = 1) AS hattrs,
     count(*) FILTER (WHERE kind = 'assistant_message') AS turns,
     CASE WHEN arg_max(kind, seq) = 'session_finished' THEN nullif(arg_max_null(reason, seq), '') END AS reason,
     nullif(arg_max_null(finish_reason, seq) FILTER (WHERE kind = 'model_call'), '') AS finish_reason
-  FROM main.events GROUP BY session_id
-) LEFT JOIN (SELECT session_id, count(*) AS n FROM main.tool_calls GROUP BY session_id) t USING (session_id)`
+  FROM $SRC GROUP BY session_id
+) f LEFT JOIN (SELECT session_id, count(*) AS n FROM ($TOOLCALLS) GROUP BY session_id) t USING (session_id)`
+
+// factsOf is sessionFacts over the relation src.
+func factsOf(src string) string {
+	return strings.NewReplacer("$SRC", src, "$TOOLCALLS", toolCallsOf(src)).Replace(sessionFacts)
+}
 
 // toolCallsView has one row per tool call that was dispatched (an intent)
 // or answered (a result), as session.State's calls: a call is its id and
@@ -589,13 +625,12 @@ FROM (
 // neither. One refused before dispatch has a result and no intent. args
 // are the intent's, else the requesting message's (as session.State's
 // Call.Args): the proxy and the importers record no intent.
-const toolCallsView = `CREATE OR REPLACE VIEW main.tool_calls AS
-WITH req AS (
+const toolCallsSelect = `WITH req AS (
   SELECT a.session_id, u.c.id AS call_id, a.seq AS request_seq, nullif(u.c.args::VARCHAR, 'null') AS request_args
-  FROM main.events a, unnest(from_json(nullif(a.tool_calls, ''), '[{"id":"VARCHAR","args":"JSON"}]')) AS u(c)
+  FROM $SRC a, unnest(from_json(nullif(a.tool_calls, ''), '[{"id":"VARCHAR","args":"JSON"}]')) AS u(c)
   WHERE a.kind = 'assistant_message' AND a.tool_calls IS NOT NULL
 ), ce AS (
-  SELECT * FROM main.events WHERE kind IN ('tool_intent', 'tool_result', 'reconciled')
+  SELECT * FROM $SRC WHERE kind IN ('tool_intent', 'tool_result', 'reconciled')
 ), ev AS (
   SELECT ce.*, req.request_seq, req.request_args FROM ce ASOF LEFT JOIN req
     ON ce.session_id = req.session_id AND ce.call_id = req.call_id AND ce.seq > req.request_seq
@@ -622,6 +657,9 @@ SELECT c.session_id, c.call_id, c.tool, c.args, c.idempotency_key, c.intent_seq,
   CASE WHEN rc.reconciled_seq > coalesce(c.result_seq, 0) THEN rc.outcome ELSE coalesce(c.status, 'pending') END AS status,
   c.latency_ms, c.error, c.output, c.artifact, c.request_seq
 FROM c LEFT JOIN rc ON c.session_id = rc.session_id AND c.call_id = rc.call_id AND c.request_seq IS NOT DISTINCT FROM rc.request_seq`
+
+// toolCallsOf is the tool_calls view's query over the relation src.
+func toolCallsOf(src string) string { return strings.ReplaceAll(toolCallsSelect, "$SRC", src) }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
