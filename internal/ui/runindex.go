@@ -18,7 +18,7 @@ import (
 // ties by id. That order is the list's and the paging cursor's.
 const runIndexSQL = `SELECT session_id, coalesce(name, ''), coalesce(status, ''), coalesce(reason, ''),
   origin, coalesce(model, ''), turns::BIGINT, tool_calls::BIGINT, tokens::BIGINT,
-  cost_usd::DOUBLE, coalesce(duration_ms, 0)::BIGINT, started, coalesce(epoch_us(started), 0) AS sort_us,
+  cost_usd::DOUBLE, coalesce(duration_ms, 0)::BIGINT, epoch_us(started), coalesce(epoch_us(started), 0) AS sort_us,
   map_keys(tags), map_values(tags),
   array_to_string(list_sort(list_transform(map_entries(tags), lambda e: e.key || '=' || e.value)), ' '),
   coalesce(user_id, '')
@@ -29,10 +29,12 @@ type runEntry struct {
 	ID, Name, Status, Reason, Origin, Model, User string
 	Turns, ToolCalls, Tokens, DurationMS          int64
 	Cost                                          float64
-	Started                                       time.Time // zero when the session has none
-	SortUS                                        int64
-	Tags                                          map[string]string
-	TagText                                       string
+	// SortUS is the start in microseconds since 1970 (0 when the session
+	// has none, which Started then says).
+	SortUS  int64
+	Started bool
+	Tags    map[string]string
+	TagText string
 }
 
 // runIndex is the runs page's list in the server's memory, made once per
@@ -53,9 +55,10 @@ type runEntry struct {
 //
 // An index is never changed once made; requests read it concurrently.
 type runIndex struct {
-	ids        []string
-	sortUS     []int64
-	started    []time.Time
+	ids    []string
+	sortUS []int64
+	// noStart marks the rows with no start (their sortUS is 0).
+	noStart    map[int32]bool
 	turns      []int64
 	toolCalls  []int64
 	tokens     []int64
@@ -127,9 +130,7 @@ func loadRunIndex(ctx context.Context, db *query.DB) (*runIndex, error) {
 		if f, ok := query.Number(r[9]); ok {
 			e.Cost = f
 		}
-		if t, ok := r[11].(time.Time); ok {
-			e.Started = t
-		}
+		e.Started = r[11] != nil
 		ks, _ := r[13].([]any)
 		vs, _ := r[14].([]any)
 		if len(ks) > 0 && len(ks) == len(vs) {
@@ -148,15 +149,19 @@ func loadRunIndex(ctx context.Context, db *query.DB) (*runIndex, error) {
 func newRunIndex(entries []runEntry) *runIndex {
 	n := len(entries)
 	x := &runIndex{
-		ids: make([]string, n), sortUS: make([]int64, n), started: make([]time.Time, n),
+		ids: make([]string, n), sortUS: make([]int64, n), noStart: map[int32]bool{},
 		turns: make([]int64, n), toolCalls: make([]int64, n), tokens: make([]int64, n), durationMS: make([]int64, n),
 		cost: make([]float64, n), tagSet: make([]uint32, n),
 		tagRows: map[[2]string][]int32{}, keyRows: map[string][]int32{}, byID: make(map[string]int32, n),
 	}
 	sets := map[string]uint32{}
+	x.tagSets = []tags{{}} // 0: none
 	for i, e := range entries {
 		row := int32(i)
-		x.ids[i], x.sortUS[i], x.started[i] = e.ID, e.SortUS, e.Started
+		x.ids[i], x.sortUS[i] = e.ID, e.SortUS
+		if !e.Started {
+			x.noStart[row] = true
+		}
 		x.turns[i], x.toolCalls[i], x.tokens[i], x.durationMS[i], x.cost[i] = e.Turns, e.ToolCalls, e.Tokens, e.DurationMS, e.Cost
 		x.byID[e.ID] = row
 		x.name.add(e.Name, row)
@@ -165,14 +170,16 @@ func newRunIndex(entries []runEntry) *runIndex {
 		x.origin.add(e.Origin, row)
 		x.model.add(e.Model, row)
 		x.user.add(e.User, row)
-		key := fmt.Sprintf("%q", sortedPairs(e.Tags))
-		s, ok := sets[key]
-		if !ok {
-			s = uint32(len(x.tagSets))
-			sets[key] = s
-			x.tagSets = append(x.tagSets, tags{m: e.Tags, text: e.TagText})
+		if len(e.Tags) > 0 {
+			key := fmt.Sprintf("%q", sortedPairs(e.Tags))
+			s, ok := sets[key]
+			if !ok {
+				s = uint32(len(x.tagSets))
+				sets[key] = s
+				x.tagSets = append(x.tagSets, tags{m: e.Tags, text: e.TagText})
+			}
+			x.tagSet[i] = s
 		}
-		x.tagSet[i] = s
 		for k, v := range e.Tags {
 			x.tagRows[[2]string{k, v}] = append(x.tagRows[[2]string{k, v}], row)
 			x.keyRows[k] = append(x.keyRows[k], row)
@@ -182,7 +189,12 @@ func newRunIndex(entries []runEntry) *runIndex {
 	for i := range x.byCost {
 		x.byCost[i] = int32(i)
 	}
-	slices.SortStableFunc(x.byCost, func(a, b int32) int { return cmp.Compare(x.cost[a], x.cost[b]) })
+	slices.SortFunc(x.byCost, func(a, b int32) int {
+		if c := cmp.Compare(x.cost[a], x.cost[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
 	x.costs = make([]float64, n)
 	for i, r := range x.byCost {
 		x.costs[i] = x.cost[r]
@@ -207,9 +219,17 @@ func (x *runIndex) row(i int32) runRow {
 		SessionID: x.ids[i], Name: x.name.at(i), Status: x.status.at(i), Reason: x.reason.at(i), Origin: x.origin.at(i),
 		Model: x.model.at(i), User: x.user.at(i), Tags: x.tagSets[x.tagSet[i]].text,
 		Turns: x.turns[i], ToolCalls: x.toolCalls[i], Tokens: x.tokens[i], Cost: x.cost[i],
-		Duration: time.Duration(x.durationMS[i]) * time.Millisecond, Started: x.started[i],
+		Duration: time.Duration(x.durationMS[i]) * time.Millisecond, Started: x.startedAt(i),
 		key: cursor{x.sortUS[i], x.ids[i]},
 	}
+}
+
+// startedAt is row i's start; zero when it has none.
+func (x *runIndex) startedAt(i int32) time.Time {
+	if x.noStart[i] {
+		return time.Time{}
+	}
+	return time.UnixMicro(x.sortUS[i])
 }
 
 // rowsAfter is the place of the first row after k in the list's order:

@@ -317,8 +317,7 @@ func benchEntries(n int) ([]runEntry, *textIndex) {
 		i := n - 1 - row // the list is newest first
 		e := runEntry{ID: fmt.Sprintf("%016x", i+1), Name: "bench", Status: "done", Origin: "run",
 			Model: []string{"gpt-4o-mini", "claude-sonnet-4-5", "llama-3"}[i%3], Cost: 0.001 * float64(i%5),
-			Started: epoch.Add(time.Duration(i) * time.Second)}
-		e.SortUS = e.Started.UnixMicro()
+			Started: true, SortUS: epoch.Add(time.Duration(i) * time.Second).UnixMicro()}
 		if i%3 == 0 {
 			e.Status = "failed"
 		}
