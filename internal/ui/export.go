@@ -203,7 +203,7 @@ func (s *Server) selectSessions(ctx context.Context, q url.Values) ([]string, er
 	}
 	ids := make([]string, len(sel.Rows))
 	for i, r := range sel.Rows {
-		ids[i] = x.ids[r]
+		ids[i] = x.id(r)
 	}
 	return ids, nil
 }

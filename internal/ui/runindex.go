@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/internal/query"
@@ -55,8 +57,17 @@ type runEntry struct {
 //
 // An index is never changed once made; requests read it concurrently.
 type runIndex struct {
-	ids    []string
-	sortUS []int64
+	// The ids are one string (idText, row i's ending at idEnd[i]) and
+	// the rows are found by id through a hash of it (byHash; the rare ids
+	// whose hash another has are in byID): nothing per row that the
+	// garbage collector must trace, so a request's collections cost the
+	// same however long the history.
+	idText  string
+	idEnd   []int32
+	byHash  map[uint64]int32
+	byID    map[string]int32
+	hashKey maphash.Seed
+	sortUS  []int64
 	// noStart marks the rows with no start (their sortUS is 0).
 	noStart    map[int32]bool
 	turns      []int64
@@ -78,8 +89,6 @@ type runIndex struct {
 	tagSets []tags
 	tagRows map[[2]string][]int32
 	keyRows map[string][]int32
-
-	byID map[string]int32
 }
 
 type tags struct {
@@ -149,21 +158,35 @@ func loadRunIndex(ctx context.Context, db *query.DB) (*runIndex, error) {
 func newRunIndex(entries []runEntry) *runIndex {
 	n := len(entries)
 	x := &runIndex{
-		ids: make([]string, n), sortUS: make([]int64, n), noStart: map[int32]bool{},
+		idEnd: make([]int32, n), byHash: make(map[uint64]int32, n), byID: map[string]int32{}, hashKey: maphash.MakeSeed(),
+		sortUS: make([]int64, n), noStart: map[int32]bool{},
 		turns: make([]int64, n), toolCalls: make([]int64, n), tokens: make([]int64, n), durationMS: make([]int64, n),
 		cost: make([]float64, n), tagSet: make([]uint32, n),
-		tagRows: map[[2]string][]int32{}, keyRows: map[string][]int32{}, byID: make(map[string]int32, n),
+		tagRows: map[[2]string][]int32{}, keyRows: map[string][]int32{},
 	}
 	sets := map[string]uint32{}
+	var ids strings.Builder
+	size := 0
+	for _, e := range entries {
+		size += len(e.ID)
+	}
+	ids.Grow(size)
 	x.tagSets = []tags{{}} // 0: none
 	for i, e := range entries {
 		row := int32(i)
-		x.ids[i], x.sortUS[i] = e.ID, e.SortUS
+		ids.WriteString(e.ID)
+		x.idEnd[i] = int32(ids.Len())
+		x.sortUS[i] = e.SortUS
 		if !e.Started {
 			x.noStart[row] = true
 		}
 		x.turns[i], x.toolCalls[i], x.tokens[i], x.durationMS[i], x.cost[i] = e.Turns, e.ToolCalls, e.Tokens, e.DurationMS, e.Cost
-		x.byID[e.ID] = row
+		h := maphash.String(x.hashKey, e.ID)
+		if _, taken := x.byHash[h]; taken {
+			x.byID[e.ID] = row
+		} else {
+			x.byHash[h] = row
+		}
 		x.name.add(e.Name, row)
 		x.status.add(e.Status, row)
 		x.reason.add(e.Reason, row)
@@ -185,6 +208,7 @@ func newRunIndex(entries []runEntry) *runIndex {
 			x.keyRows[k] = append(x.keyRows[k], row)
 		}
 	}
+	x.idText = ids.String()
 	x.byCost = make([]int32, n)
 	for i := range x.byCost {
 		x.byCost[i] = int32(i)
@@ -211,16 +235,34 @@ func sortedPairs(m map[string]string) [][2]string {
 	return out
 }
 
-func (x *runIndex) len() int { return len(x.ids) }
+func (x *runIndex) len() int { return len(x.idEnd) }
+
+// id is row i's session id.
+func (x *runIndex) id(i int32) string {
+	start := int32(0)
+	if i > 0 {
+		start = x.idEnd[i-1]
+	}
+	return x.idText[start:x.idEnd[i]]
+}
+
+// rowOf is the row of session id.
+func (x *runIndex) rowOf(id string) (int32, bool) {
+	if r, ok := x.byHash[maphash.String(x.hashKey, id)]; ok && x.id(r) == id {
+		return r, true
+	}
+	r, ok := x.byID[id]
+	return r, ok
+}
 
 // row is row i as the page shows it (without its link).
 func (x *runIndex) row(i int32) runRow {
 	return runRow{
-		SessionID: x.ids[i], Name: x.name.at(i), Status: x.status.at(i), Reason: x.reason.at(i), Origin: x.origin.at(i),
+		SessionID: x.id(i), Name: x.name.at(i), Status: x.status.at(i), Reason: x.reason.at(i), Origin: x.origin.at(i),
 		Model: x.model.at(i), User: x.user.at(i), Tags: x.tagSets[x.tagSet[i]].text,
 		Turns: x.turns[i], ToolCalls: x.toolCalls[i], Tokens: x.tokens[i], Cost: x.cost[i],
 		Duration: time.Duration(x.durationMS[i]) * time.Millisecond, Started: x.startedAt(i),
-		key: cursor{x.sortUS[i], x.ids[i]},
+		key: cursor{x.sortUS[i], x.id(i)},
 	}
 }
 
@@ -236,7 +278,7 @@ func (x *runIndex) startedAt(i int32) time.Time {
 // the rows from there on are older than k (or as old, with a greater id).
 func (x *runIndex) rowsAfter(k cursor) int {
 	return sort.Search(x.len(), func(i int) bool {
-		return x.sortUS[i] < k.us || (x.sortUS[i] == k.us && x.ids[i] > k.id)
+		return x.sortUS[i] < k.us || (x.sortUS[i] == k.us && x.id(int32(i)) > k.id)
 	})
 }
 
@@ -244,7 +286,7 @@ func (x *runIndex) rowsAfter(k cursor) int {
 // it are newer than k.
 func (x *runIndex) rowsBefore(k cursor) int {
 	return sort.Search(x.len(), func(i int) bool {
-		return x.sortUS[i] < k.us || (x.sortUS[i] == k.us && x.ids[i] >= k.id)
+		return x.sortUS[i] < k.us || (x.sortUS[i] == k.us && x.id(int32(i)) >= k.id)
 	})
 }
 
@@ -337,7 +379,7 @@ func (x *runIndex) selectRows(f runsFilter, pg runsPageReq, text func() ([]int32
 	if len(f.IDs) > 0 {
 		var rows []int32
 		for _, id := range f.IDs {
-			if r, ok := x.byID[id]; ok {
+			if r, ok := x.rowOf(id); ok {
 				rows = append(rows, r)
 			}
 		}

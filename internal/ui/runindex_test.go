@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"net/url"
 	"path/filepath"
@@ -299,7 +300,7 @@ func TestRunIndexMatchesSQL(t *testing.T) {
 func ids(x *runIndex, rows []int32) []string {
 	var out []string
 	for _, r := range rows {
-		out = append(out, x.ids[r])
+		out = append(out, x.id(r))
 	}
 	return out
 }
@@ -447,5 +448,23 @@ func TestTextIndexSearch(t *testing.T) {
 		if got := tx.search([]byte(tc.needle)); !slices.Equal(got, tc.want) {
 			t.Errorf("search(%q) = %v, want %v", tc.needle, got, tc.want)
 		}
+	}
+}
+
+// TestRunIndexRowOf: every row is found by its id, one whose hash another
+// id took through byID too, and an id not in the list is not found.
+func TestRunIndexRowOf(t *testing.T) {
+	es, _ := benchEntries(100)
+	x := newRunIndex(es)
+	id := x.id(7)
+	delete(x.byHash, maphash.String(x.hashKey, id))
+	x.byID[id] = 7
+	for i := range int32(100) {
+		if r, ok := x.rowOf(x.id(i)); !ok || r != i {
+			t.Errorf("rowOf(%s) = %d, %v, want %d", x.id(i), r, ok, i)
+		}
+	}
+	if r, ok := x.rowOf("0000000000000000"); ok {
+		t.Errorf("rowOf of an id not listed = %d, true", r)
 	}
 }

@@ -59,7 +59,7 @@ func (s *Server) textRows(ctx context.Context, db *query.DB, x *runIndex, text s
 	}
 	var rows []int32
 	for _, r := range res.Rows {
-		if row, ok := x.byID[query.Text(r[0])]; ok {
+		if row, ok := x.rowOf(query.Text(r[0])); ok {
 			rows = append(rows, row)
 		}
 	}

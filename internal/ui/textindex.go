@@ -74,7 +74,7 @@ func loadTextIndex(ctx context.Context, db *query.DB, rx *runIndex) (*textIndex,
 		ids, _ := r[1].([]any)
 		rows = rows[:0]
 		for _, id := range ids {
-			if row, ok := rx.byID[query.Text(id)]; ok {
+			if row, ok := rx.rowOf(query.Text(id)); ok {
 				rows = append(rows, row)
 			}
 		}
