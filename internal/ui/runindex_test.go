@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -466,5 +468,49 @@ func TestRunIndexRowOf(t *testing.T) {
 	}
 	if r, ok := x.rowOf("0000000000000000"); ok {
 		t.Errorf("rowOf of an id not listed = %d, true", r)
+	}
+}
+
+// TestRunsConcurrentRequests: requests of the runs page at once, some
+// searching text (which makes the text index on the first), each answer
+// the one it gets alone. Run with -race.
+func TestRunsConcurrentRequests(t *testing.T) {
+	home := variedHome(t, 41, 40)
+	srv, err := New(Options{Store: recorder.Store{Root: home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	h := srv.Handler()
+	get := func(q string) string {
+		req := httptest.NewRequest("GET", "/runs?"+q, nil)
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			return fmt.Sprintf("%d %s", w.Code, w.Body.String())
+		}
+		return w.Body.String()
+	}
+	queries := []string{"", "q=typo", "status=done&q=the", "model=llama-3", "tag=env", "cost=0.001&since=2026-11-02T12:00:00Z", "q=%C3%BCn%C3%AFcode"}
+	var wg sync.WaitGroup
+	got := make([][]string, 8)
+	for g := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, q := range queries {
+				got[g] = append(got[g], get(q))
+			}
+		}()
+	}
+	wg.Wait()
+	for i, q := range queries {
+		want := get(q)
+		for g := range got {
+			if got[g][i] != want {
+				t.Errorf("GET /runs?%s at once with others answered differently from alone:\n%.300s\nwant\n%.300s", q, got[g][i], want)
+			}
+		}
 	}
 }
