@@ -260,10 +260,18 @@ func (x *runIndex) row(i int32) runRow {
 	return runRow{
 		SessionID: x.id(i), Name: x.name.at(i), Status: x.status.at(i), Reason: x.reason.at(i), Origin: x.origin.at(i),
 		Model: x.model.at(i), User: x.user.at(i), Tags: x.tagSets[x.tagSet[i]].text,
-		Turns: x.turns[i], ToolCalls: x.toolCalls[i], Tokens: x.tokens[i], Cost: x.cost[i],
+		Turns: x.turns[i], ToolCalls: x.toolCalls[i], Tokens: x.tokens[i], Cost: x.shownCost(i),
 		Duration: time.Duration(x.durationMS[i]) * time.Millisecond, Started: x.startedAt(i),
 		key: cursor{x.sortUS[i], x.id(i)},
 	}
+}
+
+// shownCost is row i's cost as the page shows it: a NULL one as 0.
+func (x *runIndex) shownCost(i int32) float64 {
+	if math.IsNaN(x.cost[i]) {
+		return 0
+	}
+	return x.cost[i]
 }
 
 // startedAt is row i's start; zero when it has none.

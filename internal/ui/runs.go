@@ -49,13 +49,13 @@ func (s *Server) textRows(ctx context.Context, db *query.DB, x *runIndex, text s
 	if ti := v.(*textIndex); ti != nil {
 		res, err := db.Query(ctx, "SELECT lower("+sqlString(text)+")")
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("ui: search the messages for %q: %w", text, err)
 		}
 		return ti.search([]byte(query.Text(res.Rows[0][0]))), nil
 	}
 	res, err := db.Query(ctx, "SELECT DISTINCT session_id FROM ("+query.MessageTextSQL+") WHERE contains(text, lower("+sqlString(text)+"))")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ui: search the messages for %q: %w", text, err)
 	}
 	var rows []int32
 	for _, r := range res.Rows {

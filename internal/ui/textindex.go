@@ -13,7 +13,8 @@ import (
 )
 
 // maxTextIndex bounds the memory of the text search's index: the distinct
-// message texts and, for each, its sessions (4 bytes each). A history
+// message texts' bytes, 16 bytes of bookkeeping a text, and 4 bytes for
+// each session that has a text. A history
 // whose messages need more is searched by SQL over the events instead
 // (the same answer, a scan of every message per search, no memory spent).
 const maxTextIndex = 64 << 20
