@@ -1,5 +1,7 @@
-// Package mcp_test measures agentctl mcp's tools over a long session: time
-// per call and the heap one answer holds (go test -run '^$' -bench . ./bench/mcp).
+// Package mcp_test measures agentctl mcp's tools over a long session and
+// a long history: time per call, the heap one answer holds and the
+// process's peak RSS (go test -run '^$' -bench . ./bench/mcp; bench/run's
+// MCP server rows).
 package mcp_test
 
 import (
@@ -10,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,36 +23,34 @@ import (
 	"github.com/agentctl/agentctl/internal/session"
 )
 
-var (
-	once sync.Once
-	home string
-	tmp  string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if tmp != "" {
-		os.RemoveAll(tmp)
-	}
-	os.Exit(code)
-}
+// longEvents is the length of the long session.
+const longEvents = 1_000_000
 
 // longHome is a home holding one session of about a million events
-// (benchgen.ReplayEach, a compaction every 10 turns, as the 1M-event read rows of bench/suite), made once.
+// (benchgen.ReplayEach, a compaction every 10 turns, as the 1M-event read
+// rows of bench/suite), generated once into the cache
+// ($AGENTCTL_BENCH_CACHE, as benchgen.SealedHistory's histories, so the
+// bench/run rows, each a process of its own, generate it once) and read
+// as "latest".
 func longHome(b *testing.B) string {
-	once.Do(func() {
-		dir, err := os.MkdirTemp("", "agentctl-bench-mcp-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		// Shared by the benchmarks (b.TempDir would go with the first);
-		// TestMain removes it.
-		tmp, home = dir, filepath.Join(dir, "home")
-		err = benchgen.WriteEach(recorder.Store{Root: home}, "long", func(fn func(session.Event)) { benchgen.ReplayEach(1_000_000, 10, fn) })
-		if err != nil {
-			b.Fatal(err)
-		}
-	})
+	b.Helper()
+	root := os.Getenv(benchgen.CacheEnv)
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "agentctl-bench-ui")
+	}
+	home := filepath.Join(root, fmt.Sprintf("mcp-long-%d", longEvents))
+	done := filepath.Join(home, "generated")
+	if _, err := os.Stat(done); err == nil {
+		return home
+	}
+	os.RemoveAll(home)
+	err := benchgen.WriteEach(recorder.Store{Root: home}, "long", func(fn func(session.Event)) { benchgen.ReplayEach(longEvents, 10, fn) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
 	return home
 }
 
@@ -70,39 +69,63 @@ func client(b *testing.B, home string) *mcp.ClientSession {
 	return cs
 }
 
-func bench(b *testing.B, tool string, args map[string]any) {
-	cs := client(b, longHome(b))
-	b.ResetTimer()
-	var worst uint64
-	var size int
-	for b.Loop() {
-		var res *mcp.CallToolResult
-		base, peak := heappeak.During(func() {
-			var err error
-			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
-			if err != nil {
-				b.Fatal(err)
-			}
-		})
-		if res.IsError {
-			b.Fatalf("%s: %s", tool, res.Content[0].(*mcp.TextContent).Text)
+// call is one call of tool on cs, timed by the benchmark, with the heap
+// it held; it returns the answer's size.
+func call(b *testing.B, cs *mcp.ClientSession, tool string, args map[string]any) (size int, heap uint64) {
+	var res *mcp.CallToolResult
+	base, peak := heappeak.During(func() {
+		var err error
+		res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			b.Fatal(err)
 		}
-		size = len(res.Content[0].(*mcp.TextContent).Text)
-		worst = max(worst, peak-min(base, peak))
+	})
+	if res.IsError {
+		b.Fatalf("%s: %s", tool, res.Content[0].(*mcp.TextContent).Text)
 	}
-	b.ReportMetric(float64(worst)/(1<<20), "heap-MiB")
-	b.ReportMetric(float64(size), "answer-bytes")
-	runtime.KeepAlive(cs)
+	return len(res.Content[0].(*mcp.TextContent).Text), peak - min(base, peak)
 }
 
-// BenchmarkShowSessionFirstPage: the first 64 KiB of a 1M-event session.
-func BenchmarkShowSessionFirstPage(b *testing.B) {
-	bench(b, "show_session", map[string]any{"session": "long"})
-}
-
-// BenchmarkShowSessionLastPage: a page near the end, the log read through.
-func BenchmarkShowSessionLastPage(b *testing.B) {
-	bench(b, "show_session", map[string]any{"session": "long", "from_seq": 999000})
+// BenchmarkShowSession is one show_session call of the 1M-event session:
+// the first page; a page from seq 999,000 on a server that read the log
+// before (the steady state of a client paging: the server's seq index
+// seeks near the page); and that page on a fresh server each call (the
+// first read of a late page reads the log up to it). With the heap one
+// answer holds and the process's peak RSS (VmHWM; generation included
+// when the cache is cold).
+func BenchmarkShowSession(b *testing.B) {
+	for _, tt := range []struct {
+		name  string
+		from  int64
+		fresh bool
+	}{{"first", 0, false}, {"last", longEvents - 1000, false}, {"last-cold", longEvents - 1000, true}} {
+		b.Run("page="+tt.name, func(b *testing.B) {
+			home := longHome(b)
+			args := map[string]any{"session": "latest", "from_seq": tt.from}
+			cs := client(b, home)
+			if !tt.fresh {
+				call(b, cs, "show_session", args) // the index, learnt once
+			}
+			b.ResetTimer()
+			var worst uint64
+			var size int
+			for b.Loop() {
+				if tt.fresh {
+					b.StopTimer()
+					cs.Close()
+					cs = client(b, home)
+					b.StartTimer()
+				}
+				var heap uint64
+				size, heap = call(b, cs, "show_session", args)
+				worst = max(worst, heap)
+			}
+			b.ReportMetric(float64(worst)/(1<<20), "heap-MiB")
+			b.ReportMetric(float64(size), "answer-bytes")
+			b.ReportMetric(float64(vmHWM(b))/(1<<20), "peak-RSS-MiB")
+			runtime.KeepAlive(cs)
+		})
+	}
 }
 
 // BenchmarkListSessions is one list_sessions call (the first page, and one

@@ -160,8 +160,14 @@ func (g *gobench) run(e *env) (sample, error) {
 	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", strings.Join(pat, "/"), "-test.count", "1", "-test.benchtime", bt, "-test.benchmem=false")
 	cmd.Dir = dir
 	// AGENTCTL_BENCH_AGENTCTL: benchmarks that run the command as a
-	// process (bench/collect) run the binary this suite built.
-	cmd.Env = append(os.Environ(), "AGENTCTL_BENCH_CACHE="+filepath.Join(e.tmp, "cache"), "AGENTCTL_BENCH_AGENTCTL="+e.agentctl)
+	// process (bench/collect) run the binary this suite built. Generated
+	// data go to the run's own cache, unless AGENTCTL_BENCH_CACHE names
+	// one kept between runs (the 100k-session history takes minutes).
+	cache := os.Getenv("AGENTCTL_BENCH_CACHE")
+	if cache == "" {
+		cache = filepath.Join(e.tmp, "cache")
+	}
+	cmd.Env = append(os.Environ(), "AGENTCTL_BENCH_CACHE="+cache, "AGENTCTL_BENCH_AGENTCTL="+e.agentctl)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -203,6 +203,19 @@ func rows() []row {
 		return gb("./bench/ui", fmt.Sprintf("BenchmarkRunsPage/sessions=%d/filter=%s", n, filter), "3x", "10x")
 	}
 	uiNone, uiText := uiPage(100000, "none"), uiPage(100000, "text")
+	// agentctl mcp, the server (bench/mcp): list_sessions over the ui
+	// rows' histories, against `sessions --json` as the ui's page is; and
+	// show_session of the 1M-event session, a late page against the
+	// first. Each a process of its own, so its peak RSS is the call's.
+	mcpList := func(n int) *gobench {
+		return gb("./bench/mcp", fmt.Sprintf("BenchmarkListSessions/sessions=%d/first-page", n), "1x", "3x")
+	}
+	mcpShow := func(page, quickBT, fullBT string) *gobench {
+		return gb("./bench/mcp", "BenchmarkShowSession/page="+page, quickBT, fullBT)
+	}
+	mcpList100k, mcpList10k := mcpList(100000), mcpList(10000)
+	// The first read of the late page reads the log through (seconds).
+	mcpFirst, mcpLast, mcpCold := mcpShow("first", "3x", "10x"), mcpShow("last", "3x", "10x"), mcpShow("last-cold", "1x", "2x")
 	collectIngest := gb("./bench/collect", "BenchmarkIngest/target=agentctl", "5x", "20x")
 	jaegerIngest := jaegerSide("BenchmarkIngest/target=jaeger", "5x", "20x")
 
@@ -277,6 +290,13 @@ func rows() []row {
 		{name: "subagent read vs the same read in the session (ms)", a: gb("./internal/runner", "BenchmarkSubagentAdded", "20x", "60x"), b: gb("./internal/runner", "BenchmarkSubagentDirect", "20x", "60x"), metric: "s"},
 		{name: "MCP tool call vs the go-sdk client alone (ms)", a: gb("./internal/mcp", "BenchmarkMCPCallAdded", "100x", "1000x"), b: gb("./internal/mcp", "BenchmarkMCPCallDirect", "100x", "1000x"), metric: "s", quick: true},
 		{name: "MCP server start and tool list vs the go-sdk client alone (ms)", a: gb("./internal/mcp", "BenchmarkMCPStartAdded", "5x", "20x"), b: gb("./internal/mcp", "BenchmarkMCPStartDirect", "5x", "20x"), metric: "s"},
+		{name: "mcp server: list_sessions, 100k sessions vs 10k (ms)", a: mcpList100k, b: mcpList10k, metric: "s", runs: [2]int{1, 3}, warm: true},
+		{name: "mcp server: list_sessions, 100k sessions vs agentctl sessions --json (ms)", a: mcpList100k, b: gb("./bench/ui", "BenchmarkSessionsJSON/sessions=100000", "1x", "3x"), metric: "s", runs: [2]int{1, 3}},
+		{name: "peak RSS: mcp server list_sessions, 100k vs 10k sessions (MiB)", a: mcpList100k, b: mcpList10k, metric: "peak-RSS-MiB", runs: [2]int{1, 3}},
+		{name: "mcp server: show_session of 1M events, page at seq 999,000 vs first page (ms)", a: mcpLast, b: mcpFirst, metric: "s", runs: [2]int{1, 3}, warm: true,
+			goal: ratioAtMost(2, "<= 2x: a late page costs a page (42)")},
+		{name: "mcp server: show_session of 1M events, first read of that late page (ms)", a: mcpCold, metric: "s", runs: [2]int{1, 3}, warm: true},
+		{name: "peak RSS: mcp server show_session of 1M events, late vs first page (MiB)", a: mcpLast, b: mcpFirst, metric: "peak-RSS-MiB", runs: [2]int{1, 3}},
 		{name: "external agent start + call, sandboxed vs unconfined (ms)", a: gb("./internal/sandbox", "BenchmarkServeSandboxed/calls=1", "5x", "20x"), b: gb("./internal/sandbox", "BenchmarkServeUnconfined/calls=1", "5x", "20x"), metric: "s"},
 		{name: "collect ingest vs Jaeger, 10,000 spans, HTTP protobuf, 4 exporters (spans/s)", a: collectIngest, b: jaegerIngest, metric: "spans/s", quick: true, runs: [2]int{3, 5},
 			goal: ratioAtLeast(1.0, ">= 1.0x Jaeger (acknowledging only durable spans)")},

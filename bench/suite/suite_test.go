@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -129,5 +132,63 @@ func TestJSONLAfterCompaction(t *testing.T) {
 	}
 	if _, err := e.history(false); err == nil {
 		t.Error("history(false) after compaction: no error")
+	}
+}
+
+// TestRowsNameBenchmarks: every Go benchmark a row runs exists in one of
+// its packages (a renamed benchmark would otherwise show as "not built"
+// in the table, a row silently lost).
+func TestRowsNameBenchmarks(t *testing.T) {
+	for _, r := range rows() {
+		for _, m := range []measure{r.a, r.b} {
+			g, ok := m.(*gobench)
+			if !ok {
+				continue
+			}
+			top, _, _ := strings.Cut(g.name, "/")
+			found := false
+			for _, pkg := range g.pkgs {
+				files, _ := filepath.Glob(filepath.Join("..", "..", pkg, "*_test.go"))
+				for _, f := range files {
+					b, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if strings.Contains(string(b), "\nfunc "+top+"(b *testing.B)") {
+						found = true
+					}
+				}
+			}
+			if !found {
+				t.Errorf("row %q: no func %s(b *testing.B) in %s", r.name, top, strings.Join(g.pkgs, " or "))
+			}
+		}
+	}
+}
+
+// TestMCPServerRows: the MCP server has its rows (issue 42): time per
+// call and peak RSS of list_sessions at 10k and 100k sessions and of
+// show_session's first and late page at 1M events.
+func TestMCPServerRows(t *testing.T) {
+	want := map[string]bool{
+		"BenchmarkListSessions/sessions=10000/first-page s":             false,
+		"BenchmarkListSessions/sessions=100000/first-page s":            false,
+		"BenchmarkListSessions/sessions=100000/first-page peak-RSS-MiB": false,
+		"BenchmarkShowSession/page=first s":                             false,
+		"BenchmarkShowSession/page=last s":                              false,
+		"BenchmarkShowSession/page=last-cold s":                         false,
+		"BenchmarkShowSession/page=last peak-RSS-MiB":                   false,
+	}
+	for _, r := range rows() {
+		for _, m := range []measure{r.a, r.b} {
+			if g, ok := m.(*gobench); ok && g.pkgs[0] == "./bench/mcp" {
+				want[g.name+" "+r.metric] = true
+			}
+		}
+	}
+	for k, ok := range want {
+		if !ok {
+			t.Errorf("no row measures %s", k)
+		}
 	}
 }

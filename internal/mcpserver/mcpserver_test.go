@@ -7,15 +7,20 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentctl/agentctl/internal/heappeak"
+	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/mcpserver"
+	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/testenv/logcheck"
@@ -429,4 +434,168 @@ func TestHTTPNeedsTheBearerToken(t *testing.T) {
 	if len(list.Sessions) != 1 {
 		t.Errorf("over HTTP: %d sessions, want 1", len(list.Sessions))
 	}
+}
+
+// events walks show_session over session ref from the first seq, max bytes
+// a page, and returns every event with its time cut to the microsecond
+// (the history keeps times to the microsecond) and the pages it took.
+func events(t *testing.T, cs *mcp.ClientSession, ref string, max int) ([]any, int) {
+	t.Helper()
+	var all []any
+	from, pages := int64(0), 0
+	for {
+		var p struct {
+			Events  []map[string]any `json:"events"`
+			NextSeq int64            `json:"next_seq"`
+		}
+		text := mustCall(t, cs, "show_session", map[string]any{"session": ref, "from_seq": from, "max_bytes": max})
+		if len(text) > max {
+			t.Errorf("show_session %s from %d: %d bytes, over max_bytes %d", ref, from, len(text), max)
+		}
+		if err := json.Unmarshal([]byte(text), &p); err != nil {
+			t.Fatalf("show_session %s from %d: %v", ref, from, err)
+		}
+		pages++
+		for _, e := range p.Events {
+			ts, err := time.Parse(time.RFC3339Nano, e["ts"].(string))
+			if err != nil {
+				t.Fatalf("event %v: ts: %v", e["seq"], err)
+			}
+			e["ts"] = ts.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+			all = append(all, e)
+		}
+		if p.NextSeq == 0 {
+			return all, pages
+		}
+		if pages > 10000 {
+			t.Fatalf("show_session %s: no end after %d pages", ref, pages)
+		}
+		from = p.NextSeq
+	}
+}
+
+// microseconds cuts the times of compare_sessions' summaries (started,
+// ended) to the microsecond, as the history keeps them.
+func microseconds(t *testing.T, v any) any {
+	t.Helper()
+	for _, side := range []string{"a", "b"} {
+		sum := v.(map[string]any)[side].(map[string]any)["summary"].(map[string]any)
+		for _, k := range []string{"started", "ended"} {
+			ts, err := time.Parse(time.RFC3339Nano, sum[k].(string))
+			if err != nil {
+				t.Fatalf("compare_sessions %s.summary.%s: %v", side, k, err)
+			}
+			sum[k] = ts.Truncate(time.Microsecond).Format(time.RFC3339Nano)
+		}
+	}
+	return v
+}
+
+// TestSealedOnlySession: a session whose log folder is gone (pruned, or
+// pushed and cleaned up by a CI runner) but that the history sealed is
+// answered from the history, by its id or a prefix: show_session pages
+// hold the same events within the budget, diagnose equals the CLI's
+// report made from the log, compare_sessions and the resources answer.
+func TestSealedOnlySession(t *testing.T) {
+	home := newHome(t)
+	a := runDefault(t, home)
+	b := crafted(t, home, "sealed-0001", 300, "Read a.txt, then again.", strings.Repeat("gamma delta ", 30))
+	testcli.Must(t, home, "history", "seal")
+
+	before := connect(t, home)
+	wantEvents := map[string][]any{}
+	wantDiag := map[string]any{}
+	for _, id := range []string{a, b} {
+		wantEvents[id], _ = events(t, before, id, 8192)
+		wantDiag[id] = norm(t, testcli.Must(t, home, "diagnose", id, "--json").Stdout)
+	}
+	wantCmp := microseconds(t, norm(t, mustCall(t, before, "compare_sessions", map[string]any{"a": a, "b": b})))
+
+	for _, id := range []string{a, b} {
+		if err := os.RemoveAll(recorder.Store{Root: home}.SessionDir(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := connect(t, home)
+	for _, id := range []string{a, b} {
+		got, pages := events(t, cs, id[:len(id)-2], 8192)
+		if pages < 2 && id == b {
+			t.Errorf("%s: %d page(s) of 8 KiB for %d events", id, pages, len(got))
+		}
+		jsonEqual(t, "show_session of sealed "+id, got, wantEvents[id])
+		jsonEqual(t, "diagnose of sealed "+id, norm(t, mustCall(t, cs, "diagnose", map[string]any{"session": id})), wantDiag[id])
+		for _, tt := range []struct{ uri, want string }{
+			{"agentctl://sessions/" + id + "/timeline", `"kind":"session_started"`},
+			{"agentctl://sessions/" + id + "/diagnosis", "session " + id},
+		} {
+			res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: tt.uri})
+			if err != nil {
+				t.Fatalf("%s: %v", tt.uri, err)
+			}
+			if len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, tt.want) {
+				t.Errorf("%s: %.300s; want %q in it", tt.uri, res.Contents[0].Text, tt.want)
+			}
+		}
+	}
+	// A page from the middle starts where it is asked to.
+	var mid struct {
+		Events []map[string]any `json:"events"`
+	}
+	json.Unmarshal([]byte(mustCall(t, cs, "show_session", map[string]any{"session": b, "from_seq": 600, "max_bytes": 4096})), &mid)
+	if len(mid.Events) == 0 || mid.Events[0]["seq"].(float64) != 600 {
+		t.Errorf("sealed page from seq 600: %.200v", mid.Events)
+	}
+	if got := microseconds(t, norm(t, mustCall(t, cs, "compare_sessions", map[string]any{"a": a, "b": b}))); !reflect.DeepEqual(got, wantCmp) {
+		t.Errorf("compare_sessions of the sealed sessions differs from the one of their logs")
+	}
+	// Still unknown: the CLI's message.
+	if text, isErr := call(t, cs, "show_session", map[string]any{"session": "nope"}); !isErr || !strings.Contains(text, "no session matches") {
+		t.Errorf("an unknown id: %v %s", isErr, text)
+	}
+	if text, isErr := call(t, cs, "replay_verify", map[string]any{"session": b}); !isErr || !strings.Contains(text, "only in the sealed history") {
+		t.Errorf("replay_verify of a sealed-only session: %v %s", isErr, text)
+	}
+}
+
+// TestRemoteOnlySession: a session only a remote's history holds (the
+// Parquet part `mcp --remote` pulled) pages as its log did.
+func TestRemoteOnlySession(t *testing.T) {
+	other := newHome(t)
+	id := crafted(t, other, "remote-0001", 100, "Read a.txt from CI.", "epsilon")
+	cs := connect(t, other)
+	want, _ := events(t, cs, id, 4096)
+	evs, _, err := recorder.Store{Root: other}.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]history.Row, len(evs))
+	for i, e := range evs {
+		if rows[i], err = history.FromEvent(id, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part := filepath.Join(t.TempDir(), "part.parquet")
+	if _, err := history.WriteRows(part, rows, true); err != nil {
+		t.Fatal(err)
+	}
+
+	home := newHome(t)
+	runDefault(t, home)
+	srv := mcpserver.New(mcpserver.Options{Store: recorder.Store{Root: home}, Version: "test", Remote: []query.RemotePart{{Path: part, Sessions: []string{id}}}})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { rc.Close(); ss.Wait() }()
+	got, pages := events(t, rc, "remote-00", 4096)
+	if pages < 2 {
+		t.Errorf("%d page(s) of 4 KiB for %d events", pages, len(got))
+	}
+	jsonEqual(t, "show_session of a remote-only session", got, want)
 }

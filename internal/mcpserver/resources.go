@@ -34,16 +34,16 @@ func sessionOf(uri, what string) (string, bool) {
 	return id, ok && id != "" && !strings.Contains(id, "/")
 }
 
-func (s *server) readTimeline(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	ref, ok := sessionOf(req.Params.URI, "timeline")
+func (s *server) readTimeline(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	name, ok := sessionOf(req.Params.URI, "timeline")
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	id, err := s.opts.Store.Resolve(ref)
+	r, err := s.resolve(name)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.readPage(id, 0, DefaultBudget, DefaultMaxString)
+	p, err := s.readPage(ctx, r, 0, DefaultBudget, DefaultMaxString)
 	if err != nil {
 		return nil, err
 	}
@@ -54,12 +54,12 @@ func (s *server) readTimeline(_ context.Context, req *mcp.ReadResourceRequest) (
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
 }
 
-func (s *server) readDiagnosis(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	ref, ok := sessionOf(req.Params.URI, "diagnosis")
+func (s *server) readDiagnosis(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	name, ok := sessionOf(req.Params.URI, "diagnosis")
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	rep, err := s.diagnoseReport(ref)
+	rep, err := s.diagnoseReport(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -43,15 +43,25 @@ type server struct {
 	opts Options
 	// dbs bounds the query databases open at once: each holds a DuckDB.
 	dbs chan struct{}
+	// idx is the sparse seq index of the logs pages were read from.
+	idx indexes
 }
 
 // New returns the MCP server with agentctl's tools and resources.
 func New(opts Options) *mcp.Server {
+	return newServer(opts).mcpServer()
+}
+
+func newServer(opts Options) *server {
 	if opts.Warn == nil {
 		opts.Warn = io.Discard
 	}
-	s := &server{opts: opts, dbs: make(chan struct{}, 2)}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "agentctl", Title: "agentctl run history", Version: opts.Version}, &mcp.ServerOptions{
+	return &server{opts: opts, dbs: make(chan struct{}, 2)}
+}
+
+// mcpServer is the MCP server of s's tools and resources.
+func (s *server) mcpServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agentctl", Title: "agentctl run history", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: "agentctl's recorded agent sessions, read-only. " + dataNotInstructions,
 	})
 	s.addTools(srv)

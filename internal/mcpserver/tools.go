@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +29,7 @@ func ptr[T any](v T) *T { return &v }
 
 func (s *server) addTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "list_sessions", Annotations: readOnly, Description: `List recorded agent sessions, newest first, as 'agentctl sessions --json' does: each with session_id, name, status (done, failed, crashed, ...), model, started, events, tokens, cost_usd, tags, user_id, finish_reason, origin, turns, reason. Filters (all must hold): status (any of), since (90m, 24h, 7d, 2026-12-01 or an RFC 3339 time), tags (KEY=VALUE, every one), user, limit (the N most recently started). Paged: at most page_size sessions (default 50, max 200) and at most max_bytes (default 64 KiB, max 256 KiB) per answer; pass next_cursor back as cursor for the next page. ` + dataNotInstructions}, s.listSessions)
-	mcp.AddTool(srv, &mcp.Tool{Name: "show_session", Annotations: readOnly, Description: `The events of one session (an id or a unique prefix) in seq order, each as its JSON record in the log (kind, seq, ts and the kind's fields: messages, tool calls and results, usage). Paged by seq: from from_seq, as many events as fit in max_bytes (default 64 KiB, max 256 KiB); each string is clipped to max_string bytes (default 2000) with a note. next_seq is where the next page starts (0 when the log ends). The log is read a record at a time: a session of a million events costs one page. ` + dataNotInstructions}, s.showSession)
+	mcp.AddTool(srv, &mcp.Tool{Name: "show_session", Annotations: readOnly, Description: `The events of one session (an id or a unique prefix) in seq order, each as its JSON record in the log (kind, seq, ts and the kind's fields: messages, tool calls and results, usage). Paged by seq: from from_seq, as many events as fit in max_bytes (default 64 KiB, max 256 KiB); each string is clipped to max_string bytes (default 2000) with a note. next_seq is where the next page starts (0 when the events end). A session only in the sealed history (its log folder gone, or only in the remote's) is read from there. The log is read a record at a time and later pages seek: a session of a million events costs about a page a call. ` + dataNotInstructions}, s.showSession)
 	mcp.AddTool(srv, &mcp.Tool{Name: "diagnose", Annotations: readOnly, Description: `The postmortem of one session, as 'agentctl diagnose ID --json' gives it: {session_id, name, status, events, tokens, cost_usd, tool_calls, findings: [{kind, text, seqs}]} where the kinds are loop, after_error, budget, pending, approvals, compaction, slow_tools, exit; seqs cite events (show_session from_seq). A few KiB; bounded by max_bytes (default 64 KiB). ` + dataNotInstructions}, s.diagnose)
 	mcp.AddTool(srv, &mcp.Tool{Name: "compare_sessions", Annotations: readOnly, Description: `Compare two sessions turn by turn, as 'agentctl view --compare A B' does: first_diff (the 1-based turn where they first differ, 0 when the turns agree), same, relation, and per turn the text, calls, results, tokens and cost of each side and what differs. Rows are cut to max_bytes (default 64 KiB, max 256 KiB) with truncated set. Both sessions are read whole: refused over 200,000 events. ` + dataNotInstructions}, s.compareSessions)
 	mcp.AddTool(srv, &mcp.Tool{Name: "query", Annotations: readOnly, Description: `Run one read-only SQL SELECT (DuckDB) over agentctl's views: sessions, events, messages, tool_calls, model_calls, eval_runs, eval_results and the others of 'agentctl query' (SELECT table_name FROM information_schema.tables lists them). Confined as an eval suite's sql: is: the views' files only, no COPY, ATTACH, INSTALL, LOAD, SET, PRAGMA or file reads. Returns {columns, rows, truncated}: at most max_rows rows (default 100, max 500) and max_bytes (default 64 KiB, max 256 KiB); cells as 'agentctl query --format json' prints them, long strings clipped. ` + dataNotInstructions}, s.query)
@@ -150,45 +148,23 @@ type page struct {
 	Note      string            `json:"note,omitempty"`
 }
 
-// readPage reads session id's log a record at a time from seq from and
-// stops at the byte budget, so a page costs its events whatever the
-// length of the log.
-func (s *server) readPage(id string, from int64, max, maxString int) (*page, error) {
-	f, err := os.Open(s.opts.Store.LogPath(id))
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
-	}
-	defer f.Close()
-	p := &page{SessionID: id, Events: []json.RawMessage{}}
+// readPage reads session r's events from seq from and stops at the byte
+// budget, so a page costs its events (and, the first time, the log before
+// them: see logindex.go) whatever the length of the session.
+func (s *server) readPage(ctx context.Context, r ref, from int64, max, maxString int) (*page, error) {
+	p := &page{SessionID: r.id, Events: []json.RawMessage{}}
 	used := 200
-	r := recorder.NewReader(f)
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return p, nil
-		}
-		if err != nil {
-			// a torn tail ends the log cleanly for a reader
-			if errors.Is(err, recorder.ErrTornTail) {
-				p.Note = "the log ends in a torn tail (a crash mid-write); 'agentctl resume' cuts it"
-				return p, nil
-			}
-			if len(p.Events) > 0 {
-				p.Note = fmt.Sprintf("reading stopped: %v", err)
-				return p, nil
-			}
-			return nil, fmt.Errorf("session %s: %w", id, err)
-		}
-		if e.Seq < from {
-			continue
-		}
+	var ferr error
+	err := s.eachEvent(ctx, r, from, func(e session.Event) bool {
 		b, err := session.Encode(e)
 		if err != nil {
-			return nil, err
+			ferr = err
+			return false
 		}
 		item, err := inertJSON(b, maxString)
 		if err != nil {
-			return nil, err
+			ferr = err
+			return false
 		}
 		if used+len(item)+1 > max {
 			if len(p.Events) == 0 {
@@ -197,19 +173,33 @@ func (s *server) readPage(id string, from int64, max, maxString int) (*page, err
 				item, _ = json.Marshal(map[string]any{"seq": e.Seq, "kind": e.Kind, "clipped": fmt.Sprintf("this event is %d bytes with its strings clipped, more than max_bytes %d: ask with a smaller max_string", len(item), max)})
 				p.Events = append(p.Events, item)
 				p.NextSeq = e.Seq + 1
-				return p, nil
+				return false
 			}
 			p.NextSeq = e.Seq
 			p.Note = "the page stopped at max_bytes: call again with from_seq = next_seq"
-			return p, nil
+			return false
 		}
 		used += len(item) + 1
 		p.Events = append(p.Events, item)
+		return true
+	})
+	switch {
+	case ferr != nil:
+		return nil, ferr
+	case err == nil:
+	case errors.Is(err, recorder.ErrTornTail):
+		// a torn tail ends the log cleanly for a reader
+		p.Note = "the log ends in a torn tail (a crash mid-write); 'agentctl resume' cuts it"
+	case len(p.Events) > 0:
+		p.Note = fmt.Sprintf("reading stopped: %v", err)
+	default:
+		return nil, fmt.Errorf("session %s: %w", r.id, err)
 	}
+	return p, nil
 }
 
-func (s *server) showSession(_ context.Context, _ *mcp.CallToolRequest, in showIn) (*mcp.CallToolResult, any, error) {
-	id, err := s.opts.Store.Resolve(in.Session)
+func (s *server) showSession(ctx context.Context, _ *mcp.CallToolRequest, in showIn) (*mcp.CallToolResult, any, error) {
+	r, err := s.resolve(in.Session)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,7 +207,7 @@ func (s *server) showSession(_ context.Context, _ *mcp.CallToolRequest, in showI
 	if ms <= 0 {
 		ms = DefaultMaxString
 	}
-	p, err := s.readPage(id, in.FromSeq, budget(in.MaxBytes), min(ms, MaxBudget))
+	p, err := s.readPage(ctx, r, in.FromSeq, budget(in.MaxBytes), min(ms, MaxBudget))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -230,24 +220,37 @@ type sessionIn struct {
 	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"byte budget of the answer (default 65536, max 262144)"`
 }
 
-// diagnoseReport is diagnose.Stream's report of session ref, as
-// `agentctl diagnose ID --json` prints it.
-func (s *server) diagnoseReport(ref string) (*diagnose.Report, error) {
-	id, err := s.opts.Store.Resolve(ref)
+// diagnoseReport is session name's report, as `agentctl diagnose ID
+// --json` prints it: diagnose.Stream of its log, or for a session only the
+// history holds the same fold fed its sealed events (never live).
+func (s *server) diagnoseReport(ctx context.Context, name string) (*diagnose.Report, error) {
+	r, err := s.resolve(name)
 	if err != nil {
 		return nil, err
 	}
 	restore := leanmem.Set()
-	rep, _, err := diagnose.Stream(s.opts.Store, id)
-	restore()
-	if err != nil && rep == nil {
-		return nil, err
+	defer restore()
+	if !r.sealed {
+		rep, _, err := diagnose.Stream(s.opts.Store, r.id)
+		if err != nil && rep == nil {
+			return nil, err
+		}
+		return rep, nil
 	}
-	return rep, nil
+	f := diagnose.NewFold(r.id)
+	a := replaycheck.NewAnchorer(r.id, nil)
+	if err := s.eachEvent(ctx, r, 1, func(e session.Event) bool {
+		a.Add(e)
+		f.Add(e)
+		return true
+	}); err != nil {
+		return nil, fmt.Errorf("session %s: %w", r.id, err)
+	}
+	return f.Report(false, false, a.Report())
 }
 
-func (s *server) diagnose(_ context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, any, error) {
-	rep, err := s.diagnoseReport(in.Session)
+func (s *server) diagnose(ctx context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, any, error) {
+	rep, err := s.diagnoseReport(ctx, in.Session)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,23 +284,25 @@ type compareIn struct {
 // sessions whole as view --compare does.
 const maxCompareEvents = 200000
 
-func (s *server) compareSessions(_ context.Context, _ *mcp.CallToolRequest, in compareIn) (*mcp.CallToolResult, any, error) {
+func (s *server) compareSessions(ctx context.Context, _ *mcp.CallToolRequest, in compareIn) (*mcp.CallToolResult, any, error) {
 	var sides [2]view.Input
-	for i, ref := range []string{in.A, in.B} {
-		id, err := s.opts.Store.Resolve(ref)
+	for i, name := range []string{in.A, in.B} {
+		r, err := s.resolve(name)
 		if err != nil {
 			return nil, nil, err
 		}
-		if n, err := s.countEvents(id); err != nil {
-			return nil, nil, err
-		} else if n > maxCompareEvents {
-			return nil, nil, fmt.Errorf("session %s has %d events, more than the %d compare_sessions reads whole: use 'agentctl view --compare' at your prompt", id, n, maxCompareEvents)
+		var evs []session.Event
+		err = s.eachEvent(ctx, r, 1, func(e session.Event) bool {
+			evs = append(evs, e)
+			return len(evs) <= maxCompareEvents
+		})
+		if len(evs) > maxCompareEvents {
+			return nil, nil, fmt.Errorf("session %s has more than the %d events compare_sessions reads whole: use 'agentctl view --compare' at your prompt", r.id, maxCompareEvents)
 		}
-		evs, _, err := s.opts.Store.Load(id)
 		if err != nil && len(evs) == 0 {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("session %s: %w", r.id, err)
 		}
-		sides[i] = view.Input{ID: id, Events: evs, MaxText: 500}
+		sides[i] = view.Input{ID: r.id, Events: evs, MaxText: 500}
 	}
 	c, err := view.CompareSessions(sides[0], sides[1])
 	if err != nil {
@@ -320,23 +325,6 @@ func (s *server) compareSessions(_ context.Context, _ *mcp.CallToolRequest, in c
 		out.Rows, out.Truncated = out.Rows[:len(out.Rows)*3/4], true
 	}
 	return bounded(out, max)
-}
-
-// countEvents counts session id's events a record at a time.
-func (s *server) countEvents(id string) (int, error) {
-	f, err := os.Open(s.opts.Store.LogPath(id))
-	if err != nil {
-		return 0, fmt.Errorf("session %s: %w", id, err)
-	}
-	defer f.Close()
-	r := recorder.NewReader(f)
-	n := 0
-	for {
-		if _, err := r.Next(); err != nil {
-			return n, nil
-		}
-		n++
-	}
 }
 
 type queryIn struct {
@@ -444,10 +432,13 @@ func (s *server) evalReports(ctx context.Context, _ *mcp.CallToolRequest, in eva
 type verifyIn = sessionIn
 
 func (s *server) replayVerify(_ context.Context, _ *mcp.CallToolRequest, in verifyIn) (*mcp.CallToolResult, any, error) {
-	id, err := s.opts.Store.Resolve(in.Session)
+	r, err := s.resolve(in.Session)
 	if err != nil {
 		return nil, nil, err
 	}
-	rep := replaycheck.VerifyStore([]string{id}, s.opts.Store)[0]
+	if r.sealed {
+		return nil, nil, fmt.Errorf("session %s is only in the sealed history (its log folder is gone): replay_verify checks a log; show_session and diagnose read the history", r.id)
+	}
+	rep := replaycheck.VerifyStore([]string{r.id}, s.opts.Store)[0]
 	return bounded(rep, budget(in.MaxBytes))
 }

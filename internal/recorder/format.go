@@ -95,6 +95,18 @@ func NewReader(r io.Reader) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
+// ResumeReader returns a Reader that goes on from where an earlier Reader
+// of the same log stood: r yields the log's bytes from off on, off being
+// that Reader's Offset just after it returned the event of seq lastSeq. A
+// long-lived reader that kept a few such points (a sparse seq to offset
+// index) reads a late page of a long log without reading it again from the
+// start. Every record from off on gets Next's checks, the seq following
+// lastSeq included, so a point that no longer fits the file (one cut back
+// and written again) reads as an error, never as other events.
+func ResumeReader(r io.Reader, off, lastSeq int64) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), off: off, started: true, lastSeq: lastSeq}
+}
+
 // Offset returns the end of the last good record (or of the file header):
 // after a torn tail, the size to truncate the log to.
 func (r *Reader) Offset() int64 { return r.off }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"testing/iotest"
 
@@ -288,6 +289,66 @@ func TestReadPathsAgree(t *testing.T) {
 			flip := bytes.Clone(data)
 			flip[i] ^= 0x20
 			same(fmt.Sprintf("%s byte %d flipped", path, i), flip)
+		}
+	}
+}
+
+// TestResumeReader: a Reader resumed at the Offset an earlier Reader had
+// after each event reads the same events on; resumed with the wrong seq,
+// or at an offset that is not a record's start, it reports corruption at
+// that offset instead of reading other events.
+func TestResumeReader(t *testing.T) {
+	st := Store{Root: t.TempDir()}
+	evs := []session.Event{{Kind: session.KindSessionStarted, SessionID: "resume-1", Model: "m"}}
+	for i := range 20 {
+		evs = append(evs, session.Event{Kind: session.KindUserMessage, Text: strings.Repeat("x", i)})
+	}
+	if _, err := st.WriteSession(evs, Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(st.LogPath("resume-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []session.Event
+	var offs []int64
+	r := NewReader(bytes.NewReader(data))
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, offs = append(all, e), append(offs, r.Offset())
+	}
+	for i, off := range offs {
+		r := ResumeReader(bytes.NewReader(data[off:]), off, all[i].Seq)
+		for j := i + 1; ; j++ {
+			e, err := r.Next()
+			if err == io.EOF {
+				if j != len(all) {
+					t.Errorf("resumed after seq %d: EOF after seq %d, want %d", all[i].Seq, j, len(all))
+				}
+				break
+			}
+			if err != nil || e.Seq != all[j].Seq || e.Text != all[j].Text {
+				t.Fatalf("resumed after seq %d: event %d = %v, %v; want seq %d", all[i].Seq, j, e.Seq, err, all[j].Seq)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		name         string
+		off, lastSeq int64
+	}{
+		{"wrong seq", offs[5], 3},
+		{"mid-record", offs[5] + 3, all[5].Seq},
+	} {
+		_, err := ResumeReader(bytes.NewReader(data[tt.off:]), tt.off, tt.lastSeq).Next()
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Offset != tt.off {
+			t.Errorf("%s: %v; want corruption at offset %d", tt.name, err, tt.off)
 		}
 	}
 }

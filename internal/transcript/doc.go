@@ -27,8 +27,11 @@
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per
 //	             sample and epoch
 //	opencode     opencode's SQLite database (opencode.db): one session
-//	             per opencode session (session/message/part tables), each
-//	             step (step-start … step-finish) one model call; the
+//	             per opencode session, in either schema: the
+//	             session/message/part tables, each step (step-start …
+//	             step-finish) one model call, or the session_message table
+//	             of its v2 session runner, each assistant row one model
+//	             call (opencodev2.go); the
 //	             content hash is of the session's rows, not the file's,
 //	             so a session unchanged keeps its id as the database grows
 //	atif         Harbor ATIF trajectories (trajectory.json), with their

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/agentctl/agentctl/internal/pricing"
@@ -19,16 +20,21 @@ const FormatOpenCode = "opencode"
 func init() {
 	Register(Format{
 		Name:   FormatOpenCode,
-		Doc:    "opencode's SQLite database (~/.local/share/opencode/opencode.db):\none session per opencode session (its session/message/part tables)",
+		Doc:    "opencode's SQLite database (~/.local/share/opencode/opencode.db):\none session per opencode session (its session/message/part tables,\nand the session_message table of its v2 session runner)",
 		Exts:   []string{".db"},
 		Detect: detectOpenCode,
 		Import: importOpenCode,
 	})
 }
 
-// detectOpenCode claims a SQLite database with opencode's session,
-// message and part tables.
-func detectOpenCode(h *Head) bool { return h.HasTables("session", "message", "part") }
+// detectOpenCode claims a SQLite database with opencode's session table
+// and its conversation tables of either schema: message and part (the
+// first session runner's), or session_message (the v2 runner's; 1.18
+// writes both schemas' tables into one database, a later version may
+// drop the first).
+func detectOpenCode(h *Head) bool {
+	return h.HasTables("session", "message", "part") || h.HasTables("session", "session_message")
+}
 
 // Bounds on what an opencode database may make an import hold.
 const (
@@ -158,6 +164,12 @@ func importOpenCode(path string) ([]*Session, error) {
 	}
 	defer db.Close()
 	ctx := context.Background()
+	tables, err := sqliteTables(abs)
+	if err != nil {
+		return nil, fmt.Errorf("import opencode %s: %w", path, err)
+	}
+	v1 := slices.Contains(tables, "message") && slices.Contains(tables, "part")
+	v2 := slices.Contains(tables, "session_message")
 	sessions, err := ocSessions(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("import opencode %s: %w", path, err)
@@ -167,9 +179,22 @@ func importOpenCode(path string) ([]*Session, error) {
 	}
 	var out []*Session
 	for _, s := range sessions {
-		msgs, err := ocMessages(ctx, db, s)
-		if err != nil {
-			return nil, fmt.Errorf("import opencode %s: session %s: %w", path, s.ID, err)
+		var msgs []*ocMessage
+		var rows []ocRow
+		if v1 {
+			if msgs, err = ocMessages(ctx, db, s); err != nil {
+				return nil, fmt.Errorf("import opencode %s: session %s: %w", path, s.ID, err)
+			}
+		}
+		if v2 {
+			if rows, err = ocV2Rows(ctx, db, s); err != nil {
+				return nil, fmt.Errorf("import opencode %s: session %s: %w", path, s.ID, err)
+			}
+		}
+		// A session is written by one runner: its rows are in one schema.
+		if len(rows) > 0 {
+			out = append(out, ocV2Import(abs, s, rows, len(msgs)))
+			continue
 		}
 		out = append(out, ocImport(abs, s, msgs))
 	}
@@ -262,28 +287,7 @@ func ocMessages(ctx context.Context, db *sql.DB, s *ocSession) ([]*ocMessage, er
 // opencode's cost beside agentctl's (attrs source_cost_usd); each tool
 // part a tool_intent at its start and a tool_result at its end.
 func ocImport(file string, s *ocSession, msgs []*ocMessage) *Session {
-	b := newBuilder(FormatOpenCode, file, s.rows)
-	b.attrs["source_sha256_of"] = "the session's message and part rows"
-	b.hdr.TS = msTime(s.Created)
-	b.hdr.Name = "opencode " + s.ID
-	b.attrs["source_session_id"] = s.ID
-	b.attrs["source_cwd"] = s.Directory
-	b.attrs["source_version"] = s.Version
-	if s.Title != "" {
-		b.attrs["title"] = s.Title
-	}
-	if s.ParentID != "" {
-		b.attrs["source_parent_session_id"] = s.ParentID
-	}
-	b.attrs["source_cost_usd"] = s.Cost
-	var sm struct {
-		ID         string `json:"id"`
-		ProviderID string `json:"providerID"`
-	}
-	if json.Unmarshal([]byte(s.Model), &sm) == nil {
-		b.hdr.Provider, b.hdr.Model = sm.ProviderID, sm.ID
-	}
-	b.notRecorded("system prompt", "tool definitions")
+	b := ocHeader(file, s, "the session's message and part rows")
 	rec := 0
 	status := ""
 	for _, m := range msgs {
@@ -314,6 +318,34 @@ func ocImport(file string, s *ocSession, msgs []*ocMessage) *Session {
 	b.records = rec
 	b.endState(status)
 	return b.finish(s.ID)
+}
+
+// ocHeader starts the session of an opencode session row: its header
+// from the row (of is what the content hash is of).
+func ocHeader(file string, s *ocSession, of string) *builder {
+	b := newBuilder(FormatOpenCode, file, s.rows)
+	b.attrs["source_sha256_of"] = of
+	b.hdr.TS = msTime(s.Created)
+	b.hdr.Name = "opencode " + s.ID
+	b.attrs["source_session_id"] = s.ID
+	b.attrs["source_cwd"] = s.Directory
+	b.attrs["source_version"] = s.Version
+	if s.Title != "" {
+		b.attrs["title"] = s.Title
+	}
+	if s.ParentID != "" {
+		b.attrs["source_parent_session_id"] = s.ParentID
+	}
+	b.attrs["source_cost_usd"] = s.Cost
+	var sm struct {
+		ID         string `json:"id"`
+		ProviderID string `json:"providerID"`
+	}
+	if json.Unmarshal([]byte(s.Model), &sm) == nil {
+		b.hdr.Provider, b.hdr.Model = sm.ProviderID, sm.ID
+	}
+	b.notRecorded("system prompt", "tool definitions")
+	return b
 }
 
 // ocUser writes a user message: its text parts, one user_message.

@@ -100,11 +100,12 @@ func comparePage(c *Ctx) error {
 	if len(refs) < compareMin || len(refs) > compareMax {
 		return badRequest("compare takes %d to %d sessions, got %d: give each as s=ID", compareMin, compareMax, len(refs))
 	}
-	st := c.S.opts.Store
 	evs := make([][]session.Event, len(refs))
 	ids := make([]string, len(refs))
 	for i, ref := range refs {
-		id, err := st.Resolve(ref)
+		// A session only the remote has (--remote) is compared from the
+		// remote's cache, as its page reads it.
+		st, id, err := c.find(ref)
 		if err != nil {
 			return notFound("compare: session %q: %v", ref, err)
 		}

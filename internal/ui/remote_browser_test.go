@@ -116,6 +116,14 @@ func TestRunsRemoteUnion(t *testing.T) {
 		t.Errorf("the remote session's timeline does not show its user message: %.300q", txt)
 	}
 	tab.Clean(func(u string) bool { return own(u) || len(u) > 5 && u[:5] == "data:" })
+	// The home's session against two only the remote has: compared from
+	// the remote's cache, as their pages read them.
+	q := url.Values{"token": {token}, "s": {"cccc000000000001", "aaaa000000000002", "bbbb000000000001"}}
+	tab = b.Open(t, base+"/compare?"+q.Encode(), "body[data-painted]")
+	if txt := tab.Text("main"); !strings.Contains(txt, "aaaa000000000002") || !strings.Contains(txt, "bbbb000000000001") || !strings.Contains(txt, "claude-sonnet-4-5") {
+		t.Errorf("compare of the home's session and the remote's: %.400q", txt)
+	}
+	tab.Clean(func(u string) bool { return own(u) || len(u) > 5 && u[:5] == "data:" })
 	if after := keys(); !slices.Equal(after, pushed) {
 		t.Errorf("serving the remote changed the bucket: %v, was %v", after, pushed)
 	}

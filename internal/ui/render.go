@@ -54,19 +54,29 @@ func (c *Ctx) store() recorder.Store {
 // from the remote; later calls of store read from where it was found. Not
 // found anywhere is a 404 with the CLI's message.
 func (c *Ctx) resolve(ref string) (string, error) {
-	id, err := c.S.opts.Store.Resolve(ref)
+	st, id, err := c.find(ref)
+	if err == nil && st.Root != c.S.opts.Store.Root {
+		c.st = &st
+	}
+	return id, err
+}
+
+// find is resolve for a page of several sessions (compare): the store
+// session ref was found in, the home's or the remote's cache.
+func (c *Ctx) find(ref string) (recorder.Store, string, error) {
+	home := c.S.opts.Store
+	id, err := home.Resolve(ref)
 	if err == nil {
-		return id, nil
+		return home, id, nil
 	}
 	if c.S.opts.Fetch != nil && errors.Is(err, recorder.ErrNoSession) {
 		st, rid, ferr := c.S.opts.Fetch(c.R.Context(), ref)
 		if ferr == nil || errors.Is(ferr, recorder.ErrCorrupt) {
-			c.st = &st
-			return rid, nil
+			return st, rid, nil
 		}
-		return "", notFound("%v; nor has the remote: %v", err, ferr)
+		return home, "", notFound("%v; nor has the remote: %v", err, ferr)
 	}
-	return "", notFound("%v", err)
+	return home, "", notFound("%v", err)
 }
 
 // Link is the href of an app path with its query: the path itself when
