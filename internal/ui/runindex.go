@@ -393,7 +393,7 @@ func (x *runIndex) selectRows(f runsFilter, pg runsPageReq, text func() ([]int32
 		}
 		slices.Sort(rows)
 		rows = slices.Compact(rows)
-		conds = append(conds, listCond(rows))
+		conds = append(conds, listCond(rows, x.len()))
 	}
 	costAt := -1
 	var costN int
@@ -436,7 +436,7 @@ func (x *runIndex) selectRows(f runsFilter, pg runsPageReq, text func() ([]int32
 		if err != nil {
 			return sel, err
 		}
-		conds = append(conds, listCond(within(rows, lo, hi)))
+		conds = append(conds, listCond(within(rows, lo, hi), x.len()))
 	}
 
 	// The narrowest list drives; the others check its rows.
@@ -527,12 +527,21 @@ func (x *runIndex) selectRows(f runsFilter, pg runsPageReq, text func() ([]int32
 	return sel, nil
 }
 
-// listCond is a condition given as its rows, ascending.
-func listCond(rows []int32) runCond {
-	return runCond{rows: rows, list: true, has: func(i int32) bool {
-		_, found := slices.BinarySearch(rows, i)
-		return found
-	}}
+// listCond is a condition given as its rows, ascending, of a list of n.
+// Checked often (when a narrower condition drives), many rows are a
+// bitmap: one bit test a row instead of a binary search.
+func listCond(rows []int32, n int) runCond {
+	if len(rows) < n/64 {
+		return runCond{rows: rows, list: true, has: func(i int32) bool {
+			_, found := slices.BinarySearch(rows, i)
+			return found
+		}}
+	}
+	set := make([]uint64, (n+63)/64)
+	for _, r := range rows {
+		set[r/64] |= 1 << (r % 64)
+	}
+	return runCond{rows: rows, list: true, has: func(i int32) bool { return set[i/64]&(1<<(i%64)) != 0 }}
 }
 
 // within is the part of rows (ascending) in lo..hi.

@@ -514,3 +514,50 @@ func TestRunsConcurrentRequests(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRunIndexCombined is a page of filters that each keep a broad
+// part of 100,000 sessions together: they cost the narrower one's rows
+// (TestRunIndexWorkIsFlat measures the filters alone).
+func BenchmarkRunIndexCombined(b *testing.B) {
+	es, tx := benchEntries(100000)
+	x := newRunIndex(es)
+	since := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC).Add(5000 * time.Second).Format(time.RFC3339)
+	for _, q := range []url.Values{
+		{"status": {"failed"}, "model": {"llama-3"}},
+		{"status": {"failed"}, "tag": {"env"}},
+		{"status": {"failed"}, "q": {"next step"}},
+		{"cost": {"0.0035"}, "since": {since}},
+	} {
+		b.Run(q.Encode(), func(b *testing.B) {
+			f, err := parseRunsFilter(q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var sel runsSel
+			for range b.N {
+				sel, err = x.selectRows(f, runsPageReq{limit: runsPerPage}, func() ([]int32, error) { return tx.search([]byte(f.Text)), nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(sel.examined), "rows-looked-at")
+			b.ReportMetric(float64(sel.Total), "total")
+		})
+	}
+}
+
+// TestListCond: a condition given as rows answers for each row whether
+// it is one, as a short list (binary search) and as a long one (bitmap).
+func TestListCond(t *testing.T) {
+	const n = 1000
+	for _, rows := range [][]int32{nil, {0}, {3, 64, 999}, {0, 1, 2, 63, 64, 65, 127, 128, 500, 998, 999, 5, 6, 7, 8, 9, 10, 11}} {
+		rows = slices.Clone(rows)
+		slices.Sort(rows)
+		c := listCond(rows, n)
+		for i := range int32(n) {
+			if got, want := c.has(i), slices.Contains(rows, i); got != want {
+				t.Errorf("listCond(%v).has(%d) = %v, want %v", rows, i, got, want)
+			}
+		}
+	}
+}
