@@ -5,8 +5,10 @@ import (
 	"os"
 
 	"github.com/agentctl/agentctl/internal/agenthost"
+	"github.com/agentctl/agentctl/internal/modelapi"
+	// A program that runs specs speaks every registered model API.
+	_ "github.com/agentctl/agentctl/internal/modelapi/all"
 	"github.com/agentctl/agentctl/internal/provider"
-	"github.com/agentctl/agentctl/internal/provider/endpoint"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/spec"
@@ -36,33 +38,29 @@ func Config(sp *spec.Spec, home string) (runner.Config, error) {
 	return runner.Config{Spec: sp, Provider: prov, Tools: reg, NewProvider: Provider}, nil
 }
 
-// Provider maps the spec's model section to a provider. Unknown names are
-// rejected by spec validation before this point; the error is a guard for
-// specs recorded by a newer agentctl.
+// Provider makes the client of the spec's model section: its registered
+// model API's (modelapi.Lookup). An unknown provider is rejected by spec
+// validation before this point; the error is a guard for specs recorded by
+// a newer agentctl, and names the known ones.
 func Provider(sp *spec.Spec) (provider.Provider, error) {
 	m := sp.Model
-	switch m.Provider {
-	case "scripted":
-		return scripted(m, func(s provider.Script) provider.Provider { return provider.NewScripted(s, m.ID) })
-	case "openai":
-		k, err := apiKey(m)
-		if err != nil {
-			return nil, err
-		}
-		return provider.NewOpenAI(provider.OpenAIConfig{BaseURL: m.BaseURL, APIKey: k, MaxRetries: 3})
-	case "anthropic":
-		k, err := apiKey(m)
-		if err != nil {
-			return nil, err
-		}
-		return provider.NewAnthropic(provider.AnthropicConfig{BaseURL: m.BaseURL, APIKey: k, MaxRetries: 3})
+	api, err := m.API()
+	if err != nil {
+		return nil, fmt.Errorf("model.provider: %w", err)
 	}
-	return nil, unknownProvider(m.Provider)
+	k, err := apiKey(m)
+	if err != nil {
+		return nil, err
+	}
+	return api.Client(modelapi.ClientConfig{Model: m.ID, Script: m.Script, BaseURL: m.BaseURL, APIKey: k, KeyEnv: m.KeyEnv(), MaxRetries: 3})
 }
 
 // apiKey reads the model's key from its variable (spec.Model.KeyEnv). A
 // key is required where spec.Model.NeedsKey says so.
 func apiKey(m spec.Model) (string, error) {
+	if m.KeyEnv() == "" {
+		return "", nil
+	}
 	k := os.Getenv(m.KeyEnv())
 	if k == "" && m.NeedsKey() {
 		def := spec.Model{Provider: m.Provider}.KeyEnv()
@@ -72,30 +70,21 @@ func apiKey(m spec.Model) (string, error) {
 }
 
 // Backend is the model backend an external agent's proxy serves from: the
-// spec's scripted model over the wire, or the real provider upstream (the
-// agent's SDK sends the key, which the proxy forwards and never records).
+// spec's scripted model over the wire, or the real provider upstream at
+// its base URL (the agent's SDK sends the key, which the proxy forwards
+// and never records).
 func Backend(sp *spec.Spec) (proxy.Backend, error) {
 	m := sp.Model
-	switch m.Provider {
-	case "scripted":
-		return scripted(m, func(s provider.Script) proxy.Backend { return proxy.NewScripted(s, m.ID) })
-	case "openai", "anthropic":
-		return proxy.NewUpstream(endpoint.Base(m.Provider, m.BaseURL), nil)
-	}
-	return nil, unknownProvider(m.Provider)
-}
-
-// scripted serves the model's script, in process (a provider) or over the
-// wire (a backend).
-func scripted[T any](m spec.Model, serve func(provider.Script) T) (T, error) {
-	s, err := provider.LoadScript(m.Script)
+	api, err := m.API()
 	if err != nil {
-		var none T
-		return none, err
+		return nil, fmt.Errorf("model.provider: %w", err)
 	}
-	return serve(s), nil
-}
-
-func unknownProvider(name string) error {
-	return fmt.Errorf("model.provider %q is not one this agentctl knows (scripted, openai, anthropic)", name)
+	if api.Scripted {
+		s, err := provider.LoadScript(m.Script)
+		if err != nil {
+			return nil, err
+		}
+		return proxy.NewScripted(s, m.ID), nil
+	}
+	return proxy.NewUpstream(modelapi.Base(m.Provider, m.BaseURL), nil)
 }

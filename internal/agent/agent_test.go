@@ -57,7 +57,7 @@ func TestProviderNeedsKey(t *testing.T) {
 			t.Errorf("%s backend: %v", tt.provider, err)
 		}
 	}
-	if _, err := agent.Provider(&spec.Spec{Model: spec.Model{Provider: "bedrock"}}); err == nil || !strings.Contains(err.Error(), "scripted, openai, anthropic") {
+	if _, err := agent.Provider(&spec.Spec{Model: spec.Model{Provider: "bedrock"}}); err == nil || !strings.Contains(err.Error(), "anthropic, openai, scripted") {
 		t.Errorf("unknown provider: %v", err)
 	}
 }

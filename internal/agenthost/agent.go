@@ -115,7 +115,7 @@ func (x *externalRun) run(parent context.Context) (runner.Result, error) {
 	if d, ok := backend.(dirSetter); ok {
 		d.SetDir(h.Workspace())
 	}
-	if ks := keySpec(sp, x.a.Fork); ks.Model.Provider == "openai" || ks.Model.Provider == "anthropic" {
+	if ks := keySpec(sp, x.a.Fork); ks.Model.KeyEnv() != "" {
 		if key := upstreamKey(ks); key != dummyKey {
 			backend = proxy.WithKey(backend, key)
 		}
@@ -341,13 +341,7 @@ func (s *sideSink) Close() error {
 // model.api_key_env names, else the provider's usual one, else the
 // dummy (the upstream then says what is missing).
 func upstreamKey(sp *spec.Spec) string {
-	names := []string{sp.Model.APIKeyEnv}
-	switch sp.Model.Provider {
-	case "openai":
-		names = append(names, "OPENAI_API_KEY")
-	case "anthropic":
-		names = append(names, "ANTHROPIC_API_KEY")
-	}
+	names := []string{sp.Model.APIKeyEnv, spec.Model{Provider: sp.Model.Provider}.KeyEnv()}
 	for _, n := range names {
 		if v := os.Getenv(n); n != "" && v != "" {
 			return v

@@ -131,6 +131,9 @@ type proxyListening struct {
 	URL              string `json:"url"`
 	OpenAIBaseURL    string `json:"openai_base_url"`
 	AnthropicBaseURL string `json:"anthropic_base_url"`
+	// BaseURLs maps each registered model API's base-URL variable (the
+	// one its SDKs read, spec.AgentEnv.BaseVars) to the URL to give it.
+	BaseURLs map[string]string `json:"base_urls"`
 }
 
 // proxyResult is the last --json line: what was recorded and found.
@@ -300,7 +303,12 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 	if opts.Token != "" {
 		base += "/t/" + opts.Token
 	}
-	info := proxyListening{Kind: "listening", Address: addr, URL: base, OpenAIBaseURL: base + "/v1", AnthropicBaseURL: base}
+	told, _ := spec.AgentEnv{Base: base}.BaseVars()
+	info := proxyListening{Kind: "listening", Address: addr, URL: base, OpenAIBaseURL: base + "/v1", AnthropicBaseURL: base, BaseURLs: map[string]string{}}
+	for _, kv := range told {
+		k, v, _ := strings.Cut(kv, "=")
+		info.BaseURLs[k] = v
+	}
 	// With a COMMAND, stdout is the agent's, byte for byte (its JSON may be
 	// piped on): agentctl's own lines, --json ones too, go to stderr.
 	out := f.Out
@@ -311,7 +319,7 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 		b, _ := json.Marshal(info)
 		fmt.Fprintln(out, string(b))
 	} else {
-		fmt.Fprintf(f.Err, "agentctl proxy listening on %s\n  OPENAI_BASE_URL=%s/v1\n  ANTHROPIC_BASE_URL=%s\n", addr, base, base)
+		fmt.Fprintf(f.Err, "agentctl proxy listening on %s\n  %s\n", addr, strings.Join(told, "\n  "))
 	}
 
 	code := ExitOK
@@ -460,16 +468,11 @@ func finishProxy(srv *proxy.Server, opts *proxyOptions, interrupted bool, code i
 // variables it was given (some take a flag or a config file instead), so
 // the run went to the provider unrecorded, or made no call at all.
 func noModelCall(command string, env spec.AgentEnv) string {
-	var given []string
-	for _, v := range env.Vars() {
-		if strings.HasPrefix(v, "OPENAI_BASE_URL=") || strings.HasPrefix(v, "ANTHROPIC_BASE_URL=") {
-			given = append(given, v)
-		}
-	}
+	given, others := env.BaseVars()
 	return fmt.Sprintf("no model call came through the proxy while %s ran, so nothing was recorded. "+
-		"It was given %s (also OPENAI_API_BASE, AGENTCTL_PROXY_URL): check that its model client honours them "+
+		"It was given %s (also %s): check that its model client honours them "+
 		"(some SDKs and CLIs take the base URL from a flag or a config file instead, or a value already set in that config wins) "+
-		"and that it calls a model at all", command, strings.Join(given, " and "))
+		"and that it calls a model at all", command, strings.Join(given, " and "), strings.Join(append(others, "AGENTCTL_PROXY_URL"), ", "))
 }
 
 // proxyCommand runs the agent with the SDKs' base-URL variables (env)

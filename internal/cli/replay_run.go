@@ -372,7 +372,7 @@ func forkModel(sp *spec.Spec, opts *replayForkOptions) error {
 		}
 		sp.Model.Script = abs
 	}
-	if sp.Model.Provider == "scripted" && sp.Model.Script == "" {
+	if sp.Model.Scripted() && sp.Model.Script == "" {
 		return usageError{fmt.Errorf("replay fork: --model scripted/%s needs --script FILE", sp.Model.ID)}
 	}
 	return nil

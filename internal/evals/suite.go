@@ -261,7 +261,7 @@ func (s *Suite) validate(file string, root *yaml.Node) error {
 			if sc.Prompt != "" {
 				sp.Prompt = sc.Prompt
 			}
-			if sp.Model.Provider == "scripted" {
+			if sp.Model.Scripted() {
 				if _, err := provider.LoadScript(sp.Model.Script); err != nil {
 					bad(fmt.Sprintf("model script: %v", err), at("model")...)
 				}
@@ -300,19 +300,8 @@ func checkModel(m *spec.Model) string {
 	if m.MaxTokens == 0 {
 		m.MaxTokens = spec.DefaultMaxTokens
 	}
-	switch m.Provider {
-	case "scripted":
-		if m.Script == "" {
-			return "script is required for the scripted provider (a YAML file of turns)"
-		}
-	case "openai", "anthropic":
-	case "":
-		return "provider is required: scripted, openai or anthropic"
-	default:
-		return fmt.Sprintf("provider %q is not one of scripted, openai, anthropic", m.Provider)
-	}
-	if m.ID == "" {
-		return "id is required (the model the session pins)"
+	if ps := m.Check(); len(ps) > 0 {
+		return ps[0].Msg
 	}
 	return ""
 }
@@ -459,7 +448,7 @@ func (s *Suite) validateAssertion(sc *Scenario, a *Assertion, bad func(string, .
 		r.Model.Script = s.abs(r.Model.Script)
 		if msg := checkModel(&r.Model); msg != "" {
 			bad("reviewer.model: "+msg, KindReviewer, "model")
-		} else if r.Model.Provider == "scripted" {
+		} else if r.Model.Scripted() {
 			if _, err := provider.LoadScript(r.Model.Script); err != nil {
 				bad(fmt.Sprintf("reviewer.model script: %v", err), KindReviewer, "model")
 			}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/agentctl/agentctl/internal/pricing"
-	"github.com/agentctl/agentctl/internal/provider/endpoint"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -25,13 +25,18 @@ type AnthropicConfig struct {
 	BaseURL string
 	// APIKey is sent as x-api-key. The SDK's own credential discovery
 	// (ANTHROPIC_API_KEY, profiles, …) is switched off: the caller decides.
-	APIKey     string
+	APIKey string
+	// KeyEnv is the variable APIKey was read from; empty means
+	// AnthropicKeyEnv.
+	KeyEnv     string
 	MaxRetries int
 	HTTPClient *http.Client
 	Timeout    time.Duration
 }
 
 type anthropicProvider struct {
+	// keyEnv names the key's variable in the hint of a refused key.
+	keyEnv     string
 	client     anthropic.Client
 	maxRetries int
 	retryBase  time.Duration
@@ -39,9 +44,15 @@ type anthropicProvider struct {
 
 var _ Provider = (*anthropicProvider)(nil)
 
+// AnthropicKeyEnv is the variable the key is read from when a spec names none.
+const AnthropicKeyEnv = "ANTHROPIC_API_KEY"
+
+// AnthropicBaseURL is the API root a client uses when its config names none.
+const AnthropicBaseURL = "https://api.anthropic.com"
+
 // NewAnthropic returns a provider for the Messages streaming API.
 func NewAnthropic(cfg AnthropicConfig) (Provider, error) {
-	base := endpoint.Base("anthropic", cfg.BaseURL)
+	base := cmp.Or(cfg.BaseURL, AnthropicBaseURL)
 	if u, err := url.Parse(base); err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("anthropic: base_url %q: want an absolute http(s) URL", cfg.BaseURL)
 	}
@@ -60,6 +71,7 @@ func NewAnthropic(cfg AnthropicConfig) (Provider, error) {
 		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
 	}
 	return &anthropicProvider{
+		keyEnv:     cmp.Or(cfg.KeyEnv, AnthropicKeyEnv),
 		client:     anthropic.NewClient(opts...),
 		maxRetries: retries,
 		retryBase:  500 * time.Millisecond,
@@ -74,7 +86,8 @@ func (p *anthropicProvider) Complete(ctx context.Context, req Request, onText fu
 		return Response{}, err
 	}
 	return retry(ctx, p.maxRetries, p.retryBase, req.OnRetry, func() (Response, bool, error) {
-		return p.attempt(ctx, params, req.Model, onText)
+		resp, streamed, err := p.attempt(ctx, params, req.Model, onText)
+		return resp, streamed, withKeyEnv(err, p.keyEnv)
 	})
 }
 
@@ -322,7 +335,7 @@ func anthropicError(err error) *Error {
 		if apiErr.Response != nil {
 			h = apiErr.Response.Header
 		}
-		e := &Error{Provider: "anthropic", Status: apiErr.StatusCode, Type: string(apiErr.Type()), retryAfter: retryAfterOf(h)}
+		e := &Error{Provider: "anthropic", Status: apiErr.StatusCode, Type: string(apiErr.Type()), RetryAfter: retryAfterOf(h)}
 		if typ, msg, ok := parseErrorBody([]byte(apiErr.RawJSON())); ok {
 			e.Message = msg
 			if e.Type == "" {

@@ -1,133 +1,26 @@
 package provider
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"github.com/agentctl/agentctl/internal/testenv/corpus"
 )
 
-// corpusDir is the corpus of recorded provider streams: the repository's
-// byte-for-byte copy in testdata/corpus (see its README), or AGENTCTL_CORPUS.
-// It is never skipped: a missing corpus fails the tests.
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("AGENTCTL_CORPUS")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "testdata", "corpus")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "sse")); err != nil {
-		t.Fatalf("corpus not found at %s (set AGENTCTL_CORPUS): %v", dir, err)
-	}
-	return dir
-}
-
-func corpusFile(t *testing.T, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(corpusDir(t), filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatalf("read corpus file: %v", err)
-	}
-	return b
-}
-
-// cassetteBody returns the response body and status of interaction i of a
-// VCR cassette: pydantic-ai's (response.body.string, response.status.code)
-// or go-vcr v1's (response.body, response.code).
-func cassetteBody(t *testing.T, rel string, i int) ([]byte, int) {
-	t.Helper()
-	var c struct {
-		Interactions []struct {
-			Request  yaml.Node `yaml:"request"`
-			Response struct {
-				Body   yaml.Node `yaml:"body"`
-				Code   int       `yaml:"code"`
-				Status yaml.Node `yaml:"status"`
-			} `yaml:"response"`
-		} `yaml:"interactions"`
-	}
-	if err := yaml.Unmarshal(corpusFile(t, rel), &c); err != nil {
-		t.Fatalf("parse cassette %s: %v", rel, err)
-	}
-	if i >= len(c.Interactions) {
-		t.Fatalf("cassette %s has %d interactions, want index %d", rel, len(c.Interactions), i)
-	}
-	r := c.Interactions[i].Response
-	var body string
-	if r.Body.Kind == yaml.MappingNode {
-		var b struct {
-			String string `yaml:"string"`
-		}
-		if err := r.Body.Decode(&b); err != nil {
-			t.Fatal(err)
-		}
-		body = b.String
-	} else if err := r.Body.Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	code := r.Code
-	if r.Status.Kind == yaml.MappingNode {
-		var s struct {
-			Code int `yaml:"code"`
-		}
-		if err := r.Status.Decode(&s); err != nil {
-			t.Fatal(err)
-		}
-		code = s.Code
-	}
-	return []byte(body), code
-}
-
-// cassetteRequest returns the recorded request body of interaction i of a
-// go-vcr cassette (a JSON string).
+// The corpus readers are package corpus's, shared with the proxy's tests
+// and the model API contract suite.
+func corpusDir(t *testing.T) string              { return corpus.Dir(t) }
+func corpusFile(t *testing.T, rel string) []byte { return corpus.File(t, rel) }
 func cassetteRequest(t *testing.T, rel string, i int) []byte {
-	t.Helper()
-	var c struct {
-		Interactions []struct {
-			Request struct {
-				Body string `yaml:"body"`
-			} `yaml:"request"`
-		} `yaml:"interactions"`
-	}
-	if err := yaml.Unmarshal(corpusFile(t, rel), &c); err != nil {
-		t.Fatalf("parse cassette %s: %v", rel, err)
-	}
-	return []byte(c.Interactions[i].Request.Body)
+	return corpus.CassetteRequest(t, rel, i)
 }
-
-// chunksToSSE frames vercel/ai's one-payload-per-line fixtures as the SSE
-// the API sends ("event: <type>\ndata: <payload>\n\n"): the only change
-// made to any corpus file before serving it, since those fixtures had the
-// framing stripped.
-func chunksToSSE(t *testing.T, lines []byte) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(lines))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var ev struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(line, &ev); err != nil {
-			t.Fatalf("chunk %q: %v", line, err)
-		}
-		out.WriteString("event: " + ev.Type + "\ndata: ")
-		out.Write(line)
-		out.WriteString("\n\n")
-	}
-	return out.Bytes()
+func chunksToSSE(t *testing.T, lines []byte) []byte { return corpus.ChunksToSSE(t, lines) }
+func cassetteBody(t *testing.T, rel string, i int) ([]byte, int) {
+	return corpus.CassetteBody(t, rel, i)
 }
 
 // reply is one canned HTTP response.

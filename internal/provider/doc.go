@@ -1,7 +1,12 @@
 // Package provider is the model boundary of the runner: one Complete call
 // sends the projected messages of a turn to a model and streams one
 // assistant turn back, normalised so that nothing above this package knows
-// which provider answered.
+// which provider answered. The boundary's types (Provider, Request,
+// Response, Error) are declared in internal/modelapi, a leaf, and aliased
+// here; this package holds the clients and the stream parsers, which each
+// registered model API (internal/modelapi/<name>) uses for its Client and
+// Wire. Which client a spec gets is the registry's answer, not a switch
+// here.
 //
 // # Implementations
 //

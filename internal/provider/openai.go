@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +17,6 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentctl/agentctl/internal/pricing"
-	"github.com/agentctl/agentctl/internal/provider/endpoint"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -30,6 +30,9 @@ type OpenAIConfig struct {
 	// APIKey may be empty for local servers, which ignore it; a
 	// placeholder is sent so the header is well formed.
 	APIKey string
+	// KeyEnv is the variable APIKey was read from, named in the hint of a
+	// refused key; empty means OpenAIKeyEnv.
+	KeyEnv string
 	// MaxRetries is how many times a retryable failure is retried: 0 means
 	// the default (2), a negative value means never.
 	MaxRetries int
@@ -48,6 +51,8 @@ const DefaultMaxRetries = 2
 const placeholderAPIKey = "agentctl-no-key"
 
 type openAIProvider struct {
+	// keyEnv names the key's variable in the hint of a refused key.
+	keyEnv string
 	client openai.Client
 	// official is true for api.openai.com, which wants
 	// max_completion_tokens; compatible servers know max_tokens.
@@ -58,9 +63,15 @@ type openAIProvider struct {
 
 var _ Provider = (*openAIProvider)(nil)
 
+// OpenAIKeyEnv is the variable the key is read from when a spec names none.
+const OpenAIKeyEnv = "OPENAI_API_KEY"
+
+// OpenAIBaseURL is the API root a client uses when its config names none.
+const OpenAIBaseURL = "https://api.openai.com/v1"
+
 // NewOpenAI returns a provider for the Chat Completions streaming API.
 func NewOpenAI(cfg OpenAIConfig) (Provider, error) {
-	base := endpoint.Base("openai", cfg.BaseURL)
+	base := cmp.Or(cfg.BaseURL, OpenAIBaseURL)
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("openai: base_url %q: want an absolute http(s) URL", cfg.BaseURL)
@@ -83,6 +94,7 @@ func NewOpenAI(cfg OpenAIConfig) (Provider, error) {
 		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
 	}
 	return &openAIProvider{
+		keyEnv:     cmp.Or(cfg.KeyEnv, OpenAIKeyEnv),
 		client:     openai.NewClient(opts...),
 		official:   u.Host == "api.openai.com",
 		maxRetries: retries,
@@ -108,7 +120,8 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request, onText func(
 		return Response{}, err
 	}
 	return retry(ctx, p.maxRetries, p.retryBase, req.OnRetry, func() (Response, bool, error) {
-		return p.attempt(ctx, params, req.Model, onText)
+		resp, streamed, err := p.attempt(ctx, params, req.Model, onText)
+		return resp, streamed, withKeyEnv(err, p.keyEnv)
 	})
 }
 
@@ -248,7 +261,7 @@ func openAIError(err error) *Error {
 			Type:       apiErr.Type,
 			Message:    apiErr.Message,
 			Retryable:  shouldRetry(apiErr.StatusCode, h),
-			retryAfter: retryAfterOf(h),
+			RetryAfter: retryAfterOf(h),
 		}
 		if e.Type == "" {
 			e.Type = apiErr.Code

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/agentctl/agentctl/internal/spec"
+	"github.com/agentctl/agentctl/internal/spec/strict"
 )
 
 // LoadScript reads a scripted model's YAML (turns, summary) strictly, with
@@ -17,19 +17,19 @@ func LoadScript(path string) (Script, error) {
 		return Script{}, fmt.Errorf("read model script: %w", err)
 	}
 	var s Script
-	if _, err := spec.DecodeStrict(path, data, &s); err != nil {
+	if _, err := strict.Decode(path, data, &s); err != nil {
 		return Script{}, err
 	}
 	if len(s.Turns) == 0 {
-		return Script{}, &spec.Error{File: path, Msg: "the script has no turns (add a turns: list)"}
+		return Script{}, &strict.Error{File: path, Msg: "the script has no turns (add a turns: list)"}
 	}
 	for i, t := range s.Threads {
 		if t.System == "" {
 			// An empty System would match every call and silence the turns.
-			return Script{}, &spec.Error{File: path, Msg: fmt.Sprintf("threads[%d]: system is required (text the side conversation's system prompt contains)", i)}
+			return Script{}, &strict.Error{File: path, Msg: fmt.Sprintf("threads[%d]: system is required (text the side conversation's system prompt contains)", i)}
 		}
 		if len(t.Turns) == 0 {
-			return Script{}, &spec.Error{File: path, Msg: fmt.Sprintf("threads[%d] (system %q) has no turns (add a turns: list)", i, t.System)}
+			return Script{}, &strict.Error{File: path, Msg: fmt.Sprintf("threads[%d] (system %q) has no turns (add a turns: list)", i, t.System)}
 		}
 	}
 	return s, nil

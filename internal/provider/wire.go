@@ -228,7 +228,7 @@ func responsesFailed(o *responsesObject) error {
 // provider's error envelope into an *Error, as the live providers report
 // it.
 func ParseError(providerName string, status int, header http.Header, body []byte) *Error {
-	e := &Error{Provider: providerName, Status: status, Retryable: shouldRetry(status, header), retryAfter: retryAfterOf(header)}
+	e := &Error{Provider: providerName, Status: status, Retryable: shouldRetry(status, header), RetryAfter: retryAfterOf(header)}
 	if typ, msg, ok := parseErrorBody(body); ok {
 		e.Type, e.Message = typ, msg
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -44,18 +45,21 @@ func (b *Scripted) Serve(ctx context.Context, c *Call, w http.ResponseWriter) er
 	if model == "" {
 		model = c.Model
 	}
-	switch c.API {
-	case APIModels:
+	switch c.Op() {
+	case modelapi.OpModels:
 		return serveModels(w, c, []string{model})
-	case APICountTokens:
+	case modelapi.OpCountTokens:
 		return serveCount(w, c)
 	}
 	// The proxy counts c.Turn per thread (a side thread is a conversation
 	// of its own), so a side call takes a turn of its thread only.
 	p := provider.NewScripted(b.script.For(c.System), model)
 	p.SetTurn(max(0, c.Turn-1-b.skip))
-	enc := newEncoder(c.API, c.Stream, responseID(c), model, w)
-	resp, err := p.Complete(ctx, provider.Request{Model: model, Messages: c.projection(), MaxTokens: c.MaxTokens}, enc.text)
+	enc, err := newEncoder(c, model, w)
+	if err != nil {
+		return err
+	}
+	resp, err := p.Complete(ctx, provider.Request{Model: model, Messages: c.projection(), MaxTokens: c.MaxTokens}, enc.Text)
 	if b.skip > 0 {
 		// The ids say the conversation's call, not the script's turn: an
 		// id the skipped calls used must not come back (agents such as
@@ -68,7 +72,7 @@ func (b *Scripted) Serve(ctx context.Context, c *Call, w http.ResponseWriter) er
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if enc.began && c.Stream {
+		if enc.Began() && c.Stream {
 			return err
 		}
 		if pe, ok := err.(*provider.Error); ok {
@@ -76,19 +80,8 @@ func (b *Scripted) Serve(ctx context.Context, c *Call, w http.ResponseWriter) er
 		}
 		return &provider.Error{Provider: c.Provider, Status: http.StatusBadRequest, Type: "script_exhausted", Message: err.Error()}
 	}
-	enc.finish(resp)
+	enc.Finish(resp)
 	return nil
-}
-
-// responseID is a deterministic id for an answer the proxy makes up.
-func responseID(c *Call) string {
-	switch c.API {
-	case APIMessages:
-		return fmt.Sprintf("msg_%s_%d", c.SessionID, c.Turn)
-	case APIResponses:
-		return fmt.Sprintf("resp_%s_%d", c.SessionID, c.Turn)
-	}
-	return fmt.Sprintf("chatcmpl-%s-%d", c.SessionID, c.Turn)
 }
 
 func serveModels(w http.ResponseWriter, c *Call, models []string) error {
@@ -102,7 +95,7 @@ func serveModels(w http.ResponseWriter, c *Call, models []string) error {
 	w.Header().Set("Content-Type", "application/json")
 	if c.Model != "" {
 		if len(data) == 0 {
-			writeError(w, APIChat, http.StatusNotFound, "not_found_error", fmt.Sprintf("agentctl proxy: no model %q here", c.Model))
+			writeError(w, c.API, http.StatusNotFound, "not_found_error", fmt.Sprintf("agentctl proxy: no model %q here", c.Model))
 			return nil
 		}
 		w.Write(marshal(data[0]))
@@ -185,7 +178,7 @@ func (b *Upstream) Serve(ctx context.Context, c *Call, w http.ResponseWriter) er
 	u := b.url(c)
 	method := http.MethodPost
 	var body io.Reader = strings.NewReader(string(c.Body))
-	if c.API == APIModels {
+	if c.Op() == modelapi.OpModels {
 		method, body = http.MethodGet, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
@@ -257,8 +250,8 @@ func acceptEncoding(h http.Header) string {
 }
 
 // WithKey wraps a backend so that every call it serves carries key as the
-// provider's credential (Anthropic's x-api-key, OpenAI's Authorization:
-// Bearer) in place of whatever the client sent. An external agent is
+// provider's credential (its wire's SetKey: Anthropic's x-api-key,
+// OpenAI's Authorization: Bearer) in place of whatever the client sent. An external agent is
 // given a placeholder key and the proxy adds the real one on its way
 // upstream: a program agentctl runs cannot print, encode or send
 // elsewhere a key it never had. A known-bodies backend (a Replay) stays
@@ -284,11 +277,11 @@ func (k keyBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter) e
 	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key"} {
 		cc.Header.Del(h)
 	}
-	if c.Provider == "anthropic" {
-		cc.Header.Set("X-Api-Key", k.key)
-	} else {
-		cc.Header.Set("Authorization", "Bearer "+k.key)
+	api, _, _, err := c.wire()
+	if err != nil {
+		return err
 	}
+	api.Wire.SetKey(cc.Header, k.key)
 	return k.b.Serve(ctx, &cc, w)
 }
 

@@ -24,10 +24,10 @@ func TestRealClientRequestsMatch(t *testing.T) {
 		dir string
 		api API
 	}{
-		{"codex", APIResponses},
-		{"claude-code", APIMessages},
-		{"opencode", APIChat},
-		{"openai-agents", APIResponses},
+		{"codex", "responses"},
+		{"claude-code", "messages"},
+		{"opencode", "chat_completions"},
+		{"openai-agents", "responses"},
 	}
 	for _, cl := range clients {
 		t.Run(cl.dir, func(t *testing.T) {

@@ -56,7 +56,7 @@ func TestClaudeCodeDefaultModelRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Call{API: APIMessages, Body: body}
+	c := &Call{API: "messages", Body: body}
 	if err := parseCall(c); err != nil {
 		t.Fatalf("parse: %v", err)
 	}

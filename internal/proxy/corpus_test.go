@@ -4,55 +4,21 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"github.com/agentctl/agentctl/internal/testenv/corpus"
 )
 
-// corpusDir is the corpus of recorded provider streams (the repository's
-// byte-for-byte copy in testdata/corpus, or AGENTCTL_CORPUS). A missing
-// corpus fails the tests: it is never skipped.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("AGENTCTL_CORPUS")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "testdata", "corpus")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "sse")); err != nil {
-		t.Fatalf("corpus not found at %s (set AGENTCTL_CORPUS): %v", dir, err)
-	}
-	return dir
-}
+// The corpus readers are package corpus's, shared with the provider's
+// tests and the model API contract suite.
+func corpusDir(t testing.TB) string              { return corpus.Dir(t) }
+func corpusFile(t testing.TB, rel string) []byte { return corpus.File(t, rel) }
 
-func corpusFile(t testing.TB, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(corpusDir(t), filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatalf("read corpus file: %v", err)
-	}
-	return b
-}
-
-// cassetteBody returns the response body of interaction i of a pydantic-ai
-// VCR cassette (response.body.string).
+// cassetteBody returns the response body of interaction i of a cassette.
 func cassetteBody(t testing.TB, rel string, i int) []byte {
-	t.Helper()
-	var c struct {
-		Interactions []struct {
-			Response struct {
-				Body struct {
-					String string `yaml:"string"`
-				} `yaml:"body"`
-			} `yaml:"response"`
-		} `yaml:"interactions"`
-	}
-	if err := yaml.Unmarshal(corpusFile(t, rel), &c); err != nil {
-		t.Fatalf("parse cassette %s: %v", rel, err)
-	}
-	return []byte(c.Interactions[i].Response.Body.String)
+	b, _ := corpus.CassetteBody(t, rel, i)
+	return b
 }
 
 // reply is one canned upstream answer.

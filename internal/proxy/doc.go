@@ -25,6 +25,15 @@
 // permission_error, since a page the user visits can reach a loopback
 // port. With a token, whoever sends it. The SDKs send none of these.
 //
+// # Wires
+//
+// The proxy knows no provider: the routes it serves, how a request reads
+// into the session's messages, how an answer is parsed, how a scripted or
+// replayed answer is rendered, the error shape and the credential header
+// are those of the registered model API whose route the request took
+// (internal/modelapi; this package imports modelapi/all). A call of an
+// API no registered wire speaks is an error, never read as another's.
+//
 // # API
 //
 //	srv, err := proxy.New(proxy.Config{
@@ -52,10 +61,9 @@
 //
 // # What is recorded
 //
-// Whatever the backend, the proxy parses the bytes it sent back with
-// internal/provider's stream parsers (provider.ParseChatCompletion,
-// ParseResponses, ParseMessages: the live providers' own normalisation)
-// and appends, in one durable Append per call:
+// Whatever the backend, the proxy parses the bytes it sent back with the
+// call's wire (modelapi.Wire.ParseResponse: the live providers' own stream
+// parsers and normalisation) and appends, in one durable Append per call:
 //
 //   - for what the request adds to the history: user_message, tool_result
 //     (the agent's tool output, as its next request carries it; status

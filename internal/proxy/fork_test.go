@@ -23,7 +23,7 @@ func TestAfterTurn(t *testing.T) {
 		{4, "Done: the readme says hello.", "Let me look."},
 	} {
 		w := httptest.NewRecorder()
-		c := &Call{API: APIChat, Provider: "openai", SessionID: "s", Turn: tc.turn, Model: "m1",
+		c := &Call{API: "chat_completions", Provider: "openai", SessionID: "s", Turn: tc.turn, Model: "m1",
 			Messages: []session.Message{{Role: session.RoleUser, Content: "hi"}}}
 		if err := b.Serve(context.Background(), c, w); err != nil {
 			t.Fatal(err)

@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	// Every registered model API: the proxy serves their wires; a run calls
+	// their clients.
 	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	_ "github.com/agentctl/agentctl/internal/modelapi/all"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/loopback"
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/redact"
 	"github.com/agentctl/agentctl/internal/session"
@@ -238,12 +242,17 @@ func (s *Server) Ended() []Ended {
 // route is a parsed request path.
 type route struct {
 	api     API
+	apiVal  modelapi.API
+	op      modelapi.Op
 	session string // from /s/<id>/
 	token   string // from /t/<token>/
 	path    string // /v1/…
 	modelID string // GET /v1/models/{id}
 }
 
+// parseRoute finds the registered wire route (modelapi.Match) of p below
+// its /t/<token>/ and /s/<session>/ prefixes. A path without the /v1 its
+// route has is taken with it (a base URL without /v1).
 func parseRoute(method, p string) (route, error) {
 	var r route
 	rest := p
@@ -260,26 +269,21 @@ func parseRoute(method, p string) (route, error) {
 		}
 		break
 	}
-	rest = strings.TrimPrefix(rest, "/v1")
-	r.path = "/v1" + rest
-	switch {
-	case rest == "/chat/completions" && method == http.MethodPost:
-		r.api = APIChat
-	case rest == "/responses" && method == http.MethodPost:
-		r.api = APIResponses
-	case rest == "/messages" && method == http.MethodPost:
-		r.api = APIMessages
-	case rest == "/messages/count_tokens" && method == http.MethodPost:
-		r.api = APICountTokens
-	case rest == "/models" && method == http.MethodGet:
-		r.api = APIModels
-	case strings.HasPrefix(rest, "/models/") && method == http.MethodGet:
-		r.api, r.modelID = APIModels, strings.TrimPrefix(rest, "/models/")
+	api, rt, vars, ok := modelapi.Match(method, rest)
+	r.path = rest
+	if !ok {
+		r.path = "/v1" + strings.TrimPrefix(rest, "/v1")
+		api, rt, vars, ok = modelapi.Match(method, r.path)
+	}
+	if !ok {
+		return r, fmt.Errorf("no such endpoint: %s %s (the proxy serves %s)", method, p, modelapi.RoutesText())
+	}
+	r.api, r.apiVal, r.op = API(rt.API), api, rt.Op
+	if id, ok := vars["id"]; ok && rt.Op == modelapi.OpModels {
+		r.modelID = id
 		if !validModelID(r.modelID) {
 			return r, fmt.Errorf("model id %q in %s: want one path segment (no '/', '\\', '..' or control characters)", r.modelID, p)
 		}
-	default:
-		return r, fmt.Errorf("no such endpoint: %s %s (the proxy serves POST /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens and GET /v1/models)", method, p)
 	}
 	if r.session != "" && !validSessionID(r.session) {
 		return r, fmt.Errorf("session %q in the base URL: want letters, digits, '-' or '_'", r.session)
@@ -319,13 +323,13 @@ func validModelID(id string) bool {
 // with or without a port) names this machine's loopback (loopback.Host).
 func LoopbackHost(host string) bool { return loopback.Host(host) }
 
-// apiGuess is the protocol an unroutable request most likely spoke, for
-// the shape of its error.
+// apiGuess is the API an unroutable request most likely spoke, for the
+// shape of its error (modelapi.Guess); "" when no wire claims it.
 func apiGuess(r *http.Request) API {
-	if r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != "" || strings.Contains(r.URL.Path, "/messages") {
-		return APIMessages
+	if _, rt, ok := modelapi.Guess(r.URL.Path, r.Header); ok {
+		return API(rt.API)
 	}
-	return APIChat
+	return ""
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -366,11 +370,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rt.api, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("agentctl proxy: read request body: %v", err))
 		return
 	}
-	c := &Call{API: rt.api, Provider: rt.api.Provider(), Path: rt.path, RawQuery: r.URL.RawQuery, Body: body, Header: r.Header.Clone()}
-	if rt.api == APIModels || rt.api == APICountTokens {
+	c := &Call{API: rt.api, Provider: rt.apiVal.Provider, Path: rt.path, RawQuery: r.URL.RawQuery, Body: body, Header: r.Header.Clone()}
+	if rt.op != modelapi.OpGenerate {
 		// Not model calls: nothing to record. count_tokens is parsed
 		// only to answer locally.
-		if rt.api == APICountTokens {
+		if rt.op == modelapi.OpCountTokens {
 			if err := parseCall(c); err != nil {
 				writeError(w, rt.api, http.StatusBadRequest, "invalid_request_error", "agentctl proxy: "+err.Error())
 				return
@@ -509,23 +513,20 @@ func (c *capture) recorded() ([]byte, error) {
 	}
 }
 
-// parseAnswer reads the answer a backend wrote.
+// parseAnswer reads the answer a backend wrote, with the call's wire.
 func parseAnswer(c *Call, status int, body []byte, header http.Header) (provider.Response, error) {
+	api, _, _, err := c.wire()
+	if err != nil {
+		return provider.Response{Model: c.Model}, err
+	}
 	if status < 200 || status > 299 {
-		return provider.Response{Model: c.Model}, provider.ParseError(c.Provider, status, header, body)
+		return provider.Response{Model: c.Model}, api.Wire.ParseError(status, header, body)
 	}
 	stream := c.Stream
 	if ct := header.Get("Content-Type"); ct != "" {
 		stream = strings.HasPrefix(ct, "text/event-stream")
 	}
-	switch c.API {
-	case APIChat:
-		return provider.ParseChatCompletion(body, stream, c.Model)
-	case APIResponses:
-		return provider.ParseResponses(body, stream, c.Model)
-	default:
-		return provider.ParseMessages(body, stream, c.Model)
-	}
+	return api.Wire.ParseResponse(body, stream, c.Model)
 }
 
 // knownBodies is implemented by a backend that knows request bodies ahead

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/provider"
 	"github.com/agentctl/agentctl/internal/redact"
 	"github.com/agentctl/agentctl/internal/replaymatch"
@@ -153,6 +154,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 			}
 			var attrs struct {
 				API              API    `json:"api"`
+				Path             string `json:"path"`
 				Status           int    `json:"status"`
 				Stream           bool   `json:"stream"`
 				RequestArtifact  string `json:"request_artifact"`
@@ -176,7 +178,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 			}
 			if attrs.RequestArtifact != "" && cfg.Artifacts != nil {
 				b, err := cfg.Artifacts(attrs.RequestArtifact)
-				c := &Call{API: attrs.API, Body: b}
+				c := &Call{API: attrs.API, Path: attrs.Path, Body: b}
 				if err == nil && parseCall(c) == nil {
 					t.call = c
 					r.known[bodyKey(c.API, b)] = c
@@ -293,13 +295,13 @@ func (r *Replay) note(f Finding) {
 
 // Serve answers c with its recorded turn, or reports how it diverges.
 func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
-	switch c.API {
-	case APIModels:
+	switch c.Op() {
+	case modelapi.OpModels:
 		if r.cfg.Live != nil && r.cfg.Until == 0 {
 			return r.cfg.Live.Serve(ctx, c, w)
 		}
 		return serveModels(w, c, r.models)
-	case APICountTokens:
+	case modelapi.OpCountTokens:
 		return serveCount(w, c)
 	}
 	if len(r.sides) > 0 {
@@ -362,9 +364,12 @@ func (r *Replay) Serve(ctx context.Context, c *Call, w http.ResponseWriter) erro
 		w.Write(rec.body)
 		return nil
 	}
-	enc := newEncoder(c.API, c.Stream, responseID(c), rec.answer.Model, w)
-	enc.text(rec.answer.Text)
-	enc.finish(*rec.answer)
+	enc, err := newEncoder(c, rec.answer.Model, w)
+	if err != nil {
+		return err
+	}
+	enc.Text(rec.answer.Text)
+	enc.Finish(*rec.answer)
 	return nil
 }
 
@@ -467,7 +472,8 @@ func orNull(b json.RawMessage) json.RawMessage {
 
 // WithModel wraps a backend so that every model call it serves asks for
 // model instead of the client's (--model on a fork): the request body's
-// "model" is replaced, nothing else.
+// "model" is replaced, nothing else, or where the call's wire names the
+// model (modelapi.ModelSetter: a path) that.
 func WithModel(b Backend, model string) Backend {
 	return modelBackend{b, model}
 }
@@ -478,18 +484,29 @@ type modelBackend struct {
 }
 
 func (m modelBackend) Serve(ctx context.Context, c *Call, w http.ResponseWriter) error {
-	if c.API == APIModels || c.API == APICountTokens || m.model == "" {
+	if c.Op() != modelapi.OpGenerate || m.model == "" {
 		return m.Backend.Serve(ctx, c, w)
 	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(c.Body, &body); err != nil {
+	api, _, _, err := c.wire()
+	if err != nil {
 		return err
+	}
+	cc := *c
+	if ms, ok := api.Wire.(modelapi.ModelSetter); ok {
+		if cc.Path, cc.Body, err = ms.SetModel(c.Path, c.Body, m.model); err != nil {
+			return err
+		}
+	} else {
+		var body map[string]json.RawMessage
+		if err := json.Unmarshal(c.Body, &body); err != nil {
+			return err
+		}
+		body["model"] = marshal(m.model)
+		cc.Body = marshal(body)
 	}
 	// The proxy records the change in a session it opened (model_changed).
 	c.liveModel = m.model
-	body["model"] = marshal(m.model)
-	cc := *c
-	cc.Body, cc.Model = marshal(body), m.model
+	cc.Model = m.model
 	return m.Backend.Serve(ctx, &cc, w)
 }
 

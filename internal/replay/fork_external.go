@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"net/http"
 	"sync/atomic"
 
@@ -146,7 +147,7 @@ type liveCounter struct {
 }
 
 func (l *liveCounter) Serve(ctx context.Context, c *proxy.Call, w http.ResponseWriter) error {
-	if c.API != proxy.APIModels && c.API != proxy.APICountTokens {
+	if c.Op() == modelapi.OpGenerate {
 		l.n.Add(1)
 	}
 	return l.Backend.Serve(ctx, c, w)

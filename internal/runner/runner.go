@@ -1,10 +1,13 @@
 package runner
 
 import (
+	// Every registered model API: the proxy serves their wires; a run calls
+	// their clients.
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	_ "github.com/agentctl/agentctl/internal/modelapi/all"
 	"io"
 	"os"
 	"path/filepath"

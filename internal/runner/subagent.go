@@ -240,7 +240,7 @@ func (r *run) childSpec(a taskArgs) (*spec.Spec, error) {
 		if len(sp.Done) > 0 && !slices.Contains(parent.ToolNames(), tools.NameBash) {
 			return nil, fmt.Errorf("subagent spec %s has done checks, which run commands, and this session has no bash; declare the subagent in the spec (subagents:) instead", a.Spec)
 		}
-		if sp.Model.Provider == "scripted" {
+		if sp.Model.Scripted() {
 			if _, err := tools.Confine(r.ws, sp.Model.Script); err != nil {
 				return nil, fmt.Errorf("subagent spec %s: model.script: %w", a.Spec, err)
 			}

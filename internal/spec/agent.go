@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"regexp"
 	"sort"
 	"strings"
@@ -45,15 +46,44 @@ const (
 	ModelChangeRecord = "record"
 )
 
+// agentctlEnv are the variables of agentctl's own that an external agent
+// is given: the prompt, its session, the proxy's URL.
+var agentctlEnv = []string{"AGENTCTL_PROMPT", "AGENTCTL_SESSION_ID", "AGENTCTL_PROXY_URL"}
+
 // ReservedEnv lists the variables agentctl sets in an external agent's
-// environment (AgentEnv.Vars): the base URLs and keys the common SDKs
-// read (OpenAI's and Anthropic's official SDKs, the OpenAI Agents SDK,
-// Claude Code), the model, and the prompt. A spec's agent.env may not set
-// them.
-var ReservedEnv = []string{
-	"OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY",
-	"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL",
-	"AGENTCTL_PROMPT", "AGENTCTL_SESSION_ID", "AGENTCTL_PROXY_URL",
+// environment (AgentEnv.Vars): the base URLs and keys the SDKs of every
+// registered model API read (modelapi.API.Env: OpenAI's and Anthropic's
+// official SDKs, the OpenAI Agents SDK, Claude Code, …), the pinned
+// model, and agentctl's own. A spec's agent.env may not set them.
+func ReservedEnv() []string {
+	var names []string
+	for _, e := range apiEnvs() {
+		names = append(names, e.BaseURL...)
+		names = append(names, e.Key...)
+		names = append(names, e.Model...)
+	}
+	return dedupNames(append(names, agentctlEnv...))
+}
+
+// apiEnvs are the Env of every registered API, in the registry's order.
+func apiEnvs() []modelapi.Env {
+	var envs []modelapi.Env
+	for _, a := range modelapi.All() {
+		envs = append(envs, a.Env)
+	}
+	return envs
+}
+
+func dedupNames(names []string) []string {
+	seen := map[string]bool{}
+	out := names[:0]
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // AgentEnv is what points an agent program's SDKs at one session of the
@@ -69,26 +99,59 @@ type AgentEnv struct {
 	Key, Model, Prompt string
 }
 
-// Vars are the variables, later ones of the same name winning.
+// Vars are the variables, later ones of the same name winning: each
+// registered API's (modelapi.API.Env), then agentctl's own.
 func (e AgentEnv) Vars() []string {
-	v := []string{
-		"OPENAI_BASE_URL=" + e.Base + "/v1",
-		"OPENAI_API_BASE=" + e.Base + "/v1",
-		"ANTHROPIC_BASE_URL=" + e.Base, // Anthropic's SDKs append /v1 themselves
-		"AGENTCTL_PROXY_URL=" + e.Base,
-		"AGENTCTL_SESSION_ID=" + e.SessionID,
+	var v []string
+	set := map[string]bool{}
+	add := func(names []string, value string) {
+		for _, n := range names {
+			if !set[n] {
+				set[n] = true
+				v = append(v, n+"="+value)
+			}
+		}
 	}
+	for _, env := range apiEnvs() {
+		add(env.BaseURL, e.Base+env.BaseSuffix)
+	}
+	v = append(v, "AGENTCTL_PROXY_URL="+e.Base, "AGENTCTL_SESSION_ID="+e.SessionID)
 	if e.Key != "" {
-		v = append(v, "OPENAI_API_KEY="+e.Key, "ANTHROPIC_API_KEY="+e.Key)
+		for _, env := range apiEnvs() {
+			add(env.Key, e.Key)
+		}
 	}
 	if e.Model != "" {
-		// The OpenAI Agents SDK's default model; Claude Code's model.
-		v = append(v, "OPENAI_DEFAULT_MODEL="+e.Model, "ANTHROPIC_MODEL="+e.Model)
+		for _, env := range apiEnvs() {
+			add(env.DefaultModel, e.Model)
+			add(env.Model, e.Model)
+		}
 	}
 	if e.Prompt != "" {
 		v = append(v, "AGENTCTL_PROMPT="+e.Prompt)
 	}
 	return v
+}
+
+// BaseVars are the variables AgentEnv sets to a base URL, each API's
+// first one (the one a person is told) apart from the others.
+func (e AgentEnv) BaseVars() (told, others []string) {
+	seen := map[string]bool{}
+	for _, env := range apiEnvs() {
+		for i, n := range env.BaseURL {
+			if seen[n] {
+				continue
+			}
+			seen[n] = true
+			kv := n + "=" + e.Base + env.BaseSuffix
+			if i == 0 {
+				told = append(told, kv)
+			} else {
+				others = append(others, n)
+			}
+		}
+	}
+	return told, others
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -178,7 +241,7 @@ func (s *Spec) validateAgent(bad func(string, ...any)) {
 }
 
 func isReserved(k string) bool {
-	for _, r := range ReservedEnv {
+	for _, r := range ReservedEnv() {
 		if k == r {
 			return true
 		}

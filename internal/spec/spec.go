@@ -6,7 +6,6 @@
 package spec
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,8 +22,10 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/pricing"
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/spec/strict"
 )
 
 // Spec is one agent spec. Paths in it are relative to the spec file; Load
@@ -93,28 +93,60 @@ type Model struct {
 }
 
 // KeyEnv is the environment variable the model's API key is read from:
-// model.api_key_env, else the provider's usual one (OPENAI_API_KEY,
-// ANTHROPIC_API_KEY); "" for a provider that takes no key (scripted).
-func (m Model) KeyEnv() string {
-	var def string
-	switch m.Provider {
-	case "openai":
-		def = "OPENAI_API_KEY"
-	case "anthropic":
-		def = "ANTHROPIC_API_KEY"
-	default:
-		return ""
-	}
-	if m.APIKeyEnv != "" {
-		return m.APIKeyEnv
-	}
-	return def
-}
+// model.api_key_env, else the provider's usual one (its modelapi.API's
+// KeyEnv: OPENAI_API_KEY, ANTHROPIC_API_KEY); "" for a provider that takes
+// no key (scripted).
+func (m Model) KeyEnv() string { return modelapi.KeyEnv(m.api()) }
 
 // NeedsKey reports whether the model cannot be called without the key in
 // KeyEnv: a provider's own endpoint. A server at base_url (a local vLLM,
 // a test server) may need none.
 func (m Model) NeedsKey() bool { return m.KeyEnv() != "" && m.BaseURL == "" }
+
+// api is m as the model API registry reads it.
+func (m Model) api() modelapi.Model {
+	return modelapi.Model{Provider: m.Provider, ID: m.ID, Script: m.Script, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv}
+}
+
+// API is the registered model API m.Provider names; an unknown provider is
+// a *modelapi.UnknownError naming the known ones.
+func (m Model) API() (modelapi.API, error) { return modelapi.Lookup(m.Provider) }
+
+// ModelProblem is one problem of a model section: Key is the key it is
+// about ("provider", "script", "id"), Msg says what is wrong without the
+// section's name ("script is required …").
+type ModelProblem struct {
+	Key string
+	Msg string
+}
+
+// Check returns the problems of the model section: provider and id are
+// required, the provider must be a registered API, and that API's own
+// Check (the scripted model's script). It is the one check of a model
+// section, for specs and for eval suites alike.
+func (m Model) Check() []ModelProblem {
+	var ps []ModelProblem
+	if m.Provider == "" {
+		ps = append(ps, ModelProblem{"", "provider is required: " + strings.Join(modelapi.Providers(), ", ")})
+	} else if api, err := m.API(); err != nil {
+		ps = append(ps, ModelProblem{"provider", fmt.Sprintf("provider %q is not one of %s", m.Provider, strings.Join(modelapi.Providers(), ", "))})
+	} else if api.Check != nil {
+		for _, msg := range api.Check(m.api()) {
+			ps = append(ps, ModelProblem{"", msg})
+		}
+	}
+	if m.ID == "" {
+		ps = append(ps, ModelProblem{"", "id is required (the model the session pins)"})
+	}
+	return ps
+}
+
+// Scripted reports whether m is the in-process scripted model (no key,
+// no network, model.script), as its registered API says.
+func (m Model) Scripted() bool {
+	api, err := m.API()
+	return err == nil && api.Scripted
+}
 
 // Price is a model's price in USD per million tokens. Cache reads and
 // writes cost the input price unless given.
@@ -369,20 +401,9 @@ const (
 	DefaultMaxTokens = 4096
 )
 
-// Error is a spec problem at a place in a file. The message is lowercase
-// and says what to change.
-type Error struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+// Error is a spec problem at a place in a file (strict.Error, shared
+// with the other strict YAML readers: model scripts, suites).
+type Error = strict.Error
 
 // loadOne reads, strictly decodes, validates and resolves one spec file,
 // without the specs its subagents name (Load checks those).
@@ -408,113 +429,10 @@ func loadOne(path string) (*Spec, error) {
 	return &s, nil
 }
 
-var lineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
-
 // DecodeStrict decodes YAML into v rejecting unknown keys, and returns the
 // document node so callers can point at lines. Errors are *Error.
 func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, yamlError(file, err)
-	}
-	if len(doc.Content) == 0 {
-		return nil, &Error{File: file, Msg: "the file is empty"}
-	}
-	if n := expanded(&doc, maxExpandedNodes); n > maxExpandedNodes {
-		return nil, &Error{File: file, Msg: fmt.Sprintf("excessive aliasing: the document expands to more than %d YAML nodes once its aliases are resolved; write the values out or use fewer aliases", maxExpandedNodes)}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
-		return nil, yamlError(file, err)
-	}
-	return doc.Content[0], nil
-}
-
-// maxExpandedNodes bounds what a spec, script or suite may expand to with
-// its aliases resolved. yaml.v3 guards its own struct decoding, but custom
-// unmarshalers (a script's tool-call args) walk the node tree themselves,
-// where a few nested aliases ("billion laughs") would expand without end.
-const maxExpandedNodes = 1_000_000
-
-// expanded counts the nodes of n with every alias resolved at each of its
-// uses, stopping once the count passes limit.
-func expanded(n *yaml.Node, limit int) int {
-	count := 0
-	var walk func(n *yaml.Node, depth int)
-	walk = func(n *yaml.Node, depth int) {
-		if n == nil || count > limit {
-			return
-		}
-		count++
-		if depth > 10_000 {
-			count = limit + 1 // an alias cycle yaml.v3 did not refuse
-			return
-		}
-		if n.Kind == yaml.AliasNode {
-			walk(n.Alias, depth+1)
-			return
-		}
-		for _, c := range n.Content {
-			walk(c, depth+1)
-		}
-	}
-	walk(n, 0)
-	return count
-}
-
-// yamlError turns yaml.v3's messages ("yaml: unmarshal errors:\n  line 3:
-// field x not found in type spec.Spec") into file:line errors, the first
-// one leading.
-func yamlError(file string, err error) error {
-	var te *yaml.TypeError
-	var msgs []string
-	if errors.As(err, &te) {
-		msgs = te.Errors
-	} else {
-		msgs = []string{strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
-	var errs []error
-	for _, m := range msgs {
-		m = strings.TrimSpace(m)
-		line := 0
-		if sub := lineRE.FindStringSubmatch(m); sub != nil {
-			line, _ = strconv.Atoi(sub[1])
-			m = sub[2]
-		}
-		m = friendlier(m)
-		errs = append(errs, &Error{File: file, Line: line, Msg: m})
-	}
-	return errors.Join(errs...)
-}
-
-var fieldRE = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
-var typeRE = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
-
-func friendlier(m string) string {
-	if sub := fieldRE.FindStringSubmatch(m); sub != nil {
-		return fmt.Sprintf("unknown key %q (check its spelling and indentation)", sub[1])
-	}
-	if sub := typeRE.FindStringSubmatch(m); sub != nil {
-		return fmt.Sprintf("%q is a %s, but a %s is expected here", sub[2], sub[1], goTypeName(sub[3]))
-	}
-	return m
-}
-
-func goTypeName(t string) string {
-	switch {
-	case strings.HasPrefix(t, "[]"):
-		return "list"
-	case strings.Contains(t, "int"):
-		return "whole number"
-	case strings.Contains(t, "float"):
-		return "number"
-	case t == "bool":
-		return "boolean (true/false)"
-	case t == "string":
-		return "string"
-	}
-	return "mapping"
+	return strict.Decode(file, data, v)
 }
 
 // checkKeys rejects mapping keys outside allowed; custom UnmarshalYAML
@@ -591,19 +509,12 @@ func (s *Spec) validate(file string, root *yaml.Node) error {
 	if s.Name == "" {
 		bad("name is required")
 	}
-	switch s.Model.Provider {
-	case "scripted":
-		if s.Model.Script == "" {
-			bad("model.script is required for the scripted provider (a YAML file of turns)", "model")
+	for _, p := range s.Model.Check() {
+		path := []any{"model"}
+		if p.Key != "" {
+			path = append(path, p.Key)
 		}
-	case "openai", "anthropic":
-	case "":
-		bad("model.provider is required: scripted, openai or anthropic", "model")
-	default:
-		bad(fmt.Sprintf("model.provider %q is not one of scripted, openai, anthropic", s.Model.Provider), "model", "provider")
-	}
-	if s.Model.ID == "" {
-		bad("model.id is required (the model the session pins)", "model")
+		bad("model."+p.Msg, path...)
 	}
 	if s.Agent != nil {
 		s.validateAgent(bad)

@@ -136,7 +136,7 @@ func CheckChild(parent, child *Spec) error {
 	if parent.Mode == "read-only" && child.Mode != "read-only" {
 		return fmt.Errorf("mode %s under a read-only parent; use mode: read-only", child.Mode)
 	}
-	if m := child.Model; m.Provider != "scripted" && (m.Provider != parent.Model.Provider || m.BaseURL != parent.Model.BaseURL || m.APIKeyEnv != parent.Model.APIKeyEnv) {
+	if m := child.Model; !m.Scripted() && (m.Provider != parent.Model.Provider || m.BaseURL != parent.Model.BaseURL || m.APIKeyEnv != parent.Model.APIKeyEnv) {
 		return fmt.Errorf("model provider %s (base_url %q, api_key_env %q) is not the parent's (%s, %q, %q); a subagent calls the parent's provider with the parent's key, or a scripted model",
 			m.Provider, m.BaseURL, m.APIKeyEnv, parent.Model.Provider, parent.Model.BaseURL, parent.Model.APIKeyEnv)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"io"
 	"path"
 	"slices"
@@ -94,9 +95,9 @@ func (o *inspectOutput) bill(prov string) *pricing.Usage {
 		return nil
 	}
 	bill := pricing.Usage{Input: u.InputTokens, CacheRead: u.CacheRead, CacheCreation: u.CacheWrite, Output: u.OutputTokens}
-	if prov == "anthropic" {
-		// Inspect keeps Anthropic's input_tokens (without the cache);
-		// billed input holds the cache too.
+	if modelapi.InputExcludesCache(prov) {
+		// Inspect keeps the provider's input_tokens (Anthropic's is
+		// without the cache); billed input holds the cache too.
 		bill.Input += u.CacheRead + u.CacheWrite
 	}
 	return &bill

@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
+	"github.com/agentctl/agentctl/internal/modelapi"
+
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -198,7 +200,7 @@ func (l *Live) record(c Chat) {
 		return
 	}
 	ctx := context.Background()
-	op, prov := genaiconv.OperationNameChat, genaiconv.ProviderNameAttr(c.Provider)
+	op, prov := genaiconv.OperationNameChat, genaiconv.ProviderNameAttr(modelapi.GenAIProviderName(c.Provider))
 	attrs := []attribute.KeyValue{l.tokens.AttrRequestModel(c.RequestModel), l.tokens.AttrResponseModel(c.ResponseModel)}
 	if c.ErrorType == "" {
 		l.tokens.Record(ctx, c.InputTokens, op, prov, genaiconv.TokenTypeInput, attrs...)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/buildinfo"
 	"github.com/agentctl/agentctl/internal/genai"
-	"github.com/agentctl/agentctl/internal/provider/endpoint"
+	"github.com/agentctl/agentctl/internal/modelapi"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -205,7 +205,7 @@ func (b *builder) invocation(e session.Event) *openSpan {
 		if b.agent != "" {
 			name += " " + b.agent
 		}
-		attrs := []attribute.KeyValue{semconv.GenAIOperationNameInvokeAgent, semconv.GenAIProviderNameKey.String(b.provider),
+		attrs := []attribute.KeyValue{semconv.GenAIOperationNameInvokeAgent, semconv.GenAIProviderNameKey.String(modelapi.GenAIProviderName(b.provider)),
 			semconv.GenAIRequestModel(b.model), attrSeq.Int64(e.Seq)}
 		if b.agent != "" {
 			attrs = append(attrs, semconv.GenAIAgentName(b.agent))
@@ -350,7 +350,7 @@ func (b *builder) chat(e session.Event, inv *openSpan) {
 		name += " " + reqModel
 	}
 	s := b.open("chat", e.Seq, name, trace.SpanKindClient, e.TS.Add(-time.Duration(e.LatencyMS)*time.Millisecond), parent,
-		semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(e.Provider), semconv.GenAIRequestModel(reqModel),
+		semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(modelapi.GenAIProviderName(e.Provider)), semconv.GenAIRequestModel(reqModel),
 		semconv.GenAIResponseModel(e.Model), semconv.GenAIUsageInputTokens(int(e.InputTokens)),
 		semconv.GenAIUsageOutputTokens(int(e.OutputTokens)), attrSeq.Int64(e.Seq))
 	if e.FinishReason != "" {
@@ -640,7 +640,7 @@ func serverOf(provider string, spec json.RawMessage) serverAddr {
 		} `json:"model"`
 	}
 	_ = json.Unmarshal(spec, &sp)
-	base := endpoint.Base(provider, sp.Model.BaseURL)
+	base := modelapi.Base(provider, sp.Model.BaseURL)
 	if base == "" {
 		return serverAddr{}
 	}
