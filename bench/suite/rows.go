@@ -330,7 +330,12 @@ func rows() []row {
 			goal: valueAtMost(0.150, "<= 150 ms (40)")},
 		{name: "ui runs page, 100k sessions, filter page (ms)", a: uiPage(100000, "page"), metric: "s", runs: [2]int{1, 3},
 			goal: valueAtMost(0.150, "<= 150 ms (40)")},
+		{name: "ui runs page, 100k sessions, no filter vs 10k (CPU ms per request)", a: uiNone, b: uiPage(10000, "none"), metric: "cpu-ms/op", runs: [2]int{1, 3},
+			goal: ratioAtMost(1.5, "<= 1.5x: flat (40)")},
+		{name: "ui runs page, 100k sessions, text search vs 10k (CPU ms per request)", a: uiText, b: uiPage(10000, "text"), metric: "cpu-ms/op", runs: [2]int{1, 3},
+			goal: ratioAtMost(1.5, "<= 1.5x: flat (40)")},
 		{name: "ui runs page, 100k sessions: first request after the history changed (ms)", a: uiNone, metric: "open-ms", runs: [2]int{1, 3}},
+		{name: "ui runs page, 100k sessions: Go heap with the runs index (MB)", a: uiNone, metric: "heap-MB", runs: [2]int{1, 1}},
 		{name: "remote push of 1,000 sessions vs bulk upload (s)", a: remotePush, b: remotePushSync, metric: "s"},
 		{name: "cold query --remote of 1,000 sessions vs bulk download (ms)", a: remoteQuery, b: remoteQuerySync, metric: "s"},
 	}

@@ -15,4 +15,12 @@
 // route they serve and their place in the navigation; the server knows none
 // of them by name. The same handlers write the static export (Export), so an
 // exported page is the served page with file links.
+//
+// Pages read the history through the query package's views, on one
+// database the server opens again when the home changed (Server.WithDB).
+// The runs page does not query per request: it reads the sessions view
+// once per opening into an index in memory (runIndex; textIndex for the
+// text search, on the first search), never changed once made, and a
+// request looks at the rows its filter selects, not at every session: its
+// time does not grow with the history.
 package ui

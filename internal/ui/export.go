@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/agentctl/agentctl/internal/query"
 )
 
 // ExportOptions select the sessions an export holds.
@@ -199,30 +197,15 @@ func (s *Server) selectSessions(ctx context.Context, q url.Values) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	where, err := f.where()
+	x, sel, err := s.selectRuns(ctx, f, runsPageReq{})
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	err = s.WithDB(ctx, func(db *query.DB) error {
-		if err := s.runsTable(ctx, db); err != nil {
-			return err
-		}
-		if f.Text != "" {
-			if err := s.textTable(ctx, db); err != nil {
-				return err
-			}
-		}
-		res, err := db.Query(ctx, "SELECT session_id FROM ui_runs WHERE "+where+" ORDER BY ord")
-		if err != nil {
-			return err
-		}
-		for _, r := range res.Rows {
-			ids = append(ids, query.Text(r[0]))
-		}
-		return nil
-	})
-	return ids, err
+	ids := make([]string, len(sel.Rows))
+	for i, r := range sel.Rows {
+		ids[i] = x.id(r)
+	}
+	return ids, nil
 }
 
 func missingIDs(want, have []string) []string {

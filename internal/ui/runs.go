@@ -3,8 +3,10 @@ package ui
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,54 +26,61 @@ func init() {
 // runsPerPage is how many sessions one page of the list shows.
 const runsPerPage = 50
 
-// runsTable is the runs page's copy of the sessions view, made once per
-// opening of the database (Server.onceDB). The sessions view folds every
-// event of every session on each query (seconds at 100,000 sessions);
-// the page filters and pages this table instead, in milliseconds, and
-// reads the events only for a text search. sort_us and session_id order
-// the list (newest first; a session with no start last) and are the
-// paging cursor; ord is that order as one number, which the page sorts by
-// (half the CPU of sorting by the pair at 100,000 rows).
-const runsTableSQL = `CREATE OR REPLACE TEMP TABLE ui_runs AS
-SELECT *, row_number() OVER (ORDER BY sort_us DESC, session_id) AS ord FROM (
-SELECT session_id, coalesce(name, '') AS name, coalesce(status, '') AS status, coalesce(reason, '') AS reason,
-  origin, coalesce(model, '') AS model, turns::BIGINT AS turns, tool_calls::BIGINT AS tool_calls, tokens::BIGINT AS tokens,
-  cost_usd::DOUBLE AS cost_usd, coalesce(duration_ms, 0)::BIGINT AS duration_ms,
-  started, coalesce(epoch_us(started), 0) AS sort_us, tags,
-  array_to_string(list_sort(list_transform(map_entries(tags), lambda e: e.key || '=' || e.value)), ' ') AS tag_text,
-  coalesce(user_id, '') AS user_id
-FROM sessions) ORDER BY ord`
-
-// runsTable makes ui_runs, once per opening of db; call it inside WithDB.
-func (s *Server) runsTable(ctx context.Context, db *query.DB) error {
-	return s.onceDB("ui_runs", func() error {
-		_, err := db.Query(ctx, runsTableSQL)
-		return err
-	})
+// runs is the runs page's index of the history as opened now (made on
+// the first request after each opening); call it inside WithDB.
+func (s *Server) runs(ctx context.Context, db *query.DB) (*runIndex, error) {
+	v, err := s.perDB("runs", func() (any, error) { return loadRunIndex(ctx, db) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*runIndex), nil
 }
 
-// maxTextTable bounds the message text the text search keeps in memory.
-const maxTextTable = 128 << 20
-
-// textTable makes ui_text, the messages the text search reads (session_id,
-// lower(text)), on the first search after db was opened: a table when the
-// messages' text is at most maxTextTable bytes (a search then takes
-// milliseconds, not the scan of every event), else a view over the events
-// (the same answer, slower, and no memory spent). Call it inside WithDB.
-func (s *Server) textTable(ctx context.Context, db *query.DB) error {
-	return s.onceDB("ui_text", func() error {
-		msgs := query.MessageTextSQL
-		res, err := db.Query(ctx, `SELECT coalesce(sum(strlen(text)), 0)::BIGINT FROM events WHERE kind IN ('user_message', 'assistant_message')`)
+// textRows is the rows of x whose session has a user or assistant message
+// containing text, case aside (as `sessions --text`: query.MessageTextSQL
+// and DuckDB's lower, for the texts and the text searched alike): from
+// the text index, or by SQL over the events when the messages are past
+// its bound. Call it inside WithDB.
+func (s *Server) textRows(ctx context.Context, db *query.DB, x *runIndex, text string) ([]int32, error) {
+	v, err := s.perDB("runs-text", func() (any, error) { return loadTextIndex(ctx, db, x) })
+	if err != nil {
+		return nil, err
+	}
+	if ti := v.(*textIndex); ti != nil {
+		res, err := db.Query(ctx, "SELECT lower("+sqlString(text)+")")
 		if err != nil {
+			return nil, fmt.Errorf("ui: search the messages for %q: %w", text, err)
+		}
+		return ti.search([]byte(query.Text(res.Rows[0][0]))), nil
+	}
+	res, err := db.Query(ctx, "SELECT DISTINCT session_id FROM ("+query.MessageTextSQL+") WHERE contains(text, lower("+sqlString(text)+"))")
+	if err != nil {
+		return nil, fmt.Errorf("ui: search the messages for %q: %w", text, err)
+	}
+	var rows []int32
+	for _, r := range res.Rows {
+		if row, ok := x.rowOf(query.Text(r[0])); ok {
+			rows = append(rows, row)
+		}
+	}
+	slices.Sort(rows)
+	return rows, nil
+}
+
+// selectRuns answers the filter f with the page pg of it, from the index
+// of the history as it is now.
+func (s *Server) selectRuns(ctx context.Context, f runsFilter, pg runsPageReq) (*runIndex, runsSel, error) {
+	var x *runIndex
+	var sel runsSel
+	err := s.WithDB(ctx, func(db *query.DB) error {
+		var err error
+		if x, err = s.runs(ctx, db); err != nil {
 			return err
 		}
-		kind := "VIEW"
-		if len(res.Rows) == 1 && query.Int(res.Rows[0][0]) <= maxTextTable {
-			kind = "TABLE"
-		}
-		_, err = db.Query(ctx, "DROP VIEW IF EXISTS ui_text; DROP TABLE IF EXISTS ui_text; CREATE TEMP "+kind+" ui_text AS "+msgs)
+		sel, err = x.selectRows(f, pg, func() ([]int32, error) { return s.textRows(ctx, db, x, f.Text) })
 		return err
 	})
+	return x, sel, err
 }
 
 // runsFilter is the runs page's query string: every filter the URL keeps,
@@ -145,59 +154,17 @@ func (f runsFilter) Active() bool { return len(f.values()) > 0 }
 // TagText is the tag filters as the form's field shows them.
 func (f runsFilter) TagText() string { return strings.Join(f.Tags, " ") }
 
-// where is the filter as a SQL condition over ui_runs. Values are SQL
-// literals (sqlString): the query package takes no parameters.
-func (f runsFilter) where() (string, error) {
-	conds := []string{"true"}
-	eq := func(col, v string) {
-		if v != "" {
-			conds = append(conds, col+" = "+sqlString(v))
-		}
+// cutTag reads a tag filter: k=v (a session with that tag), or k alone
+// (a session with the key).
+func cutTag(t string) (k, v string, pair bool) { return strings.Cut(t, "=") }
+
+// parseCost reads the cost filter, a number of dollars.
+func parseCost(s string) (float64, error) {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, badRequest("cost above %q: want a number of dollars, e.g. 0.05", s)
 	}
-	eq("status", f.Status)
-	eq("origin", f.Origin)
-	eq("model", f.Model)
-	eq("name", f.Agent)
-	eq("user_id", f.User)
-	for _, t := range f.Tags {
-		k, v, ok := strings.Cut(t, "=")
-		if ok {
-			conds = append(conds, fmt.Sprintf("tags[%s] = %s", sqlString(k), sqlString(v)))
-		} else {
-			conds = append(conds, fmt.Sprintf("map_contains(tags, %s)", sqlString(k)))
-		}
-	}
-	if len(f.IDs) > 0 {
-		ids := make([]string, len(f.IDs))
-		for i, id := range f.IDs {
-			ids[i] = sqlString(id)
-		}
-		conds = append(conds, "session_id IN ("+strings.Join(ids, ", ")+")")
-	}
-	for _, b := range []struct {
-		v, op, name string
-		end         bool
-	}{{f.Since, ">=", "since", false}, {f.Until, "<", "until", true}} {
-		if b.v == "" {
-			continue
-		}
-		t, err := parseWhen(b.v, b.end)
-		if err != nil {
-			return "", badRequest("%s %q: %v", b.name, b.v, err)
-		}
-		conds = append(conds, fmt.Sprintf("sort_us %s %d", b.op, t.UnixMicro()))
-	}
-	if f.CostAbove != "" {
-		x, err := strconv.ParseFloat(f.CostAbove, 64)
-		if err != nil || x != x {
-			return "", badRequest("cost above %q: want a number of dollars, e.g. 0.05", f.CostAbove)
-		}
-		conds = append(conds, fmt.Sprintf("cost_usd > %g", x))
-	}
-	if f.Text != "" {
-		conds = append(conds, fmt.Sprintf(`session_id IN (SELECT session_id FROM ui_text WHERE contains(text, lower(%s)))`, sqlString(f.Text)))
-	}
-	return strings.Join(conds, " AND "), nil
+	return x, nil
 }
 
 // parseWhen reads a date (the form's date field, local time) or an
@@ -267,87 +234,43 @@ var (
 )
 
 // runsPage lists the sessions the filter selects, newest first, a page at
-// a time: one SQL statement filters, counts and cuts the page. Exported,
-// it lists every selected session on one page (no server to page).
+// a time, from the runs index (selectRuns). Exported, it lists every
+// selected session on one page (no server to page).
 func runsPage(c *Ctx) error {
 	f, err := parseRunsFilter(c.R.URL.Query())
 	if err != nil {
 		return err
 	}
-	where, err := f.where()
-	if err != nil {
-		return err
+	pg := runsPageReq{limit: runsPerPage}
+	if c.Static {
+		pg.limit = 0
 	}
-	page, order, newer := "true", "ord", false
+	newer := false
 	switch {
 	case f.After != "":
 		k, err := parseCursor(f.After)
 		if err != nil {
 			return err
 		}
-		page = fmt.Sprintf("(sort_us < %d OR (sort_us = %d AND session_id > %s))", k.us, k.us, sqlString(k.id))
+		pg.after = &k
 	case f.Before != "":
 		k, err := parseCursor(f.Before)
 		if err != nil {
 			return err
 		}
-		page = fmt.Sprintf("(sort_us > %d OR (sort_us = %d AND session_id < %s))", k.us, k.us, sqlString(k.id))
-		order, newer = "ord DESC", true
+		pg.before, newer = &k, true
 	}
-	limit := fmt.Sprintf("LIMIT %d", runsPerPage+1)
-	if c.Static {
-		limit = ""
-	}
-	cols := `session_id, name, status, reason, origin, model, turns, tool_calls, tokens, cost_usd, duration_ms, started, tag_text, user_id, sort_us`
-	q := fmt.Sprintf(`SELECT %s, (SELECT count(*) FROM ui_runs WHERE %s) AS total
-FROM ui_runs WHERE (%s) AND %s ORDER BY %s %s`, cols, where, where, page, order, limit)
-	if f.Text != "" {
-		// The text search is the costly condition: evaluated once, into
-		// the narrow list of the matching rows' keys.
-		q = fmt.Sprintf(`WITH f AS MATERIALIZED (SELECT session_id, sort_us, ord FROM ui_runs WHERE %s)
-SELECT %s, (SELECT count(*) FROM f) AS total FROM ui_runs
-WHERE session_id IN (SELECT session_id FROM f WHERE %s ORDER BY %s %s) ORDER BY %s`, where, cols, page, order, limit, order)
-	}
-	var res *query.Result
-	err = c.S.WithDB(c.R.Context(), func(db *query.DB) error {
-		if err := c.S.runsTable(c.R.Context(), db); err != nil {
-			return err
-		}
-		if f.Text != "" {
-			if err := c.S.textTable(c.R.Context(), db); err != nil {
-				return err
-			}
-		}
-		res, err = db.Query(c.R.Context(), q)
-		return err
-	})
+	x, sel, err := c.S.selectRuns(c.R.Context(), f, pg)
 	if err != nil {
 		return err
 	}
-	d := runsData{F: f, Statuses: runStatuses, Origins: runOrigins}
-	for _, r := range res.Rows {
-		row := runRow{
-			SessionID: query.Text(r[0]), Name: query.Text(r[1]), Status: query.Text(r[2]), Reason: query.Text(r[3]), Origin: query.Text(r[4]), Model: query.Text(r[5]),
-			Turns: query.Int(r[6]), ToolCalls: query.Int(r[7]), Tokens: query.Int(r[8]), Cost: flt(r[9]),
-			Duration: time.Duration(query.Int(r[10])) * time.Millisecond, Tags: query.Text(r[12]), User: query.Text(r[13]),
-		}
-		if t, ok := r[11].(time.Time); ok {
-			row.Started = t
-		}
-		row.key = cursor{query.Int(r[14]), row.SessionID}
+	d := runsData{F: f, Statuses: runStatuses, Origins: runOrigins, Total: int64(sel.Total)}
+	for _, r := range sel.Rows {
+		row := x.row(r)
 		row.Href = c.Link("/sessions/"+row.SessionID, nil)
-		d.Total = query.Int(r[15])
 		d.Rows = append(d.Rows, row)
 	}
-	more := len(d.Rows) > runsPerPage && !c.Static
-	if more {
-		d.Rows = d.Rows[:runsPerPage]
-	}
-	if newer {
-		for i, j := 0, len(d.Rows)-1; i < j; i, j = i+1, j-1 {
-			d.Rows[i], d.Rows[j] = d.Rows[j], d.Rows[i]
-		}
-	}
+	more := sel.more
 	if len(d.Rows) > 0 && !c.Static {
 		base := f.values()
 		link := func(k, v string) string {
@@ -371,18 +294,6 @@ WHERE session_id IN (SELECT session_id FROM f WHERE %s ORDER BY %s %s) ORDER BY 
 		}
 	}
 	return c.Render("runs.html", "Runs", d)
-}
-
-func flt(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case float32:
-		return float64(x)
-	case int64:
-		return float64(x)
-	}
-	return 0
 }
 
 // splitTags reads the tag filters: each tag= value holds one or more

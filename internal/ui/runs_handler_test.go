@@ -30,6 +30,8 @@ func TestRunsBadFilters(t *testing.T) {
 		{"q=it%27s", 200, "0 sessions"},
 		{"since=yesterday", 400, "want a date"},
 		{"cost=lots", 400, "want a number"},
+		{"cost=inf", 400, "want a number"},
+		{"cost=NaN", 400, "want a number"},
 		{"after=zzz", 400, "cursor"},
 		{"model=" + strings.Repeat("x", 600), 400, "at most 500"},
 	} {

@@ -64,10 +64,10 @@ type Server struct {
 	dbMu   sync.Mutex
 	db     *query.DB
 	dbSeen dbStamp
-	// made holds what pages built in the database since it was opened
-	// (onceDB), so that a table derived from the views is made once per
-	// opening, not once per request.
-	made map[string]bool
+	// made holds what pages derived from the database since it was
+	// opened (perDB), so that it is made once per opening, not once per
+	// request.
+	made map[string]any
 }
 
 // dbStamp is what tells that the history changed since the database was
@@ -209,7 +209,7 @@ func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 		if err != nil {
 			return err
 		}
-		s.db, s.dbSeen, s.made = db, st, map[string]bool{}
+		s.db, s.dbSeen, s.made = db, st, map[string]any{}
 		s.logSizes = map[string]int64{}
 		for id := range db.Logs() {
 			s.logSizes[id] = s.logSize(id)
@@ -239,19 +239,20 @@ func (s *Server) logSize(id string) int64 {
 	return fi.Size()
 }
 
-// onceDB runs make the first time it is called with key since the
-// database was opened; a page calls it inside WithDB to build a table
-// it reads on every request (the runs page's). A failed make runs again
-// next time.
-func (s *Server) onceDB(key string, make func() error) error {
-	if s.made[key] {
-		return nil
+// perDB returns what make made the first time it was called with key
+// since the database was opened; a page calls it inside WithDB for what it
+// derives from the views and reads on every request (the runs page's
+// index). A failed make runs again next time.
+func (s *Server) perDB(key string, make func() (any, error)) (any, error) {
+	if v, ok := s.made[key]; ok {
+		return v, nil
 	}
-	if err := make(); err != nil {
-		return err
+	v, err := make()
+	if err != nil {
+		return nil, err
 	}
-	s.made[key] = true
-	return nil
+	s.made[key] = v
+	return v, nil
 }
 
 // stamp reads the sessions folder's stamp. Counting its entries costs
