@@ -22,5 +22,7 @@
 // once per opening into an index in memory (runIndex; textIndex for the
 // text search, on the first search), never changed once made, and a
 // request looks at the rows its filter selects, not at every session: its
-// time does not grow with the history.
+// time does not grow with the history. A big history is opened again in
+// the background when it changed (bigHistory), so no page waits the
+// second that takes at 100,000 sessions.
 package ui

@@ -16,3 +16,7 @@ func StubSessionPage() func() {
 	}})
 	return func() { routes = routes[:n] }
 }
+
+// SetBigHistory makes s take a history of n sessions or more as big: one
+// opened again in the background when it changed.
+func SetBigHistory(s *Server, n int) { s.bigHistory = n }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/ui"
@@ -43,5 +44,45 @@ func TestRunsBadFilters(t *testing.T) {
 		if w.Code != tc.code || !strings.Contains(string(body), tc.says) {
 			t.Errorf("GET /runs?%.40s: %d, want %d saying %q\n%.3000s", tc.query, w.Code, tc.code, tc.says, body)
 		}
+	}
+}
+
+// TestBigHistoryReopensInBackground: when a big history changed, a page
+// does not wait for it to be read again (a second at 100,000 sessions):
+// it answers from the history as it was, and the new session is listed
+// once the opening in the background is done. (Here a history of one
+// session counts as big.)
+func TestBigHistoryReopensInBackground(t *testing.T) {
+	home := filterHome(t)
+	srv, err := ui.New(ui.Options{Store: recorder.Store{Root: home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ui.SetBigHistory(srv, 1)
+	h := srv.Handler()
+	rows := func() int {
+		req, _ := http.NewRequest("GET", "/runs", nil)
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			t.Fatalf("GET /runs: %d %s", w.Code, w.Body)
+		}
+		return strings.Count(w.Body.String(), "<tr data-session=")
+	}
+	if n := rows(); n != 5 {
+		t.Fatalf("the runs page lists %d sessions, want 5", n)
+	}
+	runsSession{id: "f000000000000009", name: "late", model: "m", status: "done", text: "x", started: day0.AddDate(0, 1, 0)}.write(t, home)
+	if n := rows(); n != 5 {
+		t.Errorf("the first page after the change lists %d sessions: it waited for the history to be read again, want the 5 it had", n)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for rows() != 6 {
+		if time.Now().After(deadline) {
+			t.Fatal("the new session is not listed 30 s after the change")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

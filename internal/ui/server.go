@@ -68,6 +68,30 @@ type Server struct {
 	// opened (perDB), so that it is made once per opening, not once per
 	// request.
 	made map[string]any
+
+	// A big history (bigHistory sessions or more) is opened again in the
+	// background when it changed: opening it and making the runs index
+	// takes about a second at 100,000 sessions, which every page would
+	// otherwise wait for after each new session. Pages answer from the
+	// database they have until the next one is ready (nextDB), which
+	// the first request after that adopts.
+	bigHistory int
+	nextMu     sync.Mutex
+	opening    bool
+	nextDB     *openedDB
+	nextErr    error
+}
+
+// bigHistory is how many sessions make a history big enough to be
+// opened again in the background.
+const bigHistory = 10000
+
+// openedDB is a database opened with what the pages derive from it.
+type openedDB struct {
+	db       *query.DB
+	seen     dbStamp
+	made     map[string]any
+	logSizes map[string]int64
 }
 
 // dbStamp is what tells that the history changed since the database was
@@ -100,7 +124,7 @@ func New(opts Options) (*Server, error) {
 	}
 	m := hmac.New(sha256.New, []byte(tok))
 	m.Write([]byte("agentctl-ui csrf"))
-	return &Server{opts: opts, token: tok, csrf: hex.EncodeToString(m.Sum(nil)), whole: make(chan struct{}, 1)}, nil
+	return &Server{opts: opts, token: tok, csrf: hex.EncodeToString(m.Sum(nil)), whole: make(chan struct{}, 1), bigHistory: bigHistory}, nil
 }
 
 // Token is the token every request must carry.
@@ -179,10 +203,18 @@ func (s *Server) readWhole(ctx context.Context) (release func(), err error) {
 	}
 }
 
-// Close releases the query database.
+// Close releases the query database (and one opened in the background,
+// once its opening ends).
 func (s *Server) Close() error {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
+	s.nextMu.Lock()
+	if s.nextDB != nil {
+		s.nextDB.db.Close()
+		s.nextDB = nil
+	}
+	s.opening = false // an opening that ends now closes what it opened
+	s.nextMu.Unlock()
 	if s.db == nil {
 		return nil
 	}
@@ -193,29 +225,118 @@ func (s *Server) Close() error {
 
 // WithDB runs fn with the history's query database, opened on first use
 // and opened again when the home's sessions changed since, so the pages
-// show sessions recorded while the server runs. Calls are serialised.
+// show sessions recorded while the server runs: at once for a small
+// history, in the background for a big one (see bigHistory), whose pages
+// meanwhile answer from the history as it was. Calls are serialised.
 func (s *Server) WithDB(ctx context.Context, fn func(*query.DB) error) error {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
+	s.adoptNext()
 	st := s.stamp()
 	if s.db != nil && (!st.same(s.dbSeen) || s.logsChanged()) {
+		if s.big() {
+			s.openInBackground(st)
+			return fn(s.db)
+		}
 		s.db.Close()
 		s.db = nil
 	}
 	if s.db == nil {
-		var db *query.DB
-		var err error
-		db, err = s.openDB(ctx)
+		o, err := s.open(ctx, st)
 		if err != nil {
 			return err
 		}
-		s.db, s.dbSeen, s.made = db, st, map[string]any{}
-		s.logSizes = map[string]int64{}
-		for id := range db.Logs() {
-			s.logSizes[id] = s.logSize(id)
-		}
+		s.use(o)
 	}
 	return fn(s.db)
+}
+
+// open opens the database and notes what tells when it is out of date.
+func (s *Server) open(ctx context.Context, st dbStamp) (*openedDB, error) {
+	db, err := s.openDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o := &openedDB{db: db, seen: st, made: map[string]any{}, logSizes: map[string]int64{}}
+	for id := range db.Logs() {
+		o.logSizes[id] = s.logSize(id)
+	}
+	return o, nil
+}
+
+func (s *Server) use(o *openedDB) {
+	s.db, s.dbSeen, s.made, s.logSizes = o.db, o.seen, o.made, o.logSizes
+}
+
+// big reports whether the history open now has bigHistory sessions or
+// more (the runs index, once made, counts them).
+func (s *Server) big() bool {
+	x, ok := s.made["runs"].(*runIndex)
+	return ok && len(x.idEnd) >= s.bigHistory
+}
+
+// openInBackground opens the history as of st, with its runs index,
+// unless an opening is under way; adoptNext takes it in. Called with
+// dbMu held.
+func (s *Server) openInBackground(st dbStamp) {
+	s.nextMu.Lock()
+	defer s.nextMu.Unlock()
+	if s.opening || s.nextDB != nil {
+		return
+	}
+	s.opening = true
+	_, searched := s.made["runs-text"] // made again too, when pages searched
+	go func() {
+		ctx := context.Background()
+		o, err := s.open(ctx, st)
+		if err == nil {
+			var x *runIndex
+			if x, err = loadRunIndex(ctx, o.db); err == nil {
+				o.made["runs"] = x
+				if searched {
+					if ti, terr := loadTextIndex(ctx, o.db, x); terr == nil {
+						o.made["runs-text"] = ti
+					}
+				}
+			} else {
+				o.db.Close()
+			}
+		}
+		s.nextMu.Lock()
+		defer s.nextMu.Unlock()
+		if !s.opening { // closed meanwhile
+			if err == nil {
+				o.db.Close()
+			}
+			return
+		}
+		s.opening = false
+		if err != nil {
+			s.nextErr = err
+			return
+		}
+		s.nextDB = o
+	}()
+}
+
+// adoptNext replaces the database with the one opened in the background,
+// when it is ready. A failed opening is forgotten: the next change, or
+// this one seen again, tries once more. Called with dbMu held.
+func (s *Server) adoptNext() {
+	s.nextMu.Lock()
+	o, err := s.nextDB, s.nextErr
+	s.nextDB, s.nextErr = nil, nil
+	s.nextMu.Unlock()
+	if err != nil {
+		fmt.Fprintf(s.opts.Warn, "agentctl ui: reading the changed history: %v (the pages show it as it was; the next request tries again)\n", err)
+	}
+	if o == nil {
+		return
+	}
+	if s.db != nil {
+		s.db.Close()
+	}
+	s.use(o)
 }
 
 // logsChanged is true when a session the database read from its log (not
