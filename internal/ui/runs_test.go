@@ -12,6 +12,7 @@ import (
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/testenv/browser"
+	"github.com/agentctl/agentctl/internal/testenv/redteam"
 )
 
 // runsSession is a session written event by event (recorder.Store.WriteSession),
@@ -234,9 +235,9 @@ func TestRunsPaging(t *testing.T) {
 	tab.Clean(s.ownOrPicker)
 }
 
-// runsHostile is the red-team corpus of view's tests, and more, for every
+// runsHostile is the red-team corpus (package redteam), for every
 // string the runs page shows.
-const runsHostile = `<script>window.__pwned=1;document.title="pwned"</script><img src=x onerror="window.__pwned=2"></td></tr></table><svg onload="window.__pwned=3">"'` + "\u202eevil"
+var runsHostile = redteam.Text("")
 
 // TestRunsXSSCorpus records a session whose name, model, message, reason,
 // tags and user are markup and script, and loads the runs page (and a

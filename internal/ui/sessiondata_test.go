@@ -7,28 +7,11 @@ import (
 
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/testenv/redteam"
 )
 
-// xss are the red-team strings of internal/view's tests: markup, a
-// handler, a script end, terminal control and a bidi override. A page
-// that runs any of them sets window.__pwned or grows an <img>.
-var xss = []string{
-	`<script>window.__pwned=1;document.title="pwned"</script>`,
-	`<img src=x onerror="window.__pwned=2">`,
-	`"><svg onload="window.__pwned=3">`,
-	`</pre></div></td></tr></table><img src=x onerror=window.__pwned=4>`,
-	"javascript:window.__pwned=5",
-	"\x1b[31mred\x1b[0m \u202eevil",
-}
-
-// hostile joins the corpus into one string.
-func hostile(prefix string) string {
-	s := prefix
-	for _, x := range xss {
-		s += " " + x
-	}
-	return s
-}
+// hostile is the red-team corpus after prefix, as one recorded text.
+func hostile(prefix string) string { return redteam.Text(prefix) }
 
 // crafted writes a session of turns turns (model call, assistant message
 // with one tool call, intent, result: 4 events a turn) with the corpus in

@@ -10,11 +10,12 @@ import (
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/testenv/browser"
+	"github.com/agentctl/agentctl/internal/testenv/redteam"
 )
 
-// pagesHostile is the red-team string of view's XSS corpus: recorded text that
+// pagesHostile is the red-team corpus (package redteam): recorded text that
 // would run if a page wrote it as HTML.
-const pagesHostile = `<script>window.__pwned=1;document.title="pwned"</script><img src=x onerror="window.__pwned=2"></td></table>`
+var pagesHostile = redteam.Text("")
 
 // pagesHostileID is the session writeHostile records.
 const pagesHostileID = "bad0000000000001"

@@ -19,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/internal/cli"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/sandbox"
+	"github.com/agentctl/agentctl/internal/testenv/redteam"
 	"github.com/agentctl/agentctl/internal/testenv/testcli"
 )
 
@@ -185,9 +186,10 @@ func record(t testing.TB) *home {
 	os.MkdirAll(ws, 0o755)
 	files := map[string]string{
 		"ws/.env": "DB_PASSWORD=" + secret + "\n",
-		// A tool output that tries to be markup and terminal control: a
-		// script, an image with a handler, a colour, a bidi override.
-		"ws/hostile.sh": `printf '<script>window.pwned=1;document.title="pwned"</script><img src=x onerror="window.pwned=2"></pre></div>\033[31mred\033[0m \342\200\256evil\n'; cat .env` + "\n",
+		// A tool output that tries to be markup and terminal control:
+		// the red-team corpus every page test records.
+		"ws/hostile.txt": redteam.Text("") + "\n",
+		"ws/hostile.sh":  "cat hostile.txt .env\n",
 		"model.yaml": `turns:
   - text: "Printing what the build left."
     tool_calls:

@@ -50,7 +50,7 @@ func TestBrowser(t *testing.T) {
 		tb.eval(`(() => {
 			const pre = [...document.querySelectorAll('#e6 pre')].map(p => p.textContent).join('\n');
 			return {
-				Pwned: String(window.pwned), Title: document.title,
+				Pwned: String(window.__pwned), Title: document.title,
 				Scripts: document.scripts.length, Imgs: document.images.length,
 				Text: pre, HasEsc: pre.includes('\\x1b[31m'), HasBidi: pre.includes('\\u202e'),
 				SecretInDOM: document.documentElement.innerHTML.includes('`+secret+`'),
@@ -59,12 +59,12 @@ func TestBrowser(t *testing.T) {
 		})()`, &got)
 		got.SecretInHTML = strings.Contains(string(raw), secret)
 		if got.Pwned != "undefined" || strings.Contains(got.Title, "pwned") {
-			t.Errorf("the recorded <script> ran: window.pwned=%s, title %q", got.Pwned, got.Title)
+			t.Errorf("the recorded <script> ran: window.__pwned=%s, title %q", got.Pwned, got.Title)
 		}
 		if got.Scripts != 2 || got.Imgs != 0 {
 			t.Errorf("page has %d scripts and %d images, want its own 2 and none: recorded markup became elements", got.Scripts, got.Imgs)
 		}
-		if !strings.Contains(got.Text, `<script>window.pwned=1;document.title="pwned"</script><img src=x`) {
+		if !strings.Contains(got.Text, `<script>window.__pwned=1;document.title="pwned"</script> <img src=x`) {
 			t.Errorf("tool output not shown as text; #e6 pre = %q", got.Text)
 		}
 		if !got.HasEsc || !got.HasBidi {
