@@ -127,7 +127,18 @@ func (e *Encoder) Finish(r provider.Response) {
 		}
 		parts = append(parts, map[string]any{"functionCall": fc})
 	}
-	body := e.response(parts, finishReason(r.FinishReason), &r)
+	finish := finishReason(r.FinishReason)
+	kind, reason, isBlock := blockOf(r.Refusal)
+	if isBlock && kind == blockFinish {
+		finish = reason // the filter that ended the answer, as recorded
+	}
+	body := e.response(parts, finish, &r)
+	if isBlock && kind == blockPrompt {
+		// A blocked prompt has no candidate: Gemini answers its
+		// promptFeedback alone.
+		delete(body, "candidates")
+		body["promptFeedback"] = map[string]any{"blockReason": reason}
+	}
 	if !e.stream {
 		e.w.Header().Set("Content-Type", "application/json")
 		e.w.WriteHeader(http.StatusOK)

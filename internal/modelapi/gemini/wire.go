@@ -181,8 +181,35 @@ func (a *accumulator) add(c *chunk) string {
 
 // BlockedWithoutText is the Refusal of an answer Gemini blocked without
 // text (a safety finishReason, a prompt's blockReason); the reason
-// follows it.
+// follows it (blocked), and a replay renders the block it names again
+// (blockOf).
 const BlockedWithoutText = "(the provider blocked the answer: "
+
+// The two kinds of block a Refusal without text names.
+const (
+	blockPrompt = "promptFeedback.blockReason "
+	blockFinish = "finishReason "
+)
+
+// blocked is the Refusal of a block of kind (blockPrompt, blockFinish)
+// for reason.
+func blocked(kind, reason string) string { return BlockedWithoutText + kind + reason + ")" }
+
+// blockOf reads a Refusal blocked wrote back: the kind and reason of the
+// block; ok is false for any other refusal (the model's own words).
+func blockOf(refusal string) (kind, reason string, ok bool) {
+	rest, ok := strings.CutPrefix(refusal, BlockedWithoutText)
+	if !ok {
+		return "", "", false
+	}
+	rest, ok = strings.CutSuffix(rest, ")")
+	for _, k := range []string{blockPrompt, blockFinish} {
+		if r, found := strings.CutPrefix(rest, k); ok && found && r != "" {
+			return k, r, true
+		}
+	}
+	return "", "", false
+}
 
 // refusalReason reports whether a finishReason is a block (a safety or
 // policy filter, not the model's own end).
@@ -215,15 +242,13 @@ func (a *accumulator) response(reqModel string, at int) provider.Response {
 	}
 	switch {
 	case a.block != "" || refusalReason(a.finish):
-		why := a.finish
+		kind, why := blockFinish, a.finish
 		if a.block != "" {
-			why = "promptFeedback.blockReason " + a.block
-		} else {
-			why = "finishReason " + why
+			kind, why = blockPrompt, a.block
 		}
 		r.Refusal, r.Text = r.Text, ""
 		if strings.TrimSpace(r.Refusal) == "" {
-			r.Refusal = BlockedWithoutText + why + ")"
+			r.Refusal = blocked(kind, why)
 		}
 		r.FinishReason = provider.FinishContentFilter
 	case len(r.ToolCalls) > 0:
