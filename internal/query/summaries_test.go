@@ -163,3 +163,31 @@ func TestSummaryGoesWithItsFile(t *testing.T) {
 		t.Errorf("summaries after a query %v, want the segment's", after)
 	}
 }
+
+// TestSummaryRemovedUnderAnOpenDB: a database that read the sessions
+// view from per-session files' summaries answers again, the same, after
+// a compaction retired those files and their summaries under it (the
+// views are made again over the new manifest, as for the files).
+func TestSummaryRemovedUnderAnOpenDB(t *testing.T) {
+	home := sealedFixture(t, "home", false)
+	want, _ := sessionsOf(t, home, true)
+	db, err := query.Open(context.Background(), home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q := "SELECT * FROM sessions ORDER BY session_id"
+	first, err := db.Query(context.Background(), q)
+	if err != nil || !reflect.DeepEqual(first.Rows, want.Rows) {
+		t.Fatalf("before the compaction: %v\n%v\nwant\n%v", err, first, want.Rows)
+	}
+	h := history.New(home)
+	h.NoSync = true
+	if _, err := h.Compact(history.CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := db.Query(context.Background(), q)
+	if err != nil || !reflect.DeepEqual(again.Rows, want.Rows) {
+		t.Fatalf("after the compaction: %v\n%v\nwant\n%v", err, again, want.Rows)
+	}
+}
