@@ -126,6 +126,11 @@ type ModelProblem struct {
 // section, for specs and for eval suites alike.
 func (m Model) Check() []ModelProblem {
 	var ps []ModelProblem
+	if len(modelapi.Providers()) == 0 {
+		// A program (or a test) that loads specs without linking the
+		// APIs: say so rather than list no providers.
+		return []ModelProblem{{"provider", "no model API is registered in this program: it must import internal/modelapi/all"}}
+	}
 	if m.Provider == "" {
 		ps = append(ps, ModelProblem{"", "provider is required: " + strings.Join(modelapi.Providers(), ", ")})
 	} else if api, err := m.API(); err != nil {
