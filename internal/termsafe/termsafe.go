@@ -44,6 +44,20 @@ func unsafe(r rune) bool {
 	return false
 }
 
+// Unsafe reports whether r is a control character String escapes: a C0
+// control but newline and tab, DEL, a C1 control or a bidirectional
+// control. For a renderer of another medium (an HTML page) that must
+// show the same characters as visible escapes.
+func Unsafe(r rune) bool { return unsafe(r) }
+
+// Rune is the visible escape String writes for r (\x1b, \u202e).
+func Rune(r rune) string {
+	if r < 0x100 {
+		return fmt.Sprintf(`\x%02x`, r)
+	}
+	return fmt.Sprintf(`\u%04x`, r)
+}
+
 // String returns s with every control character escaped (see the package
 // documentation). Invalid UTF-8 bytes are escaped as \xNN too, and the
 // first colon of a "::" that starts a line as \x3a. A string with nothing
@@ -124,11 +138,8 @@ func escape(s string, bol, oneLine, more bool) (string, bool) {
 		case r == ':': // a workflow command's
 			b.WriteString(`\x3a`)
 			bol = false
-		case r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-			bol = false
 		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
+			b.WriteString(Rune(r))
 			bol = false
 		}
 		i += size

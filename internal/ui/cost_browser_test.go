@@ -10,6 +10,7 @@ import (
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/testenv/browser"
 	"github.com/agentctl/agentctl/internal/testenv/testcli"
+	"github.com/agentctl/agentctl/internal/ui"
 )
 
 // queryRows runs `agentctl query SQL --format json` in home.
@@ -106,7 +107,7 @@ func TestCostPage(t *testing.T) {
 			t.Errorf("%s: %d rows on the page, %d from agentctl query", tt.table, len(page), len(want))
 		}
 		for _, w := range want {
-			key := fmt.Sprint(w["key"])
+			key := ui.Shown(fmt.Sprint(w["key"])) // as the page shows recorded text
 			got, ok := page[key]
 			if !ok {
 				t.Errorf("%s: no row %q", tt.table, key)

@@ -20,3 +20,7 @@ func StubSessionPage() func() {
 // SetBigHistory makes s take a history of n sessions or more as big: one
 // opened again in the background when it changed.
 func SetBigHistory(s *Server, n int) { s.bigHistory = n }
+
+// Shown is recorded text s as a page shows it: its control characters as
+// visible escapes (inertControls).
+func Shown(s string) string { return string(inertControls([]byte(s))) }

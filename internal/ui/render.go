@@ -13,9 +13,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 //go:embed assets templates
@@ -181,8 +183,47 @@ func (c *Ctx) Render(name, title string, data any) error {
 		return fmt.Errorf("ui: render %s: %w", name, err)
 	}
 	c.W.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, err = c.W.Write(buf.Bytes())
+	_, err = c.W.Write(inertControls(buf.Bytes()))
 	return err
+}
+
+// inertControls shows the control characters of a rendered page as the
+// visible escapes the terminal output uses (termsafe: \x1b, \u202e):
+// html/template makes recorded markup text, but a bidirectional override
+// in a session's name would still turn the rest of its cell around, and
+// an escape sequence would show as a box. The templates write no such
+// character, so every one is recorded text. Script elements are left as
+// they are (their JSON escapes are the script's to read); carriage
+// returns are kept.
+func inertControls(page []byte) []byte {
+	var out []byte
+	plain := 0 // page[plain:i] is copied as it is
+	for i := 0; i < len(page); {
+		if page[i] == '<' && len(page)-i >= 7 && bytes.EqualFold(page[i:i+7], []byte("<script")) {
+			end := bytes.Index(bytes.ToLower(page[i:]), []byte("</script"))
+			if end < 0 {
+				break
+			}
+			i += end + len("</script")
+			continue
+		}
+		r, size := utf8.DecodeRune(page[i:])
+		if r == '\r' || !termsafe.Unsafe(r) {
+			i += size
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(page)+64)
+		}
+		out = append(out, page[plain:i]...)
+		out = append(out, termsafe.Rune(r)...)
+		i += size
+		plain = i
+	}
+	if out == nil {
+		return page
+	}
+	return append(out, page[plain:]...)
 }
 
 // JSON writes v as the answer of an endpoint the page's script reads.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/testenv/redteam"
 	"github.com/agentctl/agentctl/internal/ui"
 )
 
@@ -84,5 +85,37 @@ func TestBigHistoryReopensInBackground(t *testing.T) {
 			t.Fatal("the new session is not listed 30 s after the change")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestControlsShownAsEscapes: a bidirectional override or an escape
+// sequence in recorded text reaches no page as it is (the override would
+// turn the rest of its cell around): each shows as the escape the
+// terminal output uses, in the runs page and a session's page alike.
+func TestControlsShownAsEscapes(t *testing.T) {
+	home := filterHome(t)
+	runsSession{id: "bad0000000000001", name: redteam.Text("name"), model: "m", status: "failed", reason: redteam.Text("reason"),
+		text: redteam.Text("user"), started: day0.AddDate(0, 0, 9)}.write(t, home)
+	srv, err := ui.New(ui.Options{Store: recorder.Store{Root: home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	h := srv.Handler()
+	for _, path := range []string{"/runs", "/sessions/bad0000000000001"} {
+		req, _ := http.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		page := w.Body.String()
+		if w.Code != 200 {
+			t.Fatalf("GET %s: %d", path, w.Code)
+		}
+		if strings.ContainsAny(page, "\u202e\x1b") {
+			t.Errorf("GET %s: the page holds a raw bidirectional override or escape character", path)
+		}
+		if !strings.Contains(page, `\u202eevil`) || !strings.Contains(page, `\x1b[31mred`) {
+			t.Errorf("GET %s: the controls are not shown as escapes", path)
+		}
 	}
 }
