@@ -399,11 +399,7 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 	parts = append(parts, addedColumns)
 	stmts := []string{"CREATE OR REPLACE VIEW main.events AS " + strings.Join(parts, "\nUNION ALL BY NAME ")}
 	if d.derived {
-		more, err := d.derivedViews(ctx)
-		if err != nil {
-			return err
-		}
-		stmts = append(stmts, more...)
+		stmts = append(stmts, d.derivedViews(ctx)...)
 	}
 	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
@@ -443,11 +439,7 @@ func (d *DB) ensureDerived(ctx context.Context, q string) error {
 	if d.derived || !needDerived(q) {
 		return nil
 	}
-	stmts, err := d.derivedViews(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := d.db.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
+	if _, err := d.db.ExecContext(ctx, strings.Join(d.derivedViews(ctx), ";\n")); err != nil {
 		return fmt.Errorf("query: create views: %w", err)
 	}
 	d.derived = true
@@ -456,12 +448,8 @@ func (d *DB) ensureDerived(ctx context.Context, q string) error {
 
 // derivedViews are the statements that make the views over events, in
 // the order they read each other (sessions reads tool_calls).
-func (d *DB) derivedViews(ctx context.Context) ([]string, error) {
-	facts, err := d.factsView(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return []string{"CREATE OR REPLACE VIEW main.tool_calls AS " + toolCallsOf("main.events"), facts, d.sessionsView(), modelCallsView}, nil
+func (d *DB) derivedViews(ctx context.Context) []string {
+	return []string{"CREATE OR REPLACE VIEW main.tool_calls AS " + toolCallsOf("main.events"), d.factsView(ctx), d.sessionsView(), modelCallsView}
 }
 
 // modelCallsView has one row per model_call event: every provider request,

@@ -67,7 +67,7 @@ var factsDigest = func() string {
 // factsView makes agentctl.session_facts: the summaries of the history
 // files that have one (written now where missing), and sessionFacts over
 // every other part of the events view.
-func (d *DB) factsView(ctx context.Context) (string, error) {
+func (d *DB) factsView(ctx context.Context) string {
 	var have, fold []filePart
 	names := d.summaryNames()
 	for _, f := range d.files {
@@ -87,7 +87,7 @@ func (d *DB) factsView(ctx context.Context) (string, error) {
 	}
 	rest = append(rest, addedColumns)
 	parts := append(readParts(have, func(f filePart) string { return f.abs }), factsOf("("+strings.Join(rest, "\nUNION ALL BY NAME ")+")"))
-	return "CREATE SCHEMA IF NOT EXISTS agentctl;\nCREATE OR REPLACE VIEW agentctl.session_facts AS " + strings.Join(parts, "\nUNION ALL BY NAME "), nil
+	return "CREATE SCHEMA IF NOT EXISTS agentctl;\nCREATE OR REPLACE VIEW agentctl.session_facts AS " + strings.Join(parts, "\nUNION ALL BY NAME ")
 }
 
 // summaryNames lists the summaries folder once per making of the views.
