@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -116,6 +117,61 @@ func TestControlsShownAsEscapes(t *testing.T) {
 		}
 		if !strings.Contains(page, `\u202eevil`) || !strings.Contains(page, `\x1b[31mred`) {
 			t.Errorf("GET %s: the controls are not shown as escapes", path)
+		}
+	}
+	// What the pages' scripts read and write with textContent: every
+	// string the JSON decodes to is shown text too.
+	for _, path := range []string{"/api/sessions/bad0000000000001/figures", "/api/sessions/bad0000000000001/diagnosis", "/api/sessions/bad0000000000001/events"} {
+		req, _ := http.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			t.Fatalf("GET %s: %d\n%s", path, w.Code, w.Body)
+		}
+		body := w.Body.String()
+		var docs []string
+		if strings.HasSuffix(path, "/events") {
+			for _, line := range strings.Split(body, "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok {
+					docs = append(docs, d)
+				}
+			}
+		} else {
+			docs = []string{body}
+		}
+		shown := 0
+		for _, d := range docs {
+			var v any
+			if err := json.Unmarshal([]byte(d), &v); err != nil {
+				t.Fatalf("GET %s: %v\n%s", path, err, d)
+			}
+			walkStrings(v, func(s string) {
+				if strings.ContainsAny(s, "\u202e\x1b") {
+					t.Errorf("GET %s: a string the script shows holds a raw control: %q", path, s)
+				}
+				if strings.Contains(s, `\u202eevil`) {
+					shown++
+				}
+			})
+		}
+		t.Logf("GET %s: %d strings show the escapes", path, shown)
+	}
+}
+
+// walkStrings calls f with every string of a decoded JSON value.
+func walkStrings(v any, f func(string)) {
+	switch v := v.(type) {
+	case string:
+		f(v)
+	case []any:
+		for _, e := range v {
+			walkStrings(e, f)
+		}
+	case map[string]any:
+		for k, e := range v {
+			f(k)
+			walkStrings(e, f)
 		}
 	}
 }
