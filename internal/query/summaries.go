@@ -149,8 +149,11 @@ func (d *DB) writeSummary(ctx context.Context, f filePart, dir, prefix string) (
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
+	// USE_TMP_FILE false: DuckDB writes our temp file itself, not a
+	// tmp_ file of its own beside it, which it leaves behind when the
+	// write fails (a full disk: one more file per query).
 	src := fmt.Sprintf("(SELECT * FROM read_parquet(%s, hive_partitioning = false) UNION ALL BY NAME %s)", quote(f.abs), addedColumns)
-	q := fmt.Sprintf("COPY (%s ORDER BY session_id) TO %s (FORMAT parquet, COMPRESSION zstd)", factsOf(src), quote(tmp.Name()))
+	q := fmt.Sprintf("COPY (%s ORDER BY session_id) TO %s (FORMAT parquet, COMPRESSION zstd, USE_TMP_FILE false)", factsOf(src), quote(tmp.Name()))
 	if _, err := d.db.ExecContext(ctx, q); err != nil {
 		return "", err
 	}
