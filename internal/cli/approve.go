@@ -118,7 +118,7 @@ func decideRun(f *Factory, opts *decideOptions) error {
 		return nil
 	}
 	args, _ := json.Marshal(target.Args)
-	fmt.Fprintf(f.Out, "%s %s(%s) [%s] in session %s\n  next: agentctl resume %s\n", verb, target.Tool, clip(string(args), 80), target.ID, id, id)
+	fmt.Fprintf(f.Out, "%s %s(%s) [%s] in session %s\n  next: agentctl resume %s\n", verb, target.Tool, excerpt(string(args), 80), target.ID, id, id)
 	return nil
 }
 

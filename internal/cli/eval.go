@@ -235,7 +235,7 @@ func evalProgress(f *Factory, opts *evalOptions, total int, cfg *evals.Config) f
 		bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(f.Err), progressbar.OptionSetDescription("eval"),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
 		cfg.Progress = func(p evals.Progress) {
-			bar.Describe(fmt.Sprintf("eval %s", termsafe.Line(clip(p.Scenario, 30))))
+			bar.Describe(fmt.Sprintf("eval %s", termsafe.Line(excerpt(p.Scenario, 30))))
 			_ = bar.Set(p.Done)
 		}
 		return func() { _ = bar.Finish() }

@@ -156,7 +156,7 @@ func writeComparison(w io.Writer, c *evals.Comparison) {
 		p = append(p, "branch "+termsafe.Line(b.Branch))
 	}
 	if b.Commit != "" {
-		p = append(p, "commit "+termsafe.Line(clip(b.Commit, 12)))
+		p = append(p, "commit "+termsafe.Line(excerpt(b.Commit, 12)))
 	}
 	if !b.Started.IsZero() {
 		p = append(p, "started "+b.Started.UTC().Format("2006-01-02T15:04:05Z"))

@@ -57,27 +57,27 @@ func (v *liveView) Event(e session.Event) {
 	case session.KindSessionStarted:
 		v.printf("session %s: %s on %s/%s", e.SessionID, e.Name, e.Provider, e.Model)
 	case session.KindUserMessage:
-		v.printf("user: %s", clip(e.Text, 200))
+		v.printf("user: %s", excerpt(e.Text, 200))
 	case session.KindAssistantMessage:
 		v.turn++
 		if e.Text != "" && !v.tty {
-			v.printf("turn %d: %s", v.turn, clip(e.Text, 200))
+			v.printf("turn %d: %s", v.turn, excerpt(e.Text, 200))
 		}
 		if e.Refusal != "" {
-			v.printf("turn %d: refused: %s", v.turn, clip(e.Refusal, 200))
+			v.printf("turn %d: refused: %s", v.turn, excerpt(e.Refusal, 200))
 		}
 		if e.FinishReason == "length" {
 			v.printf("turn %d: cut at the output cap (finish_reason length)", v.turn)
 		}
 		for _, c := range e.ToolCalls {
-			v.printf("turn %d: → %s %s", v.turn, c.Name, clip(string(c.Args), 120))
+			v.printf("turn %d: → %s %s", v.turn, c.Name, excerpt(string(c.Args), 120))
 		}
 	case session.KindModelCall:
 		v.tokens += e.InputTokens + e.OutputTokens
 		v.cost += e.CostUSD
 		v.printf("        model %s: %d in / %d out (total %d tokens, $%.4f)", e.Model, e.InputTokens, e.OutputTokens, v.tokens, v.cost)
 		if e.Error != "" {
-			v.printf("        model call failed: %s", clip(e.Error, 200))
+			v.printf("        model call failed: %s", excerpt(e.Error, 200))
 		}
 	case session.KindToolResult:
 		v.toolRuns++

@@ -338,10 +338,10 @@ func writeDiff(w io.Writer, rep replaycheck.DiffReport) {
 		}
 		var parts []string
 		for i, c := range t.Calls {
-			parts = append(parts, clip(c, 40)+" → "+t.Results[i])
+			parts = append(parts, excerpt(c, 40)+" → "+t.Results[i])
 		}
 		if len(parts) == 0 {
-			parts = append(parts, fmt.Sprintf("text %q", clip(t.Text, 30)))
+			parts = append(parts, fmt.Sprintf("text %q", excerpt(t.Text, 30)))
 		}
 		return strings.Join(parts, "; "), fmt.Sprintf("%d/%d", t.InputTokens, t.OutputTokens)
 	}

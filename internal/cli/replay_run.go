@@ -171,7 +171,7 @@ func writeReplayRun(w io.Writer, rep replay.RunReport, kept bool) {
 			if d.Field != "" {
 				field = " field " + d.Field
 			}
-			fmt.Fprintf(w, "  [%s] %s)%s: log has %q, replay produced %q\n", d.Code, where, field, clip(d.Log, 60), clip(d.Replay, 60))
+			fmt.Fprintf(w, "  [%s] %s)%s: log has %q, replay produced %q\n", d.Code, where, field, excerpt(d.Log, 60), excerpt(d.Replay, 60))
 			if d.ChildSessionID != "" {
 				fmt.Fprintf(w, "    its result came from the replay of subagent %s, whose turn %d answered\n", d.ChildSessionID, d.ChildTurn)
 			}

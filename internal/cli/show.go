@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
@@ -293,7 +294,7 @@ func describe(e session.Event) string {
 			parts = append(parts, "(finish_reason "+e.FinishReason+")")
 		}
 		for _, c := range e.ToolCalls {
-			parts = append(parts, fmt.Sprintf("→ %s(%s) [%s]", c.Name, clip(string(c.Args), 60), c.ID))
+			parts = append(parts, fmt.Sprintf("→ %s(%s) [%s]", c.Name, excerpt(string(c.Args), 60), c.ID))
 		}
 		if e.Kind == session.KindInterrupted && e.Reason != "" {
 			parts = append(parts, "("+e.Reason+")")
@@ -327,7 +328,7 @@ func describe(e session.Event) string {
 		}
 		return s
 	case session.KindToolIntent:
-		s := fmt.Sprintf("%s(%s) [%s]", e.Tool, clip(string(e.Args), 60), e.CallID)
+		s := fmt.Sprintf("%s(%s) [%s]", e.Tool, excerpt(string(e.Args), 60), e.CallID)
 		if e.IdempotencyKey != "" {
 			s += " key=" + e.IdempotencyKey
 		}
@@ -338,7 +339,7 @@ func describe(e session.Event) string {
 			s += fmt.Sprintf(" %dms", e.LatencyMS)
 		}
 		if e.Error != "" {
-			s += ": " + clip(e.Error, 80)
+			s += ": " + excerpt(e.Error, 80)
 		} else if e.Output != "" {
 			s += ": " + quote(e.Output, 80)
 		}
@@ -347,7 +348,7 @@ func describe(e session.Event) string {
 		}
 		return s
 	case session.KindApprovalRequest:
-		return fmt.Sprintf("%s(%s) [%s] waits for approval", e.Tool, clip(string(e.Args), 60), e.CallID)
+		return fmt.Sprintf("%s(%s) [%s] waits for approval", e.Tool, excerpt(string(e.Args), 60), e.CallID)
 	case session.KindApprovalGranted:
 		return fmt.Sprintf("[%s] granted, scope %s", e.CallID, orDash(e.Scope))
 	case session.KindApprovalDenied:
@@ -362,12 +363,12 @@ func describe(e session.Event) string {
 	case session.KindBudgetExceeded, session.KindError:
 		return strings.TrimSpace(e.Reason + " " + e.Error)
 	case session.KindEvaluation:
-		return fmt.Sprintf("%s %s", e.Outcome, clip(e.Evidence, 80))
+		return fmt.Sprintf("%s %s", e.Outcome, excerpt(e.Evidence, 80))
 	case session.KindSubagentStarted, session.KindSubagentFinished:
 		if e.CallID != "" { // started by agentctl's task tool
 			return subagentLine(e)
 		}
-		return fmt.Sprintf("child %s %s", e.ChildSessionID, clip(e.Output, 60))
+		return fmt.Sprintf("child %s %s", e.ChildSessionID, excerpt(e.Output, 60))
 	case session.KindModelChanged:
 		return fmt.Sprintf("now %s/%s %s", e.Provider, e.Model, e.Reason)
 	case session.KindSpecChanged:
@@ -377,7 +378,7 @@ func describe(e session.Event) string {
 	case session.KindSessionFinished:
 		return strings.TrimSpace(e.Status + " " + e.Reason)
 	}
-	return fmt.Sprintf("(unknown kind, recorded by a newer agentctl) %s", clip(string(e.Raw), 100))
+	return fmt.Sprintf("(unknown kind, recorded by a newer agentctl) %s", excerpt(string(e.Raw), 100))
 }
 
 func orDash(s string) string {
@@ -387,14 +388,10 @@ func orDash(s string) string {
 	return s
 }
 
-func quote(s string, n int) string { return fmt.Sprintf("%q", clip(s, n)) }
+func quote(s string, n int) string { return fmt.Sprintf("%q", excerpt(s, n)) }
 
-// clip shortens s to n runes with an ellipsis, on one line.
-func clip(s string, n int) string {
-	s = termsafe.String(strings.Join(strings.Fields(s), " "))
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
+// excerpt is s made safe for a terminal, on one line, cut to n
+// characters.
+func excerpt(s string, n int) string {
+	return clip.Runes(termsafe.String(strings.Join(strings.Fields(s), " ")), n)
 }

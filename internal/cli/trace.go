@@ -96,7 +96,7 @@ func writeSpanTree(w io.Writer, spans tracetest.SpanStubs) {
 		s := spans[i]
 		status := ""
 		if s.Status.Code == codes.Error {
-			status = "  error: " + termsafe.Line(clip(s.Status.Description, 100))
+			status = "  error: " + termsafe.Line(excerpt(s.Status.Description, 100))
 		}
 		// A span's name and status come from the session (a tool's name,
 		// an error): escaped, on one line.

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/loopback"
 	"github.com/agentctl/agentctl/internal/otelsession"
 )
@@ -165,7 +166,7 @@ func (c grpcCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch {
 	case err != nil:
 		s.stats.invalid.Add(1)
-		s.decodes.Store(v, grpcDecode{err: status.Errorf(codes.InvalidArgument, "agentctl collect: %s export: %s", g, clip(err.Error(), 500))})
+		s.decodes.Store(v, grpcDecode{err: status.Errorf(codes.InvalidArgument, "agentctl collect: %s export: %s", g, clip.Bytes(err.Error(), 500))})
 		return nil
 	case cost > s.cfg.MaxInflightBytes:
 		s.stats.invalid.Add(1)

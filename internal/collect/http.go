@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/loopback"
 	"github.com/agentctl/agentctl/internal/otelsession"
 )
@@ -93,7 +94,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 	case "/v1/metrics":
 		return &httpError{code: http.StatusNotFound, msg: "agentctl collect takes traces and logs, not metrics: point only the traces and logs exporters here (OTEL_METRICS_EXPORTER=none, or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT elsewhere)"}
 	default:
-		return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("agentctl collect: no %s here: OTLP/HTTP exports go to /v1/traces and /v1/logs", clip(r.URL.Path, 100))}
+		return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("agentctl collect: no %s here: OTLP/HTTP exports go to /v1/traces and /v1/logs", clip.Bytes(r.URL.Path, 100))}
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -104,11 +105,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || (mt != ctProtobuf && mt != ctJSON) {
-		return &httpError{code: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("agentctl collect: Content-Type %q: want application/x-protobuf or application/json", clip(r.Header.Get("Content-Type"), 100))}
+		return &httpError{code: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("agentctl collect: Content-Type %q: want application/x-protobuf or application/json", clip.Bytes(r.Header.Get("Content-Type"), 100))}
 	}
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	if enc != "" && enc != "identity" && enc != "gzip" {
-		return &httpError{code: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("agentctl collect: Content-Encoding %q: want gzip or none", clip(enc, 100))}
+		return &httpError{code: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("agentctl collect: Content-Encoding %q: want gzip or none", clip.Bytes(enc, 100))}
 	}
 	if r.ContentLength > s.cfg.MaxRequestBytes {
 		return s.tooLarge("is", r.ContentLength, s.cfg.MaxRequestBytes)
@@ -164,7 +165,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		more, err = otelsession.DecodeCost(g.String(), raw)
 	}
 	if err != nil {
-		return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: " + g.path() + ": " + clip(err.Error(), 500)}
+		return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: " + g.path() + ": " + clip.Bytes(err.Error(), 500)}
 	}
 	if enc == "gzip" {
 		more += int64(len(raw))
@@ -187,7 +188,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) *httpError {
 		if ws, ok := s.cfg.Sink.(WireSink); ok && mt != ctJSON {
 			res, err = ws.TracesWire(r.Context(), raw)
 			if errors.Is(err, otelsession.ErrMalformed) {
-				return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: " + g.path() + ": " + clip(err.Error(), 500)}
+				return &httpError{code: http.StatusBadRequest, msg: "agentctl collect: " + g.path() + ": " + clip.Bytes(err.Error(), 500)}
 			}
 		} else {
 			req, derr := decodeTraces(raw, mt)
@@ -349,7 +350,7 @@ func decodeTraces(b []byte, mt string) (*coltracepb.ExportTraceServiceRequest, e
 	if mt == ctJSON {
 		req, err := otelsession.DecodeTracesJSON(b)
 		if err != nil {
-			return nil, fmt.Errorf("not an OTLP JSON request: %s", clip(err.Error(), 500))
+			return nil, fmt.Errorf("not an OTLP JSON request: %s", clip.Bytes(err.Error(), 500))
 		}
 		return req, nil
 	}
@@ -364,7 +365,7 @@ func decodeLogs(b []byte, mt string) (*collogspb.ExportLogsServiceRequest, error
 	if mt == ctJSON {
 		req, err := otelsession.DecodeLogsJSON(b)
 		if err != nil {
-			return nil, fmt.Errorf("not an OTLP JSON request: %s", clip(err.Error(), 500))
+			return nil, fmt.Errorf("not an OTLP JSON request: %s", clip.Bytes(err.Error(), 500))
 		}
 		return req, nil
 	}
@@ -382,14 +383,6 @@ func encode(m proto.Message, mt string) ([]byte, error) {
 		return protojson.Marshal(m)
 	}
 	return proto.Marshal(m)
-}
-
-// clip cuts s to at most n bytes, for quoting hostile input in errors.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // writeStatus answers a failed export with a google.rpc.Status, as the

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"golang.org/x/net/netutil"
 )
 
@@ -143,5 +144,5 @@ func (l *sniffListener) refuse(c net.Conn, first []byte) {
 		more = fmt.Sprintf(" (and %d more since the last line)", n)
 	}
 	l.s.cfg.Logf("agentctl collect: an HTTP/1 request (%q) from %s came to the gRPC port %s%s: OTLP/HTTP goes to %s; point the exporter there, or set OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
-		clip(string(line), 80), c.RemoteAddr(), l.Addr(), more, where)
+		clip.Bytes(string(line), 80), c.RemoteAddr(), l.Addr(), more, where)
 }

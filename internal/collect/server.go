@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/otelsession"
 )
 
@@ -231,7 +232,7 @@ func rejectionMessage(g signal, rej []otelsession.Rejection) string {
 			fmt.Fprintf(&b, " and %d more", r.n-1)
 		}
 		b.WriteString(": ")
-		b.WriteString(clip(text, 300))
+		b.WriteString(clip.Bytes(text, 300))
 	}
 	return b.String()
 }

@@ -59,6 +59,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/query"
 	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 	"github.com/agentctl/agentctl/internal/session"
@@ -392,21 +393,18 @@ func label(tool, args string) string {
 	var a map[string]any
 	if json.Unmarshal([]byte(args), &a) == nil && len(a) == 1 {
 		if c, ok := a["command"].(string); ok {
-			return fmt.Sprintf("%s %q", tool, clip(c, 60))
+			return fmt.Sprintf("%s %q", tool, excerpt(c, 60))
 		}
 	}
 	if args == "" || args == "{}" {
 		return tool
 	}
-	return tool + " " + clip(args, 60)
+	return tool + " " + excerpt(args, 60)
 }
 
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+// excerpt is s on one line, cut to n bytes.
+func excerpt(s string, n int) string {
+	return clip.Bytes(strings.ReplaceAll(s, "\n", " "), n)
 }
 
 func plural(n int, one, many string) string {

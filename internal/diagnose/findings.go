@@ -144,7 +144,7 @@ func (d *diag) renderAfterError(f afterErrorFacts) {
 		what = f.tool + " " + f.kind
 	}
 	if f.msg != "" {
-		what += " (" + clip(f.msg, 60) + ")"
+		what += " (" + excerpt(f.msg, 60) + ")"
 	}
 	seqs := []int64{f.seq}
 	if f.calls > 0 {
@@ -176,7 +176,7 @@ func (d *diag) renderProvider(f providerFacts) {
 	for _, r := range f.rows {
 		switch {
 		case r.kind == string(session.KindAssistantMessage) && r.refusal != "":
-			parts = append(parts, fmt.Sprintf("the model refused at seq %d: %q", r.seq, clip(r.refusal, 100)))
+			parts = append(parts, fmt.Sprintf("the model refused at seq %d: %q", r.seq, excerpt(r.refusal, 100)))
 		case r.kind == string(session.KindAssistantMessage):
 			parts = append(parts, fmt.Sprintf("the answer at seq %d was cut at the output cap (finish_reason %s)", r.seq, r.finish))
 		case r.msg == "":
@@ -184,14 +184,14 @@ func (d *diag) renderProvider(f providerFacts) {
 		default:
 			what := r.etype
 			if what == "" {
-				what = clip(r.msg, 80)
+				what = excerpt(r.msg, 80)
 			}
 			s := fmt.Sprintf("model call at seq %d failed: %s", r.seq, what)
 			if r.attempt > 0 {
 				s += fmt.Sprintf(" (try %d of the call)", r.attempt)
 			}
 			if r.text != "" {
-				s += fmt.Sprintf(", after streaming %d characters (%q)", len([]rune(r.text)), clip(r.text, 40))
+				s += fmt.Sprintf(", after streaming %d characters (%q)", len([]rune(r.text)), excerpt(r.text, 40))
 			}
 			parts = append(parts, s)
 		}
@@ -426,7 +426,7 @@ func (d *diag) renderExit(f exitFacts) {
 	for _, r := range f.finished {
 		s := fmt.Sprintf("finished %s at seq %d", r.status, r.seq)
 		if r.reason != "" {
-			s += " (" + clip(r.reason, 80) + ")"
+			s += " (" + excerpt(r.reason, 80) + ")"
 		}
 		path = append(path, s)
 		seqs = append(seqs, r.seq)

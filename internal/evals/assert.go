@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/recorder"
 	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
 	"github.com/agentctl/agentctl/internal/session"
@@ -295,7 +296,7 @@ func check(ctx context.Context, a *Assertion, f *facts) Result {
 	case KindNoLoop:
 		tool, args, n := longestRepeat(f.calls())
 		if n >= *a.NoLoop {
-			return fail(a, "%s was called %d times in a row with the same arguments %s", tool, n, clip(args, 120))
+			return fail(a, "%s was called %d times in a row with the same arguments %s", tool, n, clip.Bytes(args, 120))
 		}
 		return pass(a, "at most %d identical calls in a row", n)
 	case KindNoDuplicateEffects:
@@ -417,7 +418,7 @@ func duplicateEffects(evs []session.Event) []string {
 			sig := in.tool + " " + in.args
 			prev := okByCall[sig]
 			if len(prev) > 0 && !slices.Contains(prev, in.key) {
-				out = append(out, fmt.Sprintf("%s %s succeeded again (call %s, seq %d)", in.tool, clip(in.args, 80), e.CallID, e.Seq))
+				out = append(out, fmt.Sprintf("%s %s succeeded again (call %s, seq %d)", in.tool, clip.Bytes(in.args, 80), e.CallID, e.Seq))
 			}
 			okByCall[sig] = append(prev, in.key)
 		}
@@ -464,7 +465,7 @@ func checkFile(a *Assertion, ws string) Result {
 		if fc.re.Match(data) {
 			return pass(a, "%s matches", fc.Path)
 		}
-		return fail(a, "%s does not match %q; it starts %q", fc.Path, fc.Matches, clip(string(data), 160))
+		return fail(a, "%s does not match %q; it starts %q", fc.Path, fc.Matches, clip.Bytes(string(data), 160))
 	}
 	want, err := os.ReadFile(fc.Equals)
 	if err != nil {
@@ -498,7 +499,7 @@ func lineDiff(got, want []byte) string {
 			wl = w[i]
 		}
 		if gl != wl {
-			return fmt.Sprintf("line %d is %q, want %q", i+1, clip(gl, 80), clip(wl, 80))
+			return fmt.Sprintf("line %d is %q, want %q", i+1, clip.Bytes(gl, 80), clip.Bytes(wl, 80))
 		}
 	}
 	return "sizes differ"
@@ -529,21 +530,7 @@ func checkCommand(ctx context.Context, a *Assertion, ws string) Result {
 	}
 	msg := why
 	if o := strings.TrimSpace(string(out)); o != "" {
-		msg += ": " + clipTail(o, 400)
+		msg += ": " + clip.Tail(o, 400)
 	}
 	return fail(a, "%s", msg)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-func clipTail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/clip"
 )
 
 // JUnit XML. The shape satisfies both widely used schemas, checked by the
@@ -141,13 +143,13 @@ func WriteJUnit(w io.Writer, rep *Report, cmp *Comparison) error {
 			if !r.OK && !sc.OK {
 				p := &junitProblem{Text: problemText(rep, sc, r)}
 				if r.Error != "" {
-					p.Type, p.Message = "run_error", fmt.Sprintf("%s #%d: %s (session %s)", sc.Name, r.Repeat, clip(r.Error, 200), orNone(r.SessionID))
+					p.Type, p.Message = "run_error", fmt.Sprintf("%s #%d: %s (session %s)", sc.Name, r.Repeat, clip.Bytes(r.Error, 200), orNone(r.SessionID))
 					tc.Error = p
 					ts.Errors++
 				} else {
 					ff := firstFailure(r)
 					p.Type = ff.Kind
-					p.Message = fmt.Sprintf("%s failed: %s (session %s; replay: agentctl%s replay run %s)", ff.Assertion, clip(ff.Message, 200),
+					p.Message = fmt.Sprintf("%s failed: %s (session %s; replay: agentctl%s replay run %s)", ff.Assertion, clip.Bytes(ff.Message, 200),
 						r.SessionID, HomeFlag(rep.Home), r.SessionID)
 					tc.Failure = p
 					ts.Failures++
@@ -198,7 +200,7 @@ func junitCompared(ts *junitSuite, rep *Report, cmp *Comparison, out *strings.Bu
 			for _, id := range d.ReplaySessions() {
 				fmt.Fprintf(&text, "agentctl%s replay run %s\n", HomeFlag(rep.Home), id)
 			}
-			tc.Failure = &junitProblem{Type: string(d.Verdict), Message: clip(d.Name+" "+string(d.Verdict)+": "+strings.Join(d.Reasons, "; "), 400), Text: text.String()}
+			tc.Failure = &junitProblem{Type: string(d.Verdict), Message: clip.Bytes(d.Name+" "+string(d.Verdict)+": "+strings.Join(d.Reasons, "; "), 400), Text: text.String()}
 			ts.Failures++
 		}
 		ts.Cases = append(ts.Cases, tc)

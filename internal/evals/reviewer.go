@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentctl/agentctl/internal/agent"
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
@@ -60,7 +61,7 @@ func ParseVerdict(text string) (verdict, reason string, err error) {
 			return p.verdict, reason, nil
 		}
 	}
-	return "", "", fmt.Errorf("the reviewer's final message does not start with PASS:, FAIL: or NEEDS_HUMAN: (it starts %q)", clip(firstLine(t), 80))
+	return "", "", fmt.Errorf("the reviewer's final message does not start with PASS:, FAIL: or NEEDS_HUMAN: (it starts %q)", clip.Bytes(firstLine(t), 80))
 }
 
 func firstLine(s string) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/agent"
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/crashtest"
 	"github.com/agentctl/agentctl/internal/proxy"
 	"github.com/agentctl/agentctl/internal/query"
@@ -484,7 +485,7 @@ func replayMatches(rp *Replay, sr *replay.SessionReport) Result {
 		if d.Field != "" {
 			field = " " + d.Field
 		}
-		p = append(p, fmt.Sprintf("[%s] call %s (%s)%s: log has %q, replay produced %q", d.Code, d.CallID, d.Tool, field, clip(d.Log, 60), clip(d.Replay, 60)))
+		p = append(p, fmt.Sprintf("[%s] call %s (%s)%s: log has %q, replay produced %q", d.Code, d.CallID, d.Tool, field, clip.Bytes(d.Log, 60), clip.Bytes(d.Replay, 60)))
 	}
 	res.Message = fmt.Sprintf("%d differences from the recording: %s", len(rep.Differences), strings.Join(p, "; "))
 	res.OK = rp.AllowDifferences
@@ -550,7 +551,7 @@ func programMatches(rp *Replay, x *replay.ExternalReport, want, got replay.Outco
 		p = append(p, fmt.Sprintf("[%s] the recording ended %s, the program's run %s%s", replay.CodeStatusDiffers, want.Status, got.Status, why))
 	}
 	if got.Answer != want.Answer {
-		p = append(p, fmt.Sprintf("final answer: log has %q, the program's run %q", clip(want.Answer, 60), clip(got.Answer, 60)))
+		p = append(p, fmt.Sprintf("final answer: log has %q, the program's run %q", clip.Bytes(want.Answer, 60), clip.Bytes(got.Answer, 60)))
 	}
 	if len(p) == 0 {
 		res.Message = fmt.Sprintf("the program made the %d recorded model calls as recorded and ended %s with the recorded answer", x.Turns, got.Status)

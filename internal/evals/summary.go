@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/clip"
 )
 
 // The Markdown summary (--summary, $GITHUB_STEP_SUMMARY): what a reviewer
@@ -243,7 +245,7 @@ func baselineLine(r ReportRef) string {
 		p = append(p, "branch "+mdText(r.Branch))
 	}
 	if r.Commit != "" {
-		p = append(p, "commit "+mdText(clip(r.Commit, 12)))
+		p = append(p, "commit "+mdText(clip.Bytes(r.Commit, 12)))
 	}
 	if !r.Started.IsZero() {
 		p = append(p, r.Started.UTC().Format(time.RFC3339))

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
@@ -125,16 +125,7 @@ func whyRun(r RunResult) []string {
 // inert is s on one line, clipped to n runes, its control and bidi
 // characters escaped visibly: text for a fenced block's line.
 func inert(s string, n int) string {
-	return termsafe.Line(clipRunes(s, n))
-}
-
-// clipRunes cuts s to n runes, with an ellipsis when it cut.
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
+	return termsafe.Line(clip.Runes(s, n))
 }
 
 // diffWindow returns each side from a little before their first
@@ -151,7 +142,7 @@ func diffWindow(a, b string, n int) (string, string) {
 		if start > 0 {
 			s = "…" + s
 		}
-		return clipRunes(s, n)
+		return clip.Runes(s, n)
 	}
 	return side(ra), side(rb)
 }

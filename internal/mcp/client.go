@@ -22,6 +22,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentctl/agentctl/internal/buildinfo"
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/redact"
 	"github.com/agentctl/agentctl/internal/sandbox"
 	"github.com/agentctl/agentctl/internal/session"
@@ -350,7 +351,7 @@ func (c *Client) List(ctx context.Context, env Env) (session.MCPServer, error) {
 func recordTool(server string, t *sdk.Tool) (session.MCPTool, error) {
 	full := ToolName(server, t.Name)
 	if !nameRE.MatchString(t.Name) || len(full) > 64 {
-		return session.MCPTool{}, fmt.Errorf("mcp: server %s lists a tool named %q, which a model cannot call: tool names are letters, digits, _ and -, and %s__<tool> at most 64 characters", server, clip(t.Name, 80), server)
+		return session.MCPTool{}, fmt.Errorf("mcp: server %s lists a tool named %q, which a model cannot call: tool names are letters, digits, _ and -, and %s__<tool> at most 64 characters", server, clip.Bytes(t.Name, 80), server)
 	}
 	schema, err := json.Marshal(t.InputSchema)
 	if err != nil || string(schema) == "null" {
@@ -569,7 +570,7 @@ func (s *stderrFile) Tail() string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return clip(s.red.String(crashLine(string(s.tail))), 200)
+	return clip.Bytes(s.red.String(crashLine(string(s.tail))), 200)
 }
 
 // errorLine matches a line that states an error: "Error: …",
@@ -616,11 +617,4 @@ func (s *stderrFile) Close() {
 	if s.f != nil {
 		_ = s.f.Close()
 	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/tools"
 )
@@ -131,7 +132,7 @@ func (t *Tool) Run(ctx context.Context, call tools.Call) tools.Result {
 	}
 	if res.isError {
 		r.Status = session.ResultError
-		r.Error = "the tool reported an error: " + clip(firstLine(text), 300)
+		r.Error = "the tool reported an error: " + clip.Bytes(firstLine(text), 300)
 	}
 	return r
 }

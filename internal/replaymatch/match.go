@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -472,16 +473,9 @@ func describeCalls(calls []session.ToolCall) string {
 	}
 	var parts []string
 	for _, tc := range calls {
-		parts = append(parts, fmt.Sprintf("%s(%s)", tc.Name, clip(string(tc.Args), 60)))
+		parts = append(parts, fmt.Sprintf("%s(%s)", tc.Name, clip.Runes(string(tc.Args), 60)))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }
 
 // Change is what one normaliser did over a replay: how many spans it

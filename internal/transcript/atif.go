@@ -996,7 +996,7 @@ func describe(e session.Event) string {
 			parts = append(parts, s)
 		}
 	}
-	return clip(strings.Join(slices.Compact(parts), " "), 200)
+	return excerpt(strings.Join(slices.Compact(parts), " "), 200)
 }
 
 func init() {

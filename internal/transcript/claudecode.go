@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/pricing"
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -385,11 +386,11 @@ func (c *ccImport) requestShape(l ccLine, n int) {
 		}
 		c.b.attrs["tool_definitions"] = sh.Tools
 		c.b.attrs["source_request_shape"] = l.ShapeHash
-		c.b.note(n, CodeKeptInAttrs, "api-request-shape %s: the system prompt and %d tool definitions, in the header", clip(l.ShapeHash, 12), len(sh.Tools))
+		c.b.note(n, CodeKeptInAttrs, "api-request-shape %s: the system prompt and %d tool definitions, in the header", excerpt(l.ShapeHash, 12), len(sh.Tools))
 	case l.ShapeHash != c.shapeHash:
-		c.b.note(n, CodeSkipped, "another api-request-shape (%s, %d tool definitions); the header keeps the first", clip(l.ShapeHash, 12), len(sh.Tools))
+		c.b.note(n, CodeSkipped, "another api-request-shape (%s, %d tool definitions); the header keeps the first", excerpt(l.ShapeHash, 12), len(sh.Tools))
 	default:
-		c.b.note(n, CodeSkipped, "api-request-shape %s again", clip(l.ShapeHash, 12))
+		c.b.note(n, CodeSkipped, "api-request-shape %s again", excerpt(l.ShapeHash, 12))
 	}
 }
 
@@ -494,7 +495,7 @@ func (c *ccImport) user(l ccLine, n int, ts time.Time) {
 	c.resp.flush(c.b)
 	switch {
 	case l.IsMeta:
-		c.b.note(n, CodeSkipped, "meta user line (%s); not part of the conversation", clip(text+blockText(blocks), 60))
+		c.b.note(n, CodeSkipped, "meta user line (%s); not part of the conversation", excerpt(text+blockText(blocks), 60))
 	case l.IsCompactSummary:
 		c.b.add(session.Event{Kind: session.KindCompaction, TS: ts, Through: c.b.lastSeq(), Summary: text + blockText(blocks)})
 	default:
@@ -581,7 +582,7 @@ func (c *ccImport) skip(l ccLine, n int) {
 		var q string
 		_ = json.Unmarshal(l.Content, &q)
 		if q != "" {
-			c.b.note(n, CodeSkipped, "queued prompt (%s) %q; the user line that delivers it, if any, is imported", l.Operation, clip(q, 60))
+			c.b.note(n, CodeSkipped, "queued prompt (%s) %q; the user line that delivers it, if any, is imported", l.Operation, excerpt(q, 60))
 		} else {
 			c.b.note(n, CodeSkipped, "queue operation %s", l.Operation)
 		}
@@ -774,12 +775,9 @@ func resultContent(raw json.RawMessage) string {
 	return string(raw)
 }
 
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
+// excerpt is s on one line, cut to n characters.
+func excerpt(s string, n int) string {
+	return clip.Runes(strings.Join(strings.Fields(s), " "), n)
 }
 
 func init() {

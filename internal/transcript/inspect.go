@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/agentctl/agentctl/internal/modelapi"
 	"io"
 	"path"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentctl/agentctl/internal/modelapi"
 
 	"github.com/agentctl/agentctl/internal/pricing"
 	"github.com/agentctl/agentctl/internal/session"
@@ -298,7 +299,7 @@ func (x *inspectImport) header(part string) {
 	}
 	status := log.Status
 	if msg, ok := inspectError(s.Error); ok {
-		status = "error: " + clip(msg, 200)
+		status = "error: " + excerpt(msg, 200)
 	}
 	if status != "" {
 		b.attrs["source_status"] = status

@@ -252,7 +252,7 @@ func (o *ohImport) result(e ohEvent, n int, ts time.Time) {
 			errText = fmt.Sprintf("exit status %d", *x.Metadata.ExitCode)
 		}
 	case e.Observation == "error":
-		status, errText = session.ResultError, clip(e.Content, 200)
+		status, errText = session.ResultError, excerpt(e.Content, 200)
 	}
 	attrs := map[string]any{}
 	if len(e.Extras) > 0 && string(e.Extras) != "null" && string(e.Extras) != "{}" {
@@ -266,9 +266,9 @@ func (o *ohImport) result(e ohEvent, n int, ts time.Time) {
 func (o *ohImport) unmapped(e ohEvent, n int) {
 	switch {
 	case e.Observation == "null" || e.Action == "change_agent_state":
-		o.b.note(n, CodeSkipped, "%s%s from %s (%s); not part of the conversation", e.Action, e.Observation, e.Source, clip(e.Message, 40))
+		o.b.note(n, CodeSkipped, "%s%s from %s (%s); not part of the conversation", e.Action, e.Observation, e.Source, excerpt(e.Message, 40))
 	case e.Observation != "":
-		o.b.note(n, CodeNotImported, "observation %s (%s) answers no tool call; not imported", e.Observation, clip(e.Message, 40))
+		o.b.note(n, CodeNotImported, "observation %s (%s) answers no tool call; not imported", e.Observation, excerpt(e.Message, 40))
 	case e.Action != "":
 		o.b.note(n, CodeNotImported, "action %s from %s without a tool call; not imported", e.Action, e.Source)
 	default:

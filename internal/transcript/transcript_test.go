@@ -312,15 +312,15 @@ func listing(w io.Writer, s *transcript.Session) {
 		add("provider", e.Provider)
 		add("model", e.Model)
 		add("name", e.Name)
-		add("text", clip(e.Text))
+		add("text", excerpt(e.Text))
 		for _, c := range e.ToolCalls {
-			f = append(f, fmt.Sprintf("call=%s:%s%s", c.ID, c.Name, clip(string(c.Args))))
+			f = append(f, fmt.Sprintf("call=%s:%s%s", c.ID, c.Name, excerpt(string(c.Args))))
 		}
 		add("call_id", e.CallID)
 		add("tool", e.Tool)
 		add("status", e.Status)
-		add("error", clip(e.Error))
-		add("output", clip(e.Output))
+		add("error", excerpt(e.Error))
+		add("output", excerpt(e.Output))
 		num("in", e.InputTokens)
 		num("out", e.OutputTokens)
 		num("cache_read", e.CacheReadInputTokens)
@@ -332,7 +332,7 @@ func listing(w io.Writer, s *transcript.Session) {
 		add("response_id", e.ResponseID)
 		add("finish", e.FinishReason)
 		num("through", e.Through)
-		add("summary", clip(e.Summary))
+		add("summary", excerpt(e.Summary))
 		add("child", e.ChildSessionID)
 		add("outcome", e.Outcome)
 		if len(e.Attrs) > 0 {
@@ -359,7 +359,7 @@ func listing(w io.Writer, s *transcript.Session) {
 	fmt.Fprintf(w, "  not recorded: %s\n", strings.Join(s.Report.NotRecorded, "; "))
 }
 
-func clip(s string) string {
+func excerpt(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > 50 {
 		return fmt.Sprintf("%q", string(r[:50])+"…")

@@ -3,6 +3,8 @@ package ui
 import (
 	"fmt"
 	"math"
+
+	"github.com/agentctl/agentctl/internal/clip"
 )
 
 // chart is a bar chart drawn on the server as SVG (templates/partial-chart.html):
@@ -57,7 +59,7 @@ func barChart(id, title string, pts []chartPoint, format func(float64) string) *
 			w = max(1, int(math.Round(p.Value/most*float64(c.Width-labelW-valueW))))
 		}
 		y := i*rowH + 4
-		c.Bars = append(c.Bars, chartBar{X: labelW, Y: y, W: w, H: rowH - 6, Label: p.Label, Short: clip(p.Label, 22), Value: format(p.Value), Raw: p.Value,
+		c.Bars = append(c.Bars, chartBar{X: labelW, Y: y, W: w, H: rowH - 6, Label: p.Label, Short: clip.Runes(p.Label, 22), Value: format(p.Value), Raw: p.Value,
 			LX: labelW - 6, LY: y + 12, VX: labelW + w + 4, VY: y + 12, ShowLabel: true})
 	}
 	c.Height = len(pts)*rowH + 8
@@ -81,7 +83,7 @@ func columnChart(id, title string, pts []chartPoint, format func(float64) string
 		}
 		w := max(2, min(40, slot*7/10))
 		x := left + i*slot + (slot-w)/2
-		c.Bars = append(c.Bars, chartBar{X: x, Y: base - h, W: w, H: h, Label: p.Label, Short: clip(p.Label, 12), Value: format(p.Value), Raw: p.Value,
+		c.Bars = append(c.Bars, chartBar{X: x, Y: base - h, W: w, H: h, Label: p.Label, Short: clip.Runes(p.Label, 12), Value: format(p.Value), Raw: p.Value,
 			LX: x + w/2, LY: base + 16, VX: x + w/2, VY: base - h - 4, ShowLabel: i%every == 0 || i == len(pts)-1})
 	}
 	return c

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentctl/agentctl/internal/clip"
+
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/termsafe"
@@ -139,7 +141,7 @@ var funcs = template.FuncMap{
 	"cost":     formatCost,
 	"duration": formatDuration,
 	"time":     formatTime,
-	"clip":     clip,
+	"clip":     clip.Runes,
 	"json": func(v any) (string, error) {
 		b, err := json.Marshal(v)
 		return string(b), err
@@ -317,20 +319,4 @@ func formatTime(t time.Time) string {
 		return "-"
 	}
 	return t.Local().Format("2006-01-02 15:04:05")
-}
-
-// clip cuts s to n runes with an ellipsis; the page shows a preview and
-// links to the whole.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j] + "…"
-		}
-		i++
-	}
-	return s
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/diagnose"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
@@ -247,7 +248,7 @@ func readWindow(st recorder.Store, id string, from int64, n int) (*sessionView, 
 		case e.Seq == 1:
 			hdr = e
 		case e.Kind == session.KindUserMessage && d.Goal == "":
-			d.Goal = clip(termsafe.String(e.Text), 200)
+			d.Goal = clip.Runes(termsafe.String(e.Text), 200)
 		}
 		if e.Seq >= from {
 			window = append(window, e)
@@ -259,7 +260,7 @@ func readWindow(st recorder.Store, id string, from int64, n int) (*sessionView, 
 	d.Name, d.Model, d.SpecPath = termsafe.String(hdr.Name), termsafe.String(hdr.Provider+"/"+hdr.Model), termsafe.String(hdr.SpecPath)
 	d.Started = formatTime(hdr.TS)
 	if d.Goal == "" {
-		d.Goal = clip(termsafe.String(hdr.Text), 200)
+		d.Goal = clip.Runes(termsafe.String(hdr.Text), 200)
 	}
 	rows, calls, err := cleanRows(id, hdr, window)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/query"
 )
 
@@ -144,7 +145,7 @@ func fill(d *sqlData, res *query.Result) {
 	for i, r := range res.Rows {
 		row := make([]sqlCell, len(r))
 		for j, v := range r {
-			row[j] = sqlCell{Text: clip(recs[i+1][j], sqlMaxCell), Null: v == nil, Num: isNum[j] && v != nil}
+			row[j] = sqlCell{Text: clip.Runes(recs[i+1][j], sqlMaxCell), Null: v == nil, Num: isNum[j] && v != nil}
 		}
 		d.Rows = append(d.Rows, row)
 	}

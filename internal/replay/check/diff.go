@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -57,7 +58,7 @@ func Turns(evs []session.Event) []Turn {
 			sum := sha256.Sum256([]byte(e.Output))
 			r += ":" + hex.EncodeToString(sum[:4])
 		} else if e.Error != "" {
-			r += ": " + clip(e.Error, 40)
+			r += ": " + clip.Runes(e.Error, 40)
 		}
 		out[c.Turn-1].Results[c.Index] = r
 	}

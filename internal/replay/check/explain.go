@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentctl/agentctl/internal/clip"
 	"github.com/agentctl/agentctl/internal/session"
 )
 
@@ -135,15 +136,7 @@ func preview(m session.Message) string {
 		}
 		s = "→ " + strings.Join(names, ", ")
 	}
-	return clip(s, 60)
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
+	return clip.Runes(s, 60)
 }
 
 // diffPayloads compares the log's payload with replay's message by message.
@@ -233,5 +226,5 @@ func quote(s string) string {
 	if s == "(absent)" {
 		return s
 	}
-	return fmt.Sprintf("%q", clip(s, 80))
+	return fmt.Sprintf("%q", clip.Runes(s, 80))
 }
