@@ -89,15 +89,9 @@ func startHosted(ctx context.Context, cfg Config) (res Result, err error) {
 		Workspace: ws, Attrs: attrs, Text: prompt, ParentSessionID: plan.ReplayOf,
 		ForkedFrom: plan.ForkedFrom,
 	}
-	header.TS = time.Now()
-	if cfg.Clock != nil {
-		header.TS = cfg.Clock()
-	}
-	sec := newSecrets(sp.Workspace.From)
-	sec.watch(ws)
-	sess, err := cfg.Store.Create(header, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync, Redact: sec.redactor})
+	sess, sec, err := createSession(cfg, &header, ws)
 	if err != nil {
-		return Result{}, fmt.Errorf("create session: %w", err)
+		return Result{}, err
 	}
 	defer sess.Close()
 	hdr := sess.Header()

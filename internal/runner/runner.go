@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	_ "github.com/agentctl/agentctl/internal/modelapi/all"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	_ "github.com/agentctl/agentctl/internal/modelapi/all"
 
 	"github.com/agentctl/agentctl/internal/buildinfo"
 	"github.com/agentctl/agentctl/internal/gitsafe"
@@ -250,17 +251,9 @@ func Start(ctx context.Context, cfg Config) (Result, error) {
 		header.Attrs = subagentAttrs(cfg.Tools, p.Root)
 	}
 	header.Attrs = session.WithTags(header.Attrs, session.MergeTags(sp.Tags, cfg.Tags), "")
-	// Stamp the header here so the state folded in memory and the log
-	// agree on when the session started.
-	header.TS = time.Now()
-	if cfg.Clock != nil {
-		header.TS = cfg.Clock()
-	}
-	sec := newSecrets(sp.Workspace.From)
-	sec.watch(ws)
-	sess, err := cfg.Store.Create(header, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync, Redact: sec.redactor})
+	sess, sec, err := createSession(cfg, &header, ws)
 	if err != nil {
-		return Result{}, fmt.Errorf("create session: %w", err)
+		return Result{}, err
 	}
 	defer sess.Close()
 	// The header as written, redacted: the state folded here must be the
@@ -941,4 +934,21 @@ func PassEnv(names []string) []string {
 		}
 	}
 	return out
+}
+
+// createSession stamps the header and creates the session's log, the
+// workspace's secrets redacted from what it records: stamped here so the
+// state folded in memory and the log agree on when the session started.
+func createSession(cfg Config, header *session.Event, ws string) (*recorder.Session, *secrets, error) {
+	header.TS = time.Now()
+	if cfg.Clock != nil {
+		header.TS = cfg.Clock()
+	}
+	sec := newSecrets(cfg.Spec.Workspace.From)
+	sec.watch(ws)
+	sess, err := cfg.Store.Create(*header, recorder.Options{Clock: cfg.Clock, NoSync: cfg.NoSync, Redact: sec.redactor})
+	if err != nil {
+		return nil, nil, fmt.Errorf("create session: %w", err)
+	}
+	return sess, sec, nil
 }
