@@ -29,7 +29,7 @@ func init() {
 }
 
 // chat is the Chat Completions wire.
-type chat struct{}
+type chat struct{ envelope }
 
 func (chat) Routes() []modelapi.Route {
 	return []modelapi.Route{
@@ -106,17 +106,9 @@ func (chat) ParseResponse(body []byte, stream bool, reqModel string) (provider.R
 	return provider.ParseChatCompletion(body, stream, reqModel)
 }
 
-func (chat) ParseError(status int, h http.Header, body []byte) *provider.Error {
-	return parseError(status, h, body)
-}
-
 func (chat) ResponseID(session string, turn int) string {
 	return fmt.Sprintf("chatcmpl-%s-%d", session, turn)
 }
-
-func (chat) ErrorBody(typ, msg string) []byte { return errorBody(typ, msg) }
-
-func (chat) SetKey(h http.Header, key string) { setKey(h, key) }
 
 func (chat) NewEncoder(w http.ResponseWriter, stream bool, id, model string) modelapi.Encoder {
 	return &chatEncoder{w: modelapi.Writer{W: w, Stream: stream}, id: id, model: model}

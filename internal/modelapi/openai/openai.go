@@ -20,16 +20,20 @@ const (
 	baseURL      = provider.OpenAIBaseURL
 )
 
-// errorBody is OpenAI's error envelope.
-func errorBody(typ, msg string) []byte {
+// envelope is what OpenAI's two APIs share on the wire: the error
+// envelope and the credential. Each API's wire embeds it.
+type envelope struct{}
+
+// ErrorBody is OpenAI's error envelope.
+func (envelope) ErrorBody(typ, msg string) []byte {
 	return modelapi.Marshal(modelapi.Obj{"error": modelapi.Obj{"message": msg, "type": typ, "param": nil, "code": typ}})
 }
 
-func parseError(status int, h http.Header, body []byte) *provider.Error {
+func (envelope) ParseError(status int, h http.Header, body []byte) *provider.Error {
 	return provider.ParseError(providerName, status, h, body)
 }
 
-// setKey is OpenAI's credential: Authorization: Bearer.
-func setKey(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) }
+// SetKey is OpenAI's credential: Authorization: Bearer.
+func (envelope) SetKey(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) }
 
 func badf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -22,7 +22,7 @@ func init() {
 }
 
 // responses is the Responses API wire.
-type responses struct{}
+type responses struct{ envelope }
 
 func (responses) Routes() []modelapi.Route {
 	return []modelapi.Route{{Method: http.MethodPost, Path: "/v1/responses", Op: modelapi.OpGenerate, API: "responses"}}
@@ -127,17 +127,9 @@ func (responses) ParseResponse(body []byte, stream bool, reqModel string) (provi
 	return provider.ParseResponses(body, stream, reqModel)
 }
 
-func (responses) ParseError(status int, h http.Header, body []byte) *provider.Error {
-	return parseError(status, h, body)
-}
-
 func (responses) ResponseID(session string, turn int) string {
 	return fmt.Sprintf("resp_%s_%d", session, turn)
 }
-
-func (responses) ErrorBody(typ, msg string) []byte { return errorBody(typ, msg) }
-
-func (responses) SetKey(h http.Header, key string) { setKey(h, key) }
 
 func (responses) NewEncoder(w http.ResponseWriter, stream bool, id, model string) modelapi.Encoder {
 	return &resEncoder{w: modelapi.Writer{W: w, Stream: stream}, id: id, model: model}
