@@ -142,7 +142,8 @@ func pullRemoteParts(ctx context.Context, f *Factory, url string) ([]query.Remot
 	}
 	var parts []query.RemotePart
 	for _, p := range snap.Parts(nil) {
-		parts = append(parts, query.RemotePart{Path: p.Path, Sessions: p.Sessions, Exclude: p.Exclude})
+		parts = append(parts, query.RemotePart{Path: p.Path, Sessions: p.Sessions, Exclude: p.Exclude,
+			Key: p.Key, Version: p.Version, SummaryDir: snap.SummaryDir})
 	}
 	for _, p := range snap.EvalPaths() {
 		parts = append(parts, query.RemotePart{Path: p, Eval: true})

@@ -285,7 +285,7 @@ func (h *History) collectGarbage(m *Manifest) (int, error) {
 		name := d.Name()
 		garbage := strings.HasPrefix(name, ".tmp-") || (strings.HasSuffix(name, ".parquet") && !live[rel])
 		if filepath.Dir(p) == summaries && !strings.HasPrefix(name, ".tmp-") {
-			src, crc, ok := summarySource(name)
+			src, crc, ok := SummarySource(name)
 			garbage = !ok || !live[src] || sums[src] != crc
 		}
 		if garbage {
@@ -318,7 +318,7 @@ func (h *History) remove(rels []string) {
 		// Its summaries go with it (no reader reads them once the
 		// manifest no longer lists it).
 		for _, n := range summaries {
-			if src, _, ok := summarySource(n); ok && src == rel {
+			if src, _, ok := SummarySource(n); ok && src == rel {
 				h.fs().Remove(filepath.Join(h.Dir, SummaryDir, n))
 			}
 		}

@@ -387,7 +387,7 @@ func SummaryName(rel, crc, def string) string {
 }
 
 // summarySource is the history file and checksum a summary's name is of.
-func summarySource(name string) (rel, crc string, ok bool) {
+func SummarySource(name string) (rel, crc string, ok bool) {
 	f := strings.Split(strings.TrimSuffix(name, ".parquet"), ".")
 	if len(f) < 5 {
 		return "", "", false

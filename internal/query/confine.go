@@ -10,7 +10,7 @@ import (
 
 // Confine limits the SQL run on d afterwards to the files its views read
 // (the home's history, d's own copy of the unsealed logs and the folders
-// of a remote's cached parts) and locks
+// of a remote's cached parts and their summaries) and locks
 // DuckDB's configuration so that SQL cannot lift the limit again.
 //
 // DuckDB otherwise reads and writes any file the process can
@@ -36,9 +36,11 @@ func (d *DB) Confine(ctx context.Context) error {
 	read := []string{d.hist.Dir, d.tmp}
 	seen := map[string]bool{}
 	for _, rp := range d.remote {
-		if dir := filepath.Dir(rp.Path); !seen[dir] {
-			seen[dir] = true
-			read = append(read, dir)
+		for _, dir := range []string{filepath.Dir(rp.Path), rp.SummaryDir} {
+			if dir != "" && !seen[dir] {
+				seen[dir] = true
+				read = append(read, dir)
+			}
 		}
 	}
 	for _, p := range read {

@@ -386,12 +386,12 @@ func (d *DB) createViews(ctx context.Context, livePath string) error {
 		}
 		d.files = append(d.files, filePart{abs: p, rel: f.Path, crc: f.CRC32C, excl: excl})
 	}
+	d.files = append(d.files, d.remoteFiles()...)
 	parts := readParts(d.files, func(f filePart) string { return f.abs })
 	d.rest = d.rest[:0]
 	if livePath != "" {
 		d.rest = append(d.rest, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", quote(livePath)))
 	}
-	d.rest = append(d.rest, d.remoteParts()...)
 	parts = append(parts, d.rest...)
 	// Files sealed by an older agentctl lack the columns added since;
 	// columns are matched by name, and the typed empty part gives the view

@@ -2,9 +2,7 @@ package query
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/agentctl/agentctl/internal/history"
 )
@@ -19,6 +17,12 @@ type RemotePart struct {
 	// Eval marks a file of eval report rows (history.EvalRow) instead:
 	// it is read by the eval views, and Sessions and Exclude are unused.
 	Eval bool
+	// Key and Version name the object the file is a copy of (its key
+	// in the bucket and a token of its ETag and size), and SummaryDir
+	// is where its summary is kept (the remote cache's): with all three
+	// the sessions view reads the file's summary, as it does a sealed
+	// history file's, instead of folding its events at every opening.
+	Key, Version, SummaryDir string
 }
 
 // OpenRemote is Open with remote parts added to the events view. A
@@ -32,9 +36,10 @@ func OpenRemote(ctx context.Context, home string, warn io.Writer, parts []Remote
 	return open(ctx, history.New(home), warn, parts)
 }
 
-// remoteParts returns the SELECTs of the remote parts for the events view.
-func (d *DB) remoteParts() []string {
-	var plain, out []string
+// remoteFiles returns the remote parts of the events view. A session
+// the home has (sealed, or with a log) is read from the home only.
+func (d *DB) remoteFiles() []filePart {
+	var out []filePart
 	for _, p := range d.remote {
 		if p.Eval {
 			continue
@@ -50,18 +55,11 @@ func (d *DB) remoteParts() []string {
 		if len(p.Sessions) > 0 && len(excl) >= len(p.Sessions) {
 			continue
 		}
-		if len(excl) == 0 {
-			plain = append(plain, quote(p.Path))
-			continue
+		f := filePart{abs: p.Path, excl: excl}
+		if p.Key != "" && p.Version != "" && p.SummaryDir != "" {
+			f.rel, f.crc, f.sumDir = p.Key, p.Version, p.SummaryDir
 		}
-		qs := make([]string, len(excl))
-		for i, id := range excl {
-			qs[i] = quote(id)
-		}
-		out = append(out, fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false) WHERE session_id NOT IN (%s)", quote(p.Path), strings.Join(qs, ", ")))
-	}
-	if len(plain) > 0 {
-		out = append([]string{fmt.Sprintf("SELECT * FROM read_parquet([%s], hive_partitioning = false, union_by_name = true)", strings.Join(plain, ", "))}, out...)
+		out = append(out, f)
 	}
 	return out
 }

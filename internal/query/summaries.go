@@ -30,10 +30,12 @@ import (
 // renames its own temporary file into place.
 
 // filePart is a history file the events view reads and the sessions it
-// leaves out (dropped from it, or read from their logs instead).
+// leaves out (dropped from it, or read from their logs instead). rel and
+// crc name it for its summary, kept in sumDir ("": the history's
+// summaries folder); a file without crc has none.
 type filePart struct {
-	abs, rel, crc string
-	excl          []string
+	abs, rel, crc, sumDir string
+	excl                  []string
 }
 
 // readParts are the SELECTs over files (at path(f)) less each one's
@@ -69,9 +71,13 @@ var factsDigest = func() string {
 // every other part of the events view.
 func (d *DB) factsView(ctx context.Context) string {
 	var have, fold []filePart
-	names := d.summaryNames()
+	names := map[string][]string{}
 	for _, f := range d.files {
-		if p := d.summary(ctx, f, names); p != "" {
+		dir := d.summaryDir(f)
+		if _, ok := names[dir]; !ok {
+			names[dir] = summaryNames(dir)
+		}
+		if p := d.summary(ctx, f, dir, names[dir]); p != "" {
 			g := f
 			g.abs = p
 			have = append(have, g)
@@ -90,9 +96,17 @@ func (d *DB) factsView(ctx context.Context) string {
 	return "CREATE SCHEMA IF NOT EXISTS agentctl;\nCREATE OR REPLACE VIEW agentctl.session_facts AS " + strings.Join(parts, "\nUNION ALL BY NAME ")
 }
 
-// summaryNames lists the summaries folder once per making of the views.
-func (d *DB) summaryNames() []string {
-	ents, err := os.ReadDir(filepath.Join(d.hist.Dir, history.SummaryDir))
+// summaryDir is where f's summary is kept.
+func (d *DB) summaryDir(f filePart) string {
+	if f.sumDir != "" {
+		return f.sumDir
+	}
+	return filepath.Join(d.hist.Dir, history.SummaryDir)
+}
+
+// summaryNames lists a summaries folder once per making of the views.
+func summaryNames(dir string) []string {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
@@ -105,11 +119,10 @@ func (d *DB) summaryNames() []string {
 
 // summary returns the path of f's summary, verified, making it if there
 // is none; "" when f has no checksum to name it by or it cannot be made.
-func (d *DB) summary(ctx context.Context, f filePart, names []string) string {
+func (d *DB) summary(ctx context.Context, f filePart, dir string, names []string) string {
 	if d.foldOnly || f.crc == "" {
 		return ""
 	}
-	dir := filepath.Join(d.hist.Dir, history.SummaryDir)
 	prefix := history.SummaryName(f.rel, f.crc, factsDigest)
 	for _, n := range names {
 		sum, ok := strings.CutPrefix(n, prefix)

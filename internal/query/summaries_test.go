@@ -191,3 +191,98 @@ func TestSummaryRemovedUnderAnOpenDB(t *testing.T) {
 		t.Fatalf("after the compaction: %v\n%v\nwant\n%v", err, again, want.Rows)
 	}
 }
+
+// remoteOf is the sealed history of home as a remote's cached parts, each
+// file named by its path and checksum, their summaries kept in sumDir
+// ("" for none): what package remote's snapshot gives the query package.
+func remoteOf(t *testing.T, home, sumDir string) []query.RemotePart {
+	t.Helper()
+	h := history.New(home)
+	m, err := h.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []query.RemotePart
+	for _, f := range m.Files {
+		p := query.RemotePart{Path: filepath.Join(h.Dir, filepath.FromSlash(f.Path)), Exclude: f.Dropped}
+		for id, e := range m.Sessions {
+			if e.File == f.Path {
+				p.Sessions = append(p.Sessions, id)
+			}
+		}
+		if sumDir != "" {
+			p.Key, p.Version, p.SummaryDir = "history/"+f.Path, f.CRC32C, sumDir
+		}
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+func remoteSessionsOf(t *testing.T, home string, parts []query.RemotePart) *query.Result {
+	t.Helper()
+	db, err := query.OpenRemote(context.Background(), home, nil, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(context.Background(), "SELECT * FROM sessions ORDER BY session_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestRemoteSummariesAreTheFold: a remote's cached parts are summarised
+// as the home's files are (in the cache's folder, not the home's), and
+// the sessions view over them is the fold's, row for row, with a session
+// the home has read from the home only.
+func TestRemoteSummariesAreTheFold(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(map[bool]string{false: "per-session", true: "compacted"}[compact], func(t *testing.T) {
+			bucket := sealedFixture(t, "home", compact)
+			for _, local := range []string{"empty", "overlapping"} {
+				home := filepath.Join(t.TempDir(), "h")
+				if local == "overlapping" {
+					// The home holds all of the bucket's sessions but
+					// one: those are read from the home only.
+					home = sealedFixture(t, "home", false)
+					h := history.New(home)
+					ids, err := h.Store.IDs()
+					if err != nil || len(ids) < 2 {
+						t.Fatalf("ids %v, %v", ids, err)
+					}
+					h2 := history.New(filepath.Join(t.TempDir(), "h"))
+					h2.NoSync = true
+					if out, err := exec.Command("cp", "-r", filepath.Join("..", "..", "fixtures", "home"), h2.Store.Root).CombinedOutput(); err != nil {
+						t.Fatalf("%v %s", err, out)
+					}
+					if err := os.RemoveAll(h2.Store.SessionDir(ids[0])); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := h2.Seal(ids[1:]...); err != nil {
+						t.Fatal(err)
+					}
+					home = h2.Store.Root
+				}
+				sumDir := filepath.Join(t.TempDir(), "summaries")
+				want := remoteSessionsOf(t, home, remoteOf(t, bucket, ""))
+				if len(want.Rows) == 0 {
+					t.Fatal("no sessions")
+				}
+				for pass := range 2 {
+					got := remoteSessionsOf(t, home, remoteOf(t, bucket, sumDir))
+					if !reflect.DeepEqual(got.Rows, want.Rows) {
+						t.Errorf("%s, pass %d: sessions from the remote's summaries:\n%v\nfolded:\n%v", local, pass, got.Rows, want.Rows)
+					}
+					names, _ := filepath.Glob(filepath.Join(sumDir, "*.parquet"))
+					if len(names) == 0 {
+						t.Fatalf("%s: no summary written in the remote's folder", local)
+					}
+					if mine := summaries(t, home); local == "empty" && len(mine) != 0 {
+						t.Errorf("the remote's summaries went into the home: %v", mine)
+					}
+				}
+			}
+		})
+	}
+}

@@ -3,9 +3,18 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentctl/agentctl/internal/history"
+	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/remote"
 )
 
@@ -64,4 +73,91 @@ func TestCompactRerunAfterStop(t *testing.T) {
 			t.Fatalf("deleted %d: events after the rerun = %d, want %d", deleted, got, want)
 		}
 	}
+}
+
+// TestPullRemovesStaleSummaries: the query package summarises each cached
+// object in the cache's summaries folder; a pull removes the summaries of
+// objects the bucket no longer lists (here merged by a compaction) and
+// keeps those of the objects it still holds, and the answers do not move.
+func TestPullRemovesStaleSummaries(t *testing.T) {
+	ctx := context.Background()
+	mem := &remote.Mem{}
+	for _, tag := range []string{"a", "b"} {
+		if _, err := remote.New(mem, makeHome(t, tag, 2), nil).Push(ctx, remote.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := remote.New(mem, t.TempDir(), nil)
+	sums := func() []string {
+		names, _ := filepath.Glob(filepath.Join(reader.Dir, history.SummaryDir, "*.parquet"))
+		var keys []string
+		for _, n := range names {
+			if strings.HasPrefix(filepath.Base(n), ".tmp-") {
+				continue
+			}
+			key, _, ok := history.SummarySource(filepath.Base(n))
+			if !ok {
+				t.Fatalf("%s is not a summary's name", n)
+			}
+			keys = append(keys, key)
+		}
+		sort.Strings(keys)
+		return keys
+	}
+	const q = "SELECT count(*) || ' ' || sum(events) || ' ' || sum(tokens) FROM sessions"
+	before := countText(t, reader, q)
+	if got, want := sums(), keys(t, mem, "history/"); !slices.Equal(got, want) {
+		t.Fatalf("summaries of %v, want one of each object %v", got, want)
+	}
+	// A summary of another version of a listed object (replaced under its
+	// key) and a killed reader's old temporary file go too.
+	other := filepath.Join(reader.Dir, history.SummaryDir, history.SummaryName(keys(t, mem, "history/")[0], "00000000", "feedbeef")+"12345678.parquet")
+	stale := filepath.Join(reader.Dir, history.SummaryDir, ".tmp-summary-1.parquet")
+	for _, p := range []string{other, stale} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(stale, old, old)
+	if _, err := reader.Compact(ctx, remote.CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	after := countText(t, reader, q)
+	if after != before {
+		t.Errorf("sessions after the compaction %q, before %q", after, before)
+	}
+	if got, want := sums(), keys(t, mem, "history/"); !slices.Equal(got, want) {
+		t.Errorf("summaries of %v after the compaction, want one of each listed object %v", got, want)
+	}
+	for _, p := range []string{other, stale} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s not removed by the pull (%v)", filepath.Base(p), err)
+		}
+	}
+}
+
+// countText is count for a query whose one value is text.
+func countText(t testing.TB, r *remote.Remote, q string) string {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := r.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []query.RemotePart
+	for _, p := range snap.Parts(nil) {
+		parts = append(parts, query.RemotePart{Path: p.Path, Sessions: p.Sessions, Exclude: p.Exclude,
+			Key: p.Key, Version: p.Version, SummaryDir: snap.SummaryDir})
+	}
+	db, err := query.OpenRemote(ctx, r.Home, os.Stderr, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Query(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(res.Rows[0][0])
 }

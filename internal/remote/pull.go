@@ -2,6 +2,8 @@ package remote
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +11,10 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentctl/agentctl/internal/history"
 )
@@ -31,9 +36,19 @@ type Cached struct {
 	Eval bool `json:"eval,omitempty"`
 }
 
+// Version is a token of the object's identity in the bucket (its ETag
+// and size): what a derived file of it (its summary) is named by, so
+// an object replaced under the same key is never read through the old
+// one's.
+func (c Cached) Version() string {
+	h := sha256.Sum256([]byte(c.ETag + "\x00" + strconv.FormatInt(c.Size, 10)))
+	return hex.EncodeToString(h[:4])
+}
+
 // Snapshot is the remote's history as one Pull saw it.
 type Snapshot struct {
 	Dir        string   // the cache's objects folder
+	SummaryDir string   // where the query package keeps the objects' summaries
 	Objects    []Cached // sessions' rows, sorted by key
 	Reports    []Cached // eval report objects, sorted by key
 	Downloaded int      // objects fetched by this pull (the rest were cached)
@@ -69,7 +84,7 @@ func (r *Remote) pullLocked(ctx context.Context) (*Snapshot, error) {
 			index = map[string]Cached{} // a damaged index only costs downloads
 		}
 	}
-	snap := &Snapshot{Dir: filepath.Join(r.Dir, "objects")}
+	snap := &Snapshot{Dir: filepath.Join(r.Dir, "objects"), SummaryDir: filepath.Join(r.Dir, history.SummaryDir)}
 	listed := map[string]bool{}
 	var todo []Object
 	for _, o := range objs {
@@ -119,6 +134,7 @@ func (r *Remote) pullLocked(ctx context.Context) (*Snapshot, error) {
 			snap.Removed++
 		}
 	}
+	removeStaleSummaries(snap.SummaryDir, index)
 	b, err := json.Marshal(index)
 	if err != nil {
 		return nil, err
@@ -221,10 +237,35 @@ func (s *Snapshot) EvalPaths() []string {
 	return out
 }
 
+// removeStaleSummaries removes the summaries (package query's, made
+// from cached objects) of objects the cache no longer holds in the
+// version they were made of, and temporary files a killed reader left.
+// A reader may be writing one now: a removed temporary file costs it the
+// fold it then does without.
+func removeStaleSummaries(dir string, index map[string]Cached) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		key, version, ok := history.SummarySource(e.Name())
+		if c, held := index[key]; ok && held && c.Corrupt == "" && c.Version() == version {
+			continue
+		}
+		if !ok && strings.HasPrefix(e.Name(), ".tmp-") {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) < time.Hour {
+				continue // a reader's, being written
+			}
+		}
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+}
+
 // Part is one usable history object of a snapshot, for a query: its
 // cached path and the sessions whose rows in it are not live.
 type Part struct {
 	Key      string
+	Version  string // Cached.Version
 	Path     string
 	Sessions []string // every session with rows in it, sorted
 	Exclude  []string // those whose rows in it are not live, sorted
@@ -241,7 +282,7 @@ func (s *Snapshot) Parts(local func(id string) bool) []Part {
 		if o.Corrupt != "" {
 			continue
 		}
-		p := Part{Key: o.Key, Path: s.Path(o), Sessions: sortedKeys(o.Sessions)}
+		p := Part{Key: o.Key, Version: o.Version(), Path: s.Path(o), Sessions: sortedKeys(o.Sessions)}
 		for id := range o.Sessions {
 			if winner[id] != o.Key || (local != nil && local(id)) {
 				p.Exclude = append(p.Exclude, id)

@@ -74,7 +74,8 @@ func count(t testing.TB, r *remote.Remote, home, q string) int64 {
 	}
 	var parts []query.RemotePart
 	for _, p := range snap.Parts(nil) {
-		parts = append(parts, query.RemotePart{Path: p.Path, Sessions: p.Sessions, Exclude: p.Exclude})
+		parts = append(parts, query.RemotePart{Path: p.Path, Sessions: p.Sessions, Exclude: p.Exclude,
+			Key: p.Key, Version: p.Version, SummaryDir: snap.SummaryDir})
 	}
 	db, err := query.OpenRemote(ctx, home, os.Stderr, parts)
 	if err != nil {
