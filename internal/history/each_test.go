@@ -2,9 +2,12 @@ package history_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +54,57 @@ func TestWriteRowsEachIsWriteRows(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Errorf("batches of %d: %d bytes, one write: %d, and they differ", batch, len(b), len(a))
 		}
+	}
+}
+
+// ReadRowsEach gives every row ReadRows reads, in order, a batch at a
+// time, across row groups; a damaged file is a CorruptFileError, and the
+// callback's own error comes back as it is.
+func TestReadRowsEachIsReadRows(t *testing.T) {
+	n := history.RowGroupRows + 5000
+	ts := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	rows := make([]history.Row, n)
+	for i := range rows {
+		e := session.Event{Seq: int64(i + 1), TS: ts.Add(time.Duration(i) * time.Millisecond), Kind: session.KindToolResult,
+			CallID: fmt.Sprint("c", i), Tool: "read_file", Status: session.ResultOK, Output: fmt.Sprint("line ", i%97, " of a file\n")}
+		var err error
+		if rows[i], err = history.FromEvent(fmt.Sprint("s", i%7), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "rows.parquet")
+	if _, err := history.WriteRows(p, rows, true); err != nil {
+		t.Fatal(err)
+	}
+	want, err := history.ReadRows(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []history.Row
+	batches := 0
+	if err := history.ReadRowsEach(p, func(b []history.Row) error {
+		batches++
+		for _, r := range b {
+			r.SessionID = strings.Clone(r.SessionID)
+			got = append(got, r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if batches < 2 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%d batches, %d rows, equal %v; want %d rows as ReadRows reads them", batches, len(got), reflect.DeepEqual(got, want), len(want))
+	}
+	stop := errors.New("stop")
+	if err := history.ReadRowsEach(p, func([]history.Row) error { return stop }); err != stop {
+		t.Errorf("the callback's error came back as %v", err)
+	}
+	b, _ := os.ReadFile(p)
+	bad := append([]byte(nil), b[:len(b)/2]...)
+	if err := os.WriteFile(p, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := history.ReadRowsEach(p, func([]history.Row) error { return nil }); !errors.Is(err, history.ErrCorruptFile) {
+		t.Errorf("a cut file: %v, want ErrCorruptFile", err)
 	}
 }

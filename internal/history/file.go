@@ -168,6 +168,68 @@ func readRowsSum(path string, f FileEntry) ([]Row, error) {
 	return rows, nil
 }
 
+// ReadRowsEach reads every row of a Parquet file written by WriteRows,
+// giving them to each a batch at a time (the slice is reused: each keeps
+// none of it), so reading a file to check it whole holds one batch of
+// rows, not the file's (a segment of 300,000 rows is ~400 MB decoded). A
+// damaged file fails with an error matching ErrCorruptFile that names it;
+// each's own error is returned as it is.
+func ReadRowsEach(path string, each func([]Row) error) error {
+	b, err := vfs.ReadRegular(path)
+	if err != nil {
+		return fmt.Errorf("history: read %s: %w", path, err)
+	}
+	var eachErr error
+	err = readFileEach(bytes.NewReader(b), int64(len(b)), func(rows []Row) error {
+		eachErr = each(rows)
+		return eachErr
+	})
+	if err != nil && eachErr == nil {
+		return &CorruptFileError{Path: path, Err: err}
+	}
+	return err
+}
+
+// readBatch is how many rows a streamed read decodes at a time.
+const readBatch = 4096
+
+func readFileEach[T any](r io.ReaderAt, size int64, each func([]T) error) (err error) {
+	defer func() {
+		// As readFile: a damaged file is an error, never a crash.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed parquet: %v", p)
+		}
+	}()
+	pf, err := parquet.OpenFile(r, size)
+	if err != nil {
+		return err
+	}
+	rd := parquet.NewGenericReader[T](pf)
+	defer rd.Close()
+	buf := make([]T, min(readBatch, max(pf.NumRows(), 1)))
+	var read int64
+	for {
+		clear(buf)
+		n, err := rd.Read(buf)
+		if n > 0 {
+			read += int64(n)
+			if err := each(buf[:n]); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if read != pf.NumRows() {
+		return fmt.Errorf("read %d of %d rows", read, pf.NumRows())
+	}
+	return nil
+}
+
 func readRows(r io.ReaderAt, size int64) (rows []Row, err error) {
 	return readFile[Row](r, size)
 }

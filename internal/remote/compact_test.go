@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/heappeak"
 	"github.com/agentctl/agentctl/internal/history"
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/remote"
+	"github.com/agentctl/agentctl/internal/session"
 )
 
 // failDeletes is a Store whose deletes fail after the first n: a
@@ -160,4 +162,54 @@ func countText(t testing.TB, r *remote.Remote, q string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprint(res.Rows[0][0])
+}
+
+// TestPullHoldsNotTheObject: a pull reads each object whole to know it
+// parses, a batch of rows at a time: a 200,000-row object (a segment of a
+// big bucket: ~300 MB as decoded rows, eight downloaded at once) costs a
+// pull a few MB of heap, not its rows.
+func TestPullHoldsNotTheObject(t *testing.T) {
+	const n = 200_000
+	ts := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	rows := make([]history.Row, 0, n)
+	for i := range n {
+		e := session.Event{Seq: int64(i%20 + 1), TS: ts.Add(time.Duration(i) * time.Millisecond), Kind: session.KindToolResult,
+			CallID: fmt.Sprint("c", i), Tool: "read_file", Status: session.ResultOK, Output: fmt.Sprint("line ", i, " of a file, long enough to cost what an output costs\n")}
+		row, err := history.FromEvent(fmt.Sprintf("big-%06d", i/20), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, row)
+	}
+	p := filepath.Join(t.TempDir(), "big.parquet")
+	if _, err := history.WriteRows(p, rows, true); err != nil {
+		t.Fatal(err)
+	}
+	rows = nil
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := &remote.Mem{}
+	if _, err := mem.Put(context.Background(), "history/date=2026-11-29/seg-0123456789abcdef.parquet", b, remote.Cond{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	b = nil
+	r := remote.New(mem, t.TempDir(), nil)
+	r.NoSync = true
+	var snap *remote.Snapshot
+	base, peak := heappeak.During(func() {
+		snap, err = r.Pull(context.Background())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Objects[0]; got.Rows != n || len(got.Sessions) != n/20 || got.Sessions["big-000007"] != 20 {
+		t.Fatalf("pulled %d rows of %d sessions (big-000007 to seq %d), want %d of %d to 20", got.Rows, len(got.Sessions), got.Sessions["big-000007"], n, n/20)
+	}
+	held := (int64(peak) - int64(base)) >> 20
+	t.Logf("pull of a %d-row object: %d MiB of heap over the %d MiB before", n, held, base>>20)
+	if held > 64 {
+		t.Errorf("the pull held %d MiB of heap: the object's rows, not a batch", held)
+	}
 }

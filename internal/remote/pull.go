@@ -205,9 +205,25 @@ func (r *Remote) download(ctx context.Context, snap *Snapshot, o Object) (Cached
 		c.Rows = n
 		return c, nil
 	}
-	rows, err := history.ReadRows(p)
+	// Read whole, to know it parses, a batch of rows at a time: a
+	// segment of a big bucket is hundreds of MB decoded, and a pull
+	// downloads eight at once.
+	c.Sessions = map[string]int64{}
+	err = history.ReadRowsEach(p, func(rows []history.Row) error {
+		c.Rows += int64(len(rows))
+		for _, row := range rows {
+			last, ok := c.Sessions[row.SessionID]
+			if !ok {
+				c.Sessions[strings.Clone(row.SessionID)] = row.Seq
+			} else if row.Seq > last {
+				c.Sessions[row.SessionID] = row.Seq
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		os.Remove(p)
+		c.Rows, c.Sessions = 0, nil
 		var ce *history.CorruptFileError
 		if errors.As(err, &ce) {
 			c.Corrupt = ce.Err.Error()
@@ -215,13 +231,6 @@ func (r *Remote) download(ctx context.Context, snap *Snapshot, o Object) (Cached
 			c.Corrupt = err.Error()
 		}
 		return c, nil
-	}
-	c.Rows = int64(len(rows))
-	c.Sessions = map[string]int64{}
-	for _, row := range rows {
-		if row.Seq > c.Sessions[row.SessionID] {
-			c.Sessions[row.SessionID] = row.Seq
-		}
 	}
 	return c, nil
 }
