@@ -1,0 +1,362 @@
+package transcript
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/session"
+)
+
+// ampTestdata is the thread the real Amp CLI wrote (see
+// testdata/README.md for how).
+var ampTestdata = filepath.Join("testdata", "amp", "threads", "T-01a24c3e-c1e0-738a-b12f-fd719e29c997.json")
+
+// ampJQ counts an Amp thread independently of the importer: prompts (user
+// messages with text), responses, tool_use blocks, tool_result blocks
+// (and those whose run failed), and the usage of the responses (input
+// with the cached tokens, as Anthropic bills them).
+const ampJQ = `[.messages[] | select(.role == "assistant")] as $a | [.messages[] | select(.role == "user")] as $u | {
+  user: [$u[] | select(any(.content[]; .type == "text"))] | length,
+  assistant: $a | length,
+  calls: [$a[] | .content[] | select(.type == "tool_use")] | length,
+  results: [$u[] | .content[] | select(.type == "tool_result")] | length,
+  errors: [$u[] | .content[] | select(.type == "tool_result" and .run.status == "error")] | length,
+  input: [$a[] | .usage | .inputTokens + .cacheCreationInputTokens + .cacheReadInputTokens] | add,
+  output: [$a[] | .usage.outputTokens] | add,
+  cached: [$a[] | .usage.cacheReadInputTokens] | add
+}`
+
+type ampCount struct {
+	User, Assistant, Calls, Results, Errors int
+	Input, Output, Cached                   int64
+}
+
+func checkAmpImport(t *testing.T, path string) *Session {
+	t.Helper()
+	if f, err := Detect(path); err != nil || f != FormatAmp {
+		t.Fatalf("Detect(%s) = %q, %v; want %s", path, f, err, FormatAmp)
+	}
+	ss, err := Import(FormatAuto, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	var got ampCount
+	for _, e := range s.Events {
+		switch e.Kind {
+		case session.KindUserMessage:
+			got.User++
+		case session.KindAssistantMessage:
+			got.Assistant++
+			got.Calls += len(e.ToolCalls)
+		case session.KindToolResult:
+			got.Results++
+			if e.Status == session.ResultError {
+				got.Errors++
+			}
+		case session.KindModelCall:
+			got.Input += e.InputTokens
+			got.Output += e.OutputTokens
+			got.Cached += e.CacheReadInputTokens
+		}
+	}
+	if Lost(s.Report) != 0 {
+		t.Errorf("lost records: %+v", s.Report.Notes)
+	}
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq is not installed; the independent count needs it")
+	}
+	out, err := exec.Command(jq, "-c", ampJQ, path).Output()
+	if err != nil {
+		t.Fatalf("jq: %v", err)
+	}
+	var want ampCount
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("%s: imported %+v; jq counts %+v", path, got, want)
+	}
+	return s
+}
+
+// TestAmpRealFile imports the thread the real Amp CLI wrote, with jq's
+// counts, the times the file records and what it does not record.
+func TestAmpRealFile(t *testing.T) {
+	s := checkAmpImport(t, ampTestdata)
+	hdr := s.Events[0]
+	var attrs struct {
+		ID          string   `json:"source_session_id"`
+		Version     string   `json:"source_version"`
+		Status      string   `json:"source_status"`
+		Title       string   `json:"source_title"`
+		NotRecorded []string `json:"not_recorded"`
+	}
+	if err := json.Unmarshal(hdr.Attrs, &attrs); err != nil {
+		t.Fatal(err)
+	}
+	if attrs.ID != "T-01a24c3e-c1e0-738a-b12f-fd719e29c997" || attrs.Version != "0.0.1774569934-g39e3ec" || attrs.Status != "complete" ||
+		attrs.Title != "Read the readme" || hdr.Model != "claude-opus-4-6" || hdr.Provider != "amp" {
+		t.Errorf("header %s %s/%s", hdr.Attrs, hdr.Provider, hdr.Model)
+	}
+	for _, w := range []string{"system prompt", "tool definitions", "response ids"} {
+		if !strings.Contains(strings.Join(attrs.NotRecorded, ";"), w) {
+			t.Errorf("not_recorded %v lacks %q", attrs.NotRecorded, w)
+		}
+	}
+	// Two calls in one response: the Read of a file that is not there
+	// failed, the Bash call ran; each result comes at the end of the
+	// tools span that ran them, after its intent.
+	intents := map[string]session.Event{}
+	var thinking bool
+	for _, e := range s.Events {
+		switch e.Kind {
+		case session.KindAssistantMessage:
+			thinking = thinking || strings.Contains(string(e.Attrs), "The user wants the README.")
+		case session.KindModelCall:
+			if e.FinishReason == "" || e.CostUSD <= 0 {
+				t.Errorf("model_call without finish reason or cost: %+v", e)
+			}
+		case session.KindToolIntent:
+			intents[e.CallID] = e
+		case session.KindToolResult:
+			in, ok := intents[e.CallID]
+			if !ok || e.TS.Before(in.TS) || e.LatencyMS <= 0 {
+				t.Errorf("result %s at %v, intent at %v, latency %d", e.CallID, e.TS, in.TS, e.LatencyMS)
+			}
+			switch e.Tool {
+			case "Read":
+				if e.Status != session.ResultError || !strings.Contains(e.Error, "File not found") {
+					t.Errorf("the failed Read: %+v", e)
+				}
+			case "Bash":
+				if e.Status != session.ResultOK || !strings.Contains(e.Output, "typo") || !strings.Contains(string(e.Attrs), `"exit_code":0`) {
+					t.Errorf("the Bash run: %+v", e)
+				}
+			}
+		}
+	}
+	if len(intents) != 2 || !thinking {
+		t.Errorf("intents %d, thinking kept %v", len(intents), thinking)
+	}
+}
+
+// TestAmpHostile: a thread cut short is refused with a clear error; a
+// JSON object that is no thread is not claimed, nor imported as amp; a
+// file over the bound is not read.
+func TestAmpHostile(t *testing.T) {
+	data, err := os.ReadFile(ampTestdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	torn := write("torn.json", data[:len(data)/2])
+	if f, err := Detect(torn); err != nil || f != FormatAmp {
+		t.Errorf("Detect(torn) = %q, %v; the head is an Amp thread's", f, err)
+	}
+	if _, err := Import(FormatAuto, torn); err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("torn thread: %v", err)
+	}
+	other := write("other.json", []byte(`{"v": 1, "id": "thread-1", "messages": []}`))
+	if _, err := Detect(other); err == nil {
+		t.Error("a JSON object whose id is no Amp thread id was claimed")
+	}
+	if _, err := Import(FormatAmp, other); err == nil || !strings.Contains(err.Error(), "Amp thread") {
+		t.Errorf("import amp of a non-thread: %v", err)
+	}
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: the bound is checked without the test writing 64 MiB.
+	if err := f.Truncate(ampMaxBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := Import(FormatAmp, big); err == nil || !strings.Contains(err.Error(), "over 64 MiB") {
+		t.Errorf("a file over the bound: %v", err)
+	}
+}
+
+// TestAmpLive runs the real Amp CLI (AGENTCTL_NPM_AMP, from .ci/run) in
+// execute mode against a fake Amp server (fakeAmp: AMP_URL, a made-up
+// AMP_API_KEY), and imports the thread file it writes.
+func TestAmpLive(t *testing.T) {
+	dir := os.Getenv("AGENTCTL_NPM_AMP")
+	bin := filepath.Join(dir, "node_modules", ".bin", "amp")
+	if _, err := os.Stat(bin); dir == "" || err != nil {
+		t.Skip("AGENTCTL_NPM_AMP does not hold @sourcegraph/amp (.ci/run installs it)")
+	}
+	fake := &fakeAmp{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	_ = os.MkdirAll(proj, 0o755)
+	_ = os.WriteFile(filepath.Join(proj, "README.md"), []byte("# typo\n\nA service that fixes typos.\n"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-x", "What does README.md say? Read NOTES.md too.")
+	cmd.Dir = proj
+	data := filepath.Join(home, ".local", "share")
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME="+data, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "AMP_URL="+srv.URL, "AMP_API_KEY=sgamp-test", "AMP_SKIP_UPDATE_CHECK=1", "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("amp: %v\n%s\nrequests: %v", err, out, fake.paths())
+	}
+	if !strings.Contains(string(out), "The README describes typo") {
+		t.Errorf("amp printed %q, not the scripted answer", out)
+	}
+	if u := fake.unknown(); len(u) > 0 {
+		t.Logf("requests the fake does not script (answered 404): %v", u)
+	}
+	files, _ := filepath.Glob(filepath.Join(data, "amp", "threads", "T-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("amp wrote %v; want one thread\n%s", files, out)
+	}
+	s := checkAmpImport(t, files[0])
+	if n := s.Report.Counts[string(session.KindToolResult)]; n != 2 {
+		t.Errorf("%d results, want 2", n)
+	}
+	if keep := os.Getenv("AGENTCTL_AMP_KEEP"); keep != "" {
+		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fakeAmp answers what the Amp CLI's execute mode asks of the Amp server,
+// and no more: the internal API calls it makes (getUserInfo for the
+// login, the free tier status, uploadThread and setThreadMeta as it syncs
+// the thread), and the model through the server's Anthropic messages
+// route. The title call (not streamed, tool set_title) gets a title; the
+// agent's first streamed call gets thinking, text and two tool calls at
+// once (Read of a file that does not exist, a tool error; Bash cat
+// README.md), the call after the results the answer. Usage is
+// Anthropic's, with cache writes, then reads.
+type fakeAmp struct {
+	mu  sync.Mutex
+	log []string
+	bad []string
+}
+
+func (f *fakeAmp) paths() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.log...)
+}
+
+func (f *fakeAmp) unknown() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.bad...)
+}
+
+func (f *fakeAmp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	f.mu.Lock()
+	f.log = append(f.log, r.Method+" "+r.URL.RequestURI())
+	f.mu.Unlock()
+	// The internal API takes the key as a bearer token, the model route
+	// (Anthropic's SDK pointed at the server) as x-api-key.
+	if r.Header.Get("Authorization") != "Bearer sgamp-test" && r.Header.Get("X-Api-Key") != "sgamp-test" {
+		http.Error(w, `{"error":"auth-required"}`, http.StatusUnauthorized)
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/api/internal":
+		result := ""
+		switch r.URL.RawQuery {
+		case "getUserInfo":
+			result = `{"id":"user-1","email":"test@example.com","username":"test","features":[],"team":null}`
+		case "getUserFreeTierStatus", "uploadThread", "setThreadMeta":
+			result = `{}`
+		}
+		if result != "" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"ok":true,"result":%s}`, result)
+			return
+		}
+	case r.Method == http.MethodPost && r.URL.Path == "/api/provider/anthropic/v1/messages":
+		f.messages(w, body)
+		return
+	}
+	f.mu.Lock()
+	f.bad = append(f.bad, r.Method+" "+r.URL.RequestURI())
+	f.mu.Unlock()
+	http.NotFound(w, r)
+}
+
+func (f *fakeAmp) messages(w http.ResponseWriter, body []byte) {
+	var req struct {
+		Model    string `json:"model"`
+		Stream   bool   `json:"stream"`
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &req)
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_title","type":"message","role":"assistant","model":%q,"content":[{"type":"tool_use","id":"toolu_title","name":"set_title","input":{"title":"Read the readme"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":120,"output_tokens":12}}`, req.Model)
+		return
+	}
+	answered := false
+	for _, m := range req.Messages {
+		answered = answered || strings.Contains(string(m.Content), `"tool_result"`)
+	}
+	var ev []string
+	add := func(typ, data string) { ev = append(ev, "event: "+typ+"\ndata: "+data+"\n\n") }
+	start := func(id string, in, write, read int) {
+		add("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%q,"type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":1}}}`, id, req.Model, in, write, read))
+	}
+	block := func(i int, startBlock, delta string) {
+		add("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":%s}`, i, startBlock))
+		add("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":%s}`, i, delta))
+		add("content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
+	}
+	stop := func(reason string, out int) {
+		add("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, reason, out))
+		add("message_stop", `{"type":"message_stop"}`)
+	}
+	if !answered {
+		start("msg_fake1", 1500, 200, 0)
+		add("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`)
+		add("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The user wants the README."}}`)
+		add("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2lnLWZha2U="}}`)
+		add("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		block(1, `{"type":"text","text":""}`, `{"type":"text_delta","text":"I'll read both."}`)
+		block(2, `{"type":"tool_use","id":"toolu_fake1","name":"Read","input":{}}`, `{"type":"input_json_delta","partial_json":"{\"path\":\"/nonexistent/NOTES.md\"}"}`)
+		block(3, `{"type":"tool_use","id":"toolu_fake2","name":"Bash","input":{}}`, `{"type":"input_json_delta","partial_json":"{\"cmd\":\"cat README.md\"}"}`)
+		stop("tool_use", 40)
+	} else {
+		start("msg_fake2", 60, 30, 1700)
+		block(0, `{"type":"text","text":""}`, `{"type":"text_delta","text":"The README describes typo, a service that fixes typos; NOTES.md does not exist."}`)
+		stop("end_turn", 24)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, e := range ev {
+		io.WriteString(w, e)
+	}
+}
