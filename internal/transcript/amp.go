@@ -124,11 +124,19 @@ func importAmp(path string) ([]*Session, error) {
 		return nil, err
 	}
 	a := &ampImport{b: newBuilder(FormatAmp, file, data), toolsEnd: map[int]time.Time{}, asker: map[string]int{}}
-	if err := json.Unmarshal(data, &a.t); err != nil {
-		return nil, fmt.Errorf("import amp %s: not a whole thread JSON object (%v); is the file cut short?", path, err)
+	var probe struct {
+		V  *float64 `json:"v"`
+		ID string   `json:"id"`
 	}
-	if a.t.V == nil || !ampThreadID.MatchString(a.t.ID) {
+	if !json.Valid(data) {
+		err := json.Unmarshal(data, &probe)
+		return nil, fmt.Errorf("import amp %s: not one whole JSON object (%v), as an Amp thread is; is it an Amp thread file, cut short?", path, err)
+	}
+	if json.Unmarshal(data, &probe) != nil || probe.V == nil || !ampThreadID.MatchString(probe.ID) {
 		return nil, fmt.Errorf("import amp %s: no thread version v and id T-<uuid>; is this an Amp thread file?", path)
+	}
+	if err := json.Unmarshal(data, &a.t); err != nil {
+		return nil, fmt.Errorf("import amp %s: thread %s does not decode (%v); nothing imported", path, probe.ID, err)
 	}
 	a.header()
 	for _, tr := range a.t.Meta.Traces {
