@@ -20,7 +20,7 @@ import (
 
 // ampTestdata is the thread the real Amp CLI wrote (see
 // testdata/README.md for how).
-var ampTestdata = filepath.Join("testdata", "amp", "threads", "T-01a24c3e-c1e0-738a-b12f-fd719e29c997.json")
+var ampTestdata = filepath.Join("testdata", "amp", "threads", "T-01a24c44-dd02-7424-862c-a39a4b5669df.json")
 
 // ampJQ counts an Amp thread independently of the importer: prompts (user
 // messages with text), responses, tool_use blocks, tool_result blocks
@@ -107,7 +107,7 @@ func TestAmpRealFile(t *testing.T) {
 	if err := json.Unmarshal(hdr.Attrs, &attrs); err != nil {
 		t.Fatal(err)
 	}
-	if attrs.ID != "T-01a24c3e-c1e0-738a-b12f-fd719e29c997" || attrs.Version != "0.0.1774569934-g39e3ec" || attrs.Status != "complete" ||
+	if attrs.ID != "T-01a24c44-dd02-7424-862c-a39a4b5669df" || attrs.Version != "0.0.1774569934-g39e3ec" || attrs.Status != "complete" ||
 		attrs.Title != "Read the readme" || hdr.Model != "claude-opus-4-6" || hdr.Provider != "amp" {
 		t.Errorf("header %s %s/%s", hdr.Attrs, hdr.Provider, hdr.Model)
 	}
@@ -216,28 +216,35 @@ func TestAmpLive(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(proj, "README.md"), []byte("# typo\n\nA service that fixes typos.\n"), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-x", "What does README.md say? Read NOTES.md too.")
-	cmd.Dir = proj
 	data := filepath.Join(home, ".local", "share")
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME="+data, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-		"XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "AMP_URL="+srv.URL, "AMP_API_KEY=sgamp-test", "AMP_SKIP_UPDATE_CHECK=1", "NO_COLOR=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("amp: %v\n%s\nrequests: %v", err, out, fake.paths())
+	run := func(want string, args ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = proj
+		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME="+data, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+			"XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "AMP_URL="+srv.URL, "AMP_API_KEY=sgamp-test", "AMP_SKIP_UPDATE_CHECK=1", "NO_COLOR=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("amp %v: %v\n%s\nrequests: %v", args, err, out, fake.paths())
+		}
+		// amp -x exits 0 on a server error too: the answer tells.
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("amp %v printed %q, not the scripted answer; requests: %v", args, out, fake.paths())
+		}
 	}
-	if !strings.Contains(string(out), "The README describes typo") {
-		t.Errorf("amp printed %q, not the scripted answer", out)
+	run("The README describes typo", "-x", "What does README.md say? Read NOTES.md too.")
+	files, _ := filepath.Glob(filepath.Join(data, "amp", "threads", "T-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("amp wrote %v; want one thread", files)
 	}
+	// A second turn in the same thread.
+	run("Nothing else", "threads", "continue", strings.TrimSuffix(filepath.Base(files[0]), ".json"), "-x", "Anything else?")
 	if u := fake.unknown(); len(u) > 0 {
 		t.Logf("requests the fake does not script (answered 404): %v", u)
 	}
-	files, _ := filepath.Glob(filepath.Join(data, "amp", "threads", "T-*.json"))
-	if len(files) != 1 {
-		t.Fatalf("amp wrote %v; want one thread\n%s", files, out)
-	}
 	s := checkAmpImport(t, files[0])
-	if n := s.Report.Counts[string(session.KindToolResult)]; n != 2 {
-		t.Errorf("%d results, want 2", n)
+	if n, p := s.Report.Counts[string(session.KindToolResult)], s.Report.Counts[string(session.KindUserMessage)]; n != 2 || p != 2 {
+		t.Errorf("%d results, %d prompts; want 2 and 2", n, p)
 	}
 	if keep := os.Getenv("AGENTCTL_AMP_KEEP"); keep != "" {
 		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
@@ -249,12 +256,15 @@ func TestAmpLive(t *testing.T) {
 // fakeAmp answers what the Amp CLI's execute mode asks of the Amp server,
 // and no more: the internal API calls it makes (getUserInfo for the
 // login, the free tier status, uploadThread and setThreadMeta as it syncs
-// the thread), and the model through the server's Anthropic messages
-// route. The title call (not streamed, tool set_title) gets a title; the
-// agent's first streamed call gets thinking, text and two tool calls at
-// once (Read of a file that does not exist, a tool error; Bash cat
-// README.md), the call after the results the answer. Usage is
-// Anthropic's, with cache writes, then reads.
+// the thread, getThreadLinkInfo when it continues one), and the model
+// through the server's Anthropic messages route. Anything else is a 404
+// (a continued thread's GET /api/durable-thread-workers/<id>: no worker
+// runs it, so the CLI does). The title call (not streamed, tool
+// set_title) gets a title; the agent's first streamed call gets thinking,
+// text and two tool calls at once (Read of a file that does not exist, a
+// tool error; Bash cat README.md), the call after the results the answer,
+// a later prompt an answer without tools. Usage is Anthropic's, with
+// cache writes, then reads.
 type fakeAmp struct {
 	mu  sync.Mutex
 	log []string
@@ -290,7 +300,7 @@ func (f *fakeAmp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.RawQuery {
 		case "getUserInfo":
 			result = `{"id":"user-1","email":"test@example.com","username":"test","features":[],"team":null}`
-		case "getUserFreeTierStatus", "uploadThread", "setThreadMeta":
+		case "getUserFreeTierStatus", "uploadThread", "setThreadMeta", "getThreadLinkInfo":
 			result = `{}`
 		}
 		if result != "" {
@@ -300,6 +310,9 @@ func (f *fakeAmp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case r.Method == http.MethodPost && r.URL.Path == "/api/provider/anthropic/v1/messages":
 		f.messages(w, body)
+		return
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/durable-thread-workers/"):
+		http.NotFound(w, r) // no worker runs the thread: the CLI does
 		return
 	}
 	f.mu.Lock()
@@ -322,10 +335,14 @@ func (f *fakeAmp) messages(w http.ResponseWriter, body []byte) {
 		fmt.Fprintf(w, `{"id":"msg_title","type":"message","role":"assistant","model":%q,"content":[{"type":"tool_use","id":"toolu_title","name":"set_title","input":{"title":"Read the readme"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":120,"output_tokens":12}}`, req.Model)
 		return
 	}
-	answered := false
-	for _, m := range req.Messages {
-		answered = answered || strings.Contains(string(m.Content), `"tool_result"`)
+	// The last message says what comes next: the first prompt gets the
+	// tool calls, their results the answer, a later prompt an answer
+	// without tools.
+	last := ""
+	if len(req.Messages) > 0 {
+		last = string(req.Messages[len(req.Messages)-1].Content)
 	}
+	answered, later := strings.Contains(last, `"tool_result"`), len(req.Messages) > 1
 	var ev []string
 	add := func(typ, data string) { ev = append(ev, "event: "+typ+"\ndata: "+data+"\n\n") }
 	start := func(id string, in, write, read int) {
@@ -340,7 +357,8 @@ func (f *fakeAmp) messages(w http.ResponseWriter, body []byte) {
 		add("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, reason, out))
 		add("message_stop", `{"type":"message_stop"}`)
 	}
-	if !answered {
+	switch {
+	case !answered && !later:
 		start("msg_fake1", 1500, 200, 0)
 		add("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`)
 		add("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The user wants the README."}}`)
@@ -350,10 +368,14 @@ func (f *fakeAmp) messages(w http.ResponseWriter, body []byte) {
 		block(2, `{"type":"tool_use","id":"toolu_fake1","name":"Read","input":{}}`, `{"type":"input_json_delta","partial_json":"{\"path\":\"/nonexistent/NOTES.md\"}"}`)
 		block(3, `{"type":"tool_use","id":"toolu_fake2","name":"Bash","input":{}}`, `{"type":"input_json_delta","partial_json":"{\"cmd\":\"cat README.md\"}"}`)
 		stop("tool_use", 40)
-	} else {
+	case answered:
 		start("msg_fake2", 60, 30, 1700)
 		block(0, `{"type":"text","text":""}`, `{"type":"text_delta","text":"The README describes typo, a service that fixes typos; NOTES.md does not exist."}`)
 		stop("end_turn", 24)
+	default:
+		start("msg_fake3", 80, 0, 1790)
+		block(0, `{"type":"text","text":""}`, `{"type":"text_delta","text":"Nothing else: the folder holds only README.md."}`)
+		stop("end_turn", 12)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	for _, e := range ev {
