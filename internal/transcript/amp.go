@@ -25,9 +25,14 @@ const FormatAmp = "amp"
 // finalTime in Unix ms), its usage (model, the Anthropic counts, a
 // timestamp) and state {type, stopReason}. meta.traces are the agent's
 // spans: a "tools" span, whose context names the assistant message whose
-// calls it ran, ends when their results are in. No system prompt, tool
-// definitions or API response ids are kept. Versions after
-// 0.0.1774569934 keep threads on the Amp server only (no local file).
+// calls it ran, ends when their results are in. A Task call's sub-agent
+// lives in its result's run: progress, one entry per step (its message
+// and tool_uses, each with status, input and result), and
+// ~debug.inferences, one per step (its time, and its usage, or a
+// placeholder of zeros with null cache counts when the CLI got none). No
+// system prompt, tool definitions or API response ids are kept. Versions
+// after 0.0.1774569934 keep threads on the Amp server only (no local
+// file).
 
 // ampMaxBytes bounds the file read: Amp itself refuses to load a thread
 // over 50 MiB.
@@ -75,14 +80,7 @@ type ampMessage struct {
 		Type       string `json:"type"`
 		StopReason string `json:"stopReason"`
 	} `json:"state"`
-	Usage *struct {
-		Model                    string `json:"model"`
-		InputTokens              int64  `json:"inputTokens"`
-		OutputTokens             int64  `json:"outputTokens"`
-		CacheCreationInputTokens int64  `json:"cacheCreationInputTokens"`
-		CacheReadInputTokens     int64  `json:"cacheReadInputTokens"`
-		Timestamp                string `json:"timestamp"`
-	} `json:"usage"`
+	Usage *ampUsage `json:"usage"`
 }
 
 type ampBlock struct {
@@ -94,11 +92,56 @@ type ampBlock struct {
 	StartTime int64           `json:"startTime"`
 	FinalTime int64           `json:"finalTime"`
 	ToolUseID string          `json:"toolUseID"`
-	Run       *struct {
-		Status string          `json:"status"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	} `json:"run"`
+	Run       *ampRun         `json:"run"`
+}
+
+// ampRun is a tool's run as a tool_result holds it.
+type ampRun struct {
+	Status string          `json:"status"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+	// A Task sub-agent's steps, and the inference of each.
+	Progress []struct {
+		Message   string `json:"message"`
+		Reasoning string `json:"reasoning"`
+		ToolUses  []struct {
+			ID       string          `json:"id"`
+			ToolName string          `json:"tool_name"`
+			Status   string          `json:"status"`
+			Input    json.RawMessage `json:"input"`
+			Result   json.RawMessage `json:"result"`
+			Error    json.RawMessage `json:"error"`
+		} `json:"tool_uses"`
+	} `json:"progress"`
+	Debug struct {
+		Inferences []struct {
+			InferenceTimeMS float64   `json:"inferenceTimeMs"`
+			Usage           *ampUsage `json:"usage"`
+		} `json:"inferences"`
+	} `json:"~debug"`
+}
+
+// ampUsage is the usage of one inference, Anthropic's counts.
+type ampUsage struct {
+	Model                    string `json:"model"`
+	MaxInputTokens           int64  `json:"maxInputTokens"`
+	InputTokens              int64  `json:"inputTokens"`
+	OutputTokens             int64  `json:"outputTokens"`
+	CacheCreationInputTokens *int64 `json:"cacheCreationInputTokens"`
+	CacheReadInputTokens     *int64 `json:"cacheReadInputTokens"`
+	Timestamp                string `json:"timestamp"`
+}
+
+// bill is the usage as agentctl counts it (Amp's inputTokens are
+// Anthropic's, without the cached ones), or nil for the placeholder the
+// CLI writes when an inference gave it none: all zeros, the cache counts
+// null.
+func (u *ampUsage) bill() *pricing.Usage {
+	if u == nil || (u.MaxInputTokens == 0 && u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheCreationInputTokens == nil && u.CacheReadInputTokens == nil) {
+		return nil
+	}
+	write, read := deref(u.CacheCreationInputTokens), deref(u.CacheReadInputTokens)
+	return &pricing.Usage{Input: u.InputTokens + write + read, CacheRead: read, CacheCreation: write, Output: u.OutputTokens}
 }
 
 // ampImport is one Amp thread being imported.
@@ -110,8 +153,21 @@ type ampImport struct {
 	// toolsEnd: the end of the "tools" span of each assistant message (by
 	// messageId), when its calls' results were in.
 	toolsEnd map[int]time.Time
-	// asker: the assistant message that made each call.
+	// asker: the assistant message that made each call; calls: each
+	// call, for a Task's prompt; subs: the Task sub-agents, in order.
 	asker map[string]int
+	calls map[string]session.ToolCall
+	subs  []ampSub
+	file  string
+	data  []byte
+}
+
+// ampSub is a Task call's sub-agent: its call and run.
+type ampSub struct {
+	call   session.ToolCall
+	at     time.Time
+	run    *ampRun
+	output string
 }
 
 // importAmp maps each assistant message to one response, its tool_use
@@ -123,7 +179,8 @@ func importAmp(path string) ([]*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &ampImport{b: newBuilder(FormatAmp, file, data), toolsEnd: map[int]time.Time{}, asker: map[string]int{}}
+	a := &ampImport{b: newBuilder(FormatAmp, file, data), toolsEnd: map[int]time.Time{}, asker: map[string]int{},
+		calls: map[string]session.ToolCall{}, file: file, data: data}
 	var probe struct {
 		V  *float64 `json:"v"`
 		ID string   `json:"id"`
@@ -153,7 +210,19 @@ func importAmp(path string) ([]*Session, error) {
 	}
 	a.b.notRecorded("system prompt", "tool definitions", "response ids")
 	a.b.endState(a.status)
-	return []*Session{a.b.finish("")}, nil
+	s := a.b.finish("")
+	for _, sub := range a.subs {
+		child := a.subagent(sub)
+		at := int64(0)
+		for _, e := range s.Events {
+			if e.Kind == session.KindToolResult && e.CallID == sub.call.ID {
+				at = e.Seq - 1
+				break
+			}
+		}
+		link(s, child, at, sub.output)
+	}
+	return []*Session{s}, nil
 }
 
 func (a *ampImport) header() {
@@ -200,7 +269,8 @@ func (a *ampImport) message(n int, m ampMessage) {
 	}
 }
 
-func ms(t int64) time.Time {
+// ampTime reads Amp's Unix milliseconds (zero: no time).
+func ampTime(t int64) time.Time {
 	if t <= 0 {
 		return time.Time{}
 	}
@@ -210,7 +280,7 @@ func ms(t int64) time.Time {
 // user imports a prompt (its text blocks) and the tool results it
 // carries.
 func (a *ampImport) user(n int, m ampMessage) {
-	ts := ms(m.Meta.SentAt)
+	ts := ampTime(m.Meta.SentAt)
 	text := ""
 	attrs := map[string]any{}
 	for _, raw := range m.Content {
@@ -247,13 +317,11 @@ func (a *ampImport) assistant(n int, m ampMessage) {
 		a.status = m.State.Type
 	}
 	if u := m.Usage; u != nil {
-		a.usage = true
 		if u.Model != "" {
 			t.model = u.Model
 		}
-		// Amp's inputTokens are Anthropic's: without the cached ones.
-		t.usage = &pricing.Usage{Input: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-			CacheRead: u.CacheReadInputTokens, CacheCreation: u.CacheCreationInputTokens, Output: u.OutputTokens}
+		t.usage = u.bill()
+		a.usage = a.usage || t.usage != nil
 		t.ts, _ = parseTime(u.Timestamp)
 	}
 	type intent struct {
@@ -268,7 +336,7 @@ func (a *ampImport) assistant(n int, m ampMessage) {
 			continue
 		}
 		// The response began when its first block did.
-		if s := ms(bl.StartTime); !s.IsZero() && (t.ts.IsZero() || s.Before(t.ts)) {
+		if s := ampTime(bl.StartTime); !s.IsZero() && (t.ts.IsZero() || s.Before(t.ts)) {
 			t.ts = s
 		}
 		switch bl.Type {
@@ -277,8 +345,9 @@ func (a *ampImport) assistant(n int, m ampMessage) {
 		case "tool_use":
 			tc := session.ToolCall{ID: bl.ID, Name: bl.Name, Args: argsObject(bl.Input)}
 			t.calls = append(t.calls, tc)
-			intents = append(intents, intent{tc, ms(bl.FinalTime)})
+			intents = append(intents, intent{tc, ampTime(bl.FinalTime)})
 			a.asker[bl.ID] = m.MessageID
+			a.calls[bl.ID] = tc
 		default: // thinking, redacted_thinking…: verbatim
 			keepVerbatim(t.attrs, bl.Type, raw)
 		}
@@ -292,45 +361,154 @@ func (a *ampImport) assistant(n int, m ampMessage) {
 	}
 }
 
-// result imports a tool_result block: done is ok, error an error,
-// cancelled and rejected-by-user as such; a run still in progress (a
-// thread saved mid-turn) is no result.
+// result imports a tool_result block; a Task's sub-agent (its run's
+// progress) becomes a child session.
 func (a *ampImport) result(n int, bl ampBlock) {
 	if bl.Run == nil {
 		a.b.note(n, CodeBadLine, "a tool_result for %s without its run; skipped", bl.ToolUseID)
 		return
 	}
 	r := bl.Run
-	status, out, errText := "", "", ""
-	attrs := map[string]any{}
-	switch r.Status {
-	case "done":
-		status = session.ResultOK
-		out = ampOutput(r.Result, attrs)
-	case "error":
-		status = session.ResultError
-		var e struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(r.Error, &e) == nil && e.Message != "" {
-			errText = e.Message
-		} else {
-			errText = string(r.Error)
-		}
-		out = errText
-	case "cancelled":
-		status = session.ResultCancelled
-	case "rejected-by-user":
-		status = session.ResultDenied
-	default:
+	status, out, errText, ok := ampStatus(r.Status, r.Result, r.Error)
+	if !ok {
 		a.b.note(n, CodeSkipped, "the run of %s is %q, not finished; no result", bl.ToolUseID, r.Status)
 		return
 	}
-	if status != session.ResultOK && len(r.Result) > 0 && string(r.Result) != "null" {
+	attrs := map[string]any{}
+	if status == session.ResultOK {
+		out = ampOutput(r.Result, attrs)
+	} else if len(r.Result) > 0 && string(r.Result) != "null" {
 		attrs["result"] = r.Result
 	}
 	ts := a.toolsEnd[a.asker[bl.ToolUseID]]
 	a.b.result(n, bl.ToolUseID, out, status, errText, ts, a.b.latency(bl.ToolUseID, ts), attrs)
+	if len(r.Progress) > 0 {
+		a.subs = append(a.subs, ampSub{call: a.calls[bl.ToolUseID], at: a.intentTime(bl.ToolUseID), run: r, output: out})
+	}
+}
+
+// intentTime is when call id was asked for (zero: not known).
+func (a *ampImport) intentTime(id string) time.Time {
+	for i := len(a.b.evs) - 1; i >= 0; i-- {
+		if e := a.b.evs[i]; e.Kind == session.KindToolIntent && e.CallID == id {
+			return e.TS
+		}
+	}
+	return time.Time{}
+}
+
+// ampStatus maps a run's status: done is ok, error an error (its
+// message), cancelled and rejected-by-user as such; ok is false for a run
+// not finished (in progress, queued, waiting on the user: a thread saved
+// mid-turn).
+func ampStatus(status string, result, errRaw json.RawMessage) (st, out, errText string, ok bool) {
+	switch status {
+	case "done":
+		return session.ResultOK, "", "", true
+	case "error":
+		var e struct {
+			Message string `json:"message"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(errRaw, &e) == nil && e.Message != "":
+			errText = e.Message
+		case json.Unmarshal(result, &s) == nil && s != "":
+			errText = s // a sub-agent's tool error is its result
+		default:
+			errText = string(errRaw)
+		}
+		return session.ResultError, errText, errText, true
+	case "cancelled":
+		return session.ResultCancelled, "", "", true
+	case "rejected-by-user":
+		return session.ResultDenied, "", "", true
+	}
+	return "", "", "", false
+}
+
+// subagent imports a Task's sub-agent: its prompt, then each step one
+// response at the end of its inference (with that inference's usage, when
+// the CLI recorded one), its tool calls asked then, and their results in
+// when the next inference began.
+func (a *ampImport) subagent(sub ampSub) *Session {
+	b := newBuilder(FormatAmp, a.file, a.data)
+	var in struct {
+		Prompt      string `json:"prompt"`
+		Description string `json:"description"`
+	}
+	_ = json.Unmarshal(sub.call.Args, &in)
+	b.hdr.Provider, b.hdr.TS = a.b.hdr.Provider, sub.at
+	b.hdr.Name = "amp sub-agent " + sub.call.Name
+	if in.Description != "" {
+		b.hdr.Name += ": " + in.Description
+	}
+	b.attrs["source_session_id"] = a.t.ID
+	b.attrs["source_tool_call"] = sub.call.ID
+	b.records = len(sub.run.Progress)
+	b.add(session.Event{Kind: session.KindUserMessage, TS: sub.at, Text: in.Prompt})
+	infs := sub.run.Debug.Inferences
+	// begin, end: when each step's inference began and ended.
+	begin, end := make([]time.Time, len(sub.run.Progress)), make([]time.Time, len(sub.run.Progress))
+	usage := false
+	for i := range sub.run.Progress {
+		if i < len(infs) && infs[i].Usage != nil {
+			if t, ok := parseTime(infs[i].Usage.Timestamp); ok {
+				end[i] = t
+				begin[i] = t.Add(-time.Duration(infs[i].InferenceTimeMS * float64(time.Millisecond)))
+			}
+		}
+	}
+	if len(infs) != len(sub.run.Progress) {
+		b.note(0, CodeSkipped, "%d inferences recorded for %d steps; usage and times are taken by position", len(infs), len(sub.run.Progress))
+	}
+	for i, step := range sub.run.Progress {
+		t := turn{ts: end[i], provider: b.hdr.Provider, attrs: map[string]any{}}
+		t.text = step.Message
+		if step.Reasoning != "" {
+			t.attrs["reasoning"] = step.Reasoning
+		}
+		if i < len(infs) && infs[i].Usage != nil {
+			t.usage = infs[i].Usage.bill()
+			t.model = infs[i].Usage.Model
+		}
+		usage = usage || t.usage != nil
+		if t.model != "" && b.hdr.Model == "" {
+			b.hdr.Model = t.model
+		}
+		for _, u := range step.ToolUses {
+			t.calls = append(t.calls, session.ToolCall{ID: u.ID, Name: u.ToolName, Args: argsObject(u.Input)})
+		}
+		b.addTurn(t, i+1)
+		for _, c := range t.calls {
+			b.intent(c, end[i])
+		}
+		done := time.Time{}
+		if i+1 < len(begin) {
+			done = begin[i+1]
+		}
+		for _, u := range step.ToolUses {
+			status, out, errText, ok := ampStatus(u.Status, u.Result, u.Error)
+			if !ok {
+				b.note(i+1, CodeSkipped, "the run of %s is %q, not finished; no result", u.ID, u.Status)
+				continue
+			}
+			attrs := map[string]any{}
+			if status == session.ResultOK {
+				out = ampOutput(u.Result, attrs)
+			}
+			b.result(i+1, u.ID, out, status, errText, done, b.latency(u.ID, done), attrs)
+		}
+	}
+	if !usage {
+		b.notRecorded("usage")
+	}
+	if b.hdr.Model == "" {
+		b.notRecorded("model")
+	}
+	b.notRecorded("system prompt", "tool definitions", "response ids", "finish reasons")
+	b.endState(sub.run.Status)
+	return b.finish("task " + sub.call.ID)
 }
 
 // ampOutput is the text of a tool's result: a string as is, a shell

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,12 +21,13 @@ import (
 
 // ampTestdata is the thread the real Amp CLI wrote (see
 // testdata/README.md for how).
-var ampTestdata = filepath.Join("testdata", "amp", "threads", "T-01a24c44-dd02-7424-862c-a39a4b5669df.json")
+var ampTestdata = filepath.Join("testdata", "amp", "threads", "T-01a24c47-f69e-76b6-a1e6-27c5504ce8e6.json")
 
 // ampJQ counts an Amp thread independently of the importer: prompts (user
 // messages with text), responses, tool_use blocks, tool_result blocks
 // (and those whose run failed), and the usage of the responses (input
-// with the cached tokens, as Anthropic bills them).
+// with the cached tokens, as Anthropic bills them). Its tool_use blocks
+// and results are counted without the Task sub-agents'.
 const ampJQ = `[.messages[] | select(.role == "assistant")] as $a | [.messages[] | select(.role == "user")] as $u | {
   user: [$u[] | select(any(.content[]; .type == "text"))] | length,
   assistant: $a | length,
@@ -37,12 +39,26 @@ const ampJQ = `[.messages[] | select(.role == "assistant")] as $a | [.messages[]
   cached: [$a[] | .usage.cacheReadInputTokens] | add
 }`
 
+// ampTaskJQ counts the sub-agent of Task call $call: its prompt, one
+// response per progress step, the steps' tool uses and results, and the
+// usage of its inferences (the placeholder's zeros and nulls count 0).
+const ampTaskJQ = `[.messages[].content[] | select(.type == "tool_result" and .toolUseID == $call) | .run][0] as $r | {
+  user: 1,
+  assistant: $r.progress | length,
+  calls: [$r.progress[].tool_uses[]] | length,
+  results: [$r.progress[].tool_uses[] | select(.status == "done" or .status == "error")] | length,
+  errors: [$r.progress[].tool_uses[] | select(.status == "error")] | length,
+  input: [$r["~debug"].inferences[].usage | .inputTokens + (.cacheCreationInputTokens // 0) + (.cacheReadInputTokens // 0)] | add,
+  output: [$r["~debug"].inferences[].usage.outputTokens] | add,
+  cached: [$r["~debug"].inferences[].usage | .cacheReadInputTokens // 0] | add
+}`
+
 type ampCount struct {
 	User, Assistant, Calls, Results, Errors int
 	Input, Output, Cached                   int64
 }
 
-func checkAmpImport(t *testing.T, path string) *Session {
+func checkAmpImport(t *testing.T, path string, wantChildren int) *Session {
 	t.Helper()
 	if f, err := Detect(path); err != nil || f != FormatAmp {
 		t.Fatalf("Detect(%s) = %q, %v; want %s", path, f, err, FormatAmp)
@@ -52,42 +68,55 @@ func checkAmpImport(t *testing.T, path string) *Session {
 		t.Fatal(err)
 	}
 	s := ss[0]
-	var got ampCount
-	for _, e := range s.Events {
-		switch e.Kind {
-		case session.KindUserMessage:
-			got.User++
-		case session.KindAssistantMessage:
-			got.Assistant++
-			got.Calls += len(e.ToolCalls)
-		case session.KindToolResult:
-			got.Results++
-			if e.Status == session.ResultError {
-				got.Errors++
-			}
-		case session.KindModelCall:
-			got.Input += e.InputTokens
-			got.Output += e.OutputTokens
-			got.Cached += e.CacheReadInputTokens
-		}
-	}
-	if Lost(s.Report) != 0 {
-		t.Errorf("lost records: %+v", s.Report.Notes)
+	if len(s.Children) != wantChildren {
+		t.Fatalf("%d sub-agents, want %d", len(s.Children), wantChildren)
 	}
 	jq, err := exec.LookPath("jq")
 	if err != nil {
 		t.Skip("jq is not installed; the independent count needs it")
 	}
-	out, err := exec.Command(jq, "-c", ampJQ, path).Output()
-	if err != nil {
-		t.Fatalf("jq: %v", err)
-	}
-	var want ampCount
-	if err := json.Unmarshal(out, &want); err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
-		t.Errorf("%s: imported %+v; jq counts %+v", path, got, want)
+	for _, x := range All(ss) {
+		var got ampCount
+		for _, e := range x.Events {
+			switch e.Kind {
+			case session.KindUserMessage:
+				got.User++
+			case session.KindAssistantMessage:
+				got.Assistant++
+				got.Calls += len(e.ToolCalls)
+			case session.KindToolResult:
+				got.Results++
+				if e.Status == session.ResultError {
+					got.Errors++
+				}
+			case session.KindModelCall:
+				got.Input += e.InputTokens
+				got.Output += e.OutputTokens
+				got.Cached += e.CacheReadInputTokens
+			}
+		}
+		if Lost(x.Report) != 0 {
+			t.Errorf("lost records: %+v", x.Report.Notes)
+		}
+		var a struct {
+			Call string `json:"source_tool_call"`
+		}
+		_ = json.Unmarshal(x.Events[0].Attrs, &a)
+		args := []string{"-c", ampJQ, path}
+		if a.Call != "" {
+			args = []string{"-c", "--arg", "call", a.Call, ampTaskJQ, path}
+		}
+		out, err := exec.Command(jq, args...).Output()
+		if err != nil {
+			t.Fatalf("jq: %v", err)
+		}
+		var want ampCount
+		if err := json.Unmarshal(out, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s %q: imported %+v; jq counts %+v", path, a.Call, got, want)
+		}
 	}
 	return s
 }
@@ -95,7 +124,7 @@ func checkAmpImport(t *testing.T, path string) *Session {
 // TestAmpRealFile imports the thread the real Amp CLI wrote, with jq's
 // counts, the times the file records and what it does not record.
 func TestAmpRealFile(t *testing.T) {
-	s := checkAmpImport(t, ampTestdata)
+	s := checkAmpImport(t, ampTestdata, 1)
 	hdr := s.Events[0]
 	var attrs struct {
 		ID          string   `json:"source_session_id"`
@@ -107,7 +136,7 @@ func TestAmpRealFile(t *testing.T) {
 	if err := json.Unmarshal(hdr.Attrs, &attrs); err != nil {
 		t.Fatal(err)
 	}
-	if attrs.ID != "T-01a24c44-dd02-7424-862c-a39a4b5669df" || attrs.Version != "0.0.1774569934-g39e3ec" || attrs.Status != "complete" ||
+	if attrs.ID != "T-01a24c47-f69e-76b6-a1e6-27c5504ce8e6" || attrs.Version != "0.0.1774569934-g39e3ec" || attrs.Status != "complete" ||
 		attrs.Title != "Read the readme" || hdr.Model != "claude-opus-4-6" || hdr.Provider != "amp" {
 		t.Errorf("header %s %s/%s", hdr.Attrs, hdr.Provider, hdr.Model)
 	}
@@ -148,8 +177,37 @@ func TestAmpRealFile(t *testing.T) {
 			}
 		}
 	}
-	if len(intents) != 2 || !thinking {
+	if len(intents) != 3 || !thinking {
 		t.Errorf("intents %d, thinking kept %v", len(intents), thinking)
+	}
+	// The Task's sub-agent is a child session, linked before the Task's
+	// result: its prompt, its two steps at their inferences' times, its
+	// Bash call; the CLI recorded no usage or model for its inferences.
+	c := s.Children[0]
+	var cattrs struct {
+		Call        string   `json:"source_tool_call"`
+		Status      string   `json:"source_status"`
+		NotRecorded []string `json:"not_recorded"`
+	}
+	_ = json.Unmarshal(c.Events[0].Attrs, &cattrs)
+	if c.Events[0].Name != "amp sub-agent Task: list files" || cattrs.Call != "toolu_fake3" || cattrs.Status != "done" ||
+		!strings.Contains(strings.Join(cattrs.NotRecorded, ";"), "usage") || c.Events[0].ParentSessionID != s.ID() {
+		t.Errorf("sub-agent header %+v %s", c.Events[0], c.Events[0].Attrs)
+	}
+	if c.Events[1].Kind != session.KindUserMessage || c.Events[1].Text != "List the files in the current folder." {
+		t.Errorf("sub-agent prompt %+v", c.Events[1])
+	}
+	for _, e := range c.Events {
+		if e.Kind == session.KindToolResult && (e.Tool != "Bash" || e.Output != "README.md\n" || e.LatencyMS <= 0) {
+			t.Errorf("sub-agent result %+v", e)
+		}
+	}
+	for i, e := range s.Events {
+		if e.Kind == session.KindToolResult && e.CallID == "toolu_fake3" {
+			if p := s.Events[i-1]; p.Kind != session.KindSubagentFinished || p.ChildSessionID != c.ID() || p.Output != "The folder holds README.md." {
+				t.Errorf("before the Task's result: %+v", p)
+			}
+		}
 	}
 }
 
@@ -232,7 +290,7 @@ func TestAmpLive(t *testing.T) {
 			t.Fatalf("amp %v printed %q, not the scripted answer; requests: %v", args, out, fake.paths())
 		}
 	}
-	run("The README describes typo", "-x", "What does README.md say? Read NOTES.md too.")
+	run("The README describes typo", "-x", "What does README.md say? Read NOTES.md too, and have a sub-agent list the folder.")
 	files, _ := filepath.Glob(filepath.Join(data, "amp", "threads", "T-*.json"))
 	if len(files) != 1 {
 		t.Fatalf("amp wrote %v; want one thread", files)
@@ -242,9 +300,9 @@ func TestAmpLive(t *testing.T) {
 	if u := fake.unknown(); len(u) > 0 {
 		t.Logf("requests the fake does not script (answered 404): %v", u)
 	}
-	s := checkAmpImport(t, files[0])
-	if n, p := s.Report.Counts[string(session.KindToolResult)], s.Report.Counts[string(session.KindUserMessage)]; n != 2 || p != 2 {
-		t.Errorf("%d results, %d prompts; want 2 and 2", n, p)
+	s := checkAmpImport(t, files[0], 1)
+	if n, p := s.Report.Counts[string(session.KindToolResult)], s.Report.Counts[string(session.KindUserMessage)]; n != 3 || p != 2 {
+		t.Errorf("%d results, %d prompts; want 3 and 2", n, p)
 	}
 	if keep := os.Getenv("AGENTCTL_AMP_KEEP"); keep != "" {
 		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
@@ -261,10 +319,11 @@ func TestAmpLive(t *testing.T) {
 // (a continued thread's GET /api/durable-thread-workers/<id>: no worker
 // runs it, so the CLI does). The title call (not streamed, tool
 // set_title) gets a title; the agent's first streamed call gets thinking,
-// text and two tool calls at once (Read of a file that does not exist, a
-// tool error; Bash cat README.md), the call after the results the answer,
-// a later prompt an answer without tools. Usage is Anthropic's, with
-// cache writes, then reads.
+// text and three tool calls at once (Read of a file that does not exist,
+// a tool error; Bash cat README.md; a Task sub-agent, whose own calls are
+// not streamed: Bash ls, then its answer), the call after the results the
+// answer, a later prompt an answer without tools. Usage is Anthropic's,
+// with cache writes, then reads.
 type fakeAmp struct {
 	mu  sync.Mutex
 	log []string
@@ -330,19 +389,31 @@ func (f *fakeAmp) messages(w http.ResponseWriter, body []byte) {
 		} `json:"messages"`
 	}
 	_ = json.Unmarshal(body, &req)
-	if !req.Stream {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"msg_title","type":"message","role":"assistant","model":%q,"content":[{"type":"tool_use","id":"toolu_title","name":"set_title","input":{"title":"Read the readme"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":120,"output_tokens":12}}`, req.Model)
-		return
-	}
-	// The last message says what comes next: the first prompt gets the
-	// tool calls, their results the answer, a later prompt an answer
-	// without tools.
+	// The last message says what comes next: a prompt gets the tool
+	// calls (the first) or an answer without tools (a later one), tool
+	// results the answer.
 	last := ""
 	if len(req.Messages) > 0 {
 		last = string(req.Messages[len(req.Messages)-1].Content)
 	}
 	answered, later := strings.Contains(last, `"tool_result"`), len(req.Messages) > 1
+	if !req.Stream {
+		// Not streamed: the title call (its one tool set_title), or the
+		// Task sub-agent's steps.
+		w.Header().Set("Content-Type", "application/json")
+		reply := func(id, content, stop string, in, out int) {
+			fmt.Fprintf(w, `{"id":%q,"type":"message","role":"assistant","model":%q,"content":%s,"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":%d,"output_tokens":%d}}`, id, req.Model, content, stop, in, out)
+		}
+		switch {
+		case bytes.Contains(body, []byte(`"set_title"`)):
+			reply("msg_title", `[{"type":"tool_use","id":"toolu_title","name":"set_title","input":{"title":"Read the readme"}}]`, "tool_use", 120, 12)
+		case !answered:
+			reply("msg_sub1", `[{"type":"text","text":"Listing the folder."},{"type":"tool_use","id":"toolu_sub1","name":"Bash","input":{"cmd":"ls"}}]`, "tool_use", 900, 20)
+		default:
+			reply("msg_sub2", `[{"type":"text","text":"The folder holds README.md."}]`, "end_turn", 950, 9)
+		}
+		return
+	}
 	var ev []string
 	add := func(typ, data string) { ev = append(ev, "event: "+typ+"\ndata: "+data+"\n\n") }
 	start := func(id string, in, write, read int) {
@@ -364,13 +435,14 @@ func (f *fakeAmp) messages(w http.ResponseWriter, body []byte) {
 		add("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The user wants the README."}}`)
 		add("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2lnLWZha2U="}}`)
 		add("content_block_stop", `{"type":"content_block_stop","index":0}`)
-		block(1, `{"type":"text","text":""}`, `{"type":"text_delta","text":"I'll read both."}`)
+		block(1, `{"type":"text","text":""}`, `{"type":"text_delta","text":"I'll read both and list the folder."}`)
 		block(2, `{"type":"tool_use","id":"toolu_fake1","name":"Read","input":{}}`, `{"type":"input_json_delta","partial_json":"{\"path\":\"/nonexistent/NOTES.md\"}"}`)
 		block(3, `{"type":"tool_use","id":"toolu_fake2","name":"Bash","input":{}}`, `{"type":"input_json_delta","partial_json":"{\"cmd\":\"cat README.md\"}"}`)
+		block(4, `{"type":"tool_use","id":"toolu_fake3","name":"Task","input":{}}`, `{"type":"input_json_delta","partial_json":"{\"prompt\":\"List the files in the current folder.\",\"description\":\"list files\"}"}`)
 		stop("tool_use", 40)
 	case answered:
 		start("msg_fake2", 60, 30, 1700)
-		block(0, `{"type":"text","text":""}`, `{"type":"text_delta","text":"The README describes typo, a service that fixes typos; NOTES.md does not exist."}`)
+		block(0, `{"type":"text","text":""}`, `{"type":"text_delta","text":"The README describes typo, a service that fixes typos; NOTES.md does not exist; the folder holds README.md."}`)
 		stop("end_turn", 24)
 	default:
 		start("msg_fake3", 80, 0, 1790)

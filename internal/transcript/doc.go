@@ -26,7 +26,8 @@
 //	             JSON object the Amp CLI rewrites whole; versions after
 //	             0.0.1774569934 keep threads on the server only): each
 //	             assistant message one response, a result's time the end
-//	             of the tools span that ran it
+//	             of the tools span that ran it, a Task call's sub-agent
+//	             (its steps, in the call's result) a child session
 //	swe-agent    SWE-agent trajectories (*.traj)
 //	openhands    OpenHands (V0) event streams / trajectories (a JSON array)
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per
