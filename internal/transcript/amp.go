@@ -41,11 +41,13 @@ const ampMaxBytes = 64 << 20
 var ampThreadID = regexp.MustCompile(`^T-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 type ampThread struct {
-	V        *float64     `json:"v"`
-	ID       string       `json:"id"`
-	Created  int64        `json:"created"`
-	Title    string       `json:"title"`
-	Messages []ampMessage `json:"messages"`
+	V       *float64 `json:"v"`
+	ID      string   `json:"id"`
+	Created int64    `json:"created"`
+	Title   string   `json:"title"`
+	// Messages are decoded one by one: one that does not decode is
+	// reported, the others imported.
+	Messages []json.RawMessage `json:"messages"`
 	Meta     struct {
 		Traces []struct {
 			Name    string `json:"name"`
@@ -173,7 +175,8 @@ type ampSub struct {
 // importAmp maps each assistant message to one response, its tool_use
 // blocks to intents at the time each was streamed whole, and the
 // tool_result blocks of the user message after it to results at the end
-// of the tools span that ran them.
+// of the tools span that ran them; a Task's sub-agent is a child session,
+// linked before the Task's result.
 func importAmp(path string) ([]*Session, error) {
 	data, file, err := readSourceMax(path, ampMaxBytes)
 	if err != nil {
@@ -201,8 +204,13 @@ func importAmp(path string) ([]*Session, error) {
 			a.toolsEnd[*tr.Context.MessageID] = end
 		}
 	}
-	for i, m := range a.t.Messages {
+	for i, raw := range a.t.Messages {
 		a.b.records++
+		var m ampMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			a.b.note(i+1, CodeBadLine, "message %d does not decode (%v); skipped", i+1, err)
+			continue
+		}
 		a.message(i+1, m)
 	}
 	if !a.usage {
@@ -249,8 +257,11 @@ func (a *ampImport) header() {
 	} else {
 		b.notRecorded("the folder it ran in")
 	}
-	for _, m := range t.Messages {
-		if m.Usage != nil && m.Usage.Model != "" {
+	for _, raw := range t.Messages {
+		var m struct {
+			Usage *ampUsage `json:"usage"`
+		}
+		if json.Unmarshal(raw, &m) == nil && m.Usage != nil && m.Usage.Model != "" {
 			b.hdr.Model = m.Usage.Model
 			break
 		}

@@ -241,6 +241,21 @@ func TestAmpHostile(t *testing.T) {
 	if _, err := Import(FormatAmp, other); err == nil || !strings.Contains(err.Error(), "Amp thread") {
 		t.Errorf("import amp of a non-thread: %v", err)
 	}
+	// A message that does not decode is reported by its place; the rest
+	// is imported.
+	var th map[string]any
+	if err := json.Unmarshal(data, &th); err != nil {
+		t.Fatal(err)
+	}
+	th["messages"] = append(th["messages"].([]any), map[string]any{"role": "user", "content": "not a list of blocks"})
+	b, _ := json.Marshal(th)
+	ss, err := Import(FormatAmp, write("bad-message.json", b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ss[0].Report; Lost(r) != 1 || r.Notes[0].Code != CodeBadLine || r.Notes[0].Line != 7 || r.Counts[string(session.KindAssistantMessage)] != 3 {
+		t.Errorf("a message that does not decode: %+v", r)
+	}
 	big := filepath.Join(dir, "big.json")
 	f, err := os.Create(big)
 	if err != nil {
