@@ -22,6 +22,12 @@
 //	             .json of versions before 0.39
 //	copilot      GitHub Copilot CLI session log
 //	             (~/.copilot/session-state/<id>/events.jsonl)
+//	amp          Amp threads ($XDG_DATA_HOME/amp/threads/T-<id>.json, one
+//	             JSON object the Amp CLI rewrites whole; versions after
+//	             0.0.1774569934 keep threads on the server only): each
+//	             assistant message one response, a result's time the end
+//	             of the tools span that ran it, a Task call's sub-agent
+//	             (its steps, in the call's result) a child session
 //	swe-agent    SWE-agent trajectories (*.traj)
 //	openhands    OpenHands (V0) event streams / trajectories (a JSON array)
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per

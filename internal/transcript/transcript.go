@@ -498,15 +498,27 @@ func argsObject(raw json.RawMessage) json.RawMessage {
 }
 
 // readSource reads a file and the name the header records for it.
-func readSource(path string) ([]byte, string, error) {
+func readSource(path string) ([]byte, string, error) { return readSourceMax(path, -1) }
+
+// readSourceMax is readSource for a format read whole as one document (a
+// JSON object, not records one by one): a file over limit bytes (-1: no
+// limit) is refused, not read into memory.
+func readSourceMax(path string, limit int64) ([]byte, string, error) {
 	f, err := openRegular(path)
 	if err != nil {
 		return nil, "", err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(f)
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit+1)
+	}
+	b, err := io.ReadAll(r)
 	if err != nil {
 		return nil, "", fmt.Errorf("import: %w", err)
+	}
+	if limit >= 0 && int64(len(b)) > limit {
+		return nil, "", fmt.Errorf("import %s: the file is over %d MiB, more than this format's files hold; not read", path, limit>>20)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
