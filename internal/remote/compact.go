@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -18,7 +17,8 @@ type CompactOptions struct {
 	// compaction that runs longer loses it and deletes nothing.
 	Lease time.Duration
 	// SegmentRows is the size of a segment: objects with fewer than half
-	// as many rows are merged (default history.SegmentRows).
+	// as many rows are merged (default and most objectRows, what a
+	// compaction holds in memory at once).
 	SegmentRows int64
 	Owner       string           // names the holder in the lease; host and pid if empty
 	Now         func() time.Time // time.Now if nil
@@ -50,8 +50,8 @@ func (r *Remote) Compact(ctx context.Context, opts CompactOptions) (CompactResul
 		ttl = DefaultLease
 	}
 	target := opts.SegmentRows
-	if target <= 0 {
-		target = history.SegmentRows
+	if target <= 0 || target > objectRows {
+		target = objectRows
 	}
 	now := opts.Now
 	if now == nil {
@@ -104,37 +104,41 @@ func (r *Remote) Compact(ctx context.Context, opts CompactOptions) (CompactResul
 		if len(objs) < 2 && !hasSuperseded(objs, winner) {
 			continue
 		}
-		written := ""
-		var rows []history.Row
+		// A killed compaction's segments, merged again, come out with
+		// the same bytes and so the same keys: they are the new
+		// segments, not ones to delete.
+		written := map[string]bool{}
+		w := &objectWriter{ctx: ctx, store: r.Store, tmp: tmp, partition: part, kind: "seg", max: int(target),
+			put: func(key string, _ int, n int64, _ bool) {
+				written[key] = true
+				res.Segments++
+				res.Rows += n
+			}}
 		for _, o := range objs {
-			all, err := history.ReadRows(snap.Path(o))
+			err := w.add(o.Rows, func(each func([]history.Row) error) error {
+				var keep []history.Row
+				return history.ReadRowsEach(snap.Path(o), func(batch []history.Row) error {
+					keep = keep[:0]
+					for _, row := range batch {
+						if winner[row.SessionID] == o.Key {
+							keep = append(keep, row)
+						}
+					}
+					if len(keep) == 0 {
+						return nil
+					}
+					return each(keep)
+				})
+			})
 			if err != nil {
 				return res, fmt.Errorf("remote: compact: cached %s: %w", o.Key, err)
 			}
-			for _, row := range all {
-				if winner[row.SessionID] == o.Key {
-					rows = append(rows, row)
-				}
-			}
 		}
-		if len(rows) > 0 {
-			history.SortSegment(rows)
-			b, err := encodeRows(tmp, rows)
-			if err != nil {
-				return res, err
-			}
-			written = contentKey(part, "seg", b)
-			if _, err := r.Store.Put(ctx, written, b, Cond{IfAbsent: true}); err != nil && !errors.Is(err, ErrExists) {
-				return res, fmt.Errorf("remote: compact: %w", err)
-			}
-			res.Segments++
-			res.Rows += int64(len(rows))
+		if err := w.flush(); err != nil {
+			return res, fmt.Errorf("remote: compact: %w", err)
 		}
 		for _, o := range objs {
-			// A killed compaction's segment, merged again, comes out
-			// with the same bytes and so the same key: it is the new
-			// segment, not one to delete.
-			if o.Key != written {
+			if !written[o.Key] {
 				merged = append(merged, o.Key)
 			}
 		}

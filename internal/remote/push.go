@@ -39,8 +39,8 @@ type PushResult struct {
 }
 
 // Push uploads what the home has and the remote lacks: the rows of every
-// sealed session whose sealed state was not pushed yet (one object per
-// date partition), the log of every finished session (last event
+// sealed session whose sealed state was not pushed yet (objects of at
+// most objectRows rows per date partition, a local file's rows in one), the log of every finished session (last event
 // session_finished) not pushed as it is now, and with opts.Bundle their
 // bundles. Every object is created conditionally (see the package doc),
 // and the push record is updated after each kind, so a push killed midway
@@ -86,53 +86,71 @@ func (r *Remote) pushHistory(ctx context.Context, rec *record, res *PushResult) 
 	if len(byFile) == 0 {
 		return nil
 	}
-	parts := map[string][]history.Row{}
-	var pushed []string
-	files := sortedKeys(byFile)
-	for _, f := range files {
-		rows, err := history.ReadRows(filepath.Join(h.Dir, filepath.FromSlash(f)))
-		if err != nil {
-			fmt.Fprintf(r.Warn, "agentctl: warning: not pushing %d sessions of %v\n", len(byFile[f]), err)
-			res.Skipped += len(byFile[f])
-			continue
-		}
-		want := map[string]bool{}
-		for _, id := range byFile[f] {
-			want[id] = true
-		}
-		part := path.Dir(f)
-		for _, row := range rows {
-			if want[row.SessionID] && m.Sessions[row.SessionID].File == f {
-				parts[part] = append(parts[part], row)
-			}
-		}
-		pushed = append(pushed, byFile[f]...)
-	}
 	tmp, err := os.MkdirTemp(r.Dir, ".tmp-push-")
 	if err != nil {
 		return fmt.Errorf("remote: push: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	names := sortedKeys(parts)
-	for _, part := range names {
-		rows := parts[part]
-		history.SortSegment(rows)
-		b, err := encodeRows(tmp, rows)
-		if err != nil {
-			return err
+	rows := map[string]int64{}
+	for _, f := range m.Files {
+		rows[f.Path] = f.Rows
+	}
+	// Files in order, by partition: each partition's objects are made
+	// from its files' rows, a file's whole in one object.
+	byPart := map[string][]string{}
+	for _, f := range sortedKeys(byFile) {
+		byPart[path.Dir(f)] = append(byPart[path.Dir(f)], f)
+	}
+	var pushed []string
+	for _, part := range sortedKeys(byPart) {
+		w := &objectWriter{ctx: ctx, store: r.Store, tmp: tmp, partition: part, kind: "push", max: objectRows,
+			put: func(_ string, size int, n int64, existed bool) {
+				if existed {
+					res.Existing++
+				} else {
+					res.Objects++
+					res.Bytes += int64(size)
+				}
+				res.Rows += n
+			}}
+		for _, f := range byPart[part] {
+			want := map[string]bool{}
+			for _, id := range byFile[f] {
+				want[id] = true
+			}
+			n := rows[f]
+			if n <= 0 {
+				n = objectRows + 1 // not recorded: streamed on its own
+			}
+			err := w.add(n, func(each func([]history.Row) error) error {
+				var keep []history.Row
+				return history.ReadRowsEach(filepath.Join(h.Dir, filepath.FromSlash(f)), func(batch []history.Row) error {
+					keep = keep[:0]
+					for _, row := range batch {
+						if want[row.SessionID] && m.Sessions[row.SessionID].File == f {
+							keep = append(keep, row)
+						}
+					}
+					if len(keep) == 0 {
+						return nil
+					}
+					return each(keep)
+				})
+			})
+			var ce *history.CorruptFileError
+			if errors.As(err, &ce) {
+				fmt.Fprintf(r.Warn, "agentctl: warning: not pushing %d sessions of %v\n", len(byFile[f]), err)
+				res.Skipped += len(byFile[f])
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("remote: push: %w", err)
+			}
+			pushed = append(pushed, byFile[f]...)
 		}
-		key := contentKey(part, "push", b)
-		_, err = r.Store.Put(ctx, key, b, Cond{IfAbsent: true})
-		switch {
-		case errors.Is(err, ErrExists):
-			res.Existing++ // the same bytes, from a push killed before its record
-		case err != nil:
+		if err := w.flush(); err != nil {
 			return fmt.Errorf("remote: push: %w", err)
-		default:
-			res.Objects++
-			res.Bytes += int64(len(b))
 		}
-		res.Rows += int64(len(rows))
 	}
 	failpoint.Hit(FailpointEnv, FailPushUploaded)
 	for _, id := range pushed {
