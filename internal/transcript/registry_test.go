@@ -52,6 +52,7 @@ func realFiles(t *testing.T) map[string][]string {
 		"opencode":                  glob("testdata/opencode/*.db"),
 		transcript.FormatGeminiCLI:  walk("testdata/gemini-cli"),
 		transcript.FormatCopilot:    glob("testdata/copilot/session-state/*/events.jsonl"),
+		transcript.FormatCursor:     walk("testdata/cursor"),
 	}
 	return files
 }

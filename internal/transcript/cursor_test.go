@@ -1,0 +1,223 @@
+package transcript
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/internal/session"
+)
+
+// The transcripts real Cursor programs wrote (testdata/README.md says
+// how): the JSONL @cursor/sdk's local agent wrote, and the text form the
+// Cursor IDE wrote, from a public repository.
+var (
+	cursorJSONL = filepath.Join("testdata", "cursor", "agent-transcripts", "agent-c4e7bf54-50f7-45f0-bcab-cf523baf2588", "agent-c4e7bf54-50f7-45f0-bcab-cf523baf2588.jsonl")
+	cursorText  = filepath.Join("testdata", "cursor", "txt", "02-readme-and-deployment.txt")
+)
+
+type cursorCount struct{ User, Assistant, Calls int }
+
+// cursorJQ counts the JSONL form independently of the importer.
+const cursorJQ = `{
+  user: [.[] | select(.role == "user")] | length,
+  assistant: [.[] | select(.role == "assistant")] | length,
+  calls: [.[] | select(.role == "assistant") | .message.content[] | select(.type == "tool_use")] | length
+}`
+
+// cursorIndependent counts a transcript with jq (JSONL) or grep (text).
+func cursorIndependent(t *testing.T, path string) cursorCount {
+	t.Helper()
+	if strings.HasSuffix(path, ".txt") {
+		grep := func(pattern string) int {
+			out, err := exec.Command("grep", "-c", pattern, path).Output()
+			if err != nil && len(out) == 0 {
+				t.Fatalf("grep %s: %v", pattern, err)
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		return cursorCount{User: grep(`^user:$`), Assistant: grep(`^assistant:$`), Calls: grep(`^\[Tool call\] `)}
+	}
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq is not installed; the independent count needs it")
+	}
+	out, err := exec.Command(jq, "-s", "-c", cursorJQ, path).Output()
+	if err != nil {
+		t.Fatalf("jq: %v", err)
+	}
+	var c cursorCount
+	if err := json.Unmarshal(out, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func checkCursorImport(t *testing.T, path string) *Session {
+	t.Helper()
+	if f, err := Detect(path); err != nil || f != FormatCursor {
+		t.Fatalf("Detect(%s) = %q, %v; want %s", path, f, err, FormatCursor)
+	}
+	ss, err := Import(FormatAuto, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 1 {
+		t.Fatalf("%d sessions, want 1", len(ss))
+	}
+	s := ss[0]
+	var got cursorCount
+	intents := 0
+	for _, e := range s.Events {
+		switch e.Kind {
+		case session.KindUserMessage:
+			got.User++
+		case session.KindAssistantMessage:
+			got.Assistant++
+			got.Calls += len(e.ToolCalls)
+		case session.KindToolIntent:
+			intents++
+		case session.KindToolResult:
+			t.Errorf("a tool_result %+v: the transcript holds no tool's output", e)
+		}
+	}
+	want := cursorIndependent(t, path)
+	t.Logf("%s: imported %+v, independent %+v, not_recorded %v, notes %d", filepath.Base(path), got, want, s.Report.NotRecorded, len(s.Report.Notes))
+	if got != want {
+		t.Errorf("%s: imported %+v; the independent count is %+v", path, got, want)
+	}
+	if intents != want.Calls {
+		t.Errorf("%d tool intents, want %d", intents, want.Calls)
+	}
+	if Lost(s.Report) != 0 {
+		t.Errorf("lost records: %+v", s.Report.Notes)
+	}
+	for _, n := range s.Report.Notes {
+		if n.Code == CodeNoResult {
+			t.Errorf("a no_result note per call (%+v): the missing results are said once, in not_recorded", n)
+		}
+	}
+	for _, w := range []string{"timestamps", "usage", "tool results", "model"} {
+		if !slices.Contains(s.Report.NotRecorded, w) {
+			t.Errorf("not_recorded %v lacks %q", s.Report.NotRecorded, w)
+		}
+	}
+	return s
+}
+
+// TestCursorSDKFile imports the JSONL transcript @cursor/sdk's local
+// agent wrote: two prompts, a Read and a Shell call, with jq's counts.
+func TestCursorSDKFile(t *testing.T) {
+	s := checkCursorImport(t, cursorJSONL)
+	var a struct {
+		ID   string `json:"source_session_id"`
+		Form string `json:"source_form"`
+	}
+	_ = json.Unmarshal(s.Events[0].Attrs, &a)
+	if a.ID != "agent-c4e7bf54-50f7-45f0-bcab-cf523baf2588" || a.Form != "jsonl" {
+		t.Errorf("header attrs %s", s.Events[0].Attrs)
+	}
+	var prompts, tools []string
+	for _, e := range s.Events {
+		if e.Kind == session.KindUserMessage {
+			prompts = append(prompts, e.Text)
+		}
+		if e.Kind == session.KindToolIntent {
+			tools = append(tools, e.Tool+" "+string(e.Args))
+		}
+	}
+	if !slices.Equal(prompts, []string{"What does this service do? Read README.md.", "List the files here."}) {
+		t.Errorf("prompts %q: want the text inside <user_query>", prompts)
+	}
+	if len(tools) != 2 || !strings.HasPrefix(tools[0], `Read {"path":"/tmp/`) || !strings.HasPrefix(tools[1], `Shell {"command":"ls"`) {
+		t.Errorf("tool intents %q", tools)
+	}
+}
+
+// TestCursorTextFile imports the text form the Cursor IDE wrote, with
+// grep's counts; every call's arguments are an object, a Write's whole
+// contents (lines of its own, blank ones too) kept in its value.
+func TestCursorTextFile(t *testing.T) {
+	s := checkCursorImport(t, cursorText)
+	results := 0
+	if out, err := exec.Command("grep", "-c", `^\[Tool result\] `, cursorText).Output(); err == nil {
+		results, _ = strconv.Atoi(strings.TrimSpace(string(out)))
+	}
+	if calls := s.Report.Counts[string(session.KindToolIntent)]; calls != results {
+		t.Errorf("%d calls, %d [Tool result] lines: Cursor writes one per call", calls, results)
+	}
+	var readme string
+	for _, e := range s.Events {
+		if e.Kind != session.KindToolIntent {
+			continue
+		}
+		var args map[string]any
+		if err := json.Unmarshal(e.Args, &args); err != nil || len(args) == 0 {
+			t.Errorf("%s args %s: want a non-empty object", e.Tool, e.Args)
+		}
+		if e.Tool == "Write" && strings.HasSuffix(args["path"].(string), "/README.md") {
+			readme, _ = args["contents"].(string)
+		}
+	}
+	if !strings.HasPrefix(readme, "<div align=\"center\">\n\n# microGPT.js") || !strings.HasSuffix(readme, "</div>") {
+		t.Errorf("the README Write's contents: %.80q … %.40q", readme, readme[max(0, len(readme)-40):])
+	}
+}
+
+// TestCursorRefuses: what is not a Cursor transcript is refused with a
+// clear error and nothing imported; a file over the bound is not read.
+func TestCursorRefuses(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tt := range []struct{ name, body, want string }{
+		{"empty.jsonl", "", "no user or assistant message"},
+		{"only-turn.jsonl", `{"type":"turn_ended","status":"success"}` + "\n", "no user or assistant message"},
+		{"prose.txt", "user: hello\nassistant: hi\n", "no user or assistant message"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := write(tt.name, tt.body)
+			if _, err := Detect(p); err == nil {
+				t.Errorf("Detect claimed %q", tt.body)
+			}
+			_, err := Import(FormatCursor, p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Import = %v; want an error saying %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("too large", func(t *testing.T) {
+		p := filepath.Join(dir, "big.jsonl")
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := `{"role":"user","message":{"content":[{"type":"text","text":"hi"}]}}` + "\n"
+		if _, err := f.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
+		// Sparse: the size is over the bound without writing it.
+		if err := f.Truncate(cursorMaxBytes + 1); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		_, err = Import(FormatCursor, p)
+		if err == nil || !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("Import = %v; want refused as too large", err)
+		}
+	})
+}
