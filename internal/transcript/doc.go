@@ -22,6 +22,10 @@
 //	             .json of versions before 0.39
 //	copilot      GitHub Copilot CLI session log
 //	             (~/.copilot/session-state/<id>/events.jsonl)
+//	cursor       Cursor agent transcripts (~/.cursor/projects/<project>/
+//	             agent-transcripts/<id>/<id>.jsonl, and the older <id>.txt):
+//	             the conversation only, no times, tokens, model, tool call
+//	             ids or tool results (not_recorded; calls are intents)
 //	swe-agent    SWE-agent trajectories (*.traj)
 //	openhands    OpenHands (V0) event streams / trajectories (a JSON array)
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per
