@@ -222,7 +222,7 @@ func userQuery(text string) (query, rest string) {
 
 // The text form's markers, as Cursor's TranscriptStore writes them.
 var (
-	cursorArgLine  = regexp.MustCompile(`^  ([A-Za-z0-9_.\-]+): ?(.*)$`)
+	cursorArgLine  = regexp.MustCompile(`^  ([A-Za-z0-9_.\-]+): (.*)$`)
 	cursorTurnEnd  = regexp.MustCompile(`^Turn ended: (success|error|aborted)(?:[.:] ?(.*))?$`)
 	cursorCallLine = "[Tool call] "
 	cursorResult   = "[Tool result] "
@@ -250,7 +250,37 @@ type textMsg struct {
 	inThink bool
 }
 
-type cursorArg struct{ key, val string }
+type cursorArg struct {
+	key, val string
+	// lines: the lines the value ran over after its first.
+	lines int
+}
+
+// cursorArgKeys are the argument names of Cursor's tools (Read, Write,
+// StrReplace, Shell, Grep, Glob, Task, TodoWrite, ...), as its
+// transcripts show them.
+var cursorArgKeys = map[string]bool{
+	"path": true, "paths": true, "contents": true, "old_string": true, "new_string": true, "replace_all": true,
+	"command": true, "description": true, "working_directory": true, "timeout": true, "block_until_ms": true,
+	"is_background": true, "todos": true, "merge": true, "pattern": true, "glob": true, "glob_pattern": true,
+	"output_mode": true, "target_directory": true, "offset": true, "limit": true, "subagent_type": true,
+	"prompt": true, "model": true, "resume": true, "url": true, "search_term": true, "explanation": true,
+	"target_mode_id": true, "query": true, "filename": true, "reference_image_paths": true,
+}
+
+// newArg reports whether a "  key: value" line starts the call's next
+// argument rather than continuing the last one's value (a file's
+// contents hold such lines: CSS, YAML). The form cannot tell them apart;
+// a key the call already has continues the value, and after a value of
+// several lines only one of Cursor's argument names starts another.
+func (m *textMsg) newArg(key string) bool {
+	for _, a := range m.args {
+		if a.key == key {
+			return false
+		}
+	}
+	return len(m.args) == 0 || m.args[len(m.args)-1].lines == 0 || cursorArgKeys[key]
+}
 
 // text imports the text form. A message starts at a "user:" or
 // "assistant:" line after a blank one (or the file's start); a blank line
@@ -265,7 +295,7 @@ func (c *cursorImport) text(data []byte) {
 		}
 		c.b.records++
 		cur.endCall()
-		text := strings.TrimRight(strings.Join(cur.text, "\n"), "\n")
+		text := strings.Trim(strings.Join(cur.text, "\n"), "\n")
 		attrs := map[string]any{}
 		if len(cur.thinking) > 0 {
 			attrs["reasoning"] = strings.Join(cur.thinking, "\n")
@@ -333,10 +363,12 @@ func (m *textMsg) add(l string, n int) {
 	}
 	switch {
 	case m.inCall:
-		if a := cursorArgLine.FindStringSubmatch(l); a != nil {
-			m.args = append(m.args, cursorArg{a[1], a[2]})
+		if a := cursorArgLine.FindStringSubmatch(l); a != nil && m.newArg(a[1]) {
+			m.args = append(m.args, cursorArg{key: a[1], val: a[2]})
 		} else if len(m.args) > 0 {
-			m.args[len(m.args)-1].val += "\n" + l
+			last := &m.args[len(m.args)-1]
+			last.val += "\n" + l
+			last.lines++
 		}
 	case m.inThink:
 		// The form does not mark where a thought of several lines ends

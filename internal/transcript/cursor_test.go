@@ -168,6 +168,13 @@ func TestCursorTextFile(t *testing.T) {
 		if err := json.Unmarshal(e.Args, &args); err != nil || len(args) == 0 {
 			t.Errorf("%s args %s: want a non-empty object", e.Tool, e.Args)
 		}
+		// A file's contents hold "  key: value" lines (the workflow's
+		// YAML here); they stay in the value, not split off as arguments.
+		for k := range args {
+			if !cursorArgKeys[k] {
+				t.Errorf("%s has an argument %q: a line of another argument's value", e.Tool, k)
+			}
+		}
 		if e.Tool == "Write" && strings.HasSuffix(args["path"].(string), "/README.md") {
 			readme, _ = args["contents"].(string)
 		}
@@ -330,4 +337,44 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestCursorDamaged: a transcript cut short mid-line (Cursor appends as
+// the agent runs) imports its sound lines and names the torn one; a line
+// that is not JSON, or not a message, is named and skipped. Derived from
+// the real JSONL file.
+func TestCursorDamaged(t *testing.T) {
+	data, err := os.ReadFile(cursorJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	last := lines[len(lines)-1]
+	for _, tt := range []struct {
+		name, body string
+		code       string
+		assistants int
+	}{
+		{"torn", strings.Join(lines[:len(lines)-1], "") + last[:len(last)/2], CodeTornLine, 3},
+		{"not json", strings.Join(lines[:2], "") + "{oops\n" + strings.Join(lines[2:], ""), CodeBadLine, 4},
+		{"not a message", strings.Join(lines[:2], "") + `{"role":"tool","message":{"content":[]}}` + "\n" + strings.Join(lines[2:], ""), CodeUnknownRecord, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "t.jsonl")
+			if err := os.WriteFile(p, []byte(tt.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ss, err := Import(FormatCursor, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := ss[0].Report
+			if r.Counts[string(session.KindAssistantMessage)] != tt.assistants || r.Counts[string(session.KindUserMessage)] != 2 {
+				t.Errorf("counts %v; want %d assistant and 2 user messages", r.Counts, tt.assistants)
+			}
+			if len(r.Notes) != 1 || r.Notes[0].Code != tt.code || Lost(r) != 1 {
+				t.Errorf("notes %+v; want one %s", r.Notes, tt.code)
+			}
+		})
+	}
 }
