@@ -73,9 +73,12 @@ type cursorBlock struct {
 type cursorImport struct {
 	b      *builder
 	status string
-	calls  int
+	// msgs counts the user and assistant messages read.
+	msgs int
 }
 
+// importCursor imports either form: each user message a prompt, each
+// assistant message one response with its calls as intents.
 func importCursor(path string) ([]*Session, error) {
 	data, file, err := readCursor(path)
 	if err != nil {
@@ -84,12 +87,10 @@ func importCursor(path string) ([]*Session, error) {
 	c := &cursorImport{b: newBuilder(FormatCursor, file, data)}
 	c.b.hdr.Provider = "cursor"
 	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	c.b.hdr.Name = "cursor " + stem
 	if stem == filepath.Base(filepath.Dir(path)) || cursorID.MatchString(stem) {
 		// Cursor names the file by the conversation's id.
 		c.b.attrs["source_session_id"] = stem
-		c.b.hdr.Name = "cursor " + stem
-	} else {
-		c.b.hdr.Name = "cursor " + stem
 	}
 	if isCursorText(data) {
 		c.b.attrs["source_form"] = "txt"
@@ -98,7 +99,7 @@ func importCursor(path string) ([]*Session, error) {
 		c.b.attrs["source_form"] = "jsonl"
 		readLines(data, c.b, c.line)
 	}
-	if c.b.records == 0 || len(c.b.evs) == 0 {
+	if c.msgs == 0 {
 		return nil, fmt.Errorf("import cursor %s: no user or assistant message; is this a Cursor agent transcript (agent-transcripts/<id>/<id>.jsonl or <id>.txt)?", path)
 	}
 	c.b.notRecorded(cursorNotRecorded...)
@@ -190,6 +191,7 @@ func (c *cursorImport) line(n int, raw []byte) error {
 // of its calls.
 func (c *cursorImport) message(n int, role, text string, calls []session.ToolCall, attrs map[string]any) {
 	b := c.b
+	c.msgs++
 	if role == "user" {
 		q, rest := userQuery(text)
 		if rest != "" {
@@ -202,7 +204,6 @@ func (c *cursorImport) message(n int, role, text string, calls []session.ToolCal
 	for _, tc := range calls {
 		b.intent(tc, b.lastTS())
 	}
-	c.calls += len(calls)
 }
 
 // userQuery is the prompt inside <user_query>…</user_query> and the text
@@ -230,11 +231,24 @@ var (
 )
 
 // isCursorText reports whether data is the text form: it starts with a
-// "user:" line and has an "assistant:" line after a blank one.
+// "user:" line and has an "assistant:" line after a blank one, or, when
+// the first message is longer than what is read of it, its second line
+// opens one of the tags Cursor puts in a user message.
 func isCursorText(data []byte) bool {
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	return bytes.HasPrefix(data, []byte("user:\n")) && bytes.Contains(data, []byte("\n\nassistant:\n"))
+	rest, ok := bytes.CutPrefix(data, []byte("user:\n"))
+	if !ok {
+		return false
+	}
+	return bytes.Contains(data, []byte("\n\nassistant:\n")) || cursorUserTag.Match(rest)
 }
+
+// cursorUserTag is the start of a user message's first line as Cursor
+// writes it: the prompt's tag, or one of the context tags its
+// TranscriptStore knows (and newer versions strip).
+var cursorUserTag = regexp.MustCompile(`^<(user_query|timestamp|external_links|attached_files|user_info|project_layout|rules|user_rules|` +
+	`open_and_recently_viewed_files|system_reminder|git_status|agent_transcripts|cursor_rules_context|agent_skills|available_skills|` +
+	`mcp_instructions|system_notification|task_notification|agent_notification)>\n`)
 
 // textMsg is one message of the text form being read.
 type textMsg struct {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,6 +199,7 @@ func TestCursorRefuses(t *testing.T) {
 	for _, tt := range []struct{ name, body, want string }{
 		{"empty.jsonl", "", "no user or assistant message"},
 		{"only-turn.jsonl", `{"type":"turn_ended","status":"success"}` + "\n", "no user or assistant message"},
+		{"only-error.jsonl", `{"type":"turn_ended","status":"error","error":"boom"}` + "\n", "no user or assistant message"},
 		{"prose.txt", "user: hello\nassistant: hi\n", "no user or assistant message"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,6 +376,44 @@ func TestCursorDamaged(t *testing.T) {
 			}
 			if len(r.Notes) != 1 || r.Notes[0].Code != tt.code || Lost(r) != 1 {
 				t.Errorf("notes %+v; want one %s", r.Notes, tt.code)
+			}
+		})
+	}
+}
+
+// TestCursorLongFirstMessage: a transcript whose first message is longer
+// than the head Detect reads (a pasted prompt, attached files) is still
+// told, in either form, and imports with the same counts. Derived from
+// the real files: their first user message grown to 80 KiB.
+func TestCursorLongFirstMessage(t *testing.T) {
+	long := strings.Repeat("a pasted line of text. ", 80<<10/23)
+	for _, tt := range []struct{ file, at string }{
+		{cursorJSONL, `<user_query>\n`},
+		{cursorText, "<user_query>\n"},
+	} {
+		t.Run(filepath.Ext(tt.file), func(t *testing.T) {
+			b, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			grown := strings.Replace(string(b), tt.at, tt.at+long, 1)
+			if strings.Index(grown, long) > HeadBytes || len(grown) < len(b)+HeadBytes {
+				t.Fatal("the long text is not in the first message")
+			}
+			p := filepath.Join(t.TempDir(), filepath.Base(tt.file))
+			if err := os.WriteFile(p, []byte(grown), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Import(FormatAuto, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Import(FormatCursor, tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got[0].Report.Counts) != fmt.Sprint(want[0].Report.Counts) {
+				t.Errorf("counts %v; the file's are %v", got[0].Report.Counts, want[0].Report.Counts)
 			}
 		})
 	}
