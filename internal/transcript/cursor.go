@@ -147,8 +147,10 @@ func (c *cursorImport) line(n int, raw []byte) error {
 	b := c.b
 	switch {
 	case l.Type == "turn_ended":
+		// The last turn's end is the session's end state; a turn that
+		// failed is an error (an aborted one, the user's stop, is not).
 		c.status = l.Status
-		if l.Status == "error" || l.Error != "" {
+		if l.Status == "error" {
 			b.add(session.Event{Kind: session.KindError, Reason: "source_error", Error: l.Error,
 				Attrs: marshalAttrs(map[string]any{"source_status": l.Status})})
 		}

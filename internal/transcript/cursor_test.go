@@ -418,3 +418,53 @@ func TestCursorLongFirstMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestCursorTurnEndedAndOverview: the lines Cursor's writer adds around
+// the messages (a metadata line first when it wrote an overview, a
+// turn_ended line when a turn ended; as its TranscriptStore writes them)
+// give the header its source_overview and source_status, and a turn that
+// ended in an error an error event. Derived from the real JSONL file.
+func TestCursorTurnEndedAndOverview(t *testing.T) {
+	data, err := os.ReadFile(cursorJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, last, status string
+		errors             int
+	}{
+		{"success", `{"type":"turn_ended","status":"success"}`, "success", 0},
+		{"aborted", `{"type":"turn_ended","status":"aborted","error":"User aborted"}`, "aborted", 0},
+		{"error", `{"type":"turn_ended","status":"error","error":"Connection failed"}`, "error", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"type":"metadata","metadata":{"overview":"Read the README and listed the files."}}` + "\n" + string(data) + tt.last + "\n"
+			p := filepath.Join(t.TempDir(), "t.jsonl")
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if f, err := Detect(p); err != nil || f != FormatCursor {
+				t.Fatalf("Detect = %q, %v", f, err)
+			}
+			ss, err := Import(FormatCursor, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ss[0]
+			var a struct {
+				Status   string `json:"source_status"`
+				Overview string `json:"source_overview"`
+			}
+			_ = json.Unmarshal(s.Events[0].Attrs, &a)
+			if a.Status != tt.status || a.Overview != "Read the README and listed the files." {
+				t.Errorf("header attrs %s", s.Events[0].Attrs)
+			}
+			if n := s.Report.Counts[string(session.KindError)]; n != tt.errors {
+				t.Errorf("%d error events, want %d", n, tt.errors)
+			}
+			if slices.Contains(s.Report.NotRecorded, "end state") || len(s.Report.Notes) != 0 {
+				t.Errorf("not_recorded %v, notes %+v", s.Report.NotRecorded, s.Report.Notes)
+			}
+		})
+	}
+}
