@@ -41,6 +41,13 @@ const FormatCursor = "cursor"
 // Neither form carries times, tokens, the model, tool call ids or what a
 // tool returned: the session says so (not_recorded) and invents none of
 // them. A tool call's id is made from where it is (line and block).
+//
+// Not read: the writer's third form, <id>.json ({mode, messages}), of
+// which no real file was found (the SDK writes the JSONL, the IDE file
+// found is the text form);
+// a sub-agent's transcript (<id>/subagents/<child>.jsonl) imports as a
+// session of its own, as nothing in either file names the call that
+// started it.
 
 // cursorMaxBytes bounds the file read: Cursor leaves a message over 5 MB
 // out of its transcripts, so a real one is far smaller; a larger file is
@@ -259,8 +266,8 @@ type textMsg struct {
 	text     []string
 	thinking []string
 	calls    []session.ToolCall
-	// arg: the argument a continuation line adds to (a value that runs
-	// over several lines); args of the last call, in order.
+	// args are the last call's arguments so far, in order; a line that
+	// starts none adds to the last one's value.
 	args    []cursorArg
 	inCall  bool
 	inThink bool
