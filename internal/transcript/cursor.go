@@ -44,10 +44,9 @@ const FormatCursor = "cursor"
 //
 // Not read: the writer's third form, <id>.json ({mode, messages}), of
 // which no real file was found (the SDK writes the JSONL, the IDE file
-// found is the text form);
-// a sub-agent's transcript (<id>/subagents/<child>.jsonl) imports as a
-// session of its own, as nothing in either file names the call that
-// started it.
+// found is the text form). A sub-agent's transcript
+// (<id>/subagents/<child>.jsonl) imports as a session of its own: nothing
+// in either file names the call that started it.
 
 // cursorMaxBytes bounds the file read: Cursor leaves a message over 5 MB
 // out of its transcripts, so a real one is far smaller; a larger file is
