@@ -28,6 +28,10 @@
 //	             assistant message one response, a result's time the end
 //	             of the tools span that ran it, a Task call's sub-agent
 //	             (its steps, in the call's result) a child session
+//	cursor       Cursor agent transcripts (~/.cursor/projects/<project>/
+//	             agent-transcripts/<id>/<id>.jsonl, and the older <id>.txt):
+//	             the conversation only, no times, tokens, model, tool call
+//	             ids or tool results (not_recorded; calls are intents)
 //	swe-agent    SWE-agent trajectories (*.traj)
 //	openhands    OpenHands (V0) event streams / trajectories (a JSON array)
 //	inspect      Inspect AI eval logs (.eval zip, .json): one session per

@@ -53,6 +53,7 @@ func realFiles(t *testing.T) map[string][]string {
 		transcript.FormatGeminiCLI:  walk("testdata/gemini-cli"),
 		transcript.FormatCopilot:    glob("testdata/copilot/session-state/*/events.jsonl"),
 		transcript.FormatAmp:        glob("testdata/amp/threads/T-*.json"),
+		transcript.FormatCursor:     walk("testdata/cursor"),
 	}
 	return files
 }
