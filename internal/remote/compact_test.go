@@ -15,7 +15,6 @@ import (
 
 	"github.com/agentctl/agentctl/internal/heappeak"
 	"github.com/agentctl/agentctl/internal/history"
-	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/remote"
 	"github.com/agentctl/agentctl/internal/session"
 )
@@ -107,7 +106,7 @@ func TestPullRemovesStaleSummaries(t *testing.T) {
 		return keys
 	}
 	const q = "SELECT count(*) || ' ' || sum(events) || ' ' || sum(tokens) FROM sessions"
-	before := countText(t, reader, q)
+	before := fmt.Sprint(queryOne(t, reader, reader.Home, q))
 	if got, want := sums(), keys(t, mem, "history/"); !slices.Equal(got, want) {
 		t.Fatalf("summaries of %v, want one of each object %v", got, want)
 	}
@@ -125,7 +124,7 @@ func TestPullRemovesStaleSummaries(t *testing.T) {
 	if _, err := reader.Compact(ctx, remote.CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	after := countText(t, reader, q)
+	after := fmt.Sprint(queryOne(t, reader, reader.Home, q))
 	if after != before {
 		t.Errorf("sessions after the compaction %q, before %q", after, before)
 	}
@@ -137,31 +136,6 @@ func TestPullRemovesStaleSummaries(t *testing.T) {
 			t.Errorf("%s not removed by the pull (%v)", filepath.Base(p), err)
 		}
 	}
-}
-
-// countText is count for a query whose one value is text.
-func countText(t testing.TB, r *remote.Remote, q string) string {
-	t.Helper()
-	ctx := context.Background()
-	snap, err := r.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parts []query.RemotePart
-	for _, p := range snap.Parts(nil) {
-		parts = append(parts, query.RemotePart{Path: p.Path, Sessions: p.Sessions, Exclude: p.Exclude,
-			Key: p.Key, Version: p.Version, SummaryDir: snap.SummaryDir})
-	}
-	db, err := query.OpenRemote(ctx, r.Home, os.Stderr, parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	res, err := db.Query(ctx, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprint(res.Rows[0][0])
 }
 
 // TestPullHoldsNotTheObject: a pull reads each object whole to know it

@@ -67,6 +67,14 @@ func recordSession(t testing.TB, st recorder.Store, id string, start time.Time, 
 // count runs one COUNT query over home plus the remote's history.
 func count(t testing.TB, r *remote.Remote, home, q string) int64 {
 	t.Helper()
+	return queryOne(t, r, home, q).(int64)
+}
+
+// queryOne pulls the remote's history and runs q, whose answer is one
+// value, over home plus it, as the CLI opens them (the objects'
+// summaries kept in the cache).
+func queryOne(t testing.TB, r *remote.Remote, home, q string) any {
+	t.Helper()
 	ctx := context.Background()
 	snap, err := r.Pull(ctx)
 	if err != nil {
@@ -86,7 +94,7 @@ func count(t testing.TB, r *remote.Remote, home, q string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Rows[0][0].(int64)
+	return res.Rows[0][0]
 }
 
 // stores returns the stores a test runs on: the in-memory one, and a real

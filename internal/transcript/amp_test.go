@@ -53,72 +53,18 @@ const ampTaskJQ = `[.messages[].content[] | select(.type == "tool_result" and .t
   cached: [$r["~debug"].inferences[].usage | .cacheReadInputTokens // 0] | add
 }`
 
-type ampCount struct {
-	User, Assistant, Calls, Results, Errors int
-	Input, Output, Cached                   int64
-}
-
 func checkAmpImport(t *testing.T, path string, wantChildren int) *Session {
 	t.Helper()
-	if f, err := Detect(path); err != nil || f != FormatAmp {
-		t.Fatalf("Detect(%s) = %q, %v; want %s", path, f, err, FormatAmp)
-	}
-	ss, err := Import(FormatAuto, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := ss[0]
-	if len(s.Children) != wantChildren {
-		t.Fatalf("%d sub-agents, want %d", len(s.Children), wantChildren)
-	}
-	jq, err := exec.LookPath("jq")
-	if err != nil {
-		t.Skip("jq is not installed; the independent count needs it")
-	}
-	for _, x := range All(ss) {
-		var got ampCount
-		for _, e := range x.Events {
-			switch e.Kind {
-			case session.KindUserMessage:
-				got.User++
-			case session.KindAssistantMessage:
-				got.Assistant++
-				got.Calls += len(e.ToolCalls)
-			case session.KindToolResult:
-				got.Results++
-				if e.Status == session.ResultError {
-					got.Errors++
-				}
-			case session.KindModelCall:
-				got.Input += e.InputTokens
-				got.Output += e.OutputTokens
-				got.Cached += e.CacheReadInputTokens
-			}
-		}
-		if Lost(x.Report) != 0 {
-			t.Errorf("lost records: %+v", x.Report.Notes)
-		}
+	return checkImport(t, path, FormatAmp, wantChildren, func(x *Session) []string {
 		var a struct {
 			Call string `json:"source_tool_call"`
 		}
 		_ = json.Unmarshal(x.Events[0].Attrs, &a)
-		args := []string{"-c", ampJQ, path}
 		if a.Call != "" {
-			args = []string{"-c", "--arg", "call", a.Call, ampTaskJQ, path}
+			return []string{"-c", "--arg", "call", a.Call, ampTaskJQ, path}
 		}
-		out, err := exec.Command(jq, args...).Output()
-		if err != nil {
-			t.Fatalf("jq: %v", err)
-		}
-		var want ampCount
-		if err := json.Unmarshal(out, &want); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Errorf("%s %q: imported %+v; jq counts %+v", path, a.Call, got, want)
-		}
-	}
-	return s
+		return []string{"-c", ampJQ, path}
+	})
 }
 
 // TestAmpRealFile imports the thread the real Amp CLI wrote, with jq's

@@ -35,68 +35,18 @@ const copilotJQ = `[.[] | select((.agentId // "") == $agent)] as $e | {
   cached: [$e[] | select(.type == "session.usage_record") | .data.usage.cacheReadTokens] | add
 }`
 
-type copilotCount struct {
-	User, Assistant, Calls, Results, Errors int
-	Input, Output, Cached                   int64
-}
-
 func checkCopilotImport(t *testing.T, path string, wantChildren int) *Session {
 	t.Helper()
-	if f, err := Detect(path); err != nil || f != FormatCopilot {
-		t.Fatalf("Detect(%s) = %q, %v; want %s", path, f, err, FormatCopilot)
-	}
-	ss, err := Import(FormatAuto, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := ss[0]
-	if len(s.Children) != wantChildren {
-		t.Fatalf("%d sub-agents, want %d", len(s.Children), wantChildren)
-	}
-	jq, err := exec.LookPath("jq")
-	if err != nil {
-		t.Skip("jq is not installed; the independent count needs it")
-	}
-	for _, x := range All(ss) {
+	s := checkImport(t, path, FormatCopilot, wantChildren, func(x *Session) []string {
 		var a struct {
 			Agent string `json:"source_agent_id"`
 		}
 		_ = json.Unmarshal(x.Events[0].Attrs, &a)
-		var got copilotCount
-		for _, e := range x.Events {
-			switch e.Kind {
-			case session.KindUserMessage:
-				got.User++
-			case session.KindAssistantMessage:
-				got.Assistant++
-				got.Calls += len(e.ToolCalls)
-			case session.KindToolResult:
-				got.Results++
-				if e.Status == session.ResultError {
-					got.Errors++
-				}
-			case session.KindModelCall:
-				got.Input += e.InputTokens
-				got.Output += e.OutputTokens
-				got.Cached += e.CacheReadInputTokens
-			}
-		}
-		out, err := exec.Command(jq, "-s", "-c", "--arg", "agent", a.Agent, copilotJQ, path).Output()
-		if err != nil {
-			t.Fatalf("jq: %v", err)
-		}
-		var want copilotCount
-		if err := json.Unmarshal(out, &want); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Errorf("%s agent %q: imported %+v; jq counts %+v", path, a.Agent, got, want)
-		}
-		if Lost(x.Report) != 0 {
-			t.Errorf("lost records: %+v", x.Report.Notes)
-		}
+		return []string{"-s", "-c", "--arg", "agent", a.Agent, copilotJQ, path}
+	})
+	for _, x := range All([]*Session{s}) {
 		if x.Events[0].System == "" {
-			t.Errorf("agent %q: no system prompt in the header", a.Agent)
+			t.Errorf("session %s: no system prompt in the header", x.Events[0].SessionID)
 		}
 	}
 	return s
