@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -86,7 +85,7 @@ type cursorImport struct {
 // importCursor imports either form: each user message a prompt, each
 // assistant message one response with its calls as intents.
 func importCursor(path string) ([]*Session, error) {
-	data, file, err := readCursor(path)
+	data, file, err := readSourceMax(path, cursorMaxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -121,27 +120,6 @@ func importCursor(path string) ([]*Session, error) {
 // cursorID is a conversation id as Cursor names its files (a UUID, the
 // SDK's agent-<uuid>).
 var cursorID = regexp.MustCompile(`^(agent-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// readCursor reads the file, at most cursorMaxBytes of it.
-func readCursor(path string) ([]byte, string, error) {
-	f, err := openRegular(path)
-	if err != nil {
-		return nil, "", err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, cursorMaxBytes+1))
-	if err != nil {
-		return nil, "", fmt.Errorf("import: %w", err)
-	}
-	if len(data) > cursorMaxBytes {
-		return nil, "", fmt.Errorf("import cursor %s: larger than %d MiB; Cursor's transcripts are far smaller, so this is not one (nothing was imported)", path, cursorMaxBytes>>20)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	return data, abs, nil
-}
 
 // line imports one line of the JSONL form: a message is one response
 // (an assistant's) or one prompt (a user's).

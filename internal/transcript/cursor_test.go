@@ -229,7 +229,7 @@ func TestCursorRefuses(t *testing.T) {
 		}
 		f.Close()
 		_, err = Import(FormatCursor, p)
-		if err == nil || !strings.Contains(err.Error(), "larger than") {
+		if err == nil || !strings.Contains(err.Error(), "is over 256 MiB") {
 			t.Errorf("Import = %v; want refused as too large", err)
 		}
 	})
