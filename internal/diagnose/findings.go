@@ -122,6 +122,13 @@ func (d *diag) renderLoop(f loopFacts) {
 		what += fmt.Sprintf(" after the first failed %s at seq %d", label(n[0], n[1]), from)
 		seqs = append(seqs, from)
 	}
+	if d.rep.Tokens == 0 {
+		// No usage recorded (a transcript that keeps none): no share
+		// of tokens to give.
+		d.add("loop", fmt.Sprintf("%d %s asked for a call already made: %s; no tokens were recorded.",
+			len(turnTokens), plural(len(turnTokens), "turn", "turns"), what), seqs...)
+		return
+	}
 	d.add("loop", fmt.Sprintf("%s of tokens (%d of %d) went to %s; %d %s asked for a call already made.",
 		pct(burnt, d.rep.Tokens), burnt, d.rep.Tokens, what, len(turnTokens), plural(len(turnTokens), "turn", "turns")), seqs...)
 }
@@ -271,7 +278,11 @@ func (d *diag) renderPending(pending []pendingRow, reconciled []reconciledRow) {
 		var parts []string
 		var seqs []int64
 		for _, r := range pending {
-			parts = append(parts, fmt.Sprintf("%s %s (seq %d, key %s)", r.tool, r.callID, r.intentSeq, r.key))
+			key := ""
+			if r.key != "" {
+				key = ", key " + r.key
+			}
+			parts = append(parts, fmt.Sprintf("%s %s (seq %d%s)", r.tool, r.callID, r.intentSeq, key))
 			seqs = append(seqs, r.intentSeq)
 		}
 		how := "the effect may or may not have happened, and resume reconciles it before anything else runs"
