@@ -468,3 +468,40 @@ func TestCursorTurnEndedAndOverview(t *testing.T) {
 		})
 	}
 }
+
+// TestUntimedSourceDatedByItsFile: a transcript that records no time is
+// dated by its file's last write (said in the header), not by the import,
+// so old transcripts imported together list in the order they were
+// written.
+func TestUntimedSourceDatedByItsFile(t *testing.T) {
+	for _, src := range []string{cursorText, cursorJSONL} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), filepath.Base(src))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		when := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+		if err := os.Chtimes(p, when, when); err != nil {
+			t.Fatal(err)
+		}
+		ss, err := Import(FormatCursor, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ss[0].Events {
+			if !e.TS.Equal(when) {
+				t.Fatalf("%s: seq %d (%s) dated %v, want the file's %v", filepath.Base(src), e.Seq, e.Kind, e.TS, when)
+			}
+		}
+		var a struct {
+			Times string `json:"times"`
+		}
+		json.Unmarshal(ss[0].Events[0].Attrs, &a)
+		if !strings.Contains(a.Times, "file's last write") {
+			t.Errorf("%s: the header does not say where its times come from: %q", filepath.Base(src), a.Times)
+		}
+	}
+}

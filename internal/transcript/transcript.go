@@ -313,11 +313,22 @@ func (b *builder) finish(part string) *Session {
 	h.Attrs = marshalAttrs(b.attrs)
 	// An event the source gives no time (a message between timed events)
 	// takes the time of the one before it, so the log's times never run
-	// backwards; with no time at all, the recorder stamps the import.
+	// backwards. A source with no time at all (a Cursor transcript) is
+	// dated by its file's last write, which the header says, so that a
+	// batch of old transcripts does not list as run at the import; with
+	// no file time either, the recorder stamps the import.
 	first := h.TS
 	for _, e := range b.evs {
 		if first.IsZero() && !e.TS.IsZero() {
 			first = e.TS
+		}
+	}
+	if first.IsZero() {
+		file, _ := b.attrs["source_file"].(string)
+		if st, err := os.Stat(file); err == nil && file != "" {
+			first = st.ModTime().UTC().Truncate(time.Millisecond)
+			b.attrs["times"] = "the source records none: every event is dated by the file's last write"
+			h.Attrs = marshalAttrs(b.attrs)
 		}
 	}
 	if h.TS.IsZero() {
