@@ -148,12 +148,25 @@ func TestAmpRealFile(t *testing.T) {
 			t.Errorf("sub-agent result %+v", e)
 		}
 	}
+	// The sub-agent's markers stand where their times fall, between the
+	// Task's intent and its result, and the log's times never run back.
+	var intent, started, finished, result int
 	for i, e := range s.Events {
-		if e.Kind == session.KindToolResult && e.CallID == "toolu_fake3" {
-			if p := s.Events[i-1]; p.Kind != session.KindSubagentFinished || p.ChildSessionID != c.ID() || p.Output != "The folder holds README.md." {
-				t.Errorf("before the Task's result: %+v", p)
-			}
+		switch {
+		case i > 0 && e.TS.Before(s.Events[i-1].TS):
+			t.Errorf("seq %d (%s) at %v, before seq %d at %v", e.Seq, e.Kind, e.TS, s.Events[i-1].Seq, s.Events[i-1].TS)
+		case e.Kind == session.KindToolIntent && e.CallID == "toolu_fake3":
+			intent = i
+		case e.Kind == session.KindSubagentStarted && e.ChildSessionID == c.ID():
+			started = i
+		case e.Kind == session.KindSubagentFinished && e.ChildSessionID == c.ID() && e.Output == "The folder holds README.md.":
+			finished = i
+		case e.Kind == session.KindToolResult && e.CallID == "toolu_fake3":
+			result = i
 		}
+	}
+	if !(intent > 0 && intent < started && started < finished && finished < result) {
+		t.Errorf("Task intent at %d, sub-agent started %d, finished %d, result %d: want them in that order", intent, started, finished, result)
 	}
 }
 

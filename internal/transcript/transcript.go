@@ -362,40 +362,56 @@ func (b *builder) finish(part string) *Session {
 }
 
 // link makes child a sub-agent of parent: the child's header names the
-// parent, the parent gets subagent_started and subagent_finished around
-// the child's time span (inserted where that time falls, or at the end),
-// and the report lists it.
+// parent, the parent gets subagent_started and subagent_finished at the
+// child's start and end, each where its time falls among the parent's
+// events before afterSeq (the event that ends the sub-agent, its call's
+// result; the end of the log when 0), so the log's times never run
+// backwards; and the report lists it.
 func link(parent, child *Session, afterSeq int64, output string) {
 	child.Events[0].ParentSessionID = parent.ID()
 	child.Report.ParentSessionID = parent.ID()
 	start, end := child.Events[0].TS, child.Events[len(child.Events)-1].TS
-	ins := []session.Event{
-		{Kind: session.KindSubagentStarted, TS: start, ChildSessionID: child.ID()},
-		{Kind: session.KindSubagentFinished, TS: end, ChildSessionID: child.ID(), Output: output},
-	}
 	at := len(parent.Events)
 	if afterSeq > 0 && int(afterSeq) <= len(parent.Events) {
 		at = int(afterSeq)
 	}
 	if start.IsZero() || end.IsZero() {
-		ins[0].TS, ins[1].TS = parent.Events[at-1].TS, parent.Events[at-1].TS
+		start, end = parent.Events[at-1].TS, parent.Events[at-1].TS
 	}
-	evs := slices.Insert(slices.Clone(parent.Events), at, ins...)
-	// Seqs are dense; a compaction's through moves with the events it names.
-	for i := range evs {
-		old := evs[i].Seq
-		evs[i].Seq = int64(i + 1)
-		_ = old
-		if evs[i].Kind == session.KindCompaction && evs[i].Through >= int64(at+1) {
-			evs[i].Through += 2
+	// where is the index before at that t falls at: after every event
+	// not later than t (the header stays first).
+	where := func(t time.Time) int {
+		i := at
+		for i > 1 && parent.Events[i-1].TS.After(t) {
+			i--
 		}
+		return i
 	}
+	pStart, pEnd := where(start), where(end)
+	pStart = min(pStart, pEnd)
+	evs := slices.Clone(parent.Events)
+	// The later one first, so the earlier index still holds.
+	evs = insertEvent(evs, pEnd, session.Event{Kind: session.KindSubagentFinished, TS: end, ChildSessionID: child.ID(), Output: output})
+	evs = insertEvent(evs, pStart, session.Event{Kind: session.KindSubagentStarted, TS: start, ChildSessionID: child.ID()})
 	parent.Events = evs
 	parent.Report.Events = len(evs)
 	parent.Report.Counts[string(session.KindSubagentStarted)]++
 	parent.Report.Counts[string(session.KindSubagentFinished)]++
 	parent.Report.Notes = append(parent.Report.Notes, Note{Code: CodeSubagent, Detail: fmt.Sprintf("%s imported as child session %s", child.Report.File, child.ID())})
 	parent.Children = append(parent.Children, child)
+}
+
+// insertEvent inserts e at index i of a log's events, renumbering seqs
+// densely; a compaction's through moves with the events it names.
+func insertEvent(evs []session.Event, i int, e session.Event) []session.Event {
+	evs = slices.Insert(evs, i, e)
+	for j := range evs {
+		evs[j].Seq = int64(j + 1)
+		if j != i && evs[j].Kind == session.KindCompaction && evs[j].Through >= int64(i+1) {
+			evs[j].Through++
+		}
+	}
+	return evs
 }
 
 // adopt makes child a sub-agent of parent whose events already hold its
