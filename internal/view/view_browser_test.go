@@ -232,6 +232,22 @@ func TestBrowser(t *testing.T) {
 		tb.clean()
 	})
 
+	t.Run("imported without a model", func(t *testing.T) {
+		// The Cursor IDE's transcript (internal/transcript/testdata)
+		// records no model: the page says so, never "undefined".
+		src := filepath.Join(h.fixtures, "..", "internal", "transcript", "testdata", "cursor", "txt", "02-readme-and-deployment.txt")
+		h.run(cli.ExitOK, "import", "cursor", src)
+		page := h.view(out, "8dbe2f7a81d31b56")
+		tb := b.open(t, page)
+		tb.screenshot("imported-no-model")
+		var text string
+		tb.eval(`document.body.innerText`, &text)
+		if strings.Contains(text, "undefined") || !strings.Contains(text, "cursor (model not recorded)") {
+			t.Errorf("a session with no model: the page shows %q", regexp.MustCompile(`.*(undefined|model).*`).FindAllString(text, 5))
+		}
+		tb.clean()
+	})
+
 	t.Run("bundle on a laptop", func(t *testing.T) {
 		// The bundle is carried away from the home, which is gone.
 		laptop := t.TempDir()

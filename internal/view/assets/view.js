@@ -44,6 +44,13 @@
     return String(t === undefined || t === null ? '' : t).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
       function (c) { return '\\u' + ('000' + c.charCodeAt(0).toString(16)).slice(-4); });
   }
+  // pm names a provider and model as "provider/model", saying so when
+  // the source recorded no model (an imported transcript may keep none).
+  function pm(p, m) {
+    p = vis(p); m = vis(m);
+    if (m) return p ? p + '/' + m : m;
+    return p ? p + ' (model not recorded)' : 'not recorded';
+  }
   function num(n) { return (n || 0).toLocaleString('en-US'); }
   function usd(c) { return '$' + (c || 0).toFixed(4); }
   function dur(ms) {
@@ -123,8 +130,8 @@
       add(d, h('dt', '', label), typeof value === 'object' ? add(h('dd'), value) : h('dd', '', value));
       dl.appendChild(d);
     }
-    var now = vis(sum.provider) + '/' + vis(sum.model);
-    var model = hd.pinned_provider || hd.pinned_model ? hd.pinned_provider + '/' + hd.pinned_model : now;
+    var now = pm(sum.provider, sum.model);
+    var model = hd.pinned_provider || hd.pinned_model ? pm(hd.pinned_provider, hd.pinned_model) : now;
     if (now !== model) model += ' → now ' + now;
     fig('status', 'status', vis(sum.status) + (sum.torn ? ' (torn tail)' : ''), 'st-' + sum.status);
     fig('model', 'pinned model', model);
@@ -350,7 +357,7 @@
     function body(e, b) {
       switch (e.kind) {
         case 'session_started':
-          add(b, (e.name || '-') + ' on ' + e.provider + '/' + e.model);
+          add(b, (e.name || '-') + ' on ' + pm(e.provider, e.model));
           if (e.parent_id) add(b, ' · forked from ', link(e.parent_id, hd.parent && hd.parent.href), ' at seq ' + e.forked_from);
           break;
         case 'user_message':
@@ -364,7 +371,7 @@
           (e.calls || []).forEach(function (ci) { if (ci) b.appendChild(callToggle(ci)); });
           break;
         case 'model_call':
-          var p = [e.provider + '/' + e.model, 'in ' + num(e.in)];
+          var p = [pm(e.provider, e.model), 'in ' + num(e.in)];
           if (e.cache_read || e.cache_write) p.push('cache read ' + num(e.cache_read) + ', write ' + num(e.cache_write));
           p.push('out ' + num(e.out));
           if (e.cost) p.push(usd(e.cost));
@@ -426,7 +433,7 @@
           if (e.output) add(b, longText(e.output, 'out'));
           break;
         case 'model_changed':
-          add(b, 'now ' + e.provider + '/' + e.model + ' · ' + e.reason);
+          add(b, 'now ' + pm(e.provider, e.model) + ' · ' + e.reason);
           break;
         case 'spec_changed':
           add(b, 'now ' + e.spec_path + ' · ' + e.reason);
@@ -517,7 +524,7 @@
       var sm = p[1].summary, box = h('div', 'side');
       box.dataset.side = p[0];
       add(box, h('h2', '', p[0] + ': '), link(vis(sm.session_id), p[1].href, 'its view'));
-      add(box, h('p', '', (vis(sm.name) || '-') + ' · ' + vis(sm.provider) + '/' + vis(sm.model)),
+      add(box, h('p', '', (vis(sm.name) || '-') + ' · ' + pm(sm.provider, sm.model)),
         h('p', 'st-' + sm.status, 'status ' + vis(sm.status)),
         h('p', '', num(sm.events) + ' events · ' + num(sm.tool_calls) + ' tool calls · ' + num(sm.input_tokens + sm.output_tokens) + ' tokens · ' + usd(sm.cost_usd)));
       sides.appendChild(box);
