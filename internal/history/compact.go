@@ -71,7 +71,16 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 		return res, err
 	}
 	parts := map[string][]FileEntry{}
-	for _, f := range m.Files {
+	adopted := 0
+	for i, f := range m.Files {
+		if !f.Segment && f.Rows >= target && len(f.Dropped) == 0 {
+			// A session as large as a segment is one already: listed as
+			// a segment as it is, not read and written again (its rows
+			// would be held whole).
+			m.Files[i].Segment = true
+			adopted++
+			continue
+		}
 		small := !f.Segment || (!opts.SmallOnly && (f.Rows < target/2 || len(f.Dropped) > 0))
 		if small {
 			d := path.Dir(f.Path)
@@ -91,7 +100,7 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 		// Per-session files are named after their session, so in path
 		// order their rows mostly arrive already sorted.
 		slices.SortFunc(files, func(a, b FileEntry) int { return cmp.Compare(a.Path, b.Path) })
-		buf := make([]Row, 0, min(target, partRows(files))+RowGroupRows)
+		buf := make([]Row, 0, min(target, partRows(files)))
 		flush := func() error {
 			if len(buf) == 0 {
 				return nil
@@ -129,6 +138,13 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 		results, stop := h.readAhead(files)
 		defer stop()
 		for _, f := range files {
+			// A segment is closed before a file would take it past the
+			// target, so compaction holds at most a segment's rows.
+			if len(buf) > 0 && int64(len(buf))+f.Rows > target {
+				if err := flush(); err != nil {
+					return res, err
+				}
+			}
 			r := <-results
 			if r.err != nil {
 				return res, fmt.Errorf("history: compact: %w", r.err)
@@ -150,7 +166,7 @@ func (h *History) compactLocked(m *Manifest, opts CompactOptions) (CompactResult
 		}
 	}
 	snap := h.snapshot(m)
-	if len(merged) == 0 && snap.equal(m.SessionsDir) {
+	if len(merged) == 0 && adopted == 0 && snap.equal(m.SessionsDir) {
 		res.FilesAfter = len(m.Files)
 		return res, nil
 	}

@@ -27,9 +27,12 @@ const (
 	// AutoCompactFiles is how many per-session files may pile up before a
 	// seal compacts them into a segment.
 	AutoCompactFiles = 64
-	// SegmentRows is the size compaction aims for: a segment is closed once
-	// it holds at least this many rows (sessions are never split).
-	SegmentRows = 256 * 1024
+	// SegmentRows is the size compaction aims for: a segment is closed
+	// before a file would take it past this many rows (sessions are never
+	// split; a session as large is a segment of its own). Compaction holds
+	// a segment's rows decoded (~1 KB each), so this bounds its memory:
+	// 64k rows, ~100 MB with the collector at +25%.
+	SegmentRows = 64 * 1024
 )
 
 // History is the Parquet history of an agentctl home. It holds no state;
