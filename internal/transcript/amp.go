@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -184,19 +185,18 @@ func importAmp(path string) ([]*Session, error) {
 	}
 	a := &ampImport{b: newBuilder(FormatAmp, file, data), toolsEnd: map[int]time.Time{}, asker: map[string]int{},
 		calls: map[string]session.ToolCall{}, file: file, data: data}
-	var probe struct {
-		V  *float64 `json:"v"`
-		ID string   `json:"id"`
-	}
-	if !json.Valid(data) {
-		err := json.Unmarshal(data, &probe)
+	// One decode: a syntax error is a file cut short (or not JSON); a
+	// value of another type leaves the rest decoded, so the version and
+	// id say whether it is a thread at all.
+	err = json.Unmarshal(data, &a.t)
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &syntax):
 		return nil, fmt.Errorf("import amp %s: not one whole JSON object (%v), as an Amp thread is; is it an Amp thread file, cut short?", path, err)
-	}
-	if json.Unmarshal(data, &probe) != nil || probe.V == nil || !ampThreadID.MatchString(probe.ID) {
+	case a.t.V == nil || !ampThreadID.MatchString(a.t.ID):
 		return nil, fmt.Errorf("import amp %s: no thread version v and id T-<uuid>; is this an Amp thread file?", path)
-	}
-	if err := json.Unmarshal(data, &a.t); err != nil {
-		return nil, fmt.Errorf("import amp %s: thread %s does not decode (%v); nothing imported", path, probe.ID, err)
+	case err != nil:
+		return nil, fmt.Errorf("import amp %s: thread %s does not decode (%v); nothing imported", path, a.t.ID, err)
 	}
 	a.header()
 	for _, tr := range a.t.Meta.Traces {
