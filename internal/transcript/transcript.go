@@ -310,7 +310,6 @@ func (b *builder) finish(part string) *Session {
 	if part != "" {
 		b.attrs["source_part"] = part
 	}
-	h.Attrs = marshalAttrs(b.attrs)
 	// An event the source gives no time (a message between timed events)
 	// takes the time of the one before it, so the log's times never run
 	// backwards. A source with no time at all (a Cursor transcript) is
@@ -328,9 +327,9 @@ func (b *builder) finish(part string) *Session {
 		if st, err := os.Stat(file); err == nil && file != "" {
 			first = st.ModTime().UTC().Truncate(time.Millisecond)
 			b.attrs["times"] = "the source records none: every event is dated by the file's last write"
-			h.Attrs = marshalAttrs(b.attrs)
 		}
 	}
+	h.Attrs = marshalAttrs(b.attrs)
 	if h.TS.IsZero() {
 		h.TS = first
 	}
