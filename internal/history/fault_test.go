@@ -254,3 +254,50 @@ func TestFaultSweepCompact(t *testing.T) {
 		})
 	t.Logf("history compaction: %d fault points", n)
 }
+
+// TestFaultSweepCompactSegments: the same compaction with segments so
+// small that the resealed session (one row more than the others) is
+// adopted as a segment as it is, and the two others cannot share one: a
+// segment is closed before the next file would overflow it. Each of the
+// two writes, the adoption and the manifest swap failed, cut short or
+// crashed at.
+func TestFaultSweepCompactSegments(t *testing.T) {
+	var target int64
+	n := sweepHistory(t,
+		func(t *testing.T, home string) {
+			faultHome(t, home)
+			h := history.New(home)
+			h.NoSync, h.AutoCompactFiles = true, -1
+			if msgs, err := sealAll(h); err != nil || len(msgs) > 0 {
+				t.Fatal(err, msgs)
+			}
+			m, err := h.Manifest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			target = m.Sessions[faultIDs[0]].LastSeq
+			if other := m.Sessions[faultIDs[1]].LastSeq; other >= target || 2*other <= target {
+				t.Fatalf("sessions of %d and %d rows: the sweep needs the first larger and two others past it", target, other)
+			}
+		},
+		func(h *history.History) ([]string, error) {
+			res, err := h.Compact(history.CompactOptions{SegmentRows: target})
+			if err != nil {
+				return nil, err
+			}
+			if res.Segments != 2 {
+				return []string{fmt.Sprintf("compaction wrote %d segments, want 2 (%+v)", res.Segments, res)}, nil
+			}
+			m, err := h.Manifest() // read from the disk, past the injector
+			if err != nil {
+				return []string{err.Error()}, nil
+			}
+			for _, f := range m.Files {
+				if f.Path == m.Sessions[faultIDs[0]].File && !f.Segment {
+					return []string{fmt.Sprintf("the resealed session's file %s was not adopted as a segment", f.Path)}, nil
+				}
+			}
+			return nil, nil
+		})
+	t.Logf("history compaction into several segments: %d fault points", n)
+}
