@@ -554,9 +554,9 @@ func envText(hdr session.Event, changes []session.Event, ws string) []byte {
 	}
 	kv("session_id", hdr.SessionID)
 	kv("name", hdr.Name)
-	kv("pinned_model", hdr.Provider+"/"+hdr.Model)
+	kv("pinned_model", session.ModelName(hdr.Provider, hdr.Model))
 	for _, e := range changes {
-		kv("model_changed_at_seq", fmt.Sprintf("%d: %s/%s", e.Seq, e.Provider, e.Model))
+		kv("model_changed_at_seq", fmt.Sprintf("%d: %s", e.Seq, session.ModelName(e.Provider, e.Model)))
 	}
 	kv("spec_path", hdr.SpecPath)
 	specHash := hdr.SpecHash

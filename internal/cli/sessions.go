@@ -174,10 +174,7 @@ func sessionsRun(f *Factory, opts *sessionsOptions) error {
 		} else if s.Torn {
 			status += " (torn tail)"
 		}
-		model := s.Model
-		if s.Provider != "" {
-			model = s.Provider + "/" + s.Model
-		}
+		model := session.ModelName(s.Provider, s.Model)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t$%.4f\n", termsafe.Line(s.SessionID), termsafe.Line(s.Name), formatTime(s.Started),
 			termsafe.Line(status), termsafe.Line(model), s.Events, s.Tokens, s.CostUSD)
 	}

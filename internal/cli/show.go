@@ -242,7 +242,7 @@ func writeTimelineLine(w io.Writer, e session.Event) {
 func describe(e session.Event) string {
 	switch e.Kind {
 	case session.KindSessionStarted:
-		s := fmt.Sprintf("%s on %s/%s", orDash(e.Name), e.Provider, e.Model)
+		s := fmt.Sprintf("%s on %s", orDash(e.Name), session.ModelName(e.Provider, e.Model))
 		of, n := session.SideThreadOf(e)
 		switch {
 		case of != "":
@@ -301,7 +301,7 @@ func describe(e session.Event) string {
 		}
 		return strings.Join(parts, " ")
 	case session.KindModelCall:
-		s := fmt.Sprintf("%s/%s in=%d out=%d", e.Provider, e.Model, e.InputTokens, e.OutputTokens)
+		s := fmt.Sprintf("%s in=%d out=%d", session.ModelName(e.Provider, e.Model), e.InputTokens, e.OutputTokens)
 		if e.CacheReadInputTokens+e.CacheCreationInputTokens > 0 {
 			s += fmt.Sprintf(" (cache read %d, write %d)", e.CacheReadInputTokens, e.CacheCreationInputTokens)
 		}
@@ -370,7 +370,7 @@ func describe(e session.Event) string {
 		}
 		return fmt.Sprintf("child %s %s", e.ChildSessionID, excerpt(e.Output, 60))
 	case session.KindModelChanged:
-		return fmt.Sprintf("now %s/%s %s", e.Provider, e.Model, e.Reason)
+		return fmt.Sprintf("now %s %s", session.ModelName(e.Provider, e.Model), e.Reason)
 	case session.KindSpecChanged:
 		return fmt.Sprintf("now %s (%s) %s", e.SpecPath, e.SpecHash, e.Reason)
 	case session.KindBudgetChanged:

@@ -257,7 +257,7 @@ func readWindow(st recorder.Store, id string, from int64, n int) (*sessionView, 
 	if hdr.Kind == "" {
 		return nil, 0, notFound("session %s: its log holds no header to read", id)
 	}
-	d.Name, d.Model, d.SpecPath = termsafe.String(hdr.Name), termsafe.String(hdr.Provider+"/"+hdr.Model), termsafe.String(hdr.SpecPath)
+	d.Name, d.Model, d.SpecPath = termsafe.String(hdr.Name), termsafe.String(session.ModelName(hdr.Provider, hdr.Model)), termsafe.String(hdr.SpecPath)
 	d.Started = formatTime(hdr.TS)
 	if d.Goal == "" {
 		d.Goal = clip.Runes(termsafe.String(hdr.Text), 200)
@@ -411,7 +411,7 @@ func rowOf(e view.Event) row {
 	}
 	switch session.Kind(e.Kind) {
 	case session.KindSessionStarted:
-		add(e.Name, e.Provider+"/"+e.Model)
+		add(e.Name, session.ModelName(e.Provider, e.Model))
 		if e.ParentID != "" {
 			add("parent " + e.ParentID)
 		}
