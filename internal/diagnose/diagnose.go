@@ -101,8 +101,18 @@ type Finding struct {
 const MaxSeqs = 20
 
 // maxListed bounds the items a finding's text lists one by one (the
-// compactions whose anchoring failed); the rest are counted.
+// compactions whose anchoring failed, pending intents, failed calls); the
+// rest are counted. A finding is one line: an imported transcript of 4,000
+// calls with no results printed every one of them.
 const maxListed = 5
+
+// joinListed joins the first maxListed parts and counts the rest.
+func joinListed(parts []string, sep string) string {
+	if len(parts) <= maxListed {
+		return strings.Join(parts, sep)
+	}
+	return strings.Join(parts[:maxListed], sep) + fmt.Sprintf("%sand %d more", sep, len(parts)-maxListed)
+}
 
 type diag struct {
 	ctx     context.Context

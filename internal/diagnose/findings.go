@@ -116,7 +116,7 @@ func (d *diag) renderLoop(f loopFacts) {
 		n := f.names[k]
 		parts = append(parts, fmt.Sprintf("%s ×%d", label(n[0], n[1]), times[k]))
 	}
-	what := fmt.Sprintf("repeating %d %s (%s)", len(keys), plural(len(keys), "command", "commands"), strings.Join(parts, ", "))
+	what := fmt.Sprintf("repeating %d %s (%s)", len(keys), plural(len(keys), "command", "commands"), joinListed(parts, ", "))
 	if first != nil {
 		n := f.names[first.key]
 		what += fmt.Sprintf(" after the first failed %s at seq %d", label(n[0], n[1]), from)
@@ -204,6 +204,9 @@ func (d *diag) renderProvider(f providerFacts) {
 		}
 		seqs = append(seqs, r.seq)
 	}
+	if len(parts) > maxListed {
+		parts = []string{joinListed(parts, "; ")}
+	}
 	if f.cacheIn > 0 {
 		parts = append(parts, fmt.Sprintf("%d input tokens of the cached calls were cache reads (%s) and %d cache writes, billed and counted in the totals",
 			f.read, pct(f.read, f.cacheIn), f.written))
@@ -290,7 +293,7 @@ func (d *diag) renderPending(pending []pendingRow, reconciled []reconciledRow) {
 			how = "the " + d.rep.ImportedFrom + " transcript records no result for it"
 		}
 		d.add("pending", fmt.Sprintf("%d pending %s: %s; %s.",
-			len(pending), plural(len(pending), "intent", "intents"), strings.Join(parts, ", "), how), seqs...)
+			len(pending), plural(len(pending), "intent", "intents"), joinListed(parts, ", "), how), seqs...)
 	}
 	var parts []string
 	var seqs []int64
@@ -310,7 +313,7 @@ func (d *diag) renderPending(pending []pendingRow, reconciled []reconciledRow) {
 		parts = append(parts, s)
 	}
 	if len(parts) > 0 {
-		d.add("pending", fmt.Sprintf("Resume reconciled %d %s (%d needs_human): %s.", len(parts), plural(len(parts), "intent", "intents"), human, strings.Join(parts, "; ")), seqs...)
+		d.add("pending", fmt.Sprintf("Resume reconciled %d %s (%d needs_human): %s.", len(parts), plural(len(parts), "intent", "intents"), human, joinListed(parts, "; ")), seqs...)
 	}
 }
 
@@ -342,7 +345,7 @@ func (d *diag) renderApprovals(rows []approvalRow) {
 		parts = append(parts, fmt.Sprintf("%s %s (seq %d) %s after %s (seq %d)", r.tool, r.callID, r.seq, verb, dur(r.waitedMS), r.decision))
 	}
 	d.add("approvals", fmt.Sprintf("%d approval %s, %s waited in all, %d unanswered: %s.", len(rows), plural(len(rows), "request", "requests"),
-		dur(waited), open, strings.Join(parts, "; ")), seqs...)
+		dur(waited), open, joinListed(parts, "; ")), seqs...)
 }
 
 // renderCompactions: seqs are the compactions', through the last one's.
@@ -441,6 +444,10 @@ func (d *diag) renderExit(f exitFacts) {
 		}
 		path = append(path, s)
 		seqs = append(seqs, r.seq)
+	}
+	if n := len(path) - maxListed; n > 0 {
+		// The end is what explains the exit: the earliest runs are counted.
+		path = append([]string{fmt.Sprintf("%d earlier %s", n, plural(n, "run", "runs"))}, path[n:]...)
 	}
 	last := f.last
 	var text string

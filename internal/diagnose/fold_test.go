@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,10 +227,89 @@ func madeSessions() map[string][]session.Event {
 			one(at(12, session.Event{Kind: session.KindToolResult, CallID: "t1", Tool: "Bash", Status: "ok"}))),
 		live:               cat(one(hdr("")), user, asst(10, 1, 1, call("l", "bash", `{"command":"sleep 9"}`)), one(at(12, session.Event{Kind: session.KindToolIntent, CallID: "l", Tool: "bash"}))),
 		"c0de00000000000d": one(hdr("")),
+		// Many of everything a finding lists: each list is cut at
+		// maxListed (TestFindingsListAFew).
+		many: func() []session.Event {
+			out := cat(one(hdr("")), user)
+			ms := 10
+			for i := range 8 {
+				out = append(out, one(at(ms, session.Event{Kind: session.KindModelCall, Error: "overloaded", ErrorType: "overloaded_error", Attempt: int64(i + 1)}))...)
+				ms += 2
+			}
+			for i := range 8 {
+				// Each command asked twice: the loop finding names 8.
+				for j := range 2 {
+					id := fmt.Sprintf("r%d-%d", i, j)
+					out = append(out, asst(ms, 10, 1, call(id, "bash", fmt.Sprintf(`{"command":"make t%d"}`, i)))...)
+					out = append(out, tool(ms+2, id, "bash", "error", 1)...)
+					ms += 5
+				}
+			}
+			for i := range 8 {
+				id := fmt.Sprintf("ap%d", i)
+				out = append(out, one(at(ms, session.Event{Kind: session.KindApprovalRequest, CallID: id, Tool: "deploy"}))...)
+				ms++
+			}
+			for i := range 8 {
+				out = append(out, one(at(ms, session.Event{Kind: session.KindSessionFinished, Status: "crashed", Reason: fmt.Sprint("run ", i)}))...)
+				ms += 100
+			}
+			for i := range 8 {
+				id := fmt.Sprintf("p%d", i)
+				out = append(out, one(at(ms, session.Event{Kind: session.KindToolIntent, CallID: id, Tool: "charge", IdempotencyKey: "k-" + id}))...)
+				ms++
+			}
+			return out
+		}(),
 		// One message naming one id twice: both asks join its one call.
 		"c0de00000000000e": cat(one(hdr("")), user,
 			asst(25, 100, 10, call("w", "grep", `{"q":"y"}`), call("w", "grep", `{"q":"other"}`)), tool(27, "w", "grep", "error", 3),
 			asst(28, 100, 10, call("w2", "grep", `{"q":"y"}`)), tool(29, "w2", "grep", "ok", 3)),
+	}
+}
+
+// many is the session of madeSessions with more of each listed thing
+// than a finding lists.
+const many = "c0de00000000000f"
+
+// TestFindingsListAFew: a finding is one line that names a few items and
+// counts the rest (an imported Cursor transcript of 4,000 calls printed
+// every pending intent). The seqs are bounded by MaxSeqs already.
+func TestFindingsListAFew(t *testing.T) {
+	home := t.TempDir()
+	st := recorder.Store{Root: home}
+	evs := madeSessions()[many]
+	evs[0].SessionID = many
+	if _, err := st.WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	rep, _, err := diagnose.Stream(st, many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What each says of the rest, and an item past the first few.
+	cut := map[string][2]string{
+		"loop":      {"and 3 more", "make t7"},
+		"provider":  {"and 3 more", "seq 10 failed"},
+		"approvals": {"and 3 more", "ap7 "},
+		"pending":   {"and 3 more", "p7 "},
+		"exit":      {"3 earlier runs", "(run 0)"},
+	}
+	for _, f := range rep.Findings {
+		c, ok := cut[f.Kind]
+		if !ok {
+			continue
+		}
+		delete(cut, f.Kind)
+		if !strings.Contains(f.Text, c[0]) {
+			t.Errorf("%s: %q does not say %q", f.Kind, f.Text, c[0])
+		}
+		if strings.Contains(f.Text, c[1]) {
+			t.Errorf("%s lists %q, past the first few: %s", f.Kind, c[1], f.Text)
+		}
+	}
+	for k := range cut {
+		t.Errorf("no %s finding: %+v", k, rep.Findings)
 	}
 }
 
