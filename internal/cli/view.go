@@ -171,6 +171,10 @@ func viewRun(ctx context.Context, f *Factory, opts *viewOptions) error {
 	what := ""
 	if page.Session != nil {
 		what = fmt.Sprintf("session %s, %d events", page.Session.Summary.SessionID, len(page.Session.Events))
+		if o := page.Session.Header.Omitted; o != nil {
+			what = fmt.Sprintf("session %s, %d of %d events (seqs %d-%d left out)", page.Session.Summary.SessionID,
+				len(page.Session.Events), len(page.Session.Events)+o.Count, o.FromSeq, o.ToSeq)
+		}
 	} else {
 		what = fmt.Sprintf("%s vs %s, %d turns", page.Compare.A.Summary.SessionID, page.Compare.B.Summary.SessionID, len(page.Compare.Rows))
 		if page.Compare.FirstDiff > 0 {
