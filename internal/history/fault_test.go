@@ -233,18 +233,25 @@ func TestFaultSweepSeal(t *testing.T) {
 	t.Logf("history seal: %d fault points", n)
 }
 
+// sealedFaultHome is faultHome with every session sealed: what a
+// compaction starts from.
+func sealedFaultHome(t *testing.T, home string) *history.History {
+	faultHome(t, home)
+	h := history.New(home)
+	h.NoSync, h.AutoCompactFiles = true, -1
+	if msgs, err := sealAll(h); err != nil || len(msgs) > 0 {
+		t.Fatal(err, msgs)
+	}
+	return h
+}
+
 // TestFaultSweepCompact: compacting three per-session files into a segment
 // (the collection of garbage, the segment, the manifest swap, the removal
 // of what it replaced).
 func TestFaultSweepCompact(t *testing.T) {
 	n := sweepHistory(t,
 		func(t *testing.T, home string) {
-			faultHome(t, home)
-			h := history.New(home)
-			h.NoSync, h.AutoCompactFiles = true, -1
-			if msgs, err := sealAll(h); err != nil || len(msgs) > 0 {
-				t.Fatal(err, msgs)
-			}
+			h := sealedFaultHome(t, home)
 			// A leftover of a crash, for the garbage collection to remove.
 			os.WriteFile(filepath.Join(h.Dir, ".tmp-leftover.parquet"), []byte("half"), 0o644)
 		},
@@ -265,12 +272,7 @@ func TestFaultSweepCompactSegments(t *testing.T) {
 	var target int64
 	n := sweepHistory(t,
 		func(t *testing.T, home string) {
-			faultHome(t, home)
-			h := history.New(home)
-			h.NoSync, h.AutoCompactFiles = true, -1
-			if msgs, err := sealAll(h); err != nil || len(msgs) > 0 {
-				t.Fatal(err, msgs)
-			}
+			h := sealedFaultHome(t, home)
 			m, err := h.Manifest()
 			if err != nil {
 				t.Fatal(err)
