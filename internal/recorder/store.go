@@ -102,12 +102,19 @@ func (s *Session) Close() error {
 // session_started event; an empty SessionID gets a new id). It makes the
 // session directory, takes the lease, and creates the log.
 func (s Store) Create(header session.Event, opts Options) (*Session, error) {
+	sess, _, err := s.create(header, nil, opts)
+	return sess, err
+}
+
+// create is Create with the events after the header written before the
+// log is linked into place (createWith).
+func (s Store) create(header session.Event, rest []session.Event, opts Options) (*Session, []session.Event, error) {
 	if header.SessionID == "" {
 		header.SessionID = NewSessionID()
 	}
 	id := header.SessionID
 	if !validID(id) {
-		return nil, fmt.Errorf("recorder: create session %q: invalid id", id)
+		return nil, nil, fmt.Errorf("recorder: create session %q: invalid id", id)
 	}
 	dir := s.SessionDir(id)
 	// Synced up to the home: a first session in a fresh home must not
@@ -119,28 +126,36 @@ func (s Store) Create(header session.Event, opts Options) (*Session, error) {
 	_, err := opts.fs().Lstat(dir)
 	made := errors.Is(err, fs.ErrNotExist) // a failure removes what it made
 	if err != nil && !made {
-		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
+		return nil, nil, fmt.Errorf("recorder: create session %s: %w", id, err)
 	}
 	if err := mkdir(opts.fs(), dir, 0o755); err != nil {
-		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
+		return nil, nil, fmt.Errorf("recorder: create session %s: %w", id, err)
 	}
 	lease, err := AcquireLease(dir)
 	if err != nil {
 		if made && !errors.Is(err, ErrLeaseHeld) {
 			s.removeEmpty(dir, opts)
 		}
-		return nil, fmt.Errorf("recorder: create session %s: %w", id, err)
+		return nil, nil, fmt.Errorf("recorder: create session %s: %w", id, err)
 	}
 	failpoint.Hit(FailpointEnv, FailCreateLeased)
-	w, err := Create(filepath.Join(dir, LogFile), header, opts)
+	if !made {
+		// A temp log here is a dead writer's (the lease is ours): an
+		// import or fork killed before its log was linked.
+		tmps, _ := filepath.Glob(filepath.Join(dir, LogFile+".tmp-*"))
+		for _, t := range tmps {
+			opts.fs().Remove(t)
+		}
+	}
+	w, out, err := createWith(filepath.Join(dir, LogFile), header, rest, opts)
 	if err != nil {
 		if made {
 			s.removeEmpty(dir, opts)
 		}
 		lease.Release()
-		return nil, err
+		return nil, nil, err
 	}
-	return &Session{ID: id, Dir: dir, Writer: w, Lease: lease}, nil
+	return &Session{ID: id, Dir: dir, Writer: w, Lease: lease}, out, nil
 }
 
 // WriteSession writes evs, events in hand, as a new session: evs[0] is the
@@ -149,29 +164,25 @@ func (s Store) Create(header session.Event, opts Options) (*Session, error) {
 // is the one way an importer, a fork and a test fixture make a session from
 // a slice, instead of each carrying its own Create, Append and Close.
 //
+// The log is linked into place only when every event is written (and
+// synced, unless NoSync): a writer killed or failing midway leaves no log,
+// only a folder that never started (RemoveNotStarted), never a session cut
+// short that a second import would take for the whole one.
+//
 // It returns the events as written: the header first, each with its seq,
-// timestamp and redaction. When the session was created but the append or
-// the close failed, the error comes with the header alone, so the caller
-// knows the session exists (left as a run that stopped leaves it); when
-// nothing was created, with none.
+// timestamp and redaction. When the session was made but its close
+// failed, they come with the error, so the caller knows the session
+// exists; when no session was made, with none.
 func (s Store) WriteSession(evs []session.Event, opts Options) ([]session.Event, error) {
 	if len(evs) == 0 {
 		return nil, errors.New("recorder: write session: no events")
 	}
-	sess, err := s.Create(evs[0], opts)
+	sess, out, err := s.create(evs[0], evs[1:], opts)
 	if err != nil {
 		return nil, err
 	}
-	hdr := []session.Event{sess.Header()}
-	out, err := sess.Append(evs[1:]...)
-	if err != nil {
-		sess.Close()
-		return hdr, err
-	}
-	if err := sess.Close(); err != nil {
-		return hdr, err
-	}
-	return append(hdr, out...), nil
+	written := append([]session.Event{sess.Header()}, out...)
+	return written, sess.Close()
 }
 
 // removeEmpty removes the folder of a session Create failed to start (a

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -82,8 +83,10 @@ func TestWriteSession(t *testing.T) {
 	}
 }
 
-// TestWriteSessionFails: nothing made, no events returned; made but not
-// all appended, the header alone, and the log holds it.
+// TestWriteSessionFails: nothing made, no events returned, whichever
+// event failed: a session is linked into place whole or not at all (a log
+// of the header alone was left, which an import run again took for the
+// finished session), and the same session can then be written.
 func TestWriteSessionFails(t *testing.T) {
 	st := Store{Root: t.TempDir()}
 	hdr := session.Event{Kind: session.KindSessionStarted, SessionID: "f000000000000001", Model: "m"}
@@ -98,12 +101,28 @@ func TestWriteSessionFails(t *testing.T) {
 		t.Errorf("a refused header left %s: %v", st.SessionDir("f000000000000002"), err)
 	}
 	bad := session.Event{Kind: session.KindToolIntent, CallID: "c", Tool: "t", Args: json.RawMessage("{not json")}
-	out, err := st.WriteSession([]session.Event{hdr, bad}, Options{NoSync: true})
-	if err == nil || len(out) != 1 || out[0].SessionID != hdr.SessionID || out[0].Seq != 1 {
-		t.Fatalf("WriteSession(unencodable event) = %v, %v; want an error with the header alone", out, err)
+	ok := session.Event{Kind: session.KindUserMessage, Text: "go"}
+	out, err := st.WriteSession([]session.Event{hdr, ok, bad}, Options{NoSync: true})
+	if err == nil || out != nil {
+		t.Fatalf("WriteSession(unencodable event) = %v, %v; want an error and no events", out, err)
 	}
-	if evs, _, err := st.Load(hdr.SessionID); err != nil || len(evs) != 1 {
-		t.Errorf("after a failed append Load = %d events, %v; want the header", len(evs), err)
+	if _, err := os.Lstat(st.LogPath(hdr.SessionID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed write left a log: %v", err)
+	}
+	if tmps, _ := filepath.Glob(st.LogPath(hdr.SessionID) + ".tmp-*"); len(tmps) > 0 {
+		t.Errorf("a failed write left %v", tmps)
+	}
+	// A dead writer's temp log (kill -9 before the link) is removed by the
+	// next one.
+	os.WriteFile(st.LogPath(hdr.SessionID)+".tmp-dead", []byte("half"), 0o644)
+	if out, err := st.WriteSession([]session.Event{hdr, ok}, Options{NoSync: true}); err != nil || len(out) != 2 {
+		t.Fatalf("WriteSession after a failed one = %v, %v; want the session", out, err)
+	}
+	if evs, _, err := st.Load(hdr.SessionID); err != nil || len(evs) != 2 {
+		t.Errorf("Load = %d events, %v; want 2", len(evs), err)
+	}
+	if tmps, _ := filepath.Glob(st.LogPath(hdr.SessionID) + ".tmp-*"); len(tmps) > 0 {
+		t.Errorf("a dead writer's temp log is left: %v", tmps)
 	}
 	if out, err := st.WriteSession([]session.Event{hdr}, Options{NoSync: true}); err == nil || out != nil {
 		t.Errorf("WriteSession over an existing session = %v, %v; want an error and no events", out, err)

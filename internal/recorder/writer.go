@@ -111,11 +111,22 @@ func newWriter(path string, f vfs.File, lastSeq, size int64, opts Options) *Writ
 // The header is redacted like every event (see Options.Redact); Header
 // returns it as written.
 func Create(path string, header session.Event, opts Options) (*Writer, error) {
+	w, _, err := createWith(path, header, nil, opts)
+	return w, err
+}
+
+// createWith is Create with the events after the header appended to the
+// temp file before it is linked to path: a log made from events in hand
+// (an import, a fork) then exists whole or not at all. A process killed
+// while writing 24,000 imported events left a log of its header, which
+// the next import took for the finished one. It returns rest as Append
+// does.
+func createWith(path string, header session.Event, rest []session.Event, opts Options) (*Writer, []session.Event, error) {
 	if header.Kind == "" {
 		header.Kind = session.KindSessionStarted
 	}
 	if header.Kind != session.KindSessionStarted {
-		return nil, fmt.Errorf("recorder: create %s: first event is %q, want %q", path, header.Kind, session.KindSessionStarted)
+		return nil, nil, fmt.Errorf("recorder: create %s: first event is %q, want %q", path, header.Kind, session.KindSessionStarted)
 	}
 	header.Seq = 1
 	if header.TS.IsZero() {
@@ -128,27 +139,27 @@ func Create(path string, header session.Event, opts Options) (*Writer, error) {
 	header = hs[0]
 	payload, err := encode(header)
 	if err != nil {
-		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
+		return nil, nil, fmt.Errorf("recorder: create %s: %w", path, err)
 	}
 	fsys := opts.fs()
 	if _, err := fsys.Lstat(path); err == nil {
-		return nil, fmt.Errorf("recorder: create %s: %w", path, os.ErrExist)
+		return nil, nil, fmt.Errorf("recorder: create %s: %w", path, os.ErrExist)
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
+		return nil, nil, fmt.Errorf("recorder: create %s: %w", path, err)
 	}
 	tmp := path + ".tmp-" + randHex(4)
 	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
+		return nil, nil, fmt.Errorf("recorder: create %s: %w", path, err)
 	}
 	linked := false // path names the file: undo that too on failure
-	fail := func(err error) (*Writer, error) {
+	fail := func(err error) (*Writer, []session.Event, error) {
 		f.Close()
 		fsys.Remove(tmp)
 		if linked {
 			fsys.Remove(path)
 		}
-		return nil, fmt.Errorf("recorder: create %s: %w", path, err)
+		return nil, nil, fmt.Errorf("recorder: create %s: %w", path, err)
 	}
 	first := appendFrame(fileHeader(), RecordEvent, payload)
 	if _, err := f.Write(first); err != nil {
@@ -156,6 +167,16 @@ func Create(path string, header session.Event, opts Options) (*Writer, error) {
 	}
 	if err := syncFile(f, opts); err != nil {
 		return fail(err)
+	}
+	w := newWriter(path, f, 1, int64(len(first)), opts)
+	w.header = header
+	var out []session.Event
+	if len(rest) > 0 {
+		if out, err = w.Append(rest...); err != nil {
+			f.Close()
+			fsys.Remove(tmp)
+			return nil, nil, err // Append's error names the log
+		}
 	}
 	failpoint.Hit(FailpointEnv, FailCreateWritten)
 	// Link fails if path exists, unlike rename. Where hard links are not
@@ -177,9 +198,7 @@ func Create(path string, header session.Event, opts Options) (*Writer, error) {
 	if err := syncDir(filepath.Dir(path), opts); err != nil {
 		return fail(err)
 	}
-	w := newWriter(path, f, 1, int64(len(first)), opts)
-	w.header = header
-	return w, nil
+	return w, out, nil
 }
 
 // Header returns the first event as Create wrote it (with its seq, time
