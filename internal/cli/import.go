@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/termsafe"
 	"github.com/agentctl/agentctl/internal/transcript"
 )
 
@@ -147,12 +148,12 @@ func importRun(ctx context.Context, f *Factory, opts *importOptions) error {
 			return enc.Encode(r)
 		case opts.Quiet:
 			if !r.Ignored {
-				fmt.Fprintf(f.Err, "agentctl: skipped %s: %s\n", r.File, r.Error)
+				fmt.Fprintf(f.Err, "agentctl: skipped %s: %s\n", termsafe.Line(r.File), termsafe.Line(r.Error))
 			}
 		case r.Ignored:
-			fmt.Fprintf(f.Out, "ignored %s: %s\n", r.File, r.Error)
+			fmt.Fprintf(f.Out, "ignored %s: %s\n", termsafe.Line(r.File), termsafe.Line(r.Error))
 		default:
-			fmt.Fprintf(f.Out, "skipped %s: %s\n", r.File, r.Error)
+			fmt.Fprintf(f.Out, "skipped %s: %s\n", termsafe.Line(r.File), termsafe.Line(r.Error))
 		}
 		return nil
 	}
@@ -208,7 +209,7 @@ func importRun(ctx context.Context, f *Factory, opts *importOptions) error {
 					return err
 				}
 			case opts.Quiet:
-				fmt.Fprintln(f.Out, s.ID())
+				fmt.Fprintln(f.Out, termsafe.Line(s.ID()))
 			default:
 				writeImport(f, s)
 			}
@@ -245,7 +246,7 @@ func writeImport(f *Factory, s *transcript.Session) {
 	if r.ParentSessionID != "" {
 		child = ", a sub-agent of " + r.ParentSessionID
 	}
-	fmt.Fprintf(f.Out, "%s %s%s as %s: %d events (%d turns, %d tool calls)%s\n", what, r.File, part, r.SessionID, r.Events,
+	fmt.Fprintf(f.Out, "%s %s%s as %s: %d events (%d turns, %d tool calls)%s\n", what, termsafe.Line(r.File), termsafe.Line(part), termsafe.Line(r.SessionID), r.Events,
 		r.Counts[string(session.KindAssistantMessage)], r.Counts[string(session.KindToolIntent)], child)
 	codes := map[string]int{}
 	for _, n := range r.Notes {
@@ -266,7 +267,7 @@ func writeImport(f *Factory, s *transcript.Session) {
 				if n.Line > 0 {
 					loc = fmt.Sprintf("line %d: ", n.Line)
 				}
-				fmt.Fprintf(f.Out, "  [%s] %s%s\n", n.Code, loc, n.Detail)
+				fmt.Fprintf(f.Out, "  [%s] %s%s\n", termsafe.Line(n.Code), loc, termsafe.Line(n.Detail))
 			}
 		}
 	}
@@ -274,7 +275,7 @@ func writeImport(f *Factory, s *transcript.Session) {
 		fmt.Fprintf(f.Out, "  %d records skipped or kept in attrs (--json lists them by line)\n", n)
 	}
 	if len(r.NotRecorded) > 0 {
-		fmt.Fprintf(f.Out, "  the source does not record: %s\n", strings.Join(r.NotRecorded, "; "))
+		fmt.Fprintf(f.Out, "  the source does not record: %s\n", termsafe.Line(strings.Join(r.NotRecorded, "; ")))
 	}
 }
 
