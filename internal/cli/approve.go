@@ -12,6 +12,7 @@ import (
 	"github.com/agentctl/agentctl/internal/recorder"
 	"github.com/agentctl/agentctl/internal/runner"
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 type decideOptions struct {
@@ -118,7 +119,7 @@ func decideRun(f *Factory, opts *decideOptions) error {
 		return nil
 	}
 	args, _ := json.Marshal(target.Args)
-	fmt.Fprintf(f.Out, "%s %s(%s) [%s] in session %s\n  next: agentctl resume %s\n", verb, target.Tool, excerpt(string(args), 80), target.ID, id, id)
+	fmt.Fprintf(f.Out, "%s %s(%s) [%s] in session %s\n  next: agentctl resume %s\n", verb, termsafe.Line(target.Tool), termsafe.Line(excerpt(string(args), 80)), termsafe.Line(target.ID), id, id)
 	return nil
 }
 
@@ -188,6 +189,6 @@ func resolveRun(f *Factory, opts *resolveOptions) error {
 		fmt.Fprintln(f.Out, string(b))
 		return nil
 	}
-	fmt.Fprintf(f.Out, "recorded %s for %s [%s] in session %s\n  next: agentctl resume %s\n", describe(out[0]), waiting.Tool, waiting.ID, id, id)
+	fmt.Fprintf(f.Out, "recorded %s for %s [%s] in session %s\n  next: agentctl resume %s\n", termsafe.Line(describe(out[0])), termsafe.Line(waiting.Tool), termsafe.Line(waiting.ID), id, id)
 	return nil
 }

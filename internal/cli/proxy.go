@@ -23,6 +23,7 @@ import (
 	"github.com/agentctl/agentctl/internal/replaymatch"
 	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
+	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
 type proxyOptions struct {
@@ -429,7 +430,7 @@ func proxyRun(ctx context.Context, f *Factory, opts *proxyOptions) error {
 			fmt.Fprintf(out, "normalised: %s\n", sum)
 		}
 		for _, w := range res.Warnings {
-			fmt.Fprintf(f.Err, "agentctl proxy: %s\n", w)
+			fmt.Fprintf(f.Err, "agentctl proxy: %s\n", termsafe.Line(w))
 		}
 	}
 	if cmdErr != nil {

@@ -134,7 +134,7 @@ func replayRunRun(ctx context.Context, f *Factory, opts *replayRunOptions) error
 	} else {
 		writeReplayRun(termsafe.Writer(f.Out), rep, opts.Keep)
 		if imported {
-			fmt.Fprintf(f.Out, "  %s: no spec; the recorded results stood in for its tools (--spec FILE re-runs them)\n", standInWhat(evs[0]))
+			fmt.Fprintf(f.Out, "  %s: no spec; the recorded results stood in for its tools (--spec FILE re-runs them)\n", termsafe.Line(standInWhat(evs[0])))
 		}
 	}
 	if err != nil {
