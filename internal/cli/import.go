@@ -191,7 +191,7 @@ func importRun(ctx context.Context, f *Factory, opts *importOptions) error {
 			if _, err := os.Stat(st.LogPath(s.ID())); err == nil {
 				s.Report.Existing = true
 			} else if err := record(st, s.Events); err != nil {
-				return fmt.Errorf("import %s: %w", file, err)
+				return fmt.Errorf("import %s: %w: import it again once that is fixed", file, err)
 			} else {
 				written = append(written, s.ID())
 			}

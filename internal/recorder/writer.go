@@ -175,7 +175,11 @@ func createWith(path string, header session.Event, rest []session.Event, opts Op
 		if out, err = w.Append(rest...); err != nil {
 			f.Close()
 			fsys.Remove(tmp)
-			return nil, nil, err // Append's error names the log
+			// Not Append's own words: there is no writer to reopen.
+			if cause := errors.Unwrap(err); cause != nil {
+				err = cause
+			}
+			return nil, nil, fmt.Errorf("recorder: create %s: %w; nothing of it was kept", path, err)
 		}
 	}
 	failpoint.Hit(FailpointEnv, FailCreateWritten)
