@@ -55,7 +55,7 @@ func (v *liveView) Event(e session.Event) {
 	v.endText()
 	switch e.Kind {
 	case session.KindSessionStarted:
-		v.printf("session %s: %s on %s/%s", e.SessionID, e.Name, e.Provider, e.Model)
+		v.printf("session %s: %s on %s", e.SessionID, e.Name, session.ModelName(e.Provider, e.Model))
 	case session.KindUserMessage:
 		v.printf("user: %s", excerpt(e.Text, 200))
 	case session.KindAssistantMessage:
@@ -75,7 +75,11 @@ func (v *liveView) Event(e session.Event) {
 	case session.KindModelCall:
 		v.tokens += e.InputTokens + e.OutputTokens
 		v.cost += e.CostUSD
-		v.printf("        model %s: %d in / %d out (total %d tokens, $%.4f)", e.Model, e.InputTokens, e.OutputTokens, v.tokens, v.cost)
+		model := e.Model
+		if model == "" {
+			model = "(not recorded)"
+		}
+		v.printf("        model %s: %d in / %d out (total %d tokens, $%.4f)", model, e.InputTokens, e.OutputTokens, v.tokens, v.cost)
 		if e.Error != "" {
 			v.printf("        model call failed: %s", excerpt(e.Error, 200))
 		}

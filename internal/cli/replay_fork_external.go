@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/replay"
 	"github.com/agentctl/agentctl/internal/replaymatch"
+	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/spec"
 )
 
@@ -43,10 +44,10 @@ func writeExternalForkRun(f *Factory, rep replay.ExternalForkReport, m spec.Mode
 func writeExternalFork(w io.Writer, rep replay.ExternalForkReport, m spec.Model) {
 	note := ""
 	if rep.ModelChanged {
-		note = ", model changed to " + m.Provider + "/" + m.ID
+		note = ", model changed to " + session.ModelName(m.Provider, m.ID)
 	}
-	fmt.Fprintf(w, "forked %s at seq %d into %s (external agent run again: %d of %d recorded model calls replayed, %d live on %s/%s%s)\n",
-		rep.ParentID, rep.ForkedFrom, rep.SessionID, rep.Replayed, rep.RecordedTurns, rep.Live, m.Provider, m.ID, note)
+	fmt.Fprintf(w, "forked %s at seq %d into %s (external agent run again: %d of %d recorded model calls replayed, %d live on %s%s)\n",
+		rep.ParentID, rep.ForkedFrom, rep.SessionID, rep.Replayed, rep.RecordedTurns, rep.Live, session.ModelName(m.Provider, m.ID), note)
 	for _, fd := range rep.Findings {
 		mark := "volatile"
 		if fd.Fatal {
