@@ -24,7 +24,14 @@ import (
 var (
 	cursorJSONL = filepath.Join("testdata", "cursor", "agent-transcripts", "agent-c4e7bf54-50f7-45f0-bcab-cf523baf2588", "agent-c4e7bf54-50f7-45f0-bcab-cf523baf2588.jsonl")
 	cursorText  = filepath.Join("testdata", "cursor", "txt", "02-readme-and-deployment.txt")
+	// A parent whose Task call the SDK ran as a sub-agent, and the
+	// sub-agent's transcript in its subagents/ folder.
+	cursorParent = filepath.Join("testdata", "cursor", "agent-transcripts", "agent-565a0080-b596-47e3-aa79-9a78752deecd", "agent-565a0080-b596-47e3-aa79-9a78752deecd.jsonl")
+	cursorChild  = filepath.Join("testdata", "cursor", "agent-transcripts", "agent-565a0080-b596-47e3-aa79-9a78752deecd", "subagents", "6fc370d0-c2b5-4a5a-9b07-b2c913b047b2.jsonl")
 )
+
+// cursorTaskJQ counts a transcript's Task calls independently.
+const cursorTaskJQ = `[.[] | select(.role == "assistant") | .message.content[] | select(.type == "tool_use" and .name == "Task")] | length`
 
 type cursorCount struct{ User, Assistant, Calls int }
 
@@ -146,6 +153,162 @@ func TestCursorSDKFile(t *testing.T) {
 	if len(tools) != 2 || !strings.HasPrefix(tools[0], `Read {"path":"/tmp/`) || !strings.HasPrefix(tools[1], `Shell {"command":"ls"`) {
 		t.Errorf("tool intents %q", tools)
 	}
+}
+
+// TestCursorSubagentFile imports the parent the SDK wrote with its
+// sub-agent's transcript: the child comes in with it, under it, with
+// jq's counts, its header naming the parent and the Task call, the
+// parent's markers right after that call (the Task's prompt is the
+// child's first prompt: the only tie the files hold, said in
+// not_recorded).
+func TestCursorSubagentFile(t *testing.T) {
+	parent := checkCursorImport(t, cursorParent)
+	out, err := exec.Command("jq", "-s", cursorTaskJQ, cursorParent).Output()
+	if err != nil {
+		t.Skipf("jq: %v", err)
+	}
+	tasks, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	subs, _ := filepath.Glob(filepath.Join(filepath.Dir(cursorParent), "subagents", "*.jsonl"))
+	if tasks != 1 || len(subs) != 1 {
+		t.Fatalf("jq counts %d Task calls, %d sub-agent files; the committed files hold 1 and 1", tasks, len(subs))
+	}
+	if len(parent.Children) != len(subs) {
+		t.Fatalf("%d children; the subagents/ folder holds %d files", len(parent.Children), len(subs))
+	}
+	child := parent.Children[0]
+	want := cursorIndependent(t, cursorChild)
+	var got cursorCount
+	for _, e := range child.Events {
+		switch e.Kind {
+		case session.KindUserMessage:
+			got.User++
+		case session.KindAssistantMessage:
+			got.Assistant++
+			got.Calls += len(e.ToolCalls)
+		}
+	}
+	if got != want {
+		t.Errorf("child: imported %+v; the independent count is %+v", got, want)
+	}
+	h := child.Events[0]
+	if h.ParentSessionID != parent.ID() || child.Report.ParentSessionID != parent.ID() || child.Report.File != mustAbs(t, cursorChild) {
+		t.Errorf("child header parent %q, report parent %q, file %q; want %q", h.ParentSessionID, child.Report.ParentSessionID, child.Report.File, parent.ID())
+	}
+	if n := parent.Report.Counts[string(session.KindSubagentStarted)]; n != tasks || parent.Report.Counts[string(session.KindSubagentFinished)] != tasks {
+		t.Errorf("parent counts %v; want %d subagent_started and _finished", parent.Report.Counts, tasks)
+	}
+	// The markers follow the Task call whose prompt the child's is.
+	var kinds []string
+	for _, e := range parent.Events {
+		kinds = append(kinds, string(e.Kind)+" "+e.Tool)
+	}
+	at := h.ParentSeq
+	if at < 2 || int(at)+2 > len(parent.Events) || parent.Events[at-1].Tool != "Task" || parent.Events[at-1].Kind != session.KindToolIntent {
+		t.Fatalf("child's parent_seq %d is not the Task intent: %q", at, kinds)
+	}
+	started, finished := parent.Events[at], parent.Events[at+1]
+	if started.Kind != session.KindSubagentStarted || finished.Kind != session.KindSubagentFinished ||
+		started.ChildSessionID != child.ID() || finished.ChildSessionID != child.ID() {
+		t.Errorf("after the Task intent: %q; want subagent_started, subagent_finished naming %s", kinds, child.ID())
+	}
+	if finished.Output != "A small Go service; its README says how to run it." {
+		t.Errorf("subagent_finished output %q; want the child's last response", finished.Output)
+	}
+	if !slices.Contains(parent.Report.NotRecorded, cursorNoSubagentID) {
+		t.Errorf("not_recorded %v lacks %q", parent.Report.NotRecorded, cursorNoSubagentID)
+	}
+	for _, n := range parent.Report.Notes {
+		if strings.Contains(n.Detail, "placed at the end") {
+			t.Errorf("note %+v: the child's prompt is its Task call's", n)
+		}
+	}
+	// The child alone (a path named) is a session of its own, and a
+	// companion in a folder walk.
+	ss, err := Import(FormatAuto, cursorChild)
+	if err != nil || len(ss) != 1 || ss[0].Events[0].ParentSessionID != "" {
+		t.Errorf("the child file alone: %v, %v", ss, err)
+	}
+	if cursorCompanion(cursorChild) == "" || cursorCompanion(cursorParent) != "" {
+		t.Error("the child is a companion, its parent is not")
+	}
+}
+
+// TestCursorSubagentUntied: a sub-agent no Task call's prompt names, or
+// two whose prompt two calls share, comes in at the parent's end, said
+// in a note, not tied to a call by a guess. Derived from the real files.
+func TestCursorSubagentUntied(t *testing.T) {
+	parentData, err := os.ReadFile(cursorParent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	childData, err := os.ReadFile(cursorChild)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "Read README.md in this folder and report what the service does."
+	lines := strings.SplitAfter(string(parentData), "\n")
+	for _, tt := range []struct {
+		name     string
+		parent   string
+		children []string
+		why      string
+	}{
+		{"other prompt", string(parentData), []string{strings.Replace(string(childData), prompt, "Something else.", 1)}, "no Task call's prompt is its first prompt"},
+		{"shared prompt", lines[0] + lines[1] + lines[1] + lines[2], []string{string(childData), string(childData) + "\n"}, "its first prompt is that of 2 Task calls and 2 sub-agents"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "agent-x")
+			if err := os.MkdirAll(filepath.Join(dir, "subagents"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, "agent-x.jsonl")
+			if err := os.WriteFile(p, []byte(tt.parent), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range tt.children {
+				if err := os.WriteFile(filepath.Join(dir, "subagents", fmt.Sprintf("c%d.jsonl", i)), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ss, err := Import(FormatCursor, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ss[0]
+			if len(s.Children) != len(tt.children) {
+				t.Fatalf("%d children, want %d", len(s.Children), len(tt.children))
+			}
+			n := len(s.Events)
+			for i, ch := range s.Children {
+				if ch.Events[0].ParentSessionID != s.ID() || ch.Events[0].ParentSeq != 0 {
+					t.Errorf("child %d header: parent %q seq %d", i, ch.Events[0].ParentSessionID, ch.Events[0].ParentSeq)
+				}
+				// At the end, in the order linked.
+				if e := s.Events[n-2*(len(s.Children)-i)]; e.Kind != session.KindSubagentStarted || e.ChildSessionID != ch.ID() {
+					t.Errorf("child %d: %+v is not its subagent_started at the end", i, e)
+				}
+			}
+			notes := 0
+			for _, nt := range s.Report.Notes {
+				if nt.Code == CodeSubagent && strings.Contains(nt.Detail, "placed at the end: "+tt.why) {
+					notes++
+				}
+			}
+			if notes != len(tt.children) {
+				t.Errorf("notes %+v; want %d saying %q", s.Report.Notes, len(tt.children), tt.why)
+			}
+		})
+	}
+}
+
+// mustAbs is the absolute form of a path, as a report names its file.
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // TestCursorTextFile imports the text form the Cursor IDE wrote, with
