@@ -526,8 +526,8 @@ func (m *textMsg) endCall() {
 func init() {
 	Register(Format{
 		Name: FormatCursor,
-		Doc: "Cursor agent transcripts (~/.cursor/projects/<project>/agent-transcripts/<id>/<id>.jsonl, or <id>.txt):\n" +
-			"no times, tokens, model or tool results (not_recorded)",
+		Doc: "Cursor agent transcripts (~/.cursor/projects/<project>/agent-transcripts/<id>/<id>.jsonl, or <id>.txt;\n" +
+			"its sub-agents in <id>/subagents/ as child sessions): no times, tokens, model or tool results (not_recorded)",
 		Exts:      []string{".jsonl", ".txt"},
 		Detect:    detectCursor,
 		Import:    importCursor,
