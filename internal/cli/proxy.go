@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -49,17 +51,18 @@ func newProxyCmd(f *Factory, runF func(context.Context, *proxyOptions) error) *c
 	opts := &proxyOptions{}
 	cmd := &cobra.Command{
 		Use:   "proxy (--script FILE | --upstream URL | --replay SESSION) [flags] [-- COMMAND ARGS...]",
-		Short: "Serve the OpenAI and Anthropic APIs on loopback, recording every call into a session",
-		Long: `Serve the model APIs agents speak (OpenAI /v1/chat/completions, /v1/responses,
-/v1/models; Anthropic /v1/messages, /v1/messages/count_tokens), streaming and
-not, and record every call as session events: the agent's prompts and tool
+		Short: "Serve the model APIs (" + strings.Join(proxyProviders(), ", ") + ") on loopback, recording every call into a session",
+		Long: `Serve the model APIs agents speak, streaming and not:
+
+` + proxyRoutesHelp() + `
+and record every call as session events: the agent's prompts and tool
 results from its requests, the answers, tokens, cost and errors, and the raw
 bodies (redacted) as artifacts.
 
 Backends:
   --script FILE        agentctl's scripted model: no key, no network
   --upstream URL       forward to the real provider with the client's own key
-                       (https://api.openai.com/v1, https://api.anthropic.com);
+                       (` + strings.Join(proxyUpstreams(), ",\n                       ") + `);
                        keys and cookies are never recorded
   --replay SESSION     serve a recorded session offline, call N by turn N,
                        whatever recorded it (proxy, collect, import, run):
@@ -77,12 +80,13 @@ Backends:
                        goes on live with --upstream [--model ID]: a fork
 
 Point the agent at http://127.0.0.1:PORT/s/<name>/v1 (OpenAI) or
-http://127.0.0.1:PORT/s/<name> (Anthropic) to record a session named by you;
-without /s/<name> calls are grouped into sessions by history prefix. With a
-COMMAND after --, the proxy runs it with OPENAI_BASE_URL and ANTHROPIC_BASE_URL
-set to one session's URLs and stops when it exits (with its exit code); the
-command's stdout is the proxy's, byte for byte, and agentctl's own lines
-(--json ones too) go to stderr.
+http://127.0.0.1:PORT/s/<name> (Anthropic, Gemini) to record a session named by
+you; without /s/<name> calls are grouped into sessions by history prefix. With
+a COMMAND after --, the proxy runs it with these set to one session's URLs:
+  ` + strings.Join(proxyBaseVars(), ", ") + `
+and stops when it exits (with its exit code); the command's stdout is the
+proxy's, byte for byte, and agentctl's own lines (--json ones too) go to
+stderr.
 
 A session ends done when the COMMAND exits 0 (or, without one, when the proxy
 is stopped), failed when it exits non-zero. Its model calls overrule that: a
@@ -124,6 +128,79 @@ needs --token (clients send it as X-Agentctl-Token or a /t/<token> prefix).`,
 	fl.StringArrayVar(&opts.Tags, "tag", nil, "label every session recorded KEY=VALUE (repeatable; the sessions view's tags, sessions --tag)")
 	fl.BoolVar(&opts.JSON, "json", false, "print the listening address, then the result, as JSON lines")
 	return cmd
+}
+
+// proxyProviders names the providers whose APIs the proxy serves, from
+// the registry: a new API shows in the help without an edit here.
+func proxyProviders() []string {
+	var ps []string
+	for _, a := range modelapi.All() {
+		if a.Wire != nil && !slices.Contains(ps, a.Provider) {
+			ps = append(ps, a.Provider)
+		}
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+// proxyRoutesHelp lists the routes each registered API serves, a line
+// per provider.
+func proxyRoutesHelp() string {
+	byProvider := map[string][]string{}
+	for _, a := range modelapi.All() {
+		if a.Wire == nil {
+			continue
+		}
+		for _, r := range a.Wire.Routes() {
+			if p := r.Method + " " + r.Path; !slices.Contains(byProvider[a.Provider], p) {
+				byProvider[a.Provider] = append(byProvider[a.Provider], p)
+			}
+		}
+	}
+	var b strings.Builder
+	for _, p := range proxyProviders() {
+		line := fmt.Sprintf("  %-10s", p)
+		for i, r := range byProvider[p] {
+			sep := " "
+			if i > 0 {
+				sep = ", "
+			}
+			if len(line)+len(sep)+len(r) > 79 && i > 0 {
+				b.WriteString(line + ",\n")
+				line, sep = strings.Repeat(" ", 13), ""
+			}
+			line += sep + r
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+// proxyUpstreams are the registered APIs' public roots, for the help.
+func proxyUpstreams() []string {
+	var us []string
+	for _, a := range modelapi.All() {
+		if a.Wire != nil && a.BaseURL != "" && !slices.Contains(us, a.BaseURL) {
+			us = append(us, a.BaseURL)
+		}
+	}
+	sort.Strings(us)
+	return us
+}
+
+// proxyBaseVars are the base-URL variables a COMMAND is given, from the
+// registry's Env.
+func proxyBaseVars() []string {
+	var vs []string
+	for _, a := range modelapi.All() {
+		for _, v := range a.Env.BaseURL {
+			if !slices.Contains(vs, v) {
+				vs = append(vs, v)
+			}
+		}
+	}
+	sort.Strings(vs)
+	return vs
 }
 
 // proxyListening is the first --json line: where the proxy listens.
