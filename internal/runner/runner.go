@@ -459,11 +459,11 @@ func (r *run) pinModel() error {
 		return nil
 	}
 	if !r.cfg.Resume.AllowModelChange {
-		return fmt.Errorf("the session is pinned to %s/%s, not %s/%s; pass --allow-model-change to switch (the change is recorded)",
-			r.st.Provider, r.st.Model, prov, model)
+		return fmt.Errorf("the session is pinned to %s, not %s; pass --allow-model-change to switch (the change is recorded)",
+			session.ModelName(r.st.Provider, r.st.Model), session.ModelName(prov, model))
 	}
 	return r.append(session.Event{Kind: session.KindModelChanged, Provider: prov, Model: model,
-		Reason: fmt.Sprintf("resume --allow-model-change; was %s/%s", r.st.Provider, r.st.Model)})
+		Reason: "resume --allow-model-change; was " + session.ModelName(r.st.Provider, r.st.Model)})
 }
 
 // append makes events durable, folds them and shows them, in that order.

@@ -799,7 +799,7 @@ func (m ModelCalls) Failure() (reason, detail string) {
 // fromCall is the first model call on the new model, 0 when the fork
 // records the change before any call.
 func ForkModelChanged(prov, model, wasProv, wasModel string, fromCall int) Event {
-	reason := fmt.Sprintf("fork --model %s/%s (was %s/%s)", prov, model, wasProv, wasModel)
+	reason := fmt.Sprintf("fork --model %s (was %s)", ModelName(prov, model), ModelName(wasProv, wasModel))
 	if fromCall > 0 {
 		reason += fmt.Sprintf(" from call %d on", fromCall)
 	}
