@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/recorder"
 	replaycheck "github.com/agentctl/agentctl/internal/replay/check"
+	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
@@ -326,9 +327,9 @@ func replayDiffRun(f *Factory, opts *replayDiffOptions) error {
 }
 
 func writeDiff(w io.Writer, rep replaycheck.DiffReport) {
-	fmt.Fprintf(w, "A %s %s/%s %s: %d tool calls, %d tokens, $%.4f\n", rep.A.SessionID, rep.A.Provider, rep.A.Model, rep.A.Status,
+	fmt.Fprintf(w, "A %s %s %s: %d tool calls, %d tokens, $%.4f\n", rep.A.SessionID, session.ModelName(rep.A.Provider, rep.A.Model), rep.A.Status,
 		rep.A.ToolCalls, rep.A.InputTokens+rep.A.OutputTokens, rep.A.CostUSD)
-	fmt.Fprintf(w, "B %s %s/%s %s: %d tool calls, %d tokens, $%.4f\n", rep.B.SessionID, rep.B.Provider, rep.B.Model, rep.B.Status,
+	fmt.Fprintf(w, "B %s %s %s: %d tool calls, %d tokens, $%.4f\n", rep.B.SessionID, session.ModelName(rep.B.Provider, rep.B.Model), rep.B.Status,
 		rep.B.ToolCalls, rep.B.InputTokens+rep.B.OutputTokens, rep.B.CostUSD)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TURN\t\tA CALLS → RESULTS\tA TOKENS\tB CALLS → RESULTS\tB TOKENS\tDIFFERS")

@@ -313,7 +313,7 @@ func replayForkRun(ctx context.Context, f *Factory, opts *replayForkOptions) err
 			note += fmt.Sprintf(", %d bash calls run again", fr.Rerun)
 		}
 		if fr.ModelChanged {
-			note += fmt.Sprintf(", model changed to %s/%s", rep.Model.Provider, rep.Model.ID)
+			note += ", model changed to " + session.ModelName(rep.Model.Provider, rep.Model.ID)
 		}
 		if fr.GitSHA != "" {
 			note += ", workspace from the run branch at commit " + fr.GitSHA
