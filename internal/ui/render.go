@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentctl/agentctl/internal/query"
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/termsafe"
 )
 
@@ -142,6 +143,7 @@ var funcs = template.FuncMap{
 	"duration": formatDuration,
 	"time":     formatTime,
 	"clip":     clip.Runes,
+	"model":    session.ModelName,
 	"json": func(v any) (string, error) {
 		b, err := json.Marshal(v)
 		return string(b), err
