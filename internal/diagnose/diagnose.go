@@ -84,9 +84,12 @@ type Report struct {
 	ToolCalls int64   `json:"tool_calls"`
 	// ImportedFrom and SourceStatus: an imported session's source tool
 	// and the end state it recorded.
-	ImportedFrom string    `json:"imported_from,omitempty"`
-	SourceStatus string    `json:"source_status,omitempty"`
-	Findings     []Finding `json:"findings"`
+	ImportedFrom string `json:"imported_from,omitempty"`
+	SourceStatus string `json:"source_status,omitempty"`
+	// NotRecorded is what an import's source does not record
+	// (session.NotRecorded): the findings do not count its zeros.
+	NotRecorded []string  `json:"not_recorded,omitempty"`
+	Findings    []Finding `json:"findings"`
 }
 
 // Finding is one observation, with the seqs it rests on.
@@ -172,6 +175,14 @@ FROM sessions WHERE session_id = $ID`)
 	d.rep.Name, d.rep.Status, d.rep.Events, d.rep.Tokens = query.Text(r[0]), query.Text(r[1]), query.Int(r[2]), query.Int(r[3])
 	d.rep.CostUSD, d.rep.ToolCalls = flt(r[4]), query.Int(r[5])
 	d.rep.ImportedFrom, d.rep.SourceStatus = query.Text(r[6]), query.Text(r[7])
+	if d.rep.ImportedFrom == "" {
+		return nil
+	}
+	rows, err = d.q(`SELECT coalesce(attrs, ''), coalesce(forked_from, 0)::BIGINT FROM events WHERE session_id = $ID AND seq = 1`)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	d.rep.NotRecorded = session.NotRecorded(session.Event{Attrs: json.RawMessage(query.Text(rows[0][0])), ForkedFrom: query.Int(rows[0][1])})
 	return nil
 }
 

@@ -232,10 +232,24 @@ type budgetFacts struct {
 
 func (d *diag) renderBudget(f budgetFacts) {
 	mins := float64(f.ms) / 60000
+	noUsage := slices.Contains(d.rep.NotRecorded, session.NotRecordedUsage)
+	noTimes := slices.Contains(d.rep.NotRecorded, session.NotRecordedTimes)
 	var b strings.Builder
-	fmt.Fprintf(&b, "spent %d tokens, %d tool calls and $%.4f in %s", d.rep.Tokens, d.rep.ToolCalls, d.rep.CostUSD, dur(f.ms))
-	if mins > 0 {
-		fmt.Fprintf(&b, " (%.0f tokens/min, %.1f tool calls/min)", float64(d.rep.Tokens)/mins, float64(d.rep.ToolCalls)/mins)
+	switch {
+	case noUsage && noTimes:
+		fmt.Fprintf(&b, "spent %d tool calls; the %s transcript records no tokens (so no cost) and no times", d.rep.ToolCalls, d.rep.ImportedFrom)
+	case noUsage:
+		fmt.Fprintf(&b, "spent %d tool calls in %s; the %s transcript records no tokens (so no cost)", d.rep.ToolCalls, dur(f.ms), d.rep.ImportedFrom)
+		if mins > 0 {
+			fmt.Fprintf(&b, " (%.1f tool calls/min)", float64(d.rep.ToolCalls)/mins)
+		}
+	case noTimes:
+		fmt.Fprintf(&b, "spent %d tokens, %d tool calls and $%.4f; the %s transcript records no times", d.rep.Tokens, d.rep.ToolCalls, d.rep.CostUSD, d.rep.ImportedFrom)
+	default:
+		fmt.Fprintf(&b, "spent %d tokens, %d tool calls and $%.4f in %s", d.rep.Tokens, d.rep.ToolCalls, d.rep.CostUSD, dur(f.ms))
+		if mins > 0 {
+			fmt.Fprintf(&b, " (%.0f tokens/min, %.1f tool calls/min)", float64(d.rep.Tokens)/mins, float64(d.rep.ToolCalls)/mins)
+		}
 	}
 	var limits []string
 	bu := f.budget

@@ -229,7 +229,7 @@ func (f *Fold) Report(live, corrupt bool, anchors replaycheck.AnchorsReport) (*R
 	r := d.rep
 	r.Name, r.Status, r.Events, r.Tokens = st.Name, string(st.Status()), st.Events, st.Tokens()
 	r.CostUSD, r.ToolCalls = st.CostUSD, st.ToolCalls
-	r.ImportedFrom, r.SourceStatus = st.ImportedFrom, st.SourceStatus
+	r.ImportedFrom, r.SourceStatus, r.NotRecorded = st.ImportedFrom, st.SourceStatus, st.NotRecorded
 
 	d.renderLoop(f.loopFacts())
 	d.renderAfterError(f.ae)

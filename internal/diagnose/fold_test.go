@@ -261,10 +261,58 @@ func madeSessions() map[string][]session.Event {
 			}
 			return out
 		}(),
+		// An import whose source records no usage and no times (a Cursor
+		// transcript), and a fork of it, which records its own.
+		noUsage: cat(one(session.Event{Kind: session.KindSessionStarted, Provider: "cursor",
+			Attrs: json.RawMessage(`{"imported_from":"cursor","not_recorded":["timestamps","usage"]}`)}), user,
+			asst(10, 0, 0, call("n1", "Read", `{"path":"a"}`)),
+			one(at(12, session.Event{Kind: session.KindToolIntent, CallID: "n1", Tool: "Read"}))),
+		"c0de000000000011": cat(one(session.Event{Kind: session.KindSessionStarted, Provider: "cursor", ParentSessionID: noUsage, ForkedFrom: 3,
+			Attrs: json.RawMessage(`{"imported_from":"cursor","not_recorded":["timestamps","usage"]}`)}), user,
+			asst(10, 40, 5, call("n2", "Read", `{"path":"a"}`)), tool(12, "n2", "Read", "ok", 3)),
 		// One message naming one id twice: both asks join its one call.
 		"c0de00000000000e": cat(one(hdr("")), user,
 			asst(25, 100, 10, call("w", "grep", `{"q":"y"}`), call("w", "grep", `{"q":"other"}`)), tool(27, "w", "grep", "error", 3),
 			asst(28, 100, 10, call("w2", "grep", `{"q":"y"}`)), tool(29, "w2", "grep", "ok", 3)),
+	}
+}
+
+// noUsage is the made import whose source records no usage or times.
+const noUsage = "c0de000000000010"
+
+// TestNotRecordedIsNotZero: the budget finding of an import whose source
+// records no tokens or times says so, instead of "0 tokens ... $0.0000 in
+// 0s" as if measured; a fork of it, which records its own, counts them.
+func TestNotRecordedIsNotZero(t *testing.T) {
+	home := t.TempDir()
+	st := recorder.Store{Root: home}
+	for _, id := range []string{noUsage, "c0de000000000011"} {
+		evs := madeSessions()[id]
+		evs[0].SessionID = id
+		if _, err := st.WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, want := range map[string]string{
+		noUsage:            "Spent 1 tool calls; the cursor transcript records no tokens (so no cost) and no times.",
+		"c0de000000000011": "Spent 45 tokens, 1 tool calls and $0.0000 in ",
+	} {
+		rep, _, err := diagnose.Stream(st, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range rep.Findings {
+			if f.Kind == "budget" {
+				found = true
+				if !strings.HasPrefix(f.Text, want) {
+					t.Errorf("%s: budget %q, want it to start %q", id, f.Text, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no budget finding: %+v", id, rep.Findings)
+		}
 	}
 }
 

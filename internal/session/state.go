@@ -85,6 +85,12 @@ type State struct {
 	// exit status, a stop reason, an agent state: the header's attrs
 	// source_status), "" when the source records none.
 	SourceStatus string `json:"source_status,omitempty"`
+	// NotRecorded is what an import's source does not record (the
+	// header's attrs not_recorded: NotRecordedUsage, NotRecordedTimes,
+	// ...), so that a reader shows "not recorded" where it would show a
+	// zero that reads as a measurement. A fork of an import records its
+	// own part, and has none.
+	NotRecorded []string `json:"not_recorded,omitempty"`
 	// Provider and Model are those in force (after model_changed).
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
@@ -308,7 +314,8 @@ func (s *State) Add(e Event) {
 			s.ID, s.Name, s.System, s.Started = e.SessionID, e.Name, e.System, e.TS
 			s.PinnedProvider, s.PinnedModel = e.Provider, e.Model
 			s.ParentSessionID, s.ForkedFrom, s.ParentSeq = e.ParentSessionID, e.ForkedFrom, e.ParentSeq
-			s.ImportedFrom, s.SourceStatus = importAttrs(e)
+			s.ImportedFrom, s.SourceStatus, _ = importAttrs(e)
+			s.NotRecorded = NotRecorded(e)
 			s.ReplayOf = ReplayOf(e)
 			s.Budget = specBudget(e.Spec)
 		}
@@ -675,22 +682,46 @@ func ProjectionOf(events []Event) ProjectorState {
 // ImportedFrom returns the tool a session was imported from, as its
 // header's attrs name it ({"imported_from": ...}), or "".
 func ImportedFrom(header Event) string {
-	from, _ := importAttrs(header)
+	from, _, _ := importAttrs(header)
 	return from
 }
 
+// What an import's source may not record, as the importers name it in
+// the header's attrs not_recorded, for the readers that show those
+// figures (State.NotRecorded).
+const (
+	NotRecordedUsage = "usage"      // tokens, and so cost
+	NotRecordedTimes = "timestamps" // every event is dated alike
+)
+
+// NotRecorded returns what the source of an imported session does not
+// record, from its header (State.NotRecorded): nil for a fork, which
+// records its own part.
+func NotRecorded(header Event) []string {
+	if header.ForkedFrom > 0 {
+		return nil
+	}
+	_, _, not := importAttrs(header)
+	return not
+}
+
+// Records reports whether the session's source records what (a
+// NotRecorded name): always, but for an import that says it does not.
+func (s *State) Records(what string) bool { return !slices.Contains(s.NotRecorded, what) }
+
 // importAttrs reads the header attrs an import writes: the tool it came
-// from and the source's end state.
-func importAttrs(header Event) (from, status string) {
+// from, the source's end state and what the source does not record.
+func importAttrs(header Event) (from, status string, notRecorded []string) {
 	if len(header.Attrs) == 0 {
-		return "", ""
+		return "", "", nil
 	}
 	var a struct {
-		From   string `json:"imported_from"`
-		Status string `json:"source_status"`
+		From        string   `json:"imported_from"`
+		Status      string   `json:"source_status"`
+		NotRecorded []string `json:"not_recorded"`
 	}
 	_ = json.Unmarshal(header.Attrs, &a)
-	return a.From, a.Status
+	return a.From, a.Status, a.NotRecorded
 }
 
 // ReplayOf returns the session a replay served its model calls from, as

@@ -214,7 +214,7 @@ func importAmp(path string) ([]*Session, error) {
 		a.message(i+1, m)
 	}
 	if !a.usage {
-		a.b.notRecorded("usage")
+		a.b.notRecorded(session.NotRecordedUsage)
 	}
 	a.b.notRecorded("system prompt", "tool definitions", "response ids")
 	a.b.endState(a.status)
@@ -512,7 +512,7 @@ func (a *ampImport) subagent(sub ampSub) *Session {
 		}
 	}
 	if !usage {
-		b.notRecorded("usage")
+		b.notRecorded(session.NotRecordedUsage)
 	}
 	if b.hdr.Model == "" {
 		b.notRecorded("model")

@@ -399,7 +399,7 @@ func (c *codexImport) finish(path string) (*Session, error) {
 		return nil, fmt.Errorf("import codex %s: no session_meta or response items; is this a Codex rollout?", path)
 	}
 	if !c.hasUsage {
-		b.notRecorded("usage")
+		b.notRecorded(session.NotRecordedUsage)
 	}
 	if c.model == "" {
 		b.notRecorded("model")

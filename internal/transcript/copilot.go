@@ -167,7 +167,7 @@ func newCopilotImport(file string, data []byte) *copilotImport {
 func (c *copilotImport) finishSession() *Session {
 	c.flush()
 	if !c.hasUsage {
-		c.b.notRecorded("usage")
+		c.b.notRecorded(session.NotRecordedUsage)
 	}
 	c.b.notRecorded("tool definitions")
 	c.b.endState(c.status)

@@ -61,7 +61,7 @@ const FormatCursor = "cursor"
 const cursorMaxBytes = 256 << 20
 
 // cursorNotRecorded is what neither form carries.
-var cursorNotRecorded = []string{"timestamps", "usage", "model", "system prompt", "tool definitions", "tool call ids", "tool results"}
+var cursorNotRecorded = []string{session.NotRecordedTimes, session.NotRecordedUsage, "model", "system prompt", "tool definitions", "tool call ids", "tool results"}
 
 // cursorLine is one line of the JSONL form.
 type cursorLine struct {

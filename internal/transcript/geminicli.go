@@ -627,7 +627,7 @@ func (g *geminiImport) finish() *Session {
 	}
 	b.hdr.Name = "gemini-cli " + m.SessionID
 	if !g.tokens {
-		b.notRecorded("usage")
+		b.notRecorded(session.NotRecordedUsage)
 	}
 	if len(m.Directories) == 0 {
 		b.notRecorded("the folder it ran in (only its hash, projectHash)")

@@ -67,7 +67,7 @@ func importSWEAgent(path string) (*Session, error) {
 	}
 	x.b = newBuilder(FormatSWEAgent, file, data)
 	x.b.records = len(x.t.Trajectory) + len(x.t.History)
-	x.b.notRecorded("timestamps", "per-call usage (the run's totals are on the last model_call)", "tool error flags")
+	x.b.notRecorded(session.NotRecordedTimes, "per-call usage (the run's totals are on the last model_call)", "tool error flags")
 	x.header(file)
 	x.prompt()
 	if len(x.t.Trajectory) == 0 {

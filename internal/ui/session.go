@@ -297,6 +297,13 @@ func figuresOf(c *Ctx, id string, from int64) (*sessionFigures, error) {
 		Duration: formatDuration(time.Duration(h.DurationMS) * time.Millisecond),
 		Turns:    h.Turns, ToolCalls: sum.ToolCalls, Events: sum.Events,
 	}
+	// An import's source may record no tokens or times: said, not zeros.
+	if h.NoUsage {
+		f.In, f.Out, f.Cost = "not recorded", "not recorded", "not recorded"
+	}
+	if h.NoTimes {
+		f.Duration = "not recorded"
+	}
 	if p := pageStart(last); p > from {
 		f.LastHref = pageHref(c, id, p)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/internal/recorder"
+	"github.com/agentctl/agentctl/internal/session"
 	"github.com/agentctl/agentctl/internal/ui"
 )
 
@@ -98,5 +99,37 @@ func TestSessionPagePaged(t *testing.T) {
 	}
 	if code, _ := get(t, home, "/sessions/ffff"); code != http.StatusNotFound {
 		t.Errorf("unknown session: %d, want 404", code)
+	}
+}
+
+// TestImportedFiguresNotRecorded: a session imported from a source that
+// records no tokens and no times (a Cursor transcript) shows its tokens,
+// cost and duration as not recorded, not as measured zeros.
+func TestImportedFiguresNotRecorded(t *testing.T) {
+	home := newHome(t)
+	st := recorder.Store{Root: home}
+	evs := []session.Event{
+		{SessionID: "1e00000000000001", Kind: session.KindSessionStarted, Provider: "cursor",
+			Attrs: json.RawMessage(`{"imported_from":"cursor","not_recorded":["timestamps","usage"]}`)},
+		{Kind: session.KindUserMessage, Text: "go"},
+		{Kind: session.KindAssistantMessage, Text: "done"},
+		{Kind: session.KindModelCall},
+	}
+	if _, err := st.WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The page paints, then fetches its figures.
+	code, body := get(t, home, "/api/sessions/1e00000000000001/figures")
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	var f map[string]any
+	if err := json.Unmarshal([]byte(body), &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"in", "out", "cost", "duration"} {
+		if f[k] != "not recorded" {
+			t.Errorf("figure %s = %v, want not recorded", k, f[k])
+		}
 	}
 }

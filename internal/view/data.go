@@ -125,8 +125,13 @@ type Header struct {
 	Turns      int   `json:"turns"`
 	// Exit is the exit path in words: the final status and its reason, or
 	// where the log stops.
-	Exit        string   `json:"exit"`
-	Source      string   `json:"source"`
+	Exit   string `json:"exit"`
+	Source string `json:"source"`
+	// NoUsage and NoTimes: the import's source records no tokens (so no
+	// cost) or no times, and the page says so instead of showing zeros
+	// as if they were measured (session.State.Records).
+	NoUsage     bool     `json:"no_usage,omitempty"`
+	NoTimes     bool     `json:"no_times,omitempty"`
 	Goal        string   `json:"goal,omitempty"` // the first user message, pinned verbatim
 	System      string   `json:"system,omitempty"`
 	SpecPath    string   `json:"spec_path,omitempty"`
@@ -502,6 +507,7 @@ func header(in Input, st *session.State, sum recorder.Summary, c *cleaner, hdr s
 		PinnedProvider: c.str(st.PinnedProvider), PinnedModel: c.str(st.PinnedModel),
 		Turns: st.Turns, Compactions: st.Compactions, System: c.str(st.System),
 		Origin: c.str(in.Origin), ArtifactNote: in.ArtifactNote, ForkedFrom: st.ForkedFrom,
+		NoUsage: !st.Records(session.NotRecordedUsage), NoTimes: !st.Records(session.NotRecordedTimes),
 	}
 	h.SpecPath, h.SpecHash, h.Version, h.Workspace = c.str(hdr.SpecPath), c.str(hdr.SpecHash), c.str(hdr.AgentctlVersion), c.str(hdr.Workspace)
 	for _, g := range st.GrantList() {

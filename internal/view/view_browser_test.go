@@ -245,6 +245,17 @@ func TestBrowser(t *testing.T) {
 		if strings.Contains(text, "undefined") || !strings.Contains(text, "cursor (model not recorded)") {
 			t.Errorf("a session with no model: the page shows %q", regexp.MustCompile(`.*(undefined|model).*`).FindAllString(text, 5))
 		}
+		// Nor tokens, cost or times: said, not shown as measured zeros.
+		var figs map[string]string
+		tb.eval(`Object.fromEntries([...document.querySelectorAll('.fig')].map(d => [d.dataset.k, d.querySelector('dd').textContent]))`, &figs)
+		for _, k := range []string{"tokens", "cost", "duration"} {
+			if figs[k] != "not recorded by the source" {
+				t.Errorf("figure %s = %q, want it said not recorded", k, figs[k])
+			}
+		}
+		if !strings.Contains(text, "Not recorded: the source (import from cursor) holds no token counts") || strings.Contains(text, "0 (in 0, out 0)") {
+			t.Errorf("the tokens section of a source with no usage: %q", regexp.MustCompile(`.*(Not recorded|in 0).*`).FindAllString(text, 5))
+		}
 		tb.clean()
 	})
 

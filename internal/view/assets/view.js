@@ -135,16 +135,17 @@
     if (now !== model) model += ' → now ' + now;
     fig('status', 'status', vis(sum.status) + (sum.torn ? ' (torn tail)' : ''), 'st-' + sum.status);
     fig('model', 'pinned model', model);
-    fig('duration', 'duration', dur(hd.duration_ms));
+    var nr = 'not recorded by the source';
+    fig('duration', 'duration', hd.no_times ? nr : dur(hd.duration_ms));
     fig('events', 'events', num(sum.events));
     fig('turns', 'turns', num(hd.turns));
     fig('tool_calls', 'tool calls', num(sum.tool_calls));
     fig('errors', 'errors', num(sum.errors), sum.errors ? 'bad' : '');
-    fig('tokens', 'tokens', num(sum.input_tokens + sum.output_tokens) + ' (in ' + num(sum.input_tokens) + ', out ' + num(sum.output_tokens) + ')');
-    fig('cost', 'cost', usd(sum.cost_usd));
+    fig('tokens', 'tokens', hd.no_usage ? nr : num(sum.input_tokens + sum.output_tokens) + ' (in ' + num(sum.input_tokens) + ', out ' + num(sum.output_tokens) + ')');
+    fig('cost', 'cost', hd.no_usage ? nr : usd(sum.cost_usd));
     fig('compactions', 'compactions', num(hd.compactions));
     fig('source', 'source', hd.source);
-    fig('started', 'started', when(sum.started));
+    fig('started', hd.no_times ? 'started (the file\'s last write)' : 'started', when(sum.started));
     if (sum.ended && sum.ended.indexOf('0001-') !== 0) fig('ended', 'ended', when(sum.ended));
     fig('exit', 'exit', hd.exit, 'wide');
     if (hd.grants && hd.grants.length) fig('grants', 'granted for the session', hd.grants.join(', '), 'wide');
@@ -208,7 +209,14 @@
       app.appendChild(g);
     }
 
-    app.appendChild(chart(evs, S.marks));
+    if (hd.no_usage) {
+      var nc = h('section', 'chart');
+      nc.id = 'chart';
+      add(nc, h('h2', '', 'Tokens and cost'), h('p', 'rel', 'Not recorded: the source (' + vis(hd.source) + ') holds no token counts, and so no cost.'));
+      app.appendChild(nc);
+    } else {
+      app.appendChild(chart(evs, S.marks));
+    }
 
     // timeline
     var tl = h('section', 'timeline');
