@@ -35,6 +35,13 @@ const cursorTaskJQ = `[.[] | select(.role == "assistant") | .message.content[] |
 
 type cursorCount struct{ User, Assistant, Calls int }
 
+// countCursor counts what the importer made of a transcript (countOf),
+// as cursorIndependent counts the file.
+func countCursor(evs []session.Event) cursorCount {
+	c := countOf(&Session{Events: evs})
+	return cursorCount{User: c.User, Assistant: c.Assistant, Calls: c.Calls}
+}
+
 // cursorJQ counts the JSONL form independently of the importer.
 const cursorJQ = `{
   user: [.[] | select(.role == "user")] | length,
@@ -87,15 +94,10 @@ func checkCursorImport(t *testing.T, path string) *Session {
 		t.Fatalf("%d sessions, want 1", len(ss))
 	}
 	s := ss[0]
-	var got cursorCount
+	got := countCursor(s.Events)
 	intents := 0
 	for _, e := range s.Events {
 		switch e.Kind {
-		case session.KindUserMessage:
-			got.User++
-		case session.KindAssistantMessage:
-			got.Assistant++
-			got.Calls += len(e.ToolCalls)
 		case session.KindToolIntent:
 			intents++
 		case session.KindToolResult:
@@ -177,17 +179,7 @@ func TestCursorSubagentFile(t *testing.T) {
 	}
 	child := parent.Children[0]
 	want := cursorIndependent(t, cursorChild)
-	var got cursorCount
-	for _, e := range child.Events {
-		switch e.Kind {
-		case session.KindUserMessage:
-			got.User++
-		case session.KindAssistantMessage:
-			got.Assistant++
-			got.Calls += len(e.ToolCalls)
-		}
-	}
-	if got != want {
+	if got := countCursor(child.Events); got != want {
 		t.Errorf("child: imported %+v; the independent count is %+v", got, want)
 	}
 	h := child.Events[0]
