@@ -4,7 +4,8 @@ package session
 // "provider/model". An imported transcript may record no model (Cursor's
 // keep none) or no provider; "cursor/" or "/" would read as a truncated
 // name, so the missing part is said instead. The viewer's script (pm in
-// internal/view/assets/view.js) follows the same rule.
+// internal/view/assets/view.js) is a second copy, held to this one by
+// internal/view TestScriptModelNameIsGos.
 func ModelName(provider, model string) string {
 	switch {
 	case model != "" && provider != "":
