@@ -136,6 +136,10 @@ func commandsHome(t *testing.T, fixtures string) string {
 	// A fork of an import (the fasthooks Claude Code session) to a
 	// scripted model, whose tools the imported session does not have.
 	must(ExitOK, "replay", "fork", "390ba41c9ef80c05", "--from", "6", "--model", "scripted/alt", "--script", alt, "-q", "--session-id", "f01d000000000009")
+	// Cursor transcripts, which record no usage or times (not_recorded),
+	// with a sub-agent; and a fork of one, which records its own.
+	must(ExitOK, "import", "auto", filepath.Join(fixtures, "..", "internal", "transcript", "testdata", "cursor"), "-q")
+	must(ExitOK, "replay", "fork", "6a5d71ea900262db", "--from", "7", "--model", "scripted/alt", "--script", alt, "-q", "--session-id", "f01d00000000000b")
 	// A log damaged in the middle, never sealed (a sealed session is read
 	// from the history, which keeps the copy made before the damage).
 	b, err := os.ReadFile(filepath.Join(fixtures, "home", "sessions", "5e55100000000001", recorder.LogFile))
@@ -160,7 +164,8 @@ func compareHome(t *testing.T, home string) int {
 	defer db.Close()
 	res, err := db.Query(ctx, `SELECT session_id, name, provider, model, status, started, ended, events,
 		input_tokens, output_tokens, cost_usd, tool_calls, errors, coalesce(source_status, ''),
-		coalesce(parent_session_id, ''), coalesce(parent_seq, 0), coalesce(forked_from, 0), turns, coalesce(reason, '') FROM sessions ORDER BY session_id`)
+		coalesce(parent_session_id, ''), coalesce(parent_seq, 0), coalesce(forked_from, 0), turns, coalesce(reason, ''),
+		to_json(not_recorded)::VARCHAR FROM sessions ORDER BY session_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +211,9 @@ func compareHome(t *testing.T, home string) int {
 		}
 		if got, want := fmt.Sprintf("turns=%d reason=%q", i64(r[17]), str(r[18])), fmt.Sprintf("turns=%d reason=%q", fold.Turns, fold.Reason()); got != want {
 			t.Errorf("%s: view %s, fold %s", id, got, want)
+		}
+		if want, _ := json.Marshal(append([]string{}, fold.NotRecorded...)); str(r[19]) != string(want) {
+			t.Errorf("%s: not_recorded view %s, fold %s", id, str(r[19]), want)
 		}
 		if c := f64(r[10]); math.Abs(c-sum.CostUSD) > 1e-9 {
 			t.Errorf("%s: cost_usd view %v, fold %v", id, c, sum.CostUSD)

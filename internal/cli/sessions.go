@@ -175,8 +175,13 @@ func sessionsRun(f *Factory, opts *sessionsOptions) error {
 			status += " (torn tail)"
 		}
 		model := session.ModelName(s.Provider, s.Model)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t$%.4f\n", termsafe.Line(s.SessionID), termsafe.Line(s.Name), formatTime(s.Started),
-			termsafe.Line(status), termsafe.Line(model), s.Events, s.Tokens, s.CostUSD)
+		// A source that records no usage has unknown tokens, not 0.
+		tokens, cost := fmt.Sprint(s.Tokens), fmt.Sprintf("$%.4f", s.CostUSD)
+		if !s.Records(session.NotRecordedUsage) {
+			tokens, cost = "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", termsafe.Line(s.SessionID), termsafe.Line(s.Name), formatTime(s.Started),
+			termsafe.Line(status), termsafe.Line(model), s.Events, tokens, cost)
 	}
 	return tw.Flush()
 }

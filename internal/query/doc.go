@@ -31,8 +31,10 @@
 //	            parent's task intent) and forked_from (a fork's); origin
 //	            (run, proxy, collect, import), turns, reason (the ending
 //	            session_finished's), finish_reason (the last model call's),
-//	            tags (MAP(VARCHAR, VARCHAR): tags['env'] = 'ci') and
-//	            user_id, from the header
+//	            tags (MAP(VARCHAR, VARCHAR): tags['env'] = 'ci'),
+//	            user_id and an import's not_recorded (VARCHAR[]: what
+//	            its source does not record, 'usage' making its tokens
+//	            and cost unknown), from the header
 //	tool_calls  one row per call (its id and requesting message) that was
 //	            dispatched or answered: its last tool_intent joined with its
 //	            last tool_result, and a later reconciliation's outcome; args

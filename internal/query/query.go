@@ -528,6 +528,10 @@ func (d *DB) sessionsView() string {
 // user_id are the header's attrs tags and user_id (FORMAT.md, "Tags and
 // user"). tags is a MAP(VARCHAR, VARCHAR), empty when the header has
 // none, so tags['env'] = 'ci' and map_contains(tags, 'env') filter in SQL.
+// not_recorded is what an import's source does not record (the header's
+// attrs not_recorded: 'usage' means its tokens and cost are not zeros
+// but unknown), empty for a fork of one, which records its own part: the
+// rule of session.NotRecorded, held to it by the fold test.
 const sessionsView = `CREATE OR REPLACE VIEW main.sessions AS
 SELECT session_id, name, provider, model, status, started, ended,
   date_diff('millisecond', started, ended) AS duration_ms,
@@ -541,7 +545,9 @@ SELECT session_id, name, provider, model, status, started, ended,
     ELSE 'run' END AS origin,
   turns, reason, finish_reason,
   coalesce(TRY_CAST(json_extract(hattrs, '$.tags') AS MAP(VARCHAR, VARCHAR)), MAP {}::MAP(VARCHAR, VARCHAR)) AS tags,
-  nullif(json_extract_string(hattrs, '$.user_id'), '') AS user_id
+  nullif(json_extract_string(hattrs, '$.user_id'), '') AS user_id,
+  CASE WHEN forked_from IS NULL THEN coalesce(TRY_CAST(json_extract(hattrs, '$.not_recorded') AS VARCHAR[]), []::VARCHAR[])
+    ELSE []::VARCHAR[] END AS not_recorded
 FROM (
   SELECT session_id, name, provider, model,
     CASE WHEN session_id IN ($CORRUPT) THEN 'corrupt'

@@ -107,7 +107,14 @@ type Session struct {
 	FinishReason string            `json:"finish_reason,omitempty"`
 	Tags         map[string]string `json:"tags,omitempty"`
 	UserID       string            `json:"user_id,omitempty"`
+	// NotRecorded is what an import's source does not record (the view's
+	// not_recorded): with "usage", Tokens and CostUSD are unknown, not 0.
+	NotRecorded []string `json:"not_recorded,omitempty"`
 }
+
+// Records reports whether the session's source records what (a
+// session.NotRecorded name), as session.State.Records does for a fold.
+func (s Session) Records(what string) bool { return !slices.Contains(s.NotRecorded, what) }
 
 // Sessions returns one summary per session from the sessions view (sealed
 // history and live logs alike) that f selects, most recently started
@@ -132,7 +139,7 @@ func (d *DB) sessions(ctx context.Context, f Filter) ([]Session, error) {
 	where, args := f.where()
 	q := `SELECT session_id, name, provider, model, status, started, ended,
 		events, input_tokens, output_tokens, cost_usd, tool_calls, errors, parent_session_id,
-		origin, turns, reason, finish_reason, to_json(tags)::VARCHAR, user_id, duration_ms
+		origin, turns, reason, finish_reason, to_json(tags)::VARCHAR, user_id, duration_ms, to_json(not_recorded)::VARCHAR
 		FROM sessions WHERE ` + where + ` ORDER BY started DESC NULLS LAST, session_id`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
@@ -145,12 +152,12 @@ func (d *DB) sessions(ctx context.Context, f Filter) ([]Session, error) {
 	var out []Session
 	for rows.Next() {
 		var s Session
-		var name, prov, model, status, parent, origin, reason, finish, tags, user sql.NullString
+		var name, prov, model, status, parent, origin, reason, finish, tags, user, notRec sql.NullString
 		var started, ended sql.NullTime
 		var dur sql.NullInt64
 		if err := rows.Scan(&s.SessionID, &name, &prov, &model, &status, &started, &ended,
 			&s.Events, &s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.ToolCalls, &s.Errors, &parent,
-			&origin, &s.Turns, &reason, &finish, &tags, &user, &dur); err != nil {
+			&origin, &s.Turns, &reason, &finish, &tags, &user, &dur, &notRec); err != nil {
 			return nil, err
 		}
 		s.Name, s.Provider, s.Model, s.Status = name.String, prov.String, model.String, session.Status(status.String)
@@ -160,6 +167,11 @@ func (d *DB) sessions(ctx context.Context, f Filter) ([]Session, error) {
 		s.Origin, s.Reason, s.FinishReason, s.UserID = origin.String, reason.String, finish.String, user.String
 		if dur.Valid {
 			s.DurationMS = &dur.Int64
+		}
+		if notRec.Valid && notRec.String != "[]" {
+			if err := json.Unmarshal([]byte(notRec.String), &s.NotRecorded); err != nil {
+				return nil, fmt.Errorf("session %s: not_recorded: %w", s.SessionID, err)
+			}
 		}
 		if tags.Valid && tags.String != "{}" {
 			if err := json.Unmarshal([]byte(tags.String), &s.Tags); err != nil {
