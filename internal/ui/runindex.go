@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/query"
+	"github.com/agentctl/agentctl/internal/session"
 )
 
 // runIndexSQL is what the runs page reads from the sessions view: every
@@ -23,7 +24,7 @@ const runIndexSQL = `SELECT session_id, coalesce(name, ''), coalesce(status, '')
   cost_usd::DOUBLE, coalesce(duration_ms, 0)::BIGINT, epoch_us(started), coalesce(epoch_us(started), 0) AS sort_us,
   map_keys(tags), map_values(tags),
   array_to_string(list_sort(list_transform(map_entries(tags), lambda e: e.key || '=' || e.value)), ' '),
-  coalesce(user_id, '')
+  coalesce(user_id, ''), list_contains(not_recorded, '` + session.NotRecordedUsage + `')
 FROM sessions ORDER BY sort_us DESC, session_id`
 
 // runEntry is one session as the index is given it: a row of runIndexSQL.
@@ -37,6 +38,9 @@ type runEntry struct {
 	Started bool
 	Tags    map[string]string
 	TagText string
+	// NoUsage: the import's source records no tokens, so no cost (the
+	// view's not_recorded); the page shows them as unknown, not 0.
+	NoUsage bool
 }
 
 // runIndex is the runs page's list in the server's memory, made once per
@@ -68,8 +72,10 @@ type runIndex struct {
 	byID    map[string]int32
 	hashKey maphash.Seed
 	sortUS  []int64
-	// noStart marks the rows with no start (their sortUS is 0).
+	// noStart marks the rows with no start (their sortUS is 0), noUsage
+	// those whose source records no usage (rare: imports).
 	noStart    map[int32]bool
+	noUsage    map[int32]bool
 	turns      []int64
 	toolCalls  []int64
 	tokens     []int64
@@ -140,6 +146,7 @@ func loadRunIndex(ctx context.Context, db *query.DB) (*runIndex, error) {
 			e.Cost = f
 		}
 		e.Started = r[11] != nil
+		e.NoUsage, _ = r[17].(bool)
 		ks, _ := r[13].([]any)
 		vs, _ := r[14].([]any)
 		if len(ks) > 0 && len(ks) == len(vs) {
@@ -159,7 +166,7 @@ func newRunIndex(entries []runEntry) *runIndex {
 	n := len(entries)
 	x := &runIndex{
 		idEnd: make([]int32, n), byHash: make(map[uint64]int32, n), byID: map[string]int32{}, hashKey: maphash.MakeSeed(),
-		sortUS: make([]int64, n), noStart: map[int32]bool{},
+		sortUS: make([]int64, n), noStart: map[int32]bool{}, noUsage: map[int32]bool{},
 		turns: make([]int64, n), toolCalls: make([]int64, n), tokens: make([]int64, n), durationMS: make([]int64, n),
 		cost: make([]float64, n), tagSet: make([]uint32, n),
 		tagRows: map[[2]string][]int32{}, keyRows: map[string][]int32{},
@@ -179,6 +186,9 @@ func newRunIndex(entries []runEntry) *runIndex {
 		x.sortUS[i] = e.SortUS
 		if !e.Started {
 			x.noStart[row] = true
+		}
+		if e.NoUsage {
+			x.noUsage[row] = true
 		}
 		x.turns[i], x.toolCalls[i], x.tokens[i], x.durationMS[i], x.cost[i] = e.Turns, e.ToolCalls, e.Tokens, e.DurationMS, e.Cost
 		h := maphash.String(x.hashKey, e.ID)
@@ -260,7 +270,7 @@ func (x *runIndex) row(i int32) runRow {
 	return runRow{
 		SessionID: x.id(i), Name: x.name.at(i), Status: x.status.at(i), Reason: x.reason.at(i), Origin: x.origin.at(i),
 		Model: x.model.at(i), User: x.user.at(i), Tags: x.tagSets[x.tagSet[i]].text,
-		Turns: x.turns[i], ToolCalls: x.toolCalls[i], Tokens: x.tokens[i], Cost: x.shownCost(i),
+		Turns: x.turns[i], ToolCalls: x.toolCalls[i], Tokens: x.tokens[i], Cost: x.shownCost(i), NoUsage: x.noUsage[i],
 		Duration: time.Duration(x.durationMS[i]) * time.Millisecond, Started: x.startedAt(i),
 		key: cursor{x.sortUS[i], x.id(i)},
 	}

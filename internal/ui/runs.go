@@ -209,6 +209,7 @@ type runRow struct {
 	SessionID, Name, Status, Reason, Origin, Model, Tags, User string
 	Turns, ToolCalls, Tokens                                   int64
 	Cost                                                       float64
+	NoUsage                                                    bool // tokens and cost not recorded by the source
 	Duration                                                   time.Duration
 	Started                                                    time.Time
 	Href                                                       string

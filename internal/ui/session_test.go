@@ -104,7 +104,8 @@ func TestSessionPagePaged(t *testing.T) {
 
 // TestImportedFiguresNotRecorded: a session imported from a source that
 // records no tokens and no times (a Cursor transcript) shows its tokens,
-// cost and duration as not recorded, not as measured zeros.
+// cost and duration as not recorded, not as measured zeros, on its page
+// and on the runs page.
 func TestImportedFiguresNotRecorded(t *testing.T) {
 	home := newHome(t)
 	st := recorder.Store{Root: home}
@@ -118,8 +119,17 @@ func TestImportedFiguresNotRecorded(t *testing.T) {
 	if _, err := st.WriteSession(evs, recorder.Options{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
+	// The runs page: its row's tokens and cost are unknown, not 0.
+	code, body := get(t, home, "/runs")
+	if code != http.StatusOK {
+		t.Fatalf("runs page: %d %s", code, body)
+	}
+	row := regexp.MustCompile(`(?s)<tr data-session="1e00000000000001">.*?</tr>`).FindString(body)
+	if strings.Count(row, `title="not recorded by the source">-</td>`) != 2 || strings.Contains(row, "$0.0000") {
+		t.Errorf("runs page row: %s", row)
+	}
 	// The page paints, then fetches its figures.
-	code, body := get(t, home, "/api/sessions/1e00000000000001/figures")
+	code, body = get(t, home, "/api/sessions/1e00000000000001/figures")
 	if code != http.StatusOK {
 		t.Fatalf("%d %s", code, body)
 	}
