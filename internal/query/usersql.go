@@ -65,10 +65,12 @@ func (d *DB) selectOnly(ctx context.Context, q, who string) error {
 		return fmt.Errorf("query: read the parser's answer: %w", err)
 	}
 	switch {
-	// json_serialize_sql serializes SELECTs only: DuckDB answers any other
-	// statement with its error type "not implemented", which is how a
-	// COPY or an ATTACH is told from a SELECT with a syntax error.
-	case parsed.Error && parsed.ErrorType == "not implemented":
+	// json_serialize_sql serializes SELECTs only. A syntax error is the
+	// parser's (error type "parser") and is shown as DuckDB words it;
+	// every other error is a statement it parsed and would not serialize
+	// (COPY, ATTACH, PRAGMA, EXPLAIN, ...): refused as not a SELECT, so an
+	// error type a later DuckDB adds fails closed, by name.
+	case parsed.Error && parsed.ErrorType != "parser":
 		return &RefusedError{fmt.Sprintf("refused: %s runs one SELECT over the views, read-only; %q is not a SELECT (COPY, ATTACH, INSTALL, LOAD, SET, CREATE, PRAGMA and other statements are not run here; use agentctl query at your own prompt)", who, firstWord(q))}
 	case parsed.Error:
 		return &RefusedError{fmt.Sprintf("%s error: %s", parsed.ErrorType, parsed.ErrorMessage)}
