@@ -8,35 +8,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/testenv"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the progress goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // collectRun end to end in this process: the listening line, progress
 // lines on stderr while spans arrive, and after the cancel (SIGTERM in
 // the binary) the drain, the seal and the summary on stdout.
 func TestCollectRunProgressAndSummary(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
-	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	out, errb := &testenv.Buffer{}, &testenv.Buffer{}
 	f := &Factory{Streams: Streams{Out: out, Err: errb}, Home: home}
 	opts := &collectOptions{Listen: "127.0.0.1:0", GRPC: "off", DrainTimeout: 10 * time.Second, ProgressEvery: 50 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -78,8 +61,8 @@ func TestCollectRunProgressAndSummary(t *testing.T) {
 	}
 
 	// --json: the listening line, then the summary.
-	out2 := &lockedBuffer{}
-	f2 := &Factory{Streams: Streams{Out: out2, Err: &lockedBuffer{}}, Home: home}
+	out2 := &testenv.Buffer{}
+	f2 := &Factory{Streams: Streams{Out: out2, Err: &testenv.Buffer{}}, Home: home}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	go func() { time.Sleep(300 * time.Millisecond); cancel2() }()
 	if err := collectRun(ctx2, f2, &collectOptions{Listen: "127.0.0.1:0", GRPC: "127.0.0.1:0", JSON: true, DrainTimeout: time.Second}); err != nil {

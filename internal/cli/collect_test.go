@@ -50,32 +50,15 @@ type collector struct {
 	cmd        *exec.Cmd
 	http, grpc string
 	out        *bufio.Reader
-	stderr     *syncBuffer
+	stderr     *testenv.Buffer
 	exited     chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startCollector(t *testing.T, home string, args ...string) *collector {
 	t.Helper()
 	full := append([]string{"--home", home, "collect", "--json", "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0"}, args...)
 	cmd := exec.Command("agentctl", full...)
-	c := &collector{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	c := &collector{cmd: cmd, stderr: &testenv.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = c.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

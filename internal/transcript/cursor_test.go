@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/internal/session"
+	"github.com/agentctl/agentctl/internal/testenv"
 )
 
 // The transcripts real Cursor programs wrote (testdata/README.md says
@@ -415,7 +415,7 @@ func TestCursorSDKLive(t *testing.T) {
 	// run drives the SDK with the prompts in a fresh home and folder
 	// against a fresh fake (which keeps one conversation): the folder and
 	// the transcripts it wrote (agent-transcripts/*/*.jsonl), the fake's log.
-	run := func(t *testing.T, prompts ...string) (ws string, files []string, fakeLog *lockedBuffer) {
+	run := func(t *testing.T, prompts ...string) (ws string, files []string, fakeLog *testenv.Buffer) {
 		root := t.TempDir()
 		home, store := filepath.Join(root, "home"), filepath.Join(root, "store")
 		ws = filepath.Join(root, "typo")
@@ -431,7 +431,7 @@ func TestCursorSDKLive(t *testing.T) {
 		defer cancel()
 		fake := exec.CommandContext(ctx, node, filepath.Join(fixtures, "cursor", "fake-backend.mjs"), "0")
 		fake.Env = append(os.Environ(), "FAKE_CURSOR_CWD="+ws)
-		fakeLog = &lockedBuffer{}
+		fakeLog = &testenv.Buffer{}
 		fake.Stderr = fakeLog
 		stdout, err := fake.StdoutPipe()
 		if err != nil {
@@ -526,24 +526,6 @@ func TestCursorSDKLive(t *testing.T) {
 			t.Errorf("the live sub-agent differs from the committed one:\n%q\n%q", a, b)
 		}
 	})
-}
-
-// lockedBuffer is a log a subprocess writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestCursorDamaged: a transcript cut short mid-line (Cursor appends as
