@@ -62,24 +62,10 @@ func jqCountGemini(t *testing.T, path string) geminiCount {
 	return c
 }
 
+// importedCount is countOf's figures that jq counts in a Gemini CLI file.
 func importedCount(s *Session) geminiCount {
-	var c geminiCount
-	for _, e := range s.Events {
-		switch e.Kind {
-		case session.KindUserMessage:
-			c.User++
-		case session.KindAssistantMessage:
-			c.Assistant++
-			c.Calls += len(e.ToolCalls)
-		case session.KindToolResult:
-			c.Results++
-		case session.KindModelCall:
-			c.Input += e.InputTokens
-			c.Output += e.OutputTokens
-			c.Cached += e.CacheReadInputTokens
-		}
-	}
-	return c
+	c := countOf(s)
+	return geminiCount{User: c.User, Assistant: c.Assistant, Calls: c.Calls, Results: c.Results, Input: c.Input, Output: c.Output, Cached: c.Cached}
 }
 
 // checkGeminiImport imports path (detected, not named) and checks it and
