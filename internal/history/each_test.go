@@ -16,21 +16,28 @@ import (
 	"github.com/agentctl/agentctl/internal/vfs"
 )
 
-// WriteRowsEachFS with batches of a multiple of 64 rows writes the bytes
-// one WriteRows of every row writes, across row groups (a bundle's
-// events.parquet is written so and must not change).
-func TestWriteRowsEachIsWriteRows(t *testing.T) {
-	n := history.RowGroupRows + 3000 // two row groups, the last batch short
+// toolRows makes n rows of tool results, spread over sessions sessions.
+func toolRows(t *testing.T, n, sessions int) []history.Row {
+	t.Helper()
 	ts := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	rows := make([]history.Row, n)
 	for i := range rows {
 		e := session.Event{Seq: int64(i + 1), TS: ts.Add(time.Duration(i) * time.Millisecond), Kind: session.KindToolResult,
 			CallID: fmt.Sprint("c", i), Tool: "read_file", Status: session.ResultOK, Output: fmt.Sprint("line ", i%97, " of a file\n")}
 		var err error
-		if rows[i], err = history.FromEvent("s", e); err != nil {
+		if rows[i], err = history.FromEvent(fmt.Sprint("s", i%sessions), e); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return rows
+}
+
+// WriteRowsEachFS with batches of a multiple of 64 rows writes the bytes
+// one WriteRows of every row writes, across row groups (a bundle's
+// events.parquet is written so and must not change).
+func TestWriteRowsEachIsWriteRows(t *testing.T) {
+	n := history.RowGroupRows + 3000 // two row groups, the last batch short
+	rows := toolRows(t, n, 1)
 	dir := t.TempDir()
 	whole := filepath.Join(dir, "whole.parquet")
 	if _, err := history.WriteRows(whole, rows, true); err != nil {
@@ -62,16 +69,7 @@ func TestWriteRowsEachIsWriteRows(t *testing.T) {
 // callback's own error comes back as it is.
 func TestReadRowsEachIsReadRows(t *testing.T) {
 	n := history.RowGroupRows + 5000
-	ts := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	rows := make([]history.Row, n)
-	for i := range rows {
-		e := session.Event{Seq: int64(i + 1), TS: ts.Add(time.Duration(i) * time.Millisecond), Kind: session.KindToolResult,
-			CallID: fmt.Sprint("c", i), Tool: "read_file", Status: session.ResultOK, Output: fmt.Sprint("line ", i%97, " of a file\n")}
-		var err error
-		if rows[i], err = history.FromEvent(fmt.Sprint("s", i%7), e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rows := toolRows(t, n, 7)
 	p := filepath.Join(t.TempDir(), "rows.parquet")
 	if _, err := history.WriteRows(p, rows, true); err != nil {
 		t.Fatal(err)
