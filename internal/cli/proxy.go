@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -130,21 +129,37 @@ needs --token (clients send it as X-Agentctl-Token or a /t/<token> prefix).`,
 	return cmd
 }
 
-// proxyProviders names the providers whose APIs the proxy serves, from
-// the registry: a new API shows in the help without an edit here.
-func proxyProviders() []string {
-	var ps []string
+// served lists, sorted and once each, what of sets the registered APIs
+// the proxy serves (those with a wire) give: the help is made from the
+// registry, so a new API shows in it without an edit here.
+func served(of func(modelapi.API) []string) []string {
+	var out []string
 	for _, a := range modelapi.All() {
-		if a.Wire != nil && !slices.Contains(ps, a.Provider) {
-			ps = append(ps, a.Provider)
+		if a.Wire != nil {
+			out = append(out, of(a)...)
 		}
 	}
-	sort.Strings(ps)
-	return ps
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
-// proxyRoutesHelp lists the routes each registered API serves, a line
-// per provider.
+// proxyProviders names the providers whose APIs the proxy serves.
+func proxyProviders() []string {
+	return served(func(a modelapi.API) []string { return []string{a.Provider} })
+}
+
+// proxyUpstreams are the served APIs' public roots.
+func proxyUpstreams() []string {
+	return served(func(a modelapi.API) []string {
+		if a.BaseURL == "" {
+			return nil
+		}
+		return []string{a.BaseURL}
+	})
+}
+
+// proxyRoutesHelp lists the routes each served API answers, in the
+// order its wire gives them, a line per provider.
 func proxyRoutesHelp() string {
 	byProvider := map[string][]string{}
 	for _, a := range modelapi.All() {
@@ -176,31 +191,16 @@ func proxyRoutesHelp() string {
 	return b.String()
 }
 
-// proxyUpstreams are the registered APIs' public roots, for the help.
-func proxyUpstreams() []string {
-	var us []string
-	for _, a := range modelapi.All() {
-		if a.Wire != nil && a.BaseURL != "" && !slices.Contains(us, a.BaseURL) {
-			us = append(us, a.BaseURL)
-		}
-	}
-	sort.Strings(us)
-	return us
-}
-
-// proxyBaseVars are the base-URL variables a COMMAND is given, from the
-// registry's Env.
+// proxyBaseVars are the base-URL variables a COMMAND is given: the names
+// spec.AgentEnv sets (BaseVars, the one list of them).
 func proxyBaseVars() []string {
-	var vs []string
-	for _, a := range modelapi.All() {
-		for _, v := range a.Env.BaseURL {
-			if !slices.Contains(vs, v) {
-				vs = append(vs, v)
-			}
-		}
+	told, others := spec.AgentEnv{}.BaseVars()
+	for _, kv := range told {
+		k, _, _ := strings.Cut(kv, "=")
+		others = append(others, k)
 	}
-	sort.Strings(vs)
-	return vs
+	slices.Sort(others)
+	return others
 }
 
 // proxyListening is the first --json line: where the proxy listens.
